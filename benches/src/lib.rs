@@ -1,0 +1,1 @@
+//! Benchmarks and load generators live in benches/.

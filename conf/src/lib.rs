@@ -1,0 +1,1 @@
+//! conf (placeholder: see the crate's issue)

@@ -1,0 +1,1 @@
+//! hdfs-io (placeholder: see the crate's issue)

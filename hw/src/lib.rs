@@ -1,0 +1,1 @@
+//! hw (placeholder: see the crate's issue)

@@ -1,0 +1,1 @@
+//! peer-harness (placeholder)

@@ -1,0 +1,1 @@
+//! rm-core (placeholder: see the crate's issue)
