@@ -1,1 +1,98 @@
-fn main() {}
+//! `hotpath`: the one installed binary. Each subcommand wires the library crates together:
+//! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
+//! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
+
+mod decode;
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "hotpath", version, about = "Hadoop hot paths, natively: node agent, thin RM core, HDFS client")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print this machine's topology and the core plan hotpath pins its threads by.
+    Hw {
+        /// One JSON object (`cores`, `pus`, `numa_nodes`, `plan: [{role, cpu}]`).
+        #[arg(long)]
+        json: bool,
+        /// Which binary's plan to show.
+        #[arg(long, value_enum, default_value = "agent")]
+        role_set: RoleSet,
+    },
+    /// Decode captured Hadoop protobuf bytes and print them as JSON with proto field names.
+    Decode {
+        /// Message type, e.g. NodeHeartbeatRequestProto (short or full name). With --frame, the
+        /// payload's type.
+        message: String,
+        /// Input file; `-` or absent reads standard input.
+        file: Option<PathBuf>,
+        /// The input is a whole IPC frame (4-byte length, RPC header, [RequestHeader], payload).
+        #[arg(long, value_enum)]
+        frame: Option<decode::FrameKind>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoleSet {
+    Agent,
+    Rm,
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOTPATH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
+        Cmd::Decode { message, file, frame } => {
+            let bytes = read_input(file.as_deref())?;
+            let value = match frame {
+                None => decode::decode_message(&message, &bytes)?,
+                Some(kind) => decode::decode_frame(&message, kind, &bytes)?,
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(())
+        }
+    }
+}
+
+fn read_input(file: Option<&std::path::Path>) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    match file {
+        None => std::io::stdin().read_to_end(&mut bytes)?,
+        Some(p) if p.as_os_str() == "-" => std::io::stdin().read_to_end(&mut bytes)?,
+        Some(p) => {
+            bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+            bytes.len()
+        }
+    };
+    Ok(bytes)
+}
+
+fn cmd_hw(json: bool, role_set: RoleSet) -> Result<()> {
+    let topo = hw::Topology::detect().context("detecting the CPU topology")?;
+    let plan = match role_set {
+        RoleSet::Agent => hw::Plan::for_agent(&topo),
+        RoleSet::Rm => hw::Plan::for_rm(&topo),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&hw::report_json(&topo, &plan))?);
+    } else {
+        print!("{}", hw::report_text(&topo, &plan));
+    }
+    Ok(())
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what hotpath needs on a fresh Debian/Ubuntu machine, and only what is missing:
+#   - libhwloc-dev + pkg-config (the `hw` crate links libhwloc by default)
+#   - a JDK and Maven (the real-Hadoop peer in peers/hadoop)
+# Rust itself is expected from rustup (Debian's rustc is too old for this workspace).
+# Sourced by scripts/demo and scripts/test; safe to run again.
+set -euo pipefail
+
+need_apt=()
+dpkg -s libhwloc-dev >/dev/null 2>&1 || need_apt+=(libhwloc-dev)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+if [ "${HOTPATH_NEED_JAVA:-1}" = 1 ]; then
+  command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+fi
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null 2>&1 || {
+  echo "setup: cargo not found; install Rust with rustup (https://rustup.rs), Rust >= 1.86" >&2
+  exit 1
+}
+if [ "${HOTPATH_NEED_JAVA:-1}" = 1 ]; then
+  command -v java >/dev/null 2>&1 || { echo "setup: java missing after install" >&2; exit 1; }
+  command -v mvn >/dev/null 2>&1 || { echo "setup: mvn missing after install" >&2; exit 1; }
+fi
