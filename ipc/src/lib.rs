@@ -6,3 +6,8 @@
 //! - `view`: lazy, allocation-free views over borrowed message bytes.
 //! - `frame`: zerocopy fixed headers and frame decoding with a length cap.
 //! - `encode`: length-prefix writer and request/response frame encoders.
+
+pub mod error;
+pub mod frame;
+
+pub use error::{EncodeError, Error, FrameError};
