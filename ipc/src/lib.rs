@@ -9,5 +9,8 @@
 
 pub mod error;
 pub mod frame;
+pub mod pb;
+pub mod reader;
+pub mod view;
 
 pub use error::{EncodeError, Error, FrameError};

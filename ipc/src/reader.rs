@@ -1,0 +1,469 @@
+//! A borrowing protobuf reader.
+//!
+//! [`Reader`] walks a byte slice one wire-format item at a time: varints (at most 10 bytes),
+//! zigzag, fixed32/64, length-delimited slices (bounds-checked, returned as sub-slices of the
+//! input, never copied) and tags. [`Reader::skip`] skips any value, including groups (start/end
+//! group, nested, depth-limited). Every failure is a [`DecodeError`]; no input makes it panic
+//! or allocate.
+//!
+//! The views in [`crate::view`] are built on [`Reader::read_field`], which yields one
+//! `(field number, value)` pair at a time.
+
+/// Maximum nesting of messages and groups, as in protobuf-java (`recursionLimit` 100).
+pub const RECURSION_LIMIT: u32 = 100;
+
+/// Largest valid field number (2^29 − 1).
+pub const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
+
+/// The six protobuf wire types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WireType {
+    Varint = 0,
+    Fixed64 = 1,
+    Len = 2,
+    StartGroup = 3,
+    EndGroup = 4,
+    Fixed32 = 5,
+}
+
+impl WireType {
+    /// The wire type of the low 3 bits of a tag; 6 and 7 are invalid.
+    #[inline]
+    pub fn from_bits(bits: u8) -> Result<WireType, DecodeError> {
+        Ok(match bits {
+            0 => WireType::Varint,
+            1 => WireType::Fixed64,
+            2 => WireType::Len,
+            3 => WireType::StartGroup,
+            4 => WireType::EndGroup,
+            5 => WireType::Fixed32,
+            other => return Err(DecodeError::BadWireType(other)),
+        })
+    }
+}
+
+/// Why bytes could not be read as the expected protobuf message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The input ended inside a tag or value.
+    #[error("truncated protobuf input")]
+    Truncated,
+    /// A varint ran past 10 bytes, or its 10th byte carries bits beyond 64.
+    #[error("varint longer than 10 bytes or overflowing 64 bits")]
+    VarintOverflow,
+    /// Wire type 6 or 7.
+    #[error("invalid wire type {0}")]
+    BadWireType(u8),
+    /// Field number 0, or a tag above 2^32 / field number above 2^29 − 1.
+    #[error("invalid field number {0}")]
+    BadFieldNumber(u64),
+    /// A length prefix claims more bytes than remain.
+    #[error("length {len} exceeds the {remaining} remaining bytes")]
+    LengthOutOfBounds { len: u64, remaining: usize },
+    /// A known field arrived with a wire type its declared type cannot have.
+    #[error("{message}.{field}: wire type {actual:?} does not match the declared type")]
+    WrongWireType {
+        message: &'static str,
+        field: &'static str,
+        actual: WireType,
+    },
+    /// A packed repeated fixed-width field whose length is not a multiple of the width.
+    #[error("{message}.{field}: packed length {len} is not a multiple of {width}")]
+    PackedLength {
+        message: &'static str,
+        field: &'static str,
+        len: usize,
+        width: usize,
+    },
+    /// A `required` field is absent (Java rejects such a message).
+    #[error("missing required field {message}.{field}")]
+    MissingRequired {
+        message: &'static str,
+        field: &'static str,
+    },
+    /// A `string` field that is not UTF-8 was read as `&str`.
+    #[error("{message}.{field}: invalid UTF-8")]
+    InvalidUtf8 {
+        message: &'static str,
+        field: &'static str,
+    },
+    /// An end-group tag that closes nothing or closes a different field.
+    #[error("end-group tag for field {found} where {expected:?} was open")]
+    GroupMismatch { expected: Option<u32>, found: u32 },
+    /// Messages or groups nested deeper than [`RECURSION_LIMIT`].
+    #[error("nesting deeper than {0}")]
+    DepthLimit(u32),
+    /// A non-repeated embedded message occurs more than once. protobuf merges the
+    /// occurrences; the views refuse such input in `validate()` instead (see [`crate::view`]).
+    #[error("{message}.{field}: non-repeated message field occurs more than once")]
+    DuplicateMessage {
+        message: &'static str,
+        field: &'static str,
+    },
+}
+
+/// The value of one field as it appears on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    Len(&'a [u8]),
+    /// The bytes between a start-group tag and its matching end-group tag.
+    Group(&'a [u8]),
+    Fixed32(u32),
+}
+
+impl Value<'_> {
+    /// The wire type this value was read with.
+    #[inline]
+    pub fn wire_type(&self) -> WireType {
+        match self {
+            Value::Varint(_) => WireType::Varint,
+            Value::Fixed64(_) => WireType::Fixed64,
+            Value::Len(_) => WireType::Len,
+            Value::Group(_) => WireType::StartGroup,
+            Value::Fixed32(_) => WireType::Fixed32,
+        }
+    }
+}
+
+/// Zigzag-decodes a `sint32`.
+#[inline]
+pub fn zigzag32(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+/// Zigzag-decodes a `sint64`.
+#[inline]
+pub fn zigzag64(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A cursor over borrowed protobuf bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// A reader positioned at the start of `buf`.
+    #[inline]
+    pub const fn new(buf: &'a [u8]) -> Self {
+        Reader { buf }
+    }
+
+    /// The bytes not read yet.
+    #[inline]
+    pub fn remaining(&self) -> &'a [u8] {
+        self.buf
+    }
+
+    /// True when everything has been read.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Reads a varint of at most 10 bytes. The 10th byte may only carry bit 63.
+    #[inline]
+    pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
+        match self.buf.first() {
+            Some(&b) if b < 0x80 => {
+                self.buf = &self.buf[1..];
+                Ok(u64::from(b))
+            }
+            Some(_) => self.read_varint_slow(),
+            None => Err(DecodeError::Truncated),
+        }
+    }
+
+    #[inline(never)]
+    fn read_varint_slow(&mut self) -> Result<u64, DecodeError> {
+        let mut value: u64 = 0;
+        for (i, &b) in self.buf.iter().enumerate().take(10) {
+            if i == 9 && b > 1 {
+                return Err(DecodeError::VarintOverflow);
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                self.buf = &self.buf[i + 1..];
+                return Ok(value);
+            }
+        }
+        if self.buf.len() >= 10 {
+            Err(DecodeError::VarintOverflow)
+        } else {
+            Err(DecodeError::Truncated)
+        }
+    }
+
+    /// Reads a varint and keeps its low 32 bits (`int32`, `uint32`, enums).
+    #[inline]
+    pub fn read_varint32(&mut self) -> Result<u32, DecodeError> {
+        self.read_varint().map(|v| v as u32)
+    }
+
+    /// Reads a zigzag `sint32`.
+    #[inline]
+    pub fn read_sint32(&mut self) -> Result<i32, DecodeError> {
+        self.read_varint32().map(zigzag32)
+    }
+
+    /// Reads a zigzag `sint64`.
+    #[inline]
+    pub fn read_sint64(&mut self) -> Result<i64, DecodeError> {
+        self.read_varint().map(zigzag64)
+    }
+
+    /// Reads a little-endian fixed32.
+    #[inline]
+    pub fn read_fixed32(&mut self) -> Result<u32, DecodeError> {
+        match self.buf.split_first_chunk::<4>() {
+            Some((b, rest)) => {
+                self.buf = rest;
+                Ok(u32::from_le_bytes(*b))
+            }
+            None => Err(DecodeError::Truncated),
+        }
+    }
+
+    /// Reads a little-endian fixed64.
+    #[inline]
+    pub fn read_fixed64(&mut self) -> Result<u64, DecodeError> {
+        match self.buf.split_first_chunk::<8>() {
+            Some((b, rest)) => {
+                self.buf = rest;
+                Ok(u64::from_le_bytes(*b))
+            }
+            None => Err(DecodeError::Truncated),
+        }
+    }
+
+    /// Reads a varint length and returns that many bytes as a sub-slice.
+    #[inline]
+    pub fn read_len(&mut self) -> Result<&'a [u8], DecodeError> {
+        let len = self.read_varint()?;
+        if len > self.buf.len() as u64 {
+            return Err(DecodeError::LengthOutOfBounds {
+                len,
+                remaining: self.buf.len(),
+            });
+        }
+        let (head, rest) = self.buf.split_at(len as usize);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    /// Reads a tag: field number (1 ..= 2^29 − 1) and wire type.
+    #[inline]
+    pub fn read_tag(&mut self) -> Result<(u32, WireType), DecodeError> {
+        let key = self.read_varint()?;
+        if key > u64::from(u32::MAX) {
+            return Err(DecodeError::BadFieldNumber(key >> 3));
+        }
+        let number = (key >> 3) as u32;
+        if number == 0 {
+            return Err(DecodeError::BadFieldNumber(0));
+        }
+        Ok((number, WireType::from_bits((key & 7) as u8)?))
+    }
+
+    /// Skips the value of a field whose tag has just been read. `depth` is the current
+    /// nesting (0 at the top level); groups count against [`RECURSION_LIMIT`].
+    #[inline]
+    pub fn skip(
+        &mut self,
+        number: u32,
+        wire_type: WireType,
+        depth: u32,
+    ) -> Result<(), DecodeError> {
+        match wire_type {
+            WireType::Varint => self.read_varint().map(drop),
+            WireType::Fixed64 => self.read_fixed64().map(drop),
+            WireType::Len => self.read_len().map(drop),
+            WireType::Fixed32 => self.read_fixed32().map(drop),
+            WireType::StartGroup => self.read_group(number, depth).map(drop),
+            WireType::EndGroup => Err(DecodeError::GroupMismatch {
+                expected: None,
+                found: number,
+            }),
+        }
+    }
+
+    /// Reads the body of a group whose start tag (field `number`) has just been read, up to
+    /// and including the matching end tag. Returns the body bytes.
+    pub fn read_group(&mut self, number: u32, depth: u32) -> Result<&'a [u8], DecodeError> {
+        if depth >= RECURSION_LIMIT {
+            return Err(DecodeError::DepthLimit(RECURSION_LIMIT));
+        }
+        let start = self.buf;
+        loop {
+            let before = self.buf.len();
+            let (n, wt) = self.read_tag()?;
+            if wt == WireType::EndGroup {
+                if n != number {
+                    return Err(DecodeError::GroupMismatch {
+                        expected: Some(number),
+                        found: n,
+                    });
+                }
+                let body_len = start.len() - before;
+                return Ok(&start[..body_len]);
+            }
+            self.skip(n, wt, depth + 1)?;
+        }
+    }
+
+    /// Reads one field: its number and its value. Groups come back whole as
+    /// [`Value::Group`]; a stray end-group tag is an error.
+    #[inline]
+    pub fn read_field(&mut self, depth: u32) -> Result<(u32, Value<'a>), DecodeError> {
+        let (number, wt) = self.read_tag()?;
+        let value = match wt {
+            WireType::Varint => Value::Varint(self.read_varint()?),
+            WireType::Len => Value::Len(self.read_len()?),
+            WireType::Fixed64 => Value::Fixed64(self.read_fixed64()?),
+            WireType::Fixed32 => Value::Fixed32(self.read_fixed32()?),
+            WireType::StartGroup => Value::Group(self.read_group(number, depth)?),
+            WireType::EndGroup => {
+                return Err(DecodeError::GroupMismatch {
+                    expected: None,
+                    found: number,
+                })
+            }
+        };
+        Ok((number, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints() {
+        assert_eq!(Reader::new(&[0x05]).read_varint(), Ok(5));
+        assert_eq!(Reader::new(&[0xac, 0x02]).read_varint(), Ok(300));
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert_eq!(r.read_varint32(), Ok(u32::MAX));
+        assert!(r.is_empty());
+        // -1 as int32: ten bytes, last one 0x01.
+        let neg = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(Reader::new(&neg).read_varint(), Ok(u64::MAX));
+        let over = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert_eq!(
+            Reader::new(&over).read_varint(),
+            Err(DecodeError::VarintOverflow)
+        );
+        let eleven = [0x80; 11];
+        assert_eq!(
+            Reader::new(&eleven).read_varint(),
+            Err(DecodeError::VarintOverflow)
+        );
+        assert_eq!(
+            Reader::new(&[0x80, 0x80]).read_varint(),
+            Err(DecodeError::Truncated)
+        );
+        assert_eq!(Reader::new(&[]).read_varint(), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn zigzag() {
+        assert_eq!(zigzag32(5), -3);
+        assert_eq!(zigzag32(7), -4);
+        assert_eq!(zigzag32(1), -1);
+        assert_eq!(zigzag32(0), 0);
+        assert_eq!(zigzag32(u32::MAX), i32::MIN);
+        assert_eq!(zigzag64(u64::MAX - 1), i64::MAX);
+    }
+
+    #[test]
+    fn lengths_are_bounds_checked() {
+        let mut r = Reader::new(&[0x03, 1, 2]);
+        assert_eq!(
+            r.read_len(),
+            Err(DecodeError::LengthOutOfBounds {
+                len: 3,
+                remaining: 2
+            })
+        );
+        let mut r = Reader::new(&[0x02, 1, 2, 9]);
+        assert_eq!(r.read_len(), Ok(&[1u8, 2][..]));
+        assert_eq!(r.remaining(), &[9]);
+    }
+
+    #[test]
+    fn tags() {
+        assert_eq!(Reader::new(&[0x08]).read_tag(), Ok((1, WireType::Varint)));
+        assert_eq!(
+            Reader::new(&[0x07]).read_tag(),
+            Err(DecodeError::BadFieldNumber(0))
+        );
+        assert_eq!(
+            Reader::new(&[0x0e]).read_tag(),
+            Err(DecodeError::BadWireType(6))
+        );
+        assert_eq!(
+            Reader::new(&[0x0f]).read_tag(),
+            Err(DecodeError::BadWireType(7))
+        );
+        // field number 2^29 - 1 with wire type 0
+        let max = [0xf8, 0xff, 0xff, 0xff, 0x0f];
+        assert_eq!(
+            Reader::new(&max).read_tag(),
+            Ok((MAX_FIELD_NUMBER, WireType::Varint))
+        );
+        let too_big = [0x80, 0x80, 0x80, 0x80, 0x10];
+        assert!(matches!(
+            Reader::new(&too_big).read_tag(),
+            Err(DecodeError::BadFieldNumber(_))
+        ));
+    }
+
+    #[test]
+    fn groups() {
+        // field 5 start group { field 1 varint 7; field 6 start group { } end 6 } end 5, then 0x10 0x01
+        let bytes = [0x2b, 0x08, 0x07, 0x33, 0x34, 0x2c, 0x10, 0x01];
+        let mut r = Reader::new(&bytes);
+        let (n, v) = r.read_field(0).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(v, Value::Group(&[0x08, 0x07, 0x33, 0x34]));
+        assert_eq!(r.read_field(0), Ok((2, Value::Varint(1))));
+        // mismatched end
+        let bad = [0x2b, 0x34];
+        assert_eq!(
+            Reader::new(&bad).read_field(0),
+            Err(DecodeError::GroupMismatch {
+                expected: Some(5),
+                found: 6
+            })
+        );
+        // stray end group
+        assert_eq!(
+            Reader::new(&[0x2c]).read_field(0),
+            Err(DecodeError::GroupMismatch {
+                expected: None,
+                found: 5
+            })
+        );
+        // unterminated
+        assert_eq!(
+            Reader::new(&[0x2b, 0x08, 0x01]).read_field(0),
+            Err(DecodeError::Truncated)
+        );
+        // too deep: 200 nested start groups of field 1
+        let deep = vec![0x0b; 200];
+        assert_eq!(
+            Reader::new(&deep).read_field(0),
+            Err(DecodeError::DepthLimit(RECURSION_LIMIT))
+        );
+    }
+
+    #[test]
+    fn fixed() {
+        let mut r = Reader::new(&[1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 9]);
+        assert_eq!(r.read_fixed32(), Ok(1));
+        assert_eq!(r.read_fixed64(), Ok(2));
+        assert_eq!(r.read_fixed32(), Err(DecodeError::Truncated));
+    }
+}
