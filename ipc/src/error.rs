@@ -92,6 +92,9 @@ pub enum Error {
     /// Framing: lengths, preamble, delimited parts, packets.
     #[error(transparent)]
     Frame(#[from] FrameError),
+    /// Protobuf decoding of a message (borrowing reader and views).
+    #[error(transparent)]
+    Decode(#[from] crate::reader::DecodeError),
     /// Encoding.
     #[error(transparent)]
     Encode(#[from] EncodeError),

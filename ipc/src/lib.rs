@@ -7,6 +7,7 @@
 //! - `frame`: zerocopy fixed headers and frame decoding with a length cap.
 //! - `encode`: length-prefix writer and request/response frame encoders.
 
+pub mod encode;
 pub mod error;
 pub mod frame;
 pub mod pb;
