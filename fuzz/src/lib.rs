@@ -1,0 +1,3 @@
+//! Checks shared by the fuzz targets and by `ipc/tests/fuzz_regressions.rs` (which includes
+//! `checks.rs` by path, so a crashing input replays as an ordinary test on stable Rust).
+pub mod checks;
