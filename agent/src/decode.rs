@@ -39,7 +39,11 @@ pub fn find_message(pool: &DescriptorPool, name: &str) -> Result<MessageDescript
         0 => bail!("unknown message {name:?}; known messages: {}", known(pool)),
         _ => bail!(
             "message name {name:?} is ambiguous: {}",
-            matches.iter().map(|m| m.full_name()).collect::<Vec<_>>().join(", ")
+            matches
+                .iter()
+                .map(|m| m.full_name())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -117,7 +121,10 @@ fn frame_body(bytes: &[u8]) -> Result<&[u8]> {
     let len = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
     let rest = &bytes[4..];
     if rest.len() != len {
-        bail!("frame length says {len} bytes, input has {} after it", rest.len());
+        bail!(
+            "frame length says {len} bytes, input has {} after it",
+            rest.len()
+        );
     }
     Ok(rest)
 }

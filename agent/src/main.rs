@@ -11,7 +11,11 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "hotpath", version, about = "Hadoop hot paths, natively: node agent, thin RM core, HDFS client")]
+#[command(
+    name = "hotpath",
+    version,
+    about = "Hadoop hot paths, natively: node agent, thin RM core, HDFS client"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -58,7 +62,11 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
-        Cmd::Decode { message, file, frame } => {
+        Cmd::Decode {
+            message,
+            file,
+            frame,
+        } => {
             let bytes = read_input(file.as_deref())?;
             let value = match frame {
                 None => decode::decode_message(&message, &bytes)?,
@@ -90,7 +98,10 @@ fn cmd_hw(json: bool, role_set: RoleSet) -> Result<()> {
         RoleSet::Rm => hw::Plan::for_rm(&topo),
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&hw::report_json(&topo, &plan))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&hw::report_json(&topo, &plan))?
+        );
     } else {
         print!("{}", hw::report_text(&topo, &plan));
     }
