@@ -1,0 +1,184 @@
+package hotpath.peer;
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.util.ExitUtil;
+import org.apache.log4j.Level;
+import org.apache.log4j.LogManager;
+
+/**
+ * The test peer's entry point: {@code Launcher MODE --conf-dir DIR [options]}.
+ *
+ * <p>Protocol: the launcher starts the mode's services, writes the site XMLs into the conf dir,
+ * prints one stdout line {@code READY {json}}, then answers each stdin line (one command) with one
+ * JSON line on stdout. End of stdin stops everything and exits. Everything else (all Hadoop
+ * logging, System.out included) goes to stderr.
+ */
+public final class Launcher {
+  private static final String EOF = "\u0000EOF";
+
+  /** Set just before the READY line; until then, end of stdin halts the JVM at once. */
+  private static volatile boolean ready;
+
+  private Launcher() {}
+
+  public static void main(String[] argv) throws Exception {
+    PrintStream out =
+        new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    System.setOut(System.err);
+    ExitUtil.disableSystemExit();
+    ExitUtil.disableSystemHalt();
+
+    // stdin is read from the start, so that the parent's death (EOF) also ends a slow startup.
+    BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    Thread reader = new Thread(() -> readStdin(lines), "peer-stdin");
+    reader.setDaemon(true);
+    reader.start();
+
+    long t0 = System.nanoTime();
+    Mode mode;
+    Path confDir;
+    try {
+      Args args = Args.parse(argv, 0);
+      for (String l : args.logLevels) {
+        int eq = l.indexOf('=');
+        if (eq < 0) {
+          LogManager.getRootLogger().setLevel(Level.toLevel(l));
+        } else {
+          LogManager.getLogger(l.substring(0, eq)).setLevel(Level.toLevel(l.substring(eq + 1)));
+        }
+      }
+      confDir = Paths.get(args.require("conf-dir")).toAbsolutePath();
+      Path workDir = Paths.get(args.get("work-dir", confDir + ".work")).toAbsolutePath();
+      Files.createDirectories(confDir);
+      Files.createDirectories(workDir);
+      System.setProperty("test.build.data", workDir.toString());
+      System.setProperty("hadoop.tmp.dir", workDir.resolve("tmp").toString());
+      mode = switch (args.mode) {
+        case "hdfs" -> new HdfsMode(args, workDir, false);
+        case "hdfs-ha" -> new HdfsMode(args, workDir, true);
+        case "yarn-rm" -> new YarnRmMode(args, workDir);
+        case "yarn-nm" -> new YarnNmMode(args, workDir);
+        default -> throw new IllegalArgumentException("unknown mode " + args.mode
+            + " (hdfs, hdfs-ha, yarn-rm, yarn-nm)");
+      };
+    } catch (Throwable t) {
+      System.err.println("peer: bad arguments " + Arrays.toString(argv) + ": " + t);
+      Runtime.getRuntime().halt(2);
+      return;
+    }
+
+    Map<String, Object> info;
+    try {
+      mode.start();
+      mode.writeConf(confDir);
+      info = mode.ready();
+    } catch (Throwable t) {
+      System.err.println("peer: startup failed");
+      t.printStackTrace(System.err);
+      stop(mode, 3);
+      return;
+    }
+    info.put("mode", argv[0]);
+    info.put("conf_dir", confDir.toString());
+    info.put("pid", ProcessHandle.current().pid());
+    info.put("startup_ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+    Launcher.ready = true;
+    out.println("READY " + Json.write(info));
+
+    while (true) {
+      String line = lines.take();
+      if (line == EOF) {
+        break;
+      }
+      line = line.trim();
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] words = line.split("\\s+");
+      Map<String, Object> reply;
+      try {
+        Map<String, Object> r = mode.command(words[0], Arrays.copyOfRange(words, 1, words.length));
+        reply = Json.obj("ok", true);
+        reply.putAll(r);
+      } catch (Throwable t) {
+        System.err.println("peer: command failed: " + line);
+        t.printStackTrace(System.err);
+        reply = Json.obj("ok", false, "error", describe(t));
+      }
+      out.println(Json.write(reply));
+    }
+    stop(mode, 0);
+  }
+
+  private static void readStdin(BlockingQueue<String> lines) {
+    try (BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+      String l;
+      while ((l = in.readLine()) != null) {
+        lines.add(l);
+      }
+    } catch (Exception e) {
+      System.err.println("peer: stdin: " + e);
+    }
+    lines.add(EOF);
+    // A parent that dies while we start up never sees READY: end now rather than finish startup.
+    if (!ready) {
+      System.err.println("peer: stdin closed before READY; exiting");
+      Runtime.getRuntime().halt(4);
+    }
+  }
+
+  /** Stops the mode with a deadline, then ends the JVM without running Hadoop's shutdown hooks. */
+  private static void stop(Mode mode, int code) {
+    Thread t = new Thread(() -> {
+      try {
+        mode.close();
+      } catch (Throwable e) {
+        System.err.println("peer: close failed");
+        e.printStackTrace(System.err);
+      }
+    }, "peer-close");
+    t.setDaemon(true);
+    t.start();
+    try {
+      t.join(TimeUnit.SECONDS.toMillis(60));
+    } catch (InterruptedException ignored) {
+      Thread.currentThread().interrupt();
+    }
+    if (t.isAlive()) {
+      System.err.println("peer: close did not finish in 60 s; halting");
+      code = code == 0 ? 5 : code;
+    } else {
+      System.err.println("peer: stopped");
+    }
+    System.err.flush();
+    Runtime.getRuntime().halt(code);
+  }
+
+  static String describe(Throwable t) {
+    String msg = t.getMessage();
+    String first = t.getClass().getName() + (msg == null ? "" : ": " + msg.lines().findFirst().orElse(""));
+    return first;
+  }
+
+  static String stackTrace(Throwable t) {
+    StringWriter sw = new StringWriter();
+    t.printStackTrace(new PrintWriter(sw));
+    return sw.toString();
+  }
+}
