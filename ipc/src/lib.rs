@@ -12,6 +12,7 @@ pub mod error;
 pub mod frame;
 pub mod pb;
 pub mod reader;
+pub mod transport;
 pub mod view;
 
 pub use error::{EncodeError, Error, FrameError};

@@ -1,0 +1,988 @@
+//! The io_uring backend: one ring per ring thread.
+//!
+//! - Accept: one multishot accept on the shared listening socket, re-armed when a completion
+//!   arrives without `IORING_CQE_F_MORE`.
+//! - Receive: one multishot recv per connection, into a provided buffer ring
+//!   (`register_buf_ring_with_flags`) of `recv_bufs × recv_buf_size` bytes owned by this thread.
+//!   Each completion names the buffer it filled; the session consumes the bytes (copying only what
+//!   it must keep) and the buffer goes straight back to the ring. ENOBUFS (the ring ran dry) and
+//!   any completion without `F_MORE` end the multishot, and it is re-armed. Backpressure cancels
+//!   it (`AsyncCancel` by `user_data`).
+//! - Send: the connection's queued segments go out as one chain of linked sends (`IO_LINK`,
+//!   `MSG_WAITALL`, so each completes whole or fails), at most one chain per connection in flight
+//!   so that chains cannot reorder. Each completion returns its chunk reference; the next chain
+//!   starts when the last one completes. Segments of [`ZC_MIN_BYTES`](super::ZC_MIN_BYTES) or more
+//!   use SEND_ZC when the connection's policy says so, with `IORING_SEND_ZC_REPORT_USAGE`: the
+//!   chunk is held until the notification, whose "copied" bit is counted in the metrics. With a
+//!   registered pool, SEND_ZC uses the fixed buffer (`buf_index` = chunk index).
+//! - The ring is set up with SINGLE_ISSUER|DEFER_TASKRUN where the kernel has them (falling back
+//!   to COOP_TASKRUN, then to no flags); it is created on, and only used by, its own thread.
+//! - A wake-up eventfd (polled) tells the thread to shut down; waits are bounded by a tick that
+//!   drives the idle timeout and the linger of closing connections.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
+
+use super::pool::{BufferPool, MAX_REGISTERED_CHUNKS};
+use super::slab::Slab;
+use super::tx::{Outbox, Starved, TxQueue};
+use super::{Flow, SendZc, Service, Session, Shared, TransportError, ZC_MIN_BYTES};
+
+/// `IORING_SEND_ZC_REPORT_USAGE` (kernel uapi; the crate keeps it private): ask the notification
+/// to say whether the kernel fell back to copying.
+pub const IORING_SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+/// `IORING_NOTIF_USAGE_ZC_COPIED`: set in a SEND_ZC notification's `res` when the data was
+/// copied (always on loopback).
+pub const IORING_NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+
+const OP_ACCEPT: u64 = 1;
+const OP_WAKE: u64 = 2;
+const OP_RECV: u64 = 3;
+const OP_SEND: u64 = 4;
+const OP_SENDZC: u64 = 5;
+const OP_CANCEL: u64 = 6;
+
+/// Longest chain of linked sends submitted for one connection at once.
+const MAX_CHAIN: usize = 16;
+
+fn ud(op: u64, idx: u32, gen: u16, chunk: u32) -> u64 {
+    debug_assert!(idx < 1 << 24 && chunk < 1 << 16);
+    op | (idx as u64) << 8 | (gen as u64) << 32 | (chunk as u64) << 48
+}
+
+fn ud_parts(u: u64) -> (u64, u32, u16, u32) {
+    (
+        u & 0xff,
+        ((u >> 8) & 0xff_ffff) as u32,
+        ((u >> 32) & 0xffff) as u16,
+        (u >> 48) as u32,
+    )
+}
+
+/// Builds a ring with the best setup flags the kernel accepts; returns it and a description.
+fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
+    let cq = entries.saturating_mul(4);
+    let attempts: [(&'static str, fn(&mut io_uring::Builder)); 3] = [
+        ("SINGLE_ISSUER|DEFER_TASKRUN", |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        }),
+        ("COOP_TASKRUN", |b| {
+            b.setup_coop_taskrun();
+        }),
+        ("no setup flags", |_| {}),
+    ];
+    let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+    for (desc, set) in attempts {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq);
+        set(&mut b);
+        match b.build(entries) {
+            Ok(r) => return Ok((r, desc)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// Checks that io_uring is usable for this backend: the ring can be created (not blocked by
+/// seccomp or `kernel.io_uring_disabled`), the opcodes exist (SEND_ZC doubles as the check for a
+/// 6.0+ kernel, which multishot recv needs), and a provided buffer ring can be registered.
+/// Returns a short description of the setup for the startup log line.
+///
+/// The probe runs on a short-lived thread of its own: tearing a ring down can queue task work
+/// (a TIF_NOTIFY_SIGNAL wake-up) on the thread that created it, which would interrupt a blocking
+/// socket call of the caller's with EINTR.
+pub fn probe() -> Result<String, String> {
+    std::thread::Builder::new()
+        .name("hp-uring-probe".into())
+        .spawn(probe_here)
+        .map_err(|e| format!("spawning the probe thread failed: {e}"))?
+        .join()
+        .map_err(|_| "the probe thread panicked".to_string())?
+}
+
+fn probe_here() -> Result<String, String> {
+    let (ring, flags) = build_ring(8).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOSYS) => "io_uring_setup is not implemented by this kernel".to_string(),
+        Some(libc::EPERM) => {
+            "io_uring_setup not permitted (kernel.io_uring_disabled or seccomp)".to_string()
+        }
+        _ => format!("io_uring_setup failed: {e}"),
+    })?;
+    let mut p = Probe::new();
+    ring.submitter()
+        .register_probe(&mut p)
+        .map_err(|e| format!("opcode probe failed: {e}"))?;
+    for (code, name) in [
+        (opcode::AcceptMulti::CODE, "ACCEPT"),
+        (opcode::RecvMulti::CODE, "RECV"),
+        (opcode::Send::CODE, "SEND"),
+        (opcode::SendZc::CODE, "SEND_ZC (kernel 6.0+)"),
+        (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+        (opcode::PollAdd::CODE, "POLL_ADD"),
+    ] {
+        if !p.is_supported(code) {
+            return Err(format!("opcode {name} not supported"));
+        }
+    }
+    let bufs = BufRing::new(1, 4096).map_err(|e| format!("buffer ring mapping: {e}"))?;
+    // SAFETY: `bufs` (ring memory and buffers) outlives the registration: it is unregistered
+    // below before `bufs` is dropped, and the ring itself is dropped right after.
+    unsafe { bufs.register(&ring, 0) }
+        .map_err(|e| format!("provided buffer ring registration failed: {e}"))?;
+    let _ = ring.submitter().unregister_buf_ring(0);
+    Ok(format!(
+        "{flags}, multishot accept/recv, provided buffer ring"
+    ))
+}
+
+/// A provided buffer ring: `entries` buffers of `size` bytes the kernel picks from for recv.
+struct BufRing {
+    ring: NonNull<u8>,
+    ring_len: usize,
+    bufs: NonNull<u8>,
+    bufs_len: usize,
+    entries: u16,
+    size: usize,
+    /// Local tail (published with a Release store).
+    tail: u16,
+}
+
+/// Byte offset of the shared tail in `struct io_uring_buf_ring` (it overlays `bufs[0].resv`).
+const BUF_RING_TAIL_OFFSET: usize = 14;
+/// `sizeof(struct io_uring_buf)`.
+const BUF_ENTRY_SIZE: usize = 16;
+
+fn map_anon(len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: anonymous private mapping with a null hint; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
+}
+
+impl BufRing {
+    fn new(entries: u16, size: usize) -> io::Result<Self> {
+        assert!(entries.is_power_of_two());
+        let ring_len = (entries as usize * BUF_ENTRY_SIZE).next_multiple_of(4096);
+        let bufs_len = entries as usize * size;
+        let ring = map_anon(ring_len)?;
+        let bufs = match map_anon(bufs_len) {
+            Ok(b) => b,
+            Err(e) => {
+                // SAFETY: unmapping exactly what map_anon returned above.
+                unsafe { libc::munmap(ring.as_ptr().cast(), ring_len) };
+                return Err(e);
+            }
+        };
+        let mut r = Self {
+            ring,
+            ring_len,
+            bufs,
+            bufs_len,
+            entries,
+            size,
+            tail: 0,
+        };
+        for bid in 0..entries {
+            r.push(bid);
+        }
+        r.publish();
+        Ok(r)
+    }
+
+    /// Registers the ring as buffer group `bgid`.
+    ///
+    /// # Safety
+    /// `self` must outlive the registration (unregister it or drop the ring first).
+    unsafe fn register(&self, ring: &IoUring, bgid: u16) -> io::Result<()> {
+        // SAFETY: the ring memory is page-aligned, `entries` entries long and, per this
+        // function's contract, stays mapped while registered.
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(
+                self.ring.as_ptr() as u64,
+                self.entries,
+                bgid,
+                0,
+            )
+        }
+    }
+
+    /// Hands buffer `bid` back (visible to the kernel after [`Self::publish`]).
+    fn push(&mut self, bid: u16) {
+        let idx = (self.tail & (self.entries - 1)) as usize;
+        let addr = self.bufs.as_ptr() as u64 + bid as u64 * self.size as u64;
+        // SAFETY: idx < entries, so the 16-byte entry lies inside the ring mapping. The kernel
+        // only reads entries between its head and the published tail; this one is past the
+        // published tail, so nobody else accesses it now. Fields are written with unaligned-safe
+        // writes at their uapi offsets (addr u64 @0, len u32 @8, bid u16 @12).
+        unsafe {
+            let e = self.ring.as_ptr().add(idx * BUF_ENTRY_SIZE);
+            e.cast::<u64>().write(addr);
+            e.add(8).cast::<u32>().write(self.size as u32);
+            e.add(12).cast::<u16>().write(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Publishes the local tail to the kernel.
+    fn publish(&self) {
+        // SAFETY: the tail field is a naturally aligned u16 at offset 14 of the page-aligned
+        // ring mapping; the kernel reads it concurrently, hence the atomic Release store (the
+        // entries written before become visible first).
+        unsafe {
+            let t = &*(self.ring.as_ptr().add(BUF_RING_TAIL_OFFSET) as *const AtomicU16);
+            t.store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// The first `len` bytes of buffer `bid`, which a completion just handed to us.
+    fn buf(&self, bid: u16, len: usize) -> &[u8] {
+        assert!(bid < self.entries && len <= self.size);
+        // SAFETY: bid < entries and len <= size keep the slice inside the buffer mapping; the
+        // completion that named `bid` transferred the buffer to us, and the kernel will not
+        // write it again until we push it back (after this borrow ends).
+        unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(bid as usize * self.size), len) }
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the two mappings made in `new`; the ring that registered
+        // them is dropped (or unregistered them) before this runs.
+        unsafe {
+            libc::munmap(self.ring.as_ptr().cast(), self.ring_len);
+            libc::munmap(self.bufs.as_ptr().cast(), self.bufs_len);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Sending what is queued, then half-close.
+    Flushing(Instant),
+    /// Half-closed after a FATAL: discard input until the peer closes or the linger expires.
+    Draining(Instant),
+    /// Shut down; waiting for outstanding operations before the slot is freed.
+    Closing,
+}
+
+struct Conn<S> {
+    fd: RawFd,
+    gen: u16,
+    session: S,
+    tx: TxQueue,
+    state: State,
+    last_active: Instant,
+    recv_armed: bool,
+    cancel_sent: bool,
+    /// Operations whose completions (including SEND_ZC notifications) are outstanding.
+    ops: u32,
+    /// Send result completions outstanding (the current chain).
+    sends_inflight: u32,
+    zc: bool,
+    parked: bool,
+    dirty: bool,
+}
+
+static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
+
+struct Loop<S: Service> {
+    // Declared first so it is dropped first: the kernel lets go of the pool and buffer ring
+    // before they are unmapped.
+    ring: IoUring,
+    bufs: BufRing,
+    pool: BufferPool,
+    conns: Slab<Conn<S::Session>>,
+    service: Arc<S>,
+    shared: Arc<Shared>,
+    listen_fd: RawFd,
+    wake_fd: RawFd,
+    accept_armed: bool,
+    accept_retry: Option<Instant>,
+    waiters: VecDeque<(u32, u16)>,
+    dirty: Vec<(u32, u16)>,
+    cqes: Vec<(u64, i32, u32)>,
+    tick: Duration,
+    stopping: bool,
+    synced: super::PoolStats,
+}
+
+/// Runs one ring thread until shutdown. Reports setup success or failure on `ready` first.
+pub(crate) fn run<S: Service>(
+    listen_fd: RawFd,
+    wake_fd: RawFd,
+    service: Arc<S>,
+    shared: Arc<Shared>,
+    ready: mpsc::Sender<Result<(), TransportError>>,
+) {
+    let lp = match Loop::new(listen_fd, wake_fd, service, shared) {
+        Ok(l) => {
+            let _ = ready.send(Ok(()));
+            l
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    drop(ready);
+    lp.run();
+}
+
+impl<S: Service> Loop<S> {
+    fn new(
+        listen_fd: RawFd,
+        wake_fd: RawFd,
+        service: Arc<S>,
+        shared: Arc<Shared>,
+    ) -> Result<Self, TransportError> {
+        let cfg = &shared.config;
+        let (ring, _) =
+            build_ring(cfg.ring_entries).map_err(|e| TransportError::io("io_uring_setup", e))?;
+        let mut pool = BufferPool::new(&cfg.pool)?;
+        if cfg.pool.register && (pool.capacity() as usize) <= MAX_REGISTERED_CHUNKS {
+            let iov = pool.iovecs();
+            // SAFETY: the iovecs describe the pool's mapping, which lives in this Loop and is
+            // dropped after `ring` (field order), so it outlives the registration.
+            match unsafe { ring.submitter().register_buffers(&iov) } {
+                Ok(()) => {
+                    pool.set_registered(true);
+                    shared.add(&shared.metrics.pools_registered, 1);
+                }
+                Err(e) => {
+                    if !REGISTER_WARNED.swap(true, Ordering::Relaxed) {
+                        let why = match e.raw_os_error() {
+                            Some(libc::ENOMEM) | Some(libc::EPERM) => {
+                                " (RLIMIT_MEMLOCK too low: raise it, e.g. LimitMEMLOCK= in the systemd unit)"
+                            }
+                            _ => "",
+                        };
+                        tracing::warn!(
+                            "io_uring: registering the {} byte buffer pool as fixed buffers failed: {e}{why}; using unregistered buffers",
+                            pool.bytes()
+                        );
+                    }
+                }
+            }
+        }
+        let bufs = BufRing::new(cfg.recv_bufs, cfg.recv_buf_size)
+            .map_err(|e| TransportError::io("mmap(recv buffer ring)", e))?;
+        // SAFETY: `bufs` lives in this Loop and is dropped after `ring` (field order).
+        unsafe { bufs.register(&ring, 0) }
+            .map_err(|e| TransportError::io("register_buf_ring", e))?;
+        let mut tick = cfg
+            .idle_timeout
+            .map_or(Duration::from_secs(1), |t| t / 4)
+            .min(cfg.linger / 2);
+        tick = tick.clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let mut lp = Self {
+            ring,
+            bufs,
+            pool,
+            conns: Slab::new(),
+            service,
+            shared,
+            listen_fd,
+            wake_fd,
+            accept_armed: false,
+            accept_retry: None,
+            waiters: VecDeque::new(),
+            dirty: Vec::new(),
+            cqes: Vec::with_capacity(1024),
+            tick,
+            stopping: false,
+            synced: super::PoolStats::default(),
+        };
+        lp.arm_accept();
+        lp.arm_wake();
+        lp.ring
+            .submit()
+            .map_err(|e| TransportError::io("io_uring_enter", e))?;
+        Ok(lp)
+    }
+
+    fn push(&mut self, e: squeue::Entry) {
+        loop {
+            // SAFETY: every entry we build points only at memory that outlives its completion:
+            // pool chunks (held by a reference until the send and its notification complete),
+            // the buffer ring (registered, lives in this Loop), or nothing at all.
+            if unsafe { self.ring.submission().push(&e) }.is_ok() {
+                return;
+            }
+            // Queue full: hand what is there to the kernel and retry.
+            if let Err(err) = self.ring.submit() {
+                if err.raw_os_error() != Some(libc::EBUSY) {
+                    tracing::error!("io_uring submit failed: {err}");
+                }
+            }
+        }
+    }
+
+    fn sq_room(&mut self) -> usize {
+        let sq = self.ring.submission();
+        sq.capacity() - sq.len()
+    }
+
+    fn arm_accept(&mut self) {
+        if self.accept_armed || self.stopping {
+            return;
+        }
+        let e = opcode::AcceptMulti::new(types::Fd(self.listen_fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(ud(OP_ACCEPT, 0, 0, 0));
+        self.push(e);
+        self.accept_armed = true;
+    }
+
+    fn arm_wake(&mut self) {
+        let e = opcode::PollAdd::new(types::Fd(self.wake_fd), libc::POLLIN as u32)
+            .build()
+            .user_data(ud(OP_WAKE, 0, 0, 0));
+        self.push(e);
+    }
+
+    fn arm_recv(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if c.recv_armed || c.state == State::Closing {
+            return;
+        }
+        c.recv_armed = true;
+        c.cancel_sent = false;
+        c.ops += 1;
+        let e = opcode::RecvMulti::new(types::Fd(c.fd), 0)
+            .build()
+            .user_data(ud(OP_RECV, idx, gen, 0));
+        self.push(e);
+    }
+
+    fn cancel_recv(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if !c.recv_armed || c.cancel_sent {
+            return;
+        }
+        c.cancel_sent = true;
+        c.ops += 1;
+        let e = opcode::AsyncCancel::new(ud(OP_RECV, idx, gen, 0))
+            .build()
+            .user_data(ud(OP_CANCEL, idx, gen, 0));
+        self.push(e);
+    }
+
+    /// Submits the next chain of sends for a connection, if none is in flight.
+    fn flush(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if c.sends_inflight > 0 || c.state == State::Closing {
+            return;
+        }
+        let n = c.tx.unsubmitted().min(MAX_CHAIN);
+        if n == 0 {
+            return;
+        }
+        let (fd, zc) = (c.fd, c.zc);
+        if self.sq_room() < n {
+            // A chain must not be split across submissions.
+            let _ = self.ring.submit();
+        }
+        let registered = self.pool.is_registered();
+        let mut zc_count = 0u64;
+        for i in 0..n {
+            let c = self.conns.get_mut(idx, gen).expect("conn");
+            let seg = c.tx.unsubmitted_segment(i).expect("segment");
+            // SAFETY (pointer handed to the kernel): the segment's chunk holds a reference
+            // owned by the queue until this send completes (and, for SEND_ZC, until its
+            // notification), so the bytes stay mapped and unchanged while the kernel reads them.
+            let ptr = unsafe { self.pool.ptr(seg.chunk).add(seg.start as usize) };
+            let len = seg.len() as u32;
+            let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
+            let mut e = if zc && seg.len() >= ZC_MIN_BYTES {
+                zc_count += 1;
+                let mut op = opcode::SendZc::new(types::Fd(fd), ptr, len)
+                    .flags(flags)
+                    .zc_flags(IORING_SEND_ZC_REPORT_USAGE);
+                if registered {
+                    op = op.buf_index(Some(seg.chunk.index() as u16));
+                }
+                op.build()
+                    .user_data(ud(OP_SENDZC, idx, gen, seg.chunk.index()))
+            } else {
+                opcode::Send::new(types::Fd(fd), ptr, len)
+                    .flags(flags)
+                    .build()
+                    .user_data(ud(OP_SEND, idx, gen, seg.chunk.index()))
+            };
+            if i + 1 < n {
+                e = e.flags(squeue::Flags::IO_LINK);
+            }
+            self.push(e);
+        }
+        let c = self.conns.get_mut(idx, gen).expect("conn");
+        c.tx.mark_submitted(n);
+        c.sends_inflight += n as u32;
+        c.ops += n as u32;
+        let m = &self.shared.metrics;
+        self.shared.add(&m.sends, n as u64);
+        if zc_count > 0 {
+            self.shared.add(&m.zc_sends, zc_count);
+        }
+    }
+
+    fn mark_dirty(&mut self, idx: u32, gen: u16) {
+        if let Some(c) = self.conns.get_mut(idx, gen) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push((idx, gen));
+            }
+        }
+    }
+
+    /// Shuts the socket down and frees the slot once no operation is outstanding.
+    fn close_now(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if c.state != State::Closing {
+            c.state = State::Closing;
+            // SAFETY: plain syscall on a descriptor this connection owns.
+            unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            if c.ops > 0 {
+                // Make sure nothing stays parked on the socket (a send waiting for room, the
+                // multishot recv): cancel every request on this fd.
+                c.ops += 1;
+                let fd = c.fd;
+                let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(fd)).all())
+                    .build()
+                    .user_data(ud(OP_CANCEL, idx, gen, 0));
+                self.push(e);
+            }
+        }
+        self.maybe_free(idx, gen);
+    }
+
+    fn maybe_free(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if c.state != State::Closing || c.ops > 0 {
+            return;
+        }
+        let mut c = self.conns.remove(idx).expect("conn");
+        c.tx.unsubmit_all();
+        c.tx.clear(&mut self.pool);
+        // SAFETY: the descriptor is ours and no operation on it is outstanding.
+        unsafe { libc::close(c.fd) };
+        self.shared.close_one();
+    }
+
+    /// After a session callback: act on the flow, park on pool starvation, send, and start or
+    /// stop receiving.
+    fn after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>) {
+        let now = Instant::now();
+        match flow {
+            Flow::CloseNow => return self.close_now(idx, gen),
+            Flow::CloseAfterFlush => {
+                if let Some(c) = self.conns.get_mut(idx, gen) {
+                    if c.state == State::Open {
+                        c.state = State::Flushing(now);
+                    }
+                }
+            }
+            Flow::Continue => {}
+        }
+        if starved == Some(Starved::Pool) {
+            if let Some(c) = self.conns.get_mut(idx, gen) {
+                if !c.parked {
+                    c.parked = true;
+                    self.waiters.push_back((idx, gen));
+                }
+            }
+        }
+        self.flush(idx, gen);
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        let drained = c.sends_inflight == 0 && c.tx.is_empty();
+        if drained {
+            c.tx.release_idle(&mut self.pool);
+        }
+        match c.state {
+            State::Open => {
+                let wants = c.session.wants_input();
+                if wants && !c.recv_armed {
+                    self.arm_recv(idx, gen);
+                } else if !wants && c.recv_armed && !c.cancel_sent {
+                    self.shared.add(&self.shared.metrics.backpressure_pauses, 1);
+                    self.cancel_recv(idx, gen);
+                }
+            }
+            State::Flushing(_) => {
+                if drained {
+                    // SAFETY: plain syscall on a descriptor this connection owns.
+                    unsafe { libc::shutdown(c.fd, libc::SHUT_WR) };
+                    c.state = State::Draining(now);
+                }
+                if !c.recv_armed {
+                    self.arm_recv(idx, gen);
+                }
+            }
+            State::Draining(_) => {
+                if !c.recv_armed {
+                    self.arm_recv(idx, gen);
+                }
+            }
+            State::Closing => self.maybe_free(idx, gen),
+        }
+    }
+
+    fn on_accept(&mut self, res: i32, flags: u32) {
+        if res >= 0 {
+            let fd = res;
+            if self.stopping || !self.shared.try_open() {
+                if !self.stopping {
+                    self.shared.add(&self.shared.metrics.refused, 1);
+                }
+                // SAFETY: a fresh descriptor we own and have not shared.
+                unsafe { libc::close(fd) };
+            } else {
+                super::set_nodelay(fd);
+                let peer = super::peer_addr(fd);
+                let zc = match self.shared.config.send_zc {
+                    SendZc::Off => false,
+                    SendZc::On => true,
+                    SendZc::Auto => !super::is_loopback(peer),
+                };
+                let session = self.service.open(peer);
+                let now = Instant::now();
+                let (idx, gen) = self.conns.insert(|gen| Conn {
+                    fd,
+                    gen,
+                    session,
+                    tx: TxQueue::new(),
+                    state: State::Open,
+                    last_active: now,
+                    recv_armed: false,
+                    cancel_sent: false,
+                    ops: 0,
+                    sends_inflight: 0,
+                    zc,
+                    parked: false,
+                    dirty: false,
+                });
+                debug_assert_eq!(self.conns.get_mut(idx, gen).map(|c| c.gen), Some(gen));
+                self.shared.add(&self.shared.metrics.accepted, 1);
+                self.arm_recv(idx, gen);
+            }
+        } else if res != -libc::ECANCELED {
+            let err = io::Error::from_raw_os_error(-res);
+            tracing::warn!(
+                "io_uring accept failed: {err}; retrying after {:?}",
+                self.tick
+            );
+            self.accept_retry = Some(Instant::now() + self.tick);
+        }
+        if !cqueue::more(flags) {
+            self.accept_armed = false;
+            if self.accept_retry.is_none() {
+                self.arm_accept();
+            }
+        }
+    }
+
+    fn on_recv(&mut self, idx: u32, gen: u16, res: i32, flags: u32) {
+        let bid = cqueue::buffer_select(flags);
+        let more = cqueue::more(flags);
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            if let Some(b) = bid {
+                self.bufs.push(b);
+                self.bufs.publish();
+            }
+            return;
+        };
+        if !more {
+            c.recv_armed = false;
+            c.ops -= 1;
+        }
+        let mut outcome = None;
+        if res > 0 {
+            let n = res as usize;
+            c.last_active = Instant::now();
+            self.shared.add(&self.shared.metrics.bytes_in, n as u64);
+            let b = bid.expect("recv completion with data names its buffer");
+            if c.state == State::Open {
+                let data = self.bufs.buf(b, n);
+                let mut ob = Outbox::new(&mut self.pool, &mut c.tx);
+                let flow = c.session.on_recv(data, &mut ob);
+                outcome = Some((flow, ob.starved()));
+            }
+            self.bufs.push(b);
+            self.bufs.publish();
+        } else {
+            if let Some(b) = bid {
+                self.bufs.push(b);
+                self.bufs.publish();
+            }
+            if res == -libc::ENOBUFS {
+                self.shared.add(&self.shared.metrics.recv_enobufs, 1);
+            } else if res == -libc::ECANCELED && c.state == State::Open {
+                // Our backpressure cancel; `after` re-arms when the session wants input again.
+            } else {
+                // EOF (0) or an error: the peer is gone.
+                return self.close_now(idx, gen);
+            }
+        }
+        match outcome {
+            Some((flow, starved)) => self.after(idx, gen, flow, starved),
+            None => self.after(idx, gen, Flow::Continue, None),
+        }
+    }
+
+    fn on_send(&mut self, idx: u32, gen: u16, chunk: u32, res: i32, flags: u32, zc: bool) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        if zc && cqueue::notif(flags) {
+            c.ops -= 1;
+            let m = &self.shared.metrics;
+            self.shared.add(&m.zc_notifs, 1);
+            if (res as u32) & IORING_NOTIF_USAGE_ZC_COPIED != 0 {
+                self.shared.add(&m.zc_copied, 1);
+            }
+            c.tx.release_chunk(&mut self.pool, super::ChunkId::from_index(chunk));
+            if c.state == State::Closing {
+                self.maybe_free(idx, gen);
+            } else {
+                self.mark_dirty(idx, gen);
+            }
+            return;
+        }
+        c.ops -= 1;
+        c.sends_inflight -= 1;
+        if zc && cqueue::more(flags) {
+            // A notification follows; the kernel may read the chunk until then.
+            self.pool.retain(super::ChunkId::from_index(chunk));
+            c.ops += 1;
+        }
+        let mut failed = false;
+        if res >= 0 {
+            if c.tx.submitted() > 0 {
+                c.tx.complete_front(&mut self.pool, res as usize);
+            }
+            c.last_active = Instant::now();
+            self.shared.add(&self.shared.metrics.bytes_out, res as u64);
+        } else if res != -libc::ECANCELED {
+            failed = true;
+        }
+        if c.sends_inflight == 0 {
+            // Anything still marked submitted was cancelled (a broken chain): resubmit it.
+            c.tx.unsubmit_all();
+        }
+        if failed || c.state == State::Closing {
+            return self.close_now(idx, gen);
+        }
+        self.mark_dirty(idx, gen);
+    }
+
+    fn on_cancel(&mut self, idx: u32, gen: u16) {
+        if let Some(c) = self.conns.get_mut(idx, gen) {
+            c.ops -= 1;
+            if c.state == State::Closing {
+                self.maybe_free(idx, gen);
+            }
+        }
+    }
+
+    fn on_wake(&mut self) {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a live local from our own non-blocking eventfd.
+        unsafe { libc::read(self.wake_fd, (&mut v as *mut u64).cast(), 8) };
+        if self.shared.shutdown.load(Ordering::Acquire) {
+            self.begin_stop();
+        } else {
+            self.arm_wake();
+        }
+    }
+
+    fn begin_stop(&mut self) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        if self.accept_armed {
+            let e = opcode::AsyncCancel::new(ud(OP_ACCEPT, 0, 0, 0))
+                .build()
+                .user_data(ud(OP_CANCEL, u32::MAX >> 8, 0, 0));
+            self.push(e);
+        }
+        for idx in self.conns.indexes() {
+            if let Some(c) = self.conns.get_mut_any(idx) {
+                let gen = c.gen;
+                self.close_now(idx, gen);
+            }
+        }
+    }
+
+    /// Wakes parked connections while chunks are free, then lets every dirty connection
+    /// continue.
+    fn run_dirty(&mut self) {
+        while self.pool.available() > 0 {
+            let Some((idx, gen)) = self.waiters.pop_front() else {
+                break;
+            };
+            if let Some(c) = self.conns.get_mut(idx, gen) {
+                c.parked = false;
+                self.mark_dirty(idx, gen);
+            }
+        }
+        while let Some((idx, gen)) = self.dirty.pop() {
+            let Some(c) = self.conns.get_mut(idx, gen) else {
+                continue;
+            };
+            c.dirty = false;
+            if c.state == State::Open {
+                let mut ob = Outbox::new(&mut self.pool, &mut c.tx);
+                let flow = c.session.on_send_progress(&mut ob);
+                let starved = ob.starved();
+                self.after(idx, gen, flow, starved);
+            } else {
+                self.after(idx, gen, Flow::Continue, None);
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        let idle = self.shared.config.idle_timeout;
+        let linger = self.shared.config.linger;
+        for idx in self.conns.indexes() {
+            let Some(c) = self.conns.get_mut_any(idx) else {
+                continue;
+            };
+            let gen = c.gen;
+            let expired = match c.state {
+                State::Open => {
+                    idle.is_some_and(|t| now.duration_since(c.last_active) >= t)
+                        && c.session.is_idle()
+                        && c.tx.is_empty()
+                        && c.sends_inflight == 0
+                }
+                State::Flushing(since) | State::Draining(since) => {
+                    now.duration_since(since) >= linger
+                }
+                State::Closing => false,
+            };
+            if expired {
+                if c.state == State::Open {
+                    self.shared.add(&self.shared.metrics.idle_closed, 1);
+                }
+                self.close_now(idx, gen);
+            }
+        }
+        if let Some(t) = self.accept_retry {
+            if now >= t {
+                self.accept_retry = None;
+                self.arm_accept();
+            }
+        }
+    }
+
+    fn sync_stats(&mut self) {
+        let s = self.pool.stats();
+        if s.exhausted != self.synced.exhausted {
+            self.shared.add(
+                &self.shared.metrics.pool_exhausted,
+                s.exhausted - self.synced.exhausted,
+            );
+        }
+        if s.peak_in_use != self.synced.peak_in_use {
+            self.shared.peak(s.peak_in_use);
+        }
+        self.synced = s;
+    }
+
+    fn run(mut self) {
+        let ts = types::Timespec::from(self.tick);
+        let mut last_sweep = Instant::now();
+        let stop_deadline = Duration::from_secs(2);
+        let mut stop_at: Option<Instant> = None;
+        loop {
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
+                    _ => {
+                        tracing::error!("io_uring_enter failed: {e}; ring thread exits");
+                        break;
+                    }
+                },
+            }
+            self.cqes.clear();
+            for cqe in self.ring.completion() {
+                self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
+            }
+            for i in 0..self.cqes.len() {
+                let (u, res, flags) = self.cqes[i];
+                let (op, idx, gen, chunk) = ud_parts(u);
+                match op {
+                    OP_ACCEPT => self.on_accept(res, flags),
+                    OP_WAKE => self.on_wake(),
+                    OP_RECV => self.on_recv(idx, gen, res, flags),
+                    OP_SEND => self.on_send(idx, gen, chunk, res, flags, false),
+                    OP_SENDZC => self.on_send(idx, gen, chunk, res, flags, true),
+                    OP_CANCEL => self.on_cancel(idx, gen),
+                    _ => {}
+                }
+            }
+            self.run_dirty();
+            let now = Instant::now();
+            if now.duration_since(last_sweep) >= self.tick {
+                last_sweep = now;
+                self.sweep(now);
+            }
+            self.sync_stats();
+            if self.stopping {
+                let at = *stop_at.get_or_insert(now + stop_deadline);
+                if self.conns.len() == 0 || now >= at {
+                    break;
+                }
+            } else if self.shared.shutdown.load(Ordering::Acquire) {
+                self.begin_stop();
+            }
+        }
+        // Connections still waiting for completions past the deadline: close their sockets;
+        // dropping the ring cancels what is left before the pool and buffers are unmapped.
+        for idx in self.conns.indexes() {
+            if let Some(c) = self.conns.remove(idx) {
+                // SAFETY: our descriptor; the ring (dropped next) holds its own file reference
+                // for any request still outstanding.
+                unsafe { libc::close(c.fd) };
+                self.shared.close_one();
+            }
+        }
+    }
+}

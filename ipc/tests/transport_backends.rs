@@ -1,0 +1,299 @@
+//! The transport on its own (no IPC protocol): a tiny streaming protocol driven by both backends.
+//!
+//! Request: 8 bytes, `u32 BE size`, `u32 BE seed`. Response: `size` bytes, byte `i` =
+//! `seed + i` (mod 256), streamed chunk by chunk through the pool.
+//!
+//! Every test runs on io_uring and on epoll; `HOTPATH_IO=uring|epoll` restricts it to one.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ipc::transport::{
+    self, BackendChoice, BackendKind, Flow, Outbox, PoolConfig, Service, Session, TransportConfig,
+};
+
+struct Gen;
+
+#[derive(Default)]
+struct GenSession {
+    input: Vec<u8>,
+    /// (remaining, next byte value)
+    stream: Option<(u64, u8)>,
+}
+
+impl GenSession {
+    fn pump(&mut self, out: &mut Outbox<'_>) -> Flow {
+        loop {
+            if let Some((remaining, next)) = self.stream.as_mut() {
+                while *remaining > 0 {
+                    let Ok(tail) = out.tail() else {
+                        return Flow::Continue;
+                    };
+                    let n = tail.len().min(*remaining as usize);
+                    for b in &mut tail[..n] {
+                        *b = *next;
+                        *next = next.wrapping_add(1);
+                    }
+                    out.advance(n);
+                    out.seal();
+                    *remaining -= n as u64;
+                }
+                self.stream = None;
+            }
+            if self.input.len() < 8 {
+                return Flow::Continue;
+            }
+            let size = u32::from_be_bytes(self.input[0..4].try_into().unwrap());
+            let seed = u32::from_be_bytes(self.input[4..8].try_into().unwrap());
+            self.input.drain(..8);
+            if size == u32::MAX {
+                return Flow::CloseNow;
+            }
+            self.stream = Some((size as u64, seed as u8));
+        }
+    }
+}
+
+impl Session for GenSession {
+    fn on_recv(&mut self, data: &[u8], out: &mut Outbox<'_>) -> Flow {
+        self.input.extend_from_slice(data);
+        self.pump(out)
+    }
+    fn on_send_progress(&mut self, out: &mut Outbox<'_>) -> Flow {
+        self.pump(out)
+    }
+    fn wants_input(&self) -> bool {
+        self.stream.is_none() && self.input.len() < 8
+    }
+    fn is_idle(&self) -> bool {
+        self.stream.is_none() && self.input.is_empty()
+    }
+}
+
+impl Service for Gen {
+    type Session = GenSession;
+    fn open(&self, _peer: Option<SocketAddr>) -> GenSession {
+        GenSession::default()
+    }
+}
+
+fn backends() -> Vec<BackendChoice> {
+    match std::env::var("HOTPATH_IO").ok().as_deref() {
+        Some("uring") => vec![BackendChoice::Uring],
+        Some("epoll") => vec![BackendChoice::Epoll],
+        _ => vec![BackendChoice::Uring, BackendChoice::Epoll],
+    }
+}
+
+fn start(backend: BackendChoice, tweak: impl FnOnce(&mut TransportConfig)) -> transport::Running {
+    let mut cfg = TransportConfig {
+        backend,
+        ..TransportConfig::default()
+    };
+    tweak(&mut cfg);
+    let r = transport::start("127.0.0.1:0".parse().unwrap(), cfg, Arc::new(Gen)).unwrap();
+    let want = match backend {
+        BackendChoice::Uring => BackendKind::Uring,
+        _ => BackendKind::Epoll,
+    };
+    assert_eq!(r.backend(), want);
+    r
+}
+
+fn request(s: &mut TcpStream, size: u32, seed: u32) {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&size.to_be_bytes());
+    b[4..].copy_from_slice(&seed.to_be_bytes());
+    s.write_all(&b).unwrap();
+}
+
+fn read_check(s: &mut TcpStream, size: usize, seed: u32, buf: &mut Vec<u8>) {
+    buf.resize(size, 0);
+    s.read_exact(buf).unwrap();
+    let mut v = seed as u8;
+    for (i, &b) in buf.iter().enumerate() {
+        assert_eq!(b, v, "byte {i} of {size}");
+        v = v.wrapping_add(1);
+    }
+}
+
+#[test]
+fn small_and_large_round_trips() {
+    for b in backends() {
+        let srv = start(b, |_| {});
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        let mut buf = Vec::new();
+        for (i, size) in [1usize, 100, 65536, 65537, 10_000_000]
+            .into_iter()
+            .enumerate()
+        {
+            request(&mut s, size as u32, i as u32 * 7);
+            read_check(&mut s, size, i as u32 * 7, &mut buf);
+        }
+        // Pipelined: several requests in one write, answered in order.
+        let mut all = Vec::new();
+        for i in 0..20u32 {
+            all.extend_from_slice(&(1000 + i * 3000).to_be_bytes());
+            all.extend_from_slice(&i.to_be_bytes());
+        }
+        s.write_all(&all).unwrap();
+        for i in 0..20u32 {
+            read_check(&mut s, (1000 + i * 3000) as usize, i, &mut buf);
+        }
+        let m = srv.metrics();
+        assert!(m.bytes_out >= 10_000_000, "{m:?}");
+        assert_eq!(m.open_connections, 1);
+        drop(s);
+        srv.shutdown();
+    }
+}
+
+/// A pool of 4 chunks of 4 KiB shared by 8 connections each fetching 16 MB: the pool runs dry
+/// again and again; connections wait (backpressure) rather than the server allocating, and every
+/// byte arrives intact.
+#[test]
+fn pool_exhaustion_is_backpressure() {
+    for b in backends() {
+        let srv = start(b, |c| {
+            c.pool = PoolConfig {
+                chunk_size: 4096,
+                chunks: 4,
+                per_conn_chunks: 2,
+                register: true,
+            };
+        });
+        let addr = srv.local_addr();
+        // 16 MB each, and nobody reads for a while: the socket buffers fill, chunks stay queued,
+        // and 8 connections × a quota of 2 want more than the 4 chunks there are.
+        let threads: Vec<_> = (0..8u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(addr).unwrap();
+                    let mut buf = Vec::new();
+                    for r in 0..2u32 {
+                        request(&mut s, 16_000_000, t * 10 + r);
+                        std::thread::sleep(Duration::from_millis(100));
+                        read_check(&mut s, 16_000_000, t * 10 + r, &mut buf);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let m = srv.metrics();
+        assert!(m.pool_exhausted > 0, "the pool must have run dry: {m:?}");
+        assert!(m.pool_peak_chunks <= 4, "{m:?}");
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    for b in backends() {
+        let srv = start(b, |c| {
+            c.idle_timeout = Some(Duration::from_millis(200));
+        });
+        let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+        request(&mut s, 10, 1);
+        let mut buf = Vec::new();
+        read_check(&mut s, 10, 1, &mut buf);
+        let t0 = Instant::now();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut one = [0u8; 1];
+        let r = s.read(&mut one);
+        assert!(
+            matches!(r, Ok(0)),
+            "{b:?}: expected EOF from the idle timeout: {r:?}"
+        );
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(150),
+            "{b:?}: closed too early: {waited:?} {:?}",
+            srv.metrics()
+        );
+        assert!(
+            waited < Duration::from_secs(3),
+            "closed too late: {waited:?}"
+        );
+        assert_eq!(srv.metrics().idle_closed, 1);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn connection_limit_refuses_extra_connections() {
+    for b in backends() {
+        let srv = start(b, |c| c.max_connections = 2);
+        let mut a = TcpStream::connect(srv.local_addr()).unwrap();
+        let mut bb = TcpStream::connect(srv.local_addr()).unwrap();
+        let mut buf = Vec::new();
+        request(&mut a, 5, 0);
+        read_check(&mut a, 5, 0, &mut buf);
+        request(&mut bb, 5, 0);
+        read_check(&mut bb, 5, 0, &mut buf);
+        let mut c = TcpStream::connect(srv.local_addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        request(&mut c, 5, 0);
+        let mut one = [0u8; 1];
+        let r = c.read(&mut one);
+        assert!(
+            matches!(r, Ok(0) | Err(_)),
+            "third connection must be closed: {r:?}"
+        );
+        assert_eq!(srv.metrics().refused, 1, "{b:?}: {r:?}");
+        // Closing one frees a slot.
+        drop(a);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while srv.metrics().open_connections > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut d = TcpStream::connect(srv.local_addr()).unwrap();
+        request(&mut d, 5, 3);
+        read_check(&mut d, 5, 3, &mut buf);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn session_close_only_closes_that_connection() {
+    for b in backends() {
+        let srv = start(b, |_| {});
+        let mut a = TcpStream::connect(srv.local_addr()).unwrap();
+        let mut other = TcpStream::connect(srv.local_addr()).unwrap();
+        a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        request(&mut a, u32::MAX, 0); // the session says CloseNow
+        let mut one = [0u8; 1];
+        assert!(matches!(a.read(&mut one), Ok(0) | Err(_)));
+        let mut buf = Vec::new();
+        request(&mut other, 70_000, 9);
+        read_check(&mut other, 70_000, 9, &mut buf);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn send_zc_on_loopback_reports_copies() {
+    // SEND_ZC forced on: loopback copies anyway (trap 10), and the notifications say so.
+    if !backends().contains(&BackendChoice::Uring) {
+        return; // HOTPATH_IO=epoll: SEND_ZC is io_uring only
+    }
+    let srv = start(BackendChoice::Uring, |c| c.send_zc = transport::SendZc::On);
+    let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+    let mut buf = Vec::new();
+    for i in 0..3 {
+        request(&mut s, 1_000_000, i);
+        read_check(&mut s, 1_000_000, i, &mut buf);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while srv.metrics().zc_notifs < srv.metrics().zc_sends && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let m = srv.metrics();
+    assert!(m.zc_sends > 0, "{m:?}");
+    assert_eq!(m.zc_notifs, m.zc_sends, "{m:?}");
+    assert_eq!(m.zc_copied, m.zc_notifs, "loopback always copies: {m:?}");
+    srv.shutdown();
+}
