@@ -42,6 +42,14 @@ final class DriverSupport {
         ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
   }
 
+  /** Ends a failed driver: the stack trace, then one summary line last on stderr; exit 1. */
+  static void fail(Throwable t) {
+    t.printStackTrace(System.err);
+    System.err.println("driver failed: " + Launcher.describe(t));
+    System.err.flush();
+    Runtime.getRuntime().halt(1);
+  }
+
   /** Keeps stdout for the result line only; everything else goes to stderr. */
   static PrintStream takeStdout() {
     PrintStream out =

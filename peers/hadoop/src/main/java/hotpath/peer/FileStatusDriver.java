@@ -25,8 +25,16 @@ import org.apache.hadoop.fs.Path;
 public final class FileStatusDriver {
   private FileStatusDriver() {}
 
-  public static void main(String[] argv) throws Exception {
+  public static void main(String[] argv) {
     PrintStream out = DriverSupport.takeStdout();
+    try {
+      run(argv, out);
+    } catch (Throwable t) {
+      DriverSupport.fail(t);
+    }
+  }
+
+  private static void run(String[] argv, PrintStream out) throws Exception {
     Args args = Args.parse(prepend("filestatus", argv), 0);
     int threads = args.getInt("threads", 1);
     int files = args.getInt("files", 1);

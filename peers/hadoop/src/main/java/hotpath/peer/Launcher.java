@@ -34,6 +34,9 @@ public final class Launcher {
   /** Set just before the READY line; until then, end of stdin halts the JVM at once. */
   private static volatile boolean ready;
 
+  /** --delete-on-exit: a directory (the caller's temp dir) to remove once everything stopped. */
+  private static volatile Path deleteOnExit;
+
   private Launcher() {}
 
   public static void main(String[] argv) throws Exception {
@@ -64,6 +67,8 @@ public final class Launcher {
       }
       confDir = Paths.get(args.require("conf-dir")).toAbsolutePath();
       Path workDir = Paths.get(args.get("work-dir", confDir + ".work")).toAbsolutePath();
+      deleteOnExit = args.has("delete-on-exit")
+          ? Paths.get(args.get("delete-on-exit", "")).toAbsolutePath() : null;
       Files.createDirectories(confDir);
       Files.createDirectories(workDir);
       System.setProperty("test.build.data", workDir.toString());
@@ -90,7 +95,7 @@ public final class Launcher {
     } catch (Throwable t) {
       System.err.println("peer: startup failed");
       t.printStackTrace(System.err);
-      stop(mode, 3);
+      stop(mode, 3, null);
       return;
     }
     info.put("mode", argv[0]);
@@ -122,7 +127,7 @@ public final class Launcher {
       }
       out.println(Json.write(reply));
     }
-    stop(mode, 0);
+    stop(mode, 0, deleteOnExit);
   }
 
   private static void readStdin(BlockingQueue<String> lines) {
@@ -139,12 +144,15 @@ public final class Launcher {
     // A parent that dies while we start up never sees READY: end now rather than finish startup.
     if (!ready) {
       System.err.println("peer: stdin closed before READY; exiting");
+      if (deleteOnExit != null) {
+        deleteTree(deleteOnExit);
+      }
       Runtime.getRuntime().halt(4);
     }
   }
 
   /** Stops the mode with a deadline, then ends the JVM without running Hadoop's shutdown hooks. */
-  private static void stop(Mode mode, int code) {
+  private static void stop(Mode mode, int code, Path deleteOnExit) {
     Thread t = new Thread(() -> {
       try {
         mode.close();
@@ -165,9 +173,21 @@ public final class Launcher {
       code = code == 0 ? 5 : code;
     } else {
       System.err.println("peer: stopped");
+      if (deleteOnExit != null) {
+        // the caller may be gone (stdin EOF after its death): clean its temp dir here
+        deleteTree(deleteOnExit);
+      }
     }
     System.err.flush();
     Runtime.getRuntime().halt(code);
+  }
+
+  private static void deleteTree(Path root) {
+    try (java.util.stream.Stream<Path> walk = Files.walk(root)) {
+      walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (Exception e) {
+      System.err.println("peer: could not delete " + root + ": " + e);
+    }
   }
 
   static String describe(Throwable t) {

@@ -19,8 +19,16 @@ import org.apache.hadoop.fs.Path;
 public final class ReadDriver {
   private ReadDriver() {}
 
-  public static void main(String[] argv) throws Exception {
+  public static void main(String[] argv) {
     PrintStream out = DriverSupport.takeStdout();
+    try {
+      run(argv, out);
+    } catch (Throwable t) {
+      DriverSupport.fail(t);
+    }
+  }
+
+  private static void run(String[] argv, PrintStream out) throws Exception {
     Args args = Args.parse(FileStatusDriver.prepend("read", argv), 0);
     Path path = new Path(args.require("path"));
     int bufSize = args.getInt("buffer", 1 << 20);

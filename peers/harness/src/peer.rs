@@ -1,0 +1,514 @@
+//! One launcher JVM: start, READY, commands, stop.
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::build::{ensure_built, Build};
+use crate::driver::{self, Driver};
+use crate::error::{tail, PeerError};
+
+/// What the launcher runs (its first argument).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// MiniDFSCluster: one NameNode, N DataNodes (`--datanodes`, default 3) on 127.0.0.2..
+    /// in racks /r1, /r1, /r2.
+    Hdfs,
+    /// Active (nn0) + standby (nn1) + observer (nn2) NameNodes and N DataNodes.
+    HdfsHa,
+    /// A ResourceManager (MiniYARNCluster) with `--nms K` in-JVM NodeManagers (default 0).
+    YarnRm,
+    /// One NodeManager registered with `--rm HOST:PORT`.
+    YarnNm,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hdfs => "hdfs",
+            Mode::HdfsHa => "hdfs-ha",
+            Mode::YarnRm => "yarn-rm",
+            Mode::YarnNm => "yarn-nm",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Start options beyond the launcher's own arguments.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How long to wait for READY (default 180 s).
+    pub start_timeout: Duration,
+    /// How long to wait for each command's reply (default 300 s).
+    pub command_timeout: Duration,
+    /// Keep the temp dir (conf, data, launcher.log) after the peer stops; also on when the
+    /// environment variable `HOTPATH_PEER_KEEP` is set to anything but `0`.
+    pub keep_dir: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            start_timeout: Duration::from_secs(180),
+            command_timeout: Duration::from_secs(300),
+            keep_dir: std::env::var("HOTPATH_PEER_KEEP").is_ok_and(|v| !v.is_empty() && v != "0"),
+        }
+    }
+}
+
+/// A DataNode as READY and `datanodes` describe it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataNode {
+    /// Stable index used by `dn-stop I`, `dn-restart I`, ...
+    pub index: usize,
+    /// The host name it registers with (its own loopback address, e.g. `127.0.0.2`).
+    pub host: String,
+    pub rack: String,
+    /// Data transfer address (what a client connects to with `dfs.client.use.datanode.hostname`).
+    pub xfer: SocketAddr,
+    pub ipc: SocketAddr,
+    pub uuid: String,
+}
+
+/// A running launcher JVM. Dropping it stops the JVM (stdin EOF, then kill after 30 s).
+pub struct Peer {
+    mode: Mode,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    ready: Value,
+    conf_dir: PathBuf,
+    log_path: PathBuf,
+    startup: Duration,
+    command_timeout: Duration,
+    broken: Option<String>,
+    build: Build,
+    // last field: the directory is removed after the JVM is gone (Drop runs first)
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("mode", &self.mode)
+            .field("pid", &self.child.id())
+            .field("conf_dir", &self.conf_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    /// Builds the peer if needed and starts `mode` with the launcher arguments `args`
+    /// (e.g. `["--nms", "1"]`, `["--set", "key=value"]`), waiting for READY.
+    pub fn start(mode: Mode, args: &[&str]) -> Result<Peer, PeerError> {
+        Peer::start_with(mode, args, Options::default())
+    }
+
+    pub fn start_with(mode: Mode, args: &[&str], opts: Options) -> Result<Peer, PeerError> {
+        let build = ensure_built()?;
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("hotpath-peer-{mode}-"))
+            .tempdir()
+            .map_err(|e| PeerError::io("create the peer's temp dir", e))?;
+        let conf_dir = dir.path().join("conf");
+        let work_dir = dir.path().join("work");
+        let log_path = dir.path().join("launcher.log");
+        for d in [&conf_dir, &work_dir] {
+            fs::create_dir_all(d).map_err(|e| PeerError::io(format!("mkdir {d:?}"), e))?;
+        }
+        let log = File::create(&log_path)
+            .map_err(|e| PeerError::io(format!("create {log_path:?}"), e))?;
+
+        let mut cmd = build.java_command("hotpath.peer.Launcher");
+        cmd.arg(mode.as_str())
+            .arg("--conf-dir")
+            .arg(&conf_dir)
+            .arg("--work-dir")
+            .arg(&work_dir);
+        if !opts.keep_dir {
+            // if this process dies, the JVM still cleans up after itself
+            cmd.arg("--delete-on-exit").arg(dir.path());
+        }
+        cmd.args(args)
+            .current_dir(&work_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log);
+        let t0 = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| PeerError::io(format!("start {:?}", build.java), e))?;
+        let stdin = child.stdin.take();
+        let (tx, lines) = mpsc::channel();
+        if let Some(out) = child.stdout.take() {
+            let spawned = thread::Builder::new()
+                .name(format!("peer-{mode}-stdout"))
+                .spawn(move || {
+                    for line in BufReader::new(out).lines() {
+                        match line {
+                            Ok(l) => {
+                                if tx.send(l).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(PeerError::io("spawn the stdout reader thread", e));
+            }
+        }
+        let dir = if opts.keep_dir {
+            let kept = dir.keep();
+            eprintln!("peer-harness: {mode} keeps its files in {kept:?}");
+            None
+        } else {
+            Some(dir)
+        };
+        let mut peer = Peer {
+            mode,
+            child,
+            stdin,
+            lines,
+            ready: Value::Null,
+            conf_dir,
+            log_path,
+            startup: Duration::ZERO,
+            command_timeout: opts.command_timeout,
+            broken: None,
+            build,
+            _dir: dir,
+        };
+        peer.wait_ready(t0, opts.start_timeout)?;
+        Ok(peer)
+    }
+
+    fn wait_ready(&mut self, t0: Instant, timeout: Duration) -> Result<(), PeerError> {
+        let deadline = t0 + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    // anything before READY is not ours (a JVM warning, say): skip it
+                    let Some(json) = line.strip_prefix("READY ") else {
+                        continue;
+                    };
+                    self.ready = serde_json::from_str(json).map_err(|e| PeerError::Protocol {
+                        mode: self.mode.to_string(),
+                        line: line.clone(),
+                        reason: e.to_string(),
+                    })?;
+                    self.startup = t0.elapsed();
+                    return Ok(());
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let log = tail(&self.log_path, 80);
+                    return Err(PeerError::StartTimeout {
+                        mode: self.mode.to_string(),
+                        timeout,
+                        log_path: self.log_path.clone(),
+                        log,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = match self.child.wait() {
+                        Ok(s) => s.to_string(),
+                        Err(e) => format!("unknown: {e}"),
+                    };
+                    return Err(PeerError::Exited {
+                        mode: self.mode.to_string(),
+                        status,
+                        log_path: self.log_path.clone(),
+                        log: tail(&self.log_path, 80),
+                    });
+                }
+            }
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The READY object.
+    pub fn ready(&self) -> &Value {
+        &self.ready
+    }
+
+    /// The directory holding core-site.xml, hdfs-site.xml, yarn-site.xml (HADOOP_CONF_DIR).
+    pub fn conf_dir(&self) -> &Path {
+        &self.conf_dir
+    }
+
+    /// The launcher's stderr (all Hadoop logging).
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        tail(&self.log_path, lines)
+    }
+
+    /// Launch to READY, as measured here (READY's `startup_ms` is the JVM's own view).
+    pub fn startup_time(&self) -> Duration {
+        self.startup
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the JVM still runs and the command channel is in step.
+    pub fn is_alive(&mut self) -> bool {
+        self.broken.is_none() && matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// A READY string field.
+    pub fn field_str(&self, field: &str) -> Result<&str, PeerError> {
+        self.ready
+            .get(field)
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.field_error(field))
+    }
+
+    /// A READY `host:port` field as a socket address (IPv4 preferred).
+    pub fn addr(&self, field: &str) -> Result<SocketAddr, PeerError> {
+        let s = self.field_str(field)?;
+        resolve(s).ok_or_else(|| self.field_error(field))
+    }
+
+    /// `hdfs`, `hdfs-ha`: the (active) NameNode's RPC address.
+    pub fn namenode_addr(&self) -> Result<SocketAddr, PeerError> {
+        self.addr("namenode")
+    }
+
+    /// `yarn-rm`: the ResourceManager's resource-tracker address (NodeManagers heartbeat here).
+    pub fn resource_tracker_addr(&self) -> Result<SocketAddr, PeerError> {
+        self.addr("resource_tracker")
+    }
+
+    /// `hdfs`, `hdfs-ha`: the DataNodes as READY lists them.
+    pub fn datanodes(&self) -> Result<Vec<DataNode>, PeerError> {
+        let err = || self.field_error("datanodes");
+        let list = self
+            .ready
+            .get("datanodes")
+            .and_then(Value::as_array)
+            .ok_or_else(err)?;
+        list.iter()
+            .map(|d| {
+                let s = |k: &str| d.get(k).and_then(Value::as_str).ok_or_else(err);
+                Ok(DataNode {
+                    index: d
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .and_then(|i| usize::try_from(i).ok())
+                        .ok_or_else(err)?,
+                    host: s("host")?.to_owned(),
+                    rack: s("rack")?.to_owned(),
+                    xfer: resolve(s("xfer")?).ok_or_else(err)?,
+                    ipc: resolve(s("ipc")?).ok_or_else(err)?,
+                    uuid: s("uuid")?.to_owned(),
+                })
+            })
+            .collect()
+    }
+
+    fn field_error(&self, field: &str) -> PeerError {
+        PeerError::Field {
+            field: field.to_owned(),
+            ready: self.ready.to_string(),
+        }
+    }
+
+    /// Sends one command line and returns its reply; `{"ok":false}` becomes
+    /// [`PeerError::Command`].
+    pub fn command(&mut self, line: &str) -> Result<Value, PeerError> {
+        let reply = self.command_raw(line)?;
+        if reply.get("ok").and_then(Value::as_bool) == Some(true) {
+            Ok(reply)
+        } else {
+            Err(PeerError::Command {
+                command: line.to_owned(),
+                error: reply
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("reply without ok:true")
+                    .to_owned(),
+            })
+        }
+    }
+
+    /// Sends one command line and returns the reply as it is, `ok` true or false.
+    pub fn command_raw(&mut self, line: &str) -> Result<Value, PeerError> {
+        let no_reply = |p: &Peer, reason: String| PeerError::NoReply {
+            mode: p.mode.to_string(),
+            command: line.to_owned(),
+            reason,
+            log: tail(&p.log_path, 40),
+        };
+        if line.contains('\n') || line.trim().is_empty() {
+            return Err(PeerError::Command {
+                command: line.to_owned(),
+                error: "a command is one non-empty line".into(),
+            });
+        }
+        if let Some(why) = &self.broken {
+            return Err(no_reply(self, format!("peer unusable: {why}")));
+        }
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(no_reply(self, "stdin already closed".into()));
+        };
+        if let Err(e) = stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+        {
+            self.broken = Some(format!("write failed: {e}"));
+            return Err(no_reply(self, format!("write failed: {e}")));
+        }
+        match self.lines.recv_timeout(self.command_timeout) {
+            Ok(reply) => serde_json::from_str(&reply).map_err(|e| {
+                self.broken = Some("unparsable reply".into());
+                PeerError::Protocol {
+                    mode: self.mode.to_string(),
+                    line: reply.clone(),
+                    reason: e.to_string(),
+                }
+            }),
+            Err(e) => {
+                let reason = match e {
+                    RecvTimeoutError::Timeout => format!("no reply in {:?}", self.command_timeout),
+                    RecvTimeoutError::Disconnected => "the launcher exited".into(),
+                };
+                // a late reply would answer the next command: stop using this peer
+                self.broken = Some(reason.clone());
+                Err(no_reply(self, reason))
+            }
+        }
+    }
+
+    /// Runs a measuring driver against this peer's conf dir (see [`driver::run`]).
+    pub fn run_driver(&self, driver: Driver, args: &[&str]) -> Result<Value, PeerError> {
+        driver::run(&self.build, &self.conf_dir, driver, args)
+    }
+
+    /// Stops the JVM now (stdin EOF; killed after `grace`) and returns how long that took.
+    pub fn stop(mut self, grace: Duration) -> Duration {
+        self.shutdown(grace)
+    }
+
+    fn shutdown(&mut self, grace: Duration) -> Duration {
+        let t0 = Instant::now();
+        drop(self.stdin.take());
+        let deadline = t0 + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+            }
+        }
+        t0.elapsed()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.shutdown(Duration::from_secs(30));
+        // `dir` (the TempDir) is dropped after this: conf, data and log go away
+    }
+}
+
+fn resolve(s: &str) -> Option<SocketAddr> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Some(a);
+    }
+    let addrs: Vec<SocketAddr> = s.to_socket_addrs().ok()?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+}
+
+/// One peer per test binary, started on first use and shared by the tests that lock it; the
+/// lock also serialises them. Use it as a `static`:
+///
+/// ```no_run
+/// use peer_harness::{Mode, Shared};
+/// static HDFS: Shared = Shared::new(Mode::Hdfs, &[]);
+/// let mut peer = HDFS.lock().expect("hdfs peer");
+/// peer.command("write /f 100").expect("write");
+/// ```
+///
+/// A static is never dropped: at process exit the JVM sees stdin close and stops by itself,
+/// removing its temp dir. A peer that died is started again on the next `lock`.
+pub struct Shared {
+    mode: Mode,
+    args: &'static [&'static str],
+    slot: Mutex<Option<Peer>>,
+}
+
+impl Shared {
+    pub const fn new(mode: Mode, args: &'static [&'static str]) -> Shared {
+        Shared {
+            mode,
+            args,
+            slot: Mutex::new(None),
+        }
+    }
+
+    /// The shared peer, started if needed. A test that panicked while holding it does not
+    /// poison it for the others.
+    pub fn lock(&self) -> Result<SharedGuard<'_>, PeerError> {
+        let mut g = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let alive = g.as_mut().is_some_and(Peer::is_alive);
+        if !alive {
+            *g = None;
+            *g = Some(Peer::start(self.mode, self.args)?);
+        }
+        Ok(SharedGuard(g))
+    }
+}
+
+/// Exclusive access to a [`Shared`] peer.
+pub struct SharedGuard<'a>(MutexGuard<'a, Option<Peer>>);
+
+impl Deref for SharedGuard<'_> {
+    type Target = Peer;
+    fn deref(&self) -> &Peer {
+        self.0
+            .as_ref()
+            .expect("a SharedGuard is only made around a started peer")
+    }
+}
+
+impl DerefMut for SharedGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Peer {
+        self.0
+            .as_mut()
+            .expect("a SharedGuard is only made around a started peer")
+    }
+}
