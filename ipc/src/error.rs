@@ -67,6 +67,10 @@ pub enum FrameError {
         expected: usize,
         data_len: usize,
     },
+    /// A packet header breaks the read-path sequence rules (seqno + 1, only the last packet
+    /// without data, the last packet empty).
+    #[error("packet seqno {seqno}: {reason}")]
+    PacketSequence { seqno: i64, reason: &'static str },
     /// `bytesPerChecksum` of 0, or a checksum size other than 0 or 4.
     #[error("invalid checksum parameters: bytes_per_checksum {bytes_per_checksum}, checksum size {checksum_size}")]
     ChecksumParams {

@@ -10,16 +10,21 @@
 //! - [`FrameAccumulator`]: the straddling case. It hands out frames that lie whole in a receive
 //!   buffer as borrowed slices and copies only the bytes of a frame that straddles buffers, into a
 //!   `Vec` that grows with the bytes actually received, never with the peer's claim.
-//! - [`RequestFrame`] / [`ResponseFrame`]: a frame body split into its varint-delimited parts.
+//! - [`RequestFrame`] / [`ResponseFrame`]: a frame body split into its varint-delimited parts,
+//!   with the lazy header views of [`crate::view::rpc`] (`parse` = split, validate the RPC
+//!   header, check the frame's shape against it).
 //! - [`PacketDecoder`] / [`Packet`]: the DataTransfer packet (`packetLen`, `headerLen`, header,
-//!   checksums, data) with its sanity checks.
+//!   checksums, data) with its sanity checks; the header is read with
+//!   [`PacketHeaderView`](crate::view::hdfs::PacketHeaderView).
 
 use std::ops::Range;
 
 use zerocopy::byteorder::big_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::error::FrameError;
+use crate::error::{Error, FrameError};
+use crate::view::hdfs::{PacketHeader, PacketHeaderView};
+use crate::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
 
 /// `hrpc`, `RpcConstants.HEADER`.
 pub const MAGIC: [u8; 4] = *b"hrpc";
@@ -504,6 +509,28 @@ impl<'a> RequestFrame<'a> {
         }
     }
 
+    /// Splits, validates the RPC header, and checks the shape against its call id. Returns the
+    /// frame and the call id. (Whether rpcKind, rpcOp and the RequestHeader are acceptable is the
+    /// server's call: read them from the views.)
+    pub fn parse(body: &'a [u8]) -> Result<(Self, i32), Error> {
+        let frame = Self::split(body)?;
+        let header = frame.rpc_header_view();
+        header.validate()?;
+        let call_id = header.call_id()?;
+        frame.check_call_id(call_id)?;
+        Ok((frame, call_id))
+    }
+
+    /// The RPC header as a lazy view (nothing read yet).
+    pub fn rpc_header_view(&self) -> RpcRequestHeaderView<'a> {
+        RpcRequestHeaderView::new(self.rpc_header)
+    }
+
+    /// The RequestHeader (method, protocol, version) as a lazy view, if the frame has one.
+    pub fn request_header_view(&self) -> Option<RequestHeaderView<'a>> {
+        self.request_header.map(RequestHeaderView::new)
+    }
+
     /// Checks that the frame's shape fits the call id from its RPC header: a ping (-4) is header
     /// only, a connection context (-3) has a payload and no RequestHeader, a call (>= 0) has
     /// both. Other negative ids (SASL -33, ...) are refused: this server speaks SIMPLE only.
@@ -546,6 +573,33 @@ pub struct ResponseFrame<'a> {
 }
 
 impl<'a> ResponseFrame<'a> {
+    /// Splits, validates the header, and checks the shape against the status: a SUCCESS frame
+    /// carries a payload, an ERROR or FATAL frame none.
+    pub fn parse(body: &'a [u8]) -> Result<(Self, RpcResponseHeaderView<'a>), Error> {
+        use crate::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+        let frame = Self::split(body)?;
+        let header = frame.header_view();
+        header.validate()?;
+        let success = header.status()? == RpcStatusProto::Success;
+        if success != frame.payload.is_some() {
+            return Err(FrameError::Shape {
+                call_id: header.call_id_i32()?,
+                reason: if success {
+                    "a SUCCESS response carries a payload"
+                } else {
+                    "an ERROR or FATAL response carries no payload"
+                },
+            }
+            .into());
+        }
+        Ok((frame, header))
+    }
+
+    /// The response header as a lazy view (nothing read yet).
+    pub fn header_view(&self) -> RpcResponseHeaderView<'a> {
+        RpcResponseHeaderView::new(self.header)
+    }
+
     /// Splits a response frame body: one or two delimited parts, nothing after them.
     pub fn split(body: &'a [u8]) -> Result<Self, FrameError> {
         let (p, n) = split_delimited::<2>(body)?;
@@ -681,6 +735,23 @@ pub fn checksum_len(
 }
 
 impl<'a> RawPacket<'a> {
+    /// The packet header as a lazy view.
+    pub fn header_view(&self) -> PacketHeaderView<'a> {
+        PacketHeaderView::new(self.header)
+    }
+
+    /// Reads the header (required fields checked), splits the body with its `dataLen` and checks
+    /// the checksum count: ready-to-verify parts.
+    pub fn parse(
+        &self,
+        bytes_per_checksum: u32,
+        checksum_size: u32,
+    ) -> Result<(PacketHeader, Packet<'a>), Error> {
+        let header = self.header_view().read()?;
+        let packet = self.split_checked(header.data_len, bytes_per_checksum, checksum_size)?;
+        Ok((header, packet))
+    }
+
     /// Splits the body with `data_len` from the packet header: the checksums come first and
     /// take `body.len() - data_len` bytes. A negative `data_len`, or one larger than the body,
     /// is an error.
@@ -743,4 +814,26 @@ impl<'a> Packet<'a> {
         crcs.zip(data)
             .map(|(c, d)| (u32::from_be_bytes([c[0], c[1], c[2], c[3]]), d))
     }
+}
+
+/// The read-path sequence rules for consecutive packets (Java's `PacketHeader.sanityCheck`):
+/// seqno is the previous one plus 1, only the last packet may have `dataLen <= 0`, and the last
+/// packet carries no data. Pass `last_seqno = first_seqno - 1` for the first packet.
+pub fn check_packet_sequence(header: &PacketHeader, last_seqno: i64) -> Result<(), FrameError> {
+    let err = |reason| {
+        Err(FrameError::PacketSequence {
+            seqno: header.seqno,
+            reason,
+        })
+    };
+    if header.data_len <= 0 && !header.last_packet_in_block {
+        return err("only the last packet may have no data");
+    }
+    if header.last_packet_in_block && header.data_len != 0 {
+        return err("the last packet must carry no data");
+    }
+    if Some(header.seqno) != last_seqno.checked_add(1) {
+        return err("seqno is not the previous one plus 1");
+    }
+    Ok(())
 }
