@@ -7,11 +7,13 @@
 //! - `frame`: zerocopy fixed headers and frame decoding with a length cap.
 //! - `encode`: length-prefix writer and request/response frame encoders.
 
+pub mod client;
 pub mod encode;
 pub mod error;
 pub mod frame;
 pub mod pb;
 pub mod reader;
+pub mod server;
 pub mod transport;
 pub mod view;
 

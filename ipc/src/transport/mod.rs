@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use pool::{BufferPool, ChunkId, PoolConfig, PoolError, PoolStats};
-pub use tx::{Outbox, Segment, Starved, TxQueue, WriteError};
+pub use tx::{Outbox, Segment, Starved, TxQueue};
 
 /// What the event loop should do after a session callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -69,7 +69,8 @@ fn ud_parts(u: u64) -> (u64, u32, u16, u32) {
 /// Builds a ring with the best setup flags the kernel accepts; returns it and a description.
 fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
     let cq = entries.saturating_mul(4);
-    let attempts: [(&'static str, fn(&mut io_uring::Builder)); 3] = [
+    type Setup = fn(&mut io_uring::Builder);
+    let attempts: [(&'static str, Setup); 3] = [
         ("SINGLE_ISSUER|DEFER_TASKRUN", |b| {
             b.setup_single_issuer().setup_defer_taskrun();
         }),

@@ -1,0 +1,638 @@
+//! A blocking IPC v9 client over `std::net`: one TCP connection carries many pipelined calls,
+//! matched by callId.
+//!
+//! How it fits together: [`Client`] owns the current [`Conn`] (a socket, the table of pending
+//! calls, and a reader thread). [`Client::start_call`] encodes the call frame, registers a slot
+//! under a fresh callId and writes the frame; [`PendingCall::wait`] blocks until the reader
+//! thread delivers the response for that callId, or the call's timeout passes. Any number of
+//! threads may call through one `Client` at once, and one thread may have many calls in flight.
+//!
+//! - **Why blocking threads, not the io_uring backend:** a client holds one connection (or a
+//!   few), where a ring buys nothing over a blocked `read`; the server is where thousands of
+//!   connections share a core. A plain client also works in tests and benchmarks without a ring
+//!   thread, and behaves the same whichever backend the server runs. Responses are read into
+//!   buffers that are recycled when the [`Response`] is dropped, so a benchmark fetching 10 MB
+//!   responses does not fault in fresh memory per call.
+//! - **Timeouts:** per call ([`ClientConfig::call_timeout`] or [`Client::call_timeout`]). A call
+//!   that times out is forgotten; a late response for it is discarded.
+//! - **Reconnect with backoff:** when the connection breaks, pending calls fail with
+//!   [`ClientError::ConnectionLost`] (calls are not resent: they may not be idempotent). The next
+//!   call reconnects, waiting `initial × 2^(failures−1)` (capped) between failed attempts, up to
+//!   `max_connect_attempts`.
+//! - **Observer reads:** the client keeps the highest `stateId` seen in any response header and
+//!   sends it in every request header, as Hadoop's `ClientGSIContext` does.
+//! - Response frames longer than `max_response_length` (`ipc.maximum.response.length`) close the
+//!   connection before anything is allocated for them.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use crate::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
+use crate::frame::{ResponseFrame, DEFAULT_MAX_DATA_LENGTH};
+use crate::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use crate::view::rpc::RpcResponseHeaderView;
+
+/// Client configuration.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Protocol name for calls made with [`Client::call`] and for the connection context.
+    pub protocol: String,
+    /// Protocol version for [`Client::call`].
+    pub protocol_version: u64,
+    /// `effectiveUser` in the connection context.
+    pub user: String,
+    pub connect_timeout: Duration,
+    /// Default per-call timeout.
+    pub call_timeout: Duration,
+    /// `ipc.maximum.response.length`: longest response frame accepted.
+    pub max_response_length: u32,
+    /// First wait after a failed connect.
+    pub backoff_initial: Duration,
+    /// Longest wait between connect attempts.
+    pub backoff_max: Duration,
+    /// Connect attempts per call before giving up.
+    pub max_connect_attempts: u32,
+    /// Response buffers kept for reuse.
+    pub recycled_buffers: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            protocol: String::new(),
+            protocol_version: 1,
+            user: std::env::var("USER").unwrap_or_else(|_| "hotpath".into()),
+            connect_timeout: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(60),
+            max_response_length: DEFAULT_MAX_DATA_LENGTH,
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(10),
+            max_connect_attempts: 10,
+            recycled_buffers: 4,
+        }
+    }
+}
+
+/// Client errors.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    /// Could not connect after the configured attempts.
+    #[error("connecting to {addr} failed after {attempts} attempts: {last}")]
+    Connect {
+        addr: SocketAddr,
+        attempts: u32,
+        last: String,
+    },
+    /// The connection broke while the call was pending (or while sending it).
+    #[error("connection lost: {0}")]
+    ConnectionLost(String),
+    /// No response within the call's timeout.
+    #[error("call {call_id} timed out after {timeout:?}")]
+    Timeout { call_id: i32, timeout: Duration },
+    /// The server answered ERROR (the connection stays usable) or FATAL (it closed it).
+    #[error("{status:?} {class}: {message} ({detail:?})")]
+    Remote {
+        status: RpcStatusProto,
+        class: String,
+        message: String,
+        detail: Option<RpcErrorCodeProto>,
+    },
+    /// The server sent bytes that are not a valid response.
+    #[error("malformed response: {0}")]
+    Protocol(String),
+    /// The request could not be encoded.
+    #[error("encoding the request failed: {0}")]
+    Encode(#[from] crate::error::EncodeError),
+}
+
+impl ClientError {
+    /// The exception class of a remote error.
+    pub fn remote_class(&self) -> Option<&str> {
+        match self {
+            ClientError::Remote { class, .. } => Some(class),
+            _ => None,
+        }
+    }
+
+    /// The error code of a remote error.
+    pub fn remote_detail(&self) -> Option<RpcErrorCodeProto> {
+        match self {
+            ClientError::Remote { detail, .. } => *detail,
+            _ => None,
+        }
+    }
+}
+
+/// A SUCCESS response: the response message bytes, in a buffer that goes back to the client's
+/// recycle list when dropped.
+pub struct Response {
+    buf: Vec<u8>,
+    payload: Range<usize>,
+    state_id: Option<i64>,
+    recycle: Weak<Recycler>,
+}
+
+impl Response {
+    /// The response message (protobuf bytes).
+    pub fn payload(&self) -> &[u8] {
+        &self.buf[self.payload.clone()]
+    }
+
+    /// The `stateId` in the response header, if any.
+    pub fn state_id(&self) -> Option<i64> {
+        self.state_id
+    }
+
+    /// Decodes the message with prost.
+    pub fn decode<M: prost::Message + Default>(&self) -> Result<M, ClientError> {
+        M::decode(self.payload()).map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response")
+            .field("payload_len", &self.payload.len())
+            .field("state_id", &self.state_id)
+            .finish()
+    }
+}
+
+impl Drop for Response {
+    fn drop(&mut self) {
+        if let Some(r) = self.recycle.upgrade() {
+            r.put(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// Reusable response buffers.
+struct Recycler {
+    free: Mutex<Vec<Vec<u8>>>,
+    keep: usize,
+}
+
+impl Recycler {
+    fn take(&self) -> Vec<u8> {
+        lock(&self.free).pop().unwrap_or_default()
+    }
+
+    fn put(&self, buf: Vec<u8>) {
+        if buf.capacity() == 0 {
+            return;
+        }
+        let mut f = lock(&self.free);
+        if f.len() < self.keep {
+            f.push(buf);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+type Outcome = Result<Response, ClientError>;
+
+/// Where the reader thread leaves a call's outcome.
+struct Slot {
+    outcome: Mutex<Option<Outcome>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn deliver(&self, o: Outcome) {
+        *lock(&self.outcome) = Some(o);
+        self.ready.notify_all();
+    }
+}
+
+/// One TCP connection with its pending calls.
+struct Conn {
+    writer: Mutex<TcpStream>,
+    pending: Mutex<HashMap<i32, Arc<Slot>>>,
+    broken: AtomicBool,
+    why: Mutex<String>,
+}
+
+impl Conn {
+    /// Marks the connection broken and fails every pending call.
+    fn fail(&self, why: &str) {
+        if self.broken.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *lock(&self.why) = why.to_string();
+        let _ = lock(&self.writer).shutdown(Shutdown::Both);
+        let pending: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, slot) in pending {
+            slot.deliver(Err(ClientError::ConnectionLost(why.to_string())));
+        }
+    }
+}
+
+struct Backoff {
+    failures: u32,
+    next_attempt: Option<Instant>,
+}
+
+struct Inner {
+    addr: SocketAddr,
+    cfg: ClientConfig,
+    client_id: [u8; 16],
+    next_call_id: AtomicI32,
+    /// Highest stateId seen; `i64::MIN` = none yet.
+    state_id: AtomicI64,
+    conn: Mutex<Option<Arc<Conn>>>,
+    backoff: Mutex<Backoff>,
+    recycler: Arc<Recycler>,
+}
+
+/// A pipelining IPC client. Cheap to clone (clones share the connection).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+/// A call in flight.
+pub struct PendingCall {
+    call_id: i32,
+    slot: Arc<Slot>,
+    conn: Weak<Conn>,
+    deadline: Instant,
+    timeout: Duration,
+}
+
+impl PendingCall {
+    /// The callId this call was sent with.
+    pub fn call_id(&self) -> i32 {
+        self.call_id
+    }
+
+    /// Waits for the response or the call's timeout.
+    pub fn wait(self) -> Outcome {
+        let mut g = lock(&self.slot.outcome);
+        loop {
+            if let Some(o) = g.take() {
+                return o;
+            }
+            let now = Instant::now();
+            if now >= self.deadline {
+                drop(g);
+                if let Some(c) = self.conn.upgrade() {
+                    lock(&c.pending).remove(&self.call_id);
+                }
+                // The reader may have delivered between the timeout and the removal.
+                if let Some(o) = lock(&self.slot.outcome).take() {
+                    return o;
+                }
+                return Err(ClientError::Timeout {
+                    call_id: self.call_id,
+                    timeout: self.timeout,
+                });
+            }
+            g = self
+                .slot
+                .ready
+                .wait_timeout(g, self.deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+fn random_client_id() -> [u8; 16] {
+    let s = std::collections::hash_map::RandomState::new();
+    let mut out = [0u8; 16];
+    for (i, part) in out.chunks_mut(8).enumerate() {
+        let mut h = s.build_hasher();
+        h.write_u64(i as u64);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.write_u32(std::process::id());
+        part.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    out
+}
+
+impl Client {
+    /// A client for `addr`. Connects lazily, on the first call (or [`Client::connect_now`]).
+    pub fn new(addr: SocketAddr, cfg: ClientConfig) -> Self {
+        let keep = cfg.recycled_buffers;
+        Self {
+            inner: Arc::new(Inner {
+                addr,
+                cfg,
+                client_id: random_client_id(),
+                next_call_id: AtomicI32::new(0),
+                state_id: AtomicI64::new(i64::MIN),
+                conn: Mutex::new(None),
+                backoff: Mutex::new(Backoff {
+                    failures: 0,
+                    next_attempt: None,
+                }),
+                recycler: Arc::new(Recycler {
+                    free: Mutex::new(Vec::new()),
+                    keep,
+                }),
+            }),
+        }
+    }
+
+    /// Connects now (with the reconnect rules), so that the first call does not pay for it.
+    pub fn connect_now(&self) -> Result<(), ClientError> {
+        self.conn().map(drop)
+    }
+
+    /// The 16-byte client id sent in every request header.
+    pub fn client_id(&self) -> &[u8; 16] {
+        &self.inner.client_id
+    }
+
+    /// The highest stateId seen in a response header.
+    pub fn last_state_id(&self) -> Option<i64> {
+        match self.inner.state_id.load(Ordering::Acquire) {
+            i64::MIN => None,
+            s => Some(s),
+        }
+    }
+
+    /// Whether a connection is open now.
+    pub fn is_connected(&self) -> bool {
+        lock(&self.inner.conn)
+            .as_ref()
+            .is_some_and(|c| !c.broken.load(Ordering::Acquire))
+    }
+
+    /// Calls `method` of the configured protocol with already-encoded request bytes.
+    pub fn call(&self, method: &str, request: &[u8]) -> Outcome {
+        let cfg = &self.inner.cfg;
+        self.start_call(
+            &cfg.protocol,
+            cfg.protocol_version,
+            method,
+            request,
+            cfg.call_timeout,
+        )?
+        .wait()
+    }
+
+    /// Like [`Client::call`] with an explicit timeout.
+    pub fn call_timeout(&self, method: &str, request: &[u8], timeout: Duration) -> Outcome {
+        let cfg = &self.inner.cfg;
+        self.start_call(
+            &cfg.protocol,
+            cfg.protocol_version,
+            method,
+            request,
+            timeout,
+        )?
+        .wait()
+    }
+
+    /// Sends a call and returns without waiting: pipelining.
+    pub fn start_call(
+        &self,
+        protocol: &str,
+        version: u64,
+        method: &str,
+        request: &[u8],
+        timeout: Duration,
+    ) -> Result<PendingCall, ClientError> {
+        let conn = self.conn()?;
+        let call_id = self.inner.next_call_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        let state = self.last_state_id();
+        let header = RpcRequestHeader {
+            state_id: state,
+            ..RpcRequestHeader::call(call_id, &self.inner.client_id, 0)
+        };
+        let rh = RequestHeader {
+            method_name: method,
+            declaring_class_protocol_name: protocol,
+            client_protocol_version: version,
+        };
+        let mut frame = Vec::with_capacity(64 + method.len() + protocol.len() + request.len());
+        encode::call_frame(&mut frame, &header, &rh, request)?;
+        let slot = Arc::new(Slot {
+            outcome: Mutex::new(None),
+            ready: Condvar::new(),
+        });
+        lock(&conn.pending).insert(call_id, slot.clone());
+        let written = lock(&conn.writer).write_all(&frame);
+        if let Err(e) = written {
+            conn.fail(&format!("write failed: {e}"));
+        }
+        Ok(PendingCall {
+            call_id,
+            slot,
+            conn: Arc::downgrade(&conn),
+            deadline: Instant::now() + timeout,
+            timeout,
+        })
+    }
+
+    /// Sends a ping frame (callId −4); the server answers nothing.
+    pub fn ping(&self) -> Result<(), ClientError> {
+        let conn = self.conn()?;
+        let mut frame = Vec::with_capacity(32);
+        encode::ping_frame(&mut frame, &self.inner.client_id)?;
+        let r = lock(&conn.writer).write_all(&frame);
+        r.map_err(|e| {
+            conn.fail(&format!("write failed: {e}"));
+            ClientError::ConnectionLost(e.to_string())
+        })
+    }
+
+    /// Closes the connection (pending calls fail); the next call reconnects.
+    pub fn disconnect(&self) {
+        if let Some(c) = lock(&self.inner.conn).take() {
+            c.fail("closed by the client");
+        }
+    }
+
+    /// The open connection, or a new one (waiting out the backoff between failed attempts).
+    fn conn(&self) -> Result<Arc<Conn>, ClientError> {
+        let mut guard = lock(&self.inner.conn);
+        if let Some(c) = guard.as_ref() {
+            if !c.broken.load(Ordering::Acquire) {
+                return Ok(c.clone());
+            }
+        }
+        *guard = None;
+        let cfg = &self.inner.cfg;
+        let mut last = String::new();
+        for attempt in 1..=cfg.max_connect_attempts.max(1) {
+            let wait = lock(&self.inner.backoff)
+                .next_attempt
+                .map(|t| t.saturating_duration_since(Instant::now()));
+            if let Some(w) = wait.filter(|w| !w.is_zero()) {
+                std::thread::sleep(w);
+            }
+            match self.open() {
+                Ok(c) => {
+                    let mut b = lock(&self.inner.backoff);
+                    b.failures = 0;
+                    b.next_attempt = None;
+                    *guard = Some(c.clone());
+                    return Ok(c);
+                }
+                Err(e) => {
+                    last = e.to_string();
+                    let mut b = lock(&self.inner.backoff);
+                    b.failures += 1;
+                    let exp = cfg
+                        .backoff_initial
+                        .saturating_mul(1u32 << (b.failures - 1).min(16));
+                    b.next_attempt = Some(Instant::now() + exp.min(cfg.backoff_max));
+                    tracing::debug!(
+                        "connect to {} failed (attempt {attempt}): {e}",
+                        self.inner.addr
+                    );
+                }
+            }
+        }
+        Err(ClientError::Connect {
+            addr: self.inner.addr,
+            attempts: cfg.max_connect_attempts.max(1),
+            last,
+        })
+    }
+
+    fn open(&self) -> io::Result<Arc<Conn>> {
+        let cfg = &self.inner.cfg;
+        let mut s = TcpStream::connect_timeout(&self.inner.addr, cfg.connect_timeout)?;
+        s.set_nodelay(true)?;
+        let mut hello = Vec::with_capacity(128);
+        encode::preamble(&mut hello, 0);
+        let ctx = ConnectionContext {
+            effective_user: Some(&cfg.user),
+            real_user: None,
+            protocol: (!cfg.protocol.is_empty()).then_some(cfg.protocol.as_str()),
+        };
+        encode::connection_context_frame(&mut hello, &self.inner.client_id, &ctx)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        s.write_all(&hello)?;
+        let reader = s.try_clone()?;
+        let conn = Arc::new(Conn {
+            writer: Mutex::new(s),
+            pending: Mutex::new(HashMap::new()),
+            broken: AtomicBool::new(false),
+            why: Mutex::new(String::new()),
+        });
+        let (c, inner) = (conn.clone(), Arc::downgrade(&self.inner));
+        std::thread::Builder::new()
+            .name("hp-ipc-client".into())
+            .spawn(move || read_loop(reader, c, inner))?;
+        Ok(conn)
+    }
+}
+
+/// Reads response frames and hands each to its pending call.
+fn read_loop(mut s: TcpStream, conn: Arc<Conn>, inner: Weak<Inner>) {
+    let why = loop {
+        let Some(client) = inner.upgrade() else {
+            break "client dropped".to_string();
+        };
+        match read_one(&mut s, &conn, &client) {
+            Ok(true) => {}
+            Ok(false) => break "closed by the server".to_string(),
+            Err(e) => break e,
+        }
+        if conn.broken.load(Ordering::Acquire) {
+            break lock(&conn.why).clone();
+        }
+    };
+    conn.fail(&why);
+}
+
+/// Reads one response frame. `Ok(false)` on a clean EOF at a frame boundary.
+fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, String> {
+    let mut len = [0u8; 4];
+    match s.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(format!("read failed: {e}")),
+    }
+    let n = u32::from_be_bytes(len);
+    if n > client.cfg.max_response_length || n > i32::MAX as u32 {
+        return Err(format!(
+            "response frame of {n} bytes exceeds the limit of {}",
+            client.cfg.max_response_length
+        ));
+    }
+    let n = n as usize;
+    let mut buf = client.recycler.take();
+    // Grow (zeroing only new bytes) or cut back; a recycled buffer of the same size is reused
+    // as is.
+    if buf.len() < n {
+        buf.resize(n, 0);
+    } else {
+        buf.truncate(n);
+    }
+    s.read_exact(&mut buf)
+        .map_err(|e| format!("read failed: {e}"))?;
+    let frame = ResponseFrame::split(&buf).map_err(|e| e.to_string())?;
+    let h = RpcResponseHeaderView::new(frame.header);
+    h.validate().map_err(|e| e.to_string())?;
+    let call_id = h.call_id_i32().map_err(|e| e.to_string())?;
+    let status = h.status().map_err(|e| e.to_string())?;
+    let state_id = h.state_id().ok().flatten();
+    if let Some(sid) = state_id {
+        client.state_id.fetch_max(sid, Ordering::AcqRel);
+    }
+    let outcome = match status {
+        RpcStatusProto::Success => {
+            let Some(p) = frame.payload else {
+                return Err(format!(
+                    "SUCCESS response for call {call_id} without a message"
+                ));
+            };
+            let start = p.as_ptr() as usize - buf.as_ptr() as usize;
+            let payload = start..start + p.len();
+            Ok(Response {
+                buf,
+                payload,
+                state_id,
+                recycle: Arc::downgrade(&client.recycler),
+            })
+        }
+        st => {
+            let err = ClientError::Remote {
+                status: st,
+                class: h
+                    .exception_class_name()
+                    .ok()
+                    .flatten()
+                    .unwrap_or("")
+                    .to_string(),
+                message: h.error_msg().ok().flatten().unwrap_or("").to_string(),
+                detail: h.error_detail().ok().flatten(),
+            };
+            client.recycler.put(buf);
+            if st == RpcStatusProto::Fatal {
+                // The server closes the connection: the FATAL goes to its call (if it names
+                // one) and to every other pending call.
+                let pending: Vec<_> = lock(&conn.pending).drain().collect();
+                for (_, slot) in pending {
+                    slot.deliver(Err(err.clone()));
+                }
+                return Err(format!("FATAL from the server: {err}"));
+            }
+            Err(err)
+        }
+    };
+    let slot = lock(&conn.pending).remove(&call_id);
+    match slot {
+        Some(slot) => slot.deliver(outcome),
+        None => tracing::debug!("response for unknown or timed-out call {call_id} dropped"),
+    }
+    Ok(true)
+}

@@ -1,0 +1,1459 @@
+//! The IPC v9 server: protocols and methods by name, Hadoop's error behaviour, responses written
+//! straight into the transport's buffer pool.
+//!
+//! How it fits together:
+//!
+//! - A [`Registry`] maps (`declaringClassProtocolName`, `clientProtocolVersion`, `methodName`)
+//!   to a [`Handler`]. [`Server::start`] runs it on the [`transport`](crate::transport) (io_uring
+//!   or epoll ring threads).
+//! - Each connection is a [`ServerConn`], a sans-IO [`Session`]: preamble → connection context →
+//!   calls. Frames are cut with the capped [`FrameAccumulator`] (the 4-byte length is checked
+//!   against `ipc.maximum.data.length` before a single body byte is copied or anything is
+//!   allocated) and read through the lazy header views; nothing is decoded into owned structs.
+//! - A handler gets a [`Call`] (views and slices of the request frame, borrowed from the receive
+//!   buffer) and a [`Reply`]. It answers with a message of up to one pool chunk
+//!   ([`Reply::message`], [`Reply::bytes`], [`Reply::with`]), written into the chunk in one
+//!   piece after the response header, or with a streamed body of any length
+//!   ([`Reply::stream`]): a [`BodySource`] that fills chunk after chunk as the pool allows. No
+//!   allocation on the response path is sized by the response.
+//! - Backpressure: a call is dispatched only when the connection can get a whole chunk for its
+//!   reply (a spare), and no further frames are read while a streamed body is in progress or
+//!   while `max_outstanding_calls` responses are not yet completely sent.
+//!
+//! Hadoop's behaviour on errors (server side of `Server.processOneRpc`):
+//!
+//! | Input | Answer |
+//! |---|---|
+//! | unknown protocol name | ERROR, `ERROR_NO_SUCH_PROTOCOL`, `org.apache.hadoop.ipc.RpcNoSuchProtocolException` |
+//! | known protocol, other version | ERROR, `ERROR_RPC_VERSION_MISMATCH`, `org.apache.hadoop.ipc.RPC$VersionMismatch` |
+//! | unknown method | ERROR, `ERROR_NO_SUCH_METHOD`, `org.apache.hadoop.ipc.RpcNoSuchMethodException` |
+//! | handler error | ERROR with the handler's class, message and code |
+//! | undecodable RPC header / RequestHeader / context | FATAL, `FATAL_DESERIALIZING_REQUEST`, close |
+//! | rpcOp absent or not FINAL, rpcKind absent or not PROTOCOL_BUFFER | FATAL, `FATAL_INVALID_RPC_HEADER`, close |
+//! | call before the connection context, second context | FATAL, `FATAL_INVALID_RPC_HEADER`, close |
+//! | ping (callId −4) | nothing (ignored) |
+//! | wrong magic / version in the preamble | FATAL `FATAL_VERSION_MISMATCH` (callId −1), close |
+//! | `GET ` instead of a preamble | Hadoop's plain-text HTTP reply, close |
+//! | frame length over `ipc.maximum.data.length` (or ≥ 2^31) | **FATAL** (callId −1, `FATAL_INVALID_RPC_HEADER`), close |
+//!
+//! On the oversized frame Java only logs and closes. We send a FATAL first (our choice) so that
+//! a client learns why instead of seeing a reset: it costs one small frame, nothing is read or
+//! allocated for the claimed body, and the connection is then half-closed and drained for at
+//! most the linger time. FATAL responses name `org.apache.hadoop.ipc.Server$FatalRpcServerException`
+//! as Java does for string-constructed fatal errors. A FATAL closes only its own connection.
+//!
+//! Deviation: a clientId longer than [`MAX_CLIENT_ID`] bytes (Java clients send 16) is FATAL
+//! `FATAL_INVALID_RPC_HEADER`, so that every response header fits in a fixed-size buffer.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::BufMut;
+use prost::encoding::{encode_varint, encoded_len_varint};
+use prost::Message as _;
+
+use crate::encode::{self, Body, RpcFailure, RpcResponseHeader};
+use crate::frame::{
+    self, FrameAccumulator, FrameDecoder, PreambleOutcome, RequestFrame,
+    AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, DEFAULT_MAX_DATA_LENGTH,
+    PING_CALL_ID, SASL_CALL_ID,
+};
+use crate::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use crate::pb::hadoop::common::IpcConnectionContextProto;
+use crate::transport::{
+    self, BackendKind, Flow, MetricsSnapshot, Outbox, Service, Session, TransportConfig,
+    TransportError,
+};
+use crate::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+
+/// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
+pub const MAX_CLIENT_ID: usize = 64;
+/// Peer-provided names quoted in error messages are cut to this many bytes.
+const MAX_QUOTED: usize = 256;
+
+/// Exception class Java reports for fatal errors built from a message.
+pub const FATAL_EXCEPTION: &str = "org.apache.hadoop.ipc.Server$FatalRpcServerException";
+pub const NO_SUCH_PROTOCOL_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcNoSuchProtocolException";
+pub const NO_SUCH_METHOD_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcNoSuchMethodException";
+pub const VERSION_MISMATCH_EXCEPTION: &str = "org.apache.hadoop.ipc.RPC$VersionMismatch";
+/// What a handler that panicked is reported as.
+pub const SERVER_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcServerException";
+/// Java's exception for an undecodable request message.
+pub const INVALID_PROTOBUF_EXCEPTION: &str = "com.google.protobuf.InvalidProtocolBufferException";
+
+// ---------------------------------------------------------------------------------------------
+// Handlers
+
+/// One call, as the handler sees it: slices and views of the request frame, borrowed from the
+/// receive buffer (or the frame accumulator when the frame straddled buffers).
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub call_id: i32,
+    pub retry_count: i32,
+    pub client_id: &'a [u8],
+    /// The highest state id the client has seen (observer reads), if it sent one.
+    pub client_state_id: Option<i64>,
+    pub protocol: &'a str,
+    pub protocol_version: u64,
+    pub method: &'a str,
+    /// The request message (protobuf bytes, without its length prefix).
+    pub request: &'a [u8],
+    /// The whole RPC request header.
+    pub rpc_header: RpcRequestHeaderView<'a>,
+    /// The whole RequestHeader.
+    pub request_header: RequestHeaderView<'a>,
+    /// `effectiveUser` from the connection context.
+    pub user: Option<&'a str>,
+}
+
+/// An application-level failure: answered with an ERROR response, the connection stays open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// Java exception class name the client will see, e.g. `java.io.IOException`.
+    pub exception_class: String,
+    pub message: String,
+    pub detail: RpcErrorCodeProto,
+}
+
+impl CallError {
+    /// `ERROR_APPLICATION` with the given class and message.
+    pub fn application(class: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            exception_class: class.into(),
+            message: message.into(),
+            detail: RpcErrorCodeProto::ErrorApplication,
+        }
+    }
+
+    /// The request message did not decode.
+    pub fn invalid_request(err: impl std::fmt::Display) -> Self {
+        Self::application(INVALID_PROTOBUF_EXCEPTION, err.to_string())
+    }
+}
+
+impl From<ReplyError> for CallError {
+    fn from(e: ReplyError) -> Self {
+        Self {
+            exception_class: SERVER_EXCEPTION.into(),
+            message: e.to_string(),
+            detail: RpcErrorCodeProto::ErrorSerializingResponse,
+        }
+    }
+}
+
+/// Why a reply could not be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// An unstreamed reply must fit one pool chunk with its header.
+    #[error("response of {len} bytes does not fit a {chunk}-byte pool chunk; stream it")]
+    TooLarge { len: u64, chunk: usize },
+    /// A streamed reply must fit a Java int frame length.
+    #[error("streamed response of {len} bytes exceeds the 2 GiB frame limit")]
+    FrameTooLarge { len: u64 },
+    /// The handler already replied.
+    #[error("the call was already answered")]
+    AlreadyReplied,
+}
+
+/// Produces a streamed response message chunk by chunk. Called until `len` bytes (the length
+/// given to [`Reply::stream`]) have been produced, each time with the room the current pool chunk
+/// has left (never more than what remains).
+pub trait BodySource {
+    /// Fills all of `dst` with the next bytes of the message.
+    fn fill(&mut self, dst: &mut [u8]);
+}
+
+/// Serves one method.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers `call` through `reply`. Writing nothing answers with an empty message. An `Err`
+    /// (before replying) is sent as an ERROR response.
+    fn call(&self, call: &Call<'_>, reply: &mut Reply<'_, '_>) -> Result<(), CallError>;
+}
+
+impl<F> Handler for F
+where
+    F: Fn(&Call<'_>, &mut Reply<'_, '_>) -> Result<(), CallError> + Send + Sync + 'static,
+{
+    fn call(&self, call: &Call<'_>, reply: &mut Reply<'_, '_>) -> Result<(), CallError> {
+        self(call, reply)
+    }
+}
+
+/// Where a handler writes its answer. See [`Handler::call`].
+pub struct Reply<'o, 'p> {
+    out: &'o mut Outbox<'p>,
+    head: HeadFields,
+    replied: bool,
+    stream: Option<(Box<dyn BodySource>, u64)>,
+}
+
+/// The response header fields known before the handler runs.
+#[derive(Debug, Clone, Copy)]
+struct HeadFields {
+    call_id: i32,
+    retry_count: i32,
+    client_id: [u8; MAX_CLIENT_ID],
+    client_id_len: usize,
+    state_id: Option<i64>,
+}
+
+impl HeadFields {
+    fn header(&self) -> RpcResponseHeader<'_> {
+        RpcResponseHeader {
+            state_id: self.state_id,
+            ..RpcResponseHeader::success(
+                self.call_id,
+                &self.client_id[..self.client_id_len],
+                self.retry_count,
+            )
+        }
+    }
+}
+
+/// Bytes before the message in a SUCCESS frame: length, delimited header, message length.
+fn success_prefix_len(header: &RpcResponseHeader<'_>, msg_len: u64) -> usize {
+    let hlen = header.encoded_len();
+    4 + encoded_len_varint(hlen as u64) + hlen + encoded_len_varint(msg_len)
+}
+
+fn write_success_prefix(dst: &mut [u8], header: &RpcResponseHeader<'_>, msg_len: u64) {
+    let hlen = header.encoded_len();
+    let body =
+        encoded_len_varint(hlen as u64) + hlen + encoded_len_varint(msg_len) + msg_len as usize;
+    let mut w: &mut [u8] = dst;
+    w.put_u32(body as u32);
+    encode_varint(hlen as u64, &mut w);
+    header.encode_body(&mut w);
+    encode_varint(msg_len, &mut w);
+}
+
+impl<'o, 'p> Reply<'o, 'p> {
+    /// Largest message [`Self::with`] and friends accept (one chunk minus the header).
+    pub fn max_unstreamed(&self) -> usize {
+        let h = self.head.header();
+        self.out.chunk_size() - success_prefix_len(&h, self.out.chunk_size() as u64)
+    }
+
+    /// Answers with a message of exactly `len` bytes written by `fill` into the pool chunk.
+    pub fn with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<(), ReplyError> {
+        if self.replied {
+            return Err(ReplyError::AlreadyReplied);
+        }
+        let header = self.head.header();
+        let p = success_prefix_len(&header, len as u64);
+        let total = p + len;
+        let chunk = self.out.chunk_size();
+        if total > chunk {
+            return Err(ReplyError::TooLarge {
+                len: len as u64,
+                chunk,
+            });
+        }
+        // The server reserved a whole chunk before calling the handler, so this cannot starve.
+        let Ok(dst) = self.out.contiguous(total) else {
+            return Err(ReplyError::TooLarge {
+                len: len as u64,
+                chunk,
+            });
+        };
+        write_success_prefix(&mut dst[..p], &header, len as u64);
+        fill(&mut dst[p..]);
+        self.out.advance(total);
+        self.out.seal();
+        self.replied = true;
+        Ok(())
+    }
+
+    /// Answers with already-encoded message bytes.
+    pub fn bytes(&mut self, message: &[u8]) -> Result<(), ReplyError> {
+        self.with(message.len(), |d| d.copy_from_slice(message))
+    }
+
+    /// Answers with a prost message, encoded straight into the pool chunk.
+    pub fn message<M: prost::Message>(&mut self, m: &M) -> Result<(), ReplyError> {
+        let len = m.encoded_len();
+        self.with(len, |mut d| m.encode_raw(&mut d))
+    }
+
+    /// Answers with a message of `len` bytes produced by `source` as pool chunks free up.
+    pub fn stream(&mut self, len: u64, source: Box<dyn BodySource>) -> Result<(), ReplyError> {
+        if self.replied {
+            return Err(ReplyError::AlreadyReplied);
+        }
+        let header = self.head.header();
+        let p = success_prefix_len(&header, len);
+        if (p as u64 - 4).saturating_add(len) > frame::JAVA_INT_MAX as u64 {
+            return Err(ReplyError::FrameTooLarge { len });
+        }
+        let chunk = self.out.chunk_size();
+        let Ok(dst) = self.out.contiguous(p) else {
+            return Err(ReplyError::TooLarge { len, chunk });
+        };
+        write_success_prefix(dst, &header, len);
+        self.out.advance(p);
+        self.out.seal();
+        self.replied = true;
+        self.stream = Some((source, len));
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+/// Methods of one protocol version, by name.
+type Methods = HashMap<Box<str>, Arc<dyn Handler>>;
+/// Versions of one protocol.
+type Versions = HashMap<u64, Methods>;
+
+/// Protocols and their methods.
+#[derive(Default, Clone)]
+pub struct Registry {
+    /// name → version → method → handler
+    protocols: HashMap<Box<str>, Versions>,
+    state_id: Option<Arc<dyn Fn() -> i64 + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut m = f.debug_map();
+        for (name, versions) in &self.protocols {
+            for (v, methods) in versions {
+                let mut names: Vec<&str> = methods.keys().map(|k| &**k).collect();
+                names.sort_unstable();
+                m.entry(&format!("{name} v{v}"), &names);
+            }
+        }
+        m.finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `handler` for `method` of (`protocol`, `version`), replacing any previous one.
+    pub fn register(
+        &mut self,
+        protocol: &str,
+        version: u64,
+        method: &str,
+        handler: impl Handler,
+    ) -> &mut Self {
+        self.protocols
+            .entry(protocol.into())
+            .or_default()
+            .entry(version)
+            .or_default()
+            .insert(method.into(), Arc::new(handler));
+        self
+    }
+
+    /// Sets the state id written into every response header (a NameNode's last applied txid,
+    /// for observer reads).
+    pub fn set_state_id(&mut self, f: impl Fn() -> i64 + Send + Sync + 'static) -> &mut Self {
+        self.state_id = Some(Arc::new(f));
+        self
+    }
+
+    fn lookup(&self, protocol: &str, version: u64, method: &str) -> Lookup<'_> {
+        let Some(versions) = self.protocols.get(protocol) else {
+            return Lookup::NoProtocol;
+        };
+        let Some(methods) = versions.get(&version) else {
+            let highest = versions.keys().copied().max().unwrap_or(0);
+            return Lookup::Version { highest };
+        };
+        match methods.get(method) {
+            Some(h) => Lookup::Found(h),
+            None => Lookup::NoMethod,
+        }
+    }
+}
+
+enum Lookup<'a> {
+    Found(&'a Arc<dyn Handler>),
+    NoProtocol,
+    Version { highest: u64 },
+    NoMethod,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/// Server configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub transport: TransportConfig,
+    /// `ipc.maximum.data.length`: largest request frame (default 128 MiB).
+    pub max_data_length: u32,
+    /// Calls per connection whose responses are not yet completely sent. At the limit the
+    /// connection reads nothing more until sends complete. Default 256.
+    pub max_outstanding_calls: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            transport: TransportConfig::default(),
+            max_data_length: DEFAULT_MAX_DATA_LENGTH,
+            max_outstanding_calls: 256,
+        }
+    }
+}
+
+/// Errors starting a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("invalid server configuration: {0}")]
+    Config(&'static str),
+}
+
+/// Server-level counters.
+#[derive(Debug, Default)]
+struct Counters {
+    calls: AtomicU64,
+    errors: AtomicU64,
+    fatals: AtomicU64,
+    pings: AtomicU64,
+    oversized_frames: AtomicU64,
+}
+
+/// A copy of the server's counters (transport counters included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerMetrics {
+    /// Calls dispatched to a handler or answered with an ERROR.
+    pub calls: u64,
+    /// ERROR responses.
+    pub errors: u64,
+    /// FATAL responses (each closes its connection).
+    pub fatals: u64,
+    /// Pings received (and ignored).
+    pub pings: u64,
+    /// Frames refused for their length before anything was read or allocated.
+    pub oversized_frames: u64,
+    pub transport: MetricsSnapshot,
+}
+
+struct ServerShared {
+    registry: Registry,
+    max_data_length: u32,
+    max_outstanding: usize,
+    counters: Counters,
+}
+
+/// The transport service: makes a [`ServerConn`] per connection.
+struct ServerService(Arc<ServerShared>);
+
+impl Service for ServerService {
+    type Session = ServerConn;
+    fn open(&self, _peer: Option<SocketAddr>) -> ServerConn {
+        ServerConn::new(self.0.clone())
+    }
+}
+
+/// A running IPC server.
+pub struct Server {
+    running: transport::Running,
+    shared: Arc<ServerShared>,
+}
+
+impl Server {
+    /// Binds `addr` and starts serving `registry`.
+    pub fn start(
+        addr: SocketAddr,
+        config: ServerConfig,
+        registry: Registry,
+    ) -> Result<Server, ServerError> {
+        if config.max_outstanding_calls == 0 {
+            return Err(ServerError::Config(
+                "max_outstanding_calls must be at least 1",
+            ));
+        }
+        if config.max_data_length == 0 {
+            return Err(ServerError::Config("max_data_length must be at least 1"));
+        }
+        let shared = Arc::new(ServerShared {
+            registry,
+            max_data_length: config.max_data_length,
+            max_outstanding: config.max_outstanding_calls,
+            counters: Counters::default(),
+        });
+        let running = transport::start(
+            addr,
+            config.transport,
+            Arc::new(ServerService(shared.clone())),
+        )?;
+        Ok(Server { running, shared })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.running.local_addr()
+    }
+
+    pub fn backend(&self) -> BackendKind {
+        self.running.backend()
+    }
+
+    /// Total pool bytes (all ring threads).
+    pub fn pool_bytes(&self) -> usize {
+        self.running.pool_bytes()
+    }
+
+    pub fn metrics(&self) -> ServerMetrics {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ServerMetrics {
+            calls: l(&c.calls),
+            errors: l(&c.errors),
+            fatals: l(&c.fatals),
+            pings: l(&c.pings),
+            oversized_frames: l(&c.oversized_frames),
+            transport: self.running.metrics(),
+        }
+    }
+
+    /// Closes every connection and stops the ring threads.
+    pub fn shutdown(self) {
+        self.running.shutdown();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The connection state machine
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Preamble {
+        buf: [u8; 7],
+        have: u8,
+    },
+    /// Preamble done; the connection context must come next.
+    Context,
+    Ready,
+    /// A FATAL was sent (or the preamble was refused): ignore everything.
+    Dead,
+}
+
+/// A streamed response in progress.
+struct Streaming {
+    source: Box<dyn BodySource>,
+    remaining: u64,
+}
+
+/// One server connection: a sans-IO [`Session`]. Bytes in, response frames out.
+pub struct ServerConn {
+    acc: FrameAccumulator,
+    core: Core,
+    /// Input that arrived while the connection could not act on it (backpressure).
+    held: Vec<u8>,
+}
+
+struct Core {
+    sh: Arc<ServerShared>,
+    phase: Phase,
+    user: Option<Box<str>>,
+    stream: Option<Streaming>,
+    /// `sealed_total` of the transmit queue at the end of each response not yet fully sent.
+    ends: VecDeque<u64>,
+    /// Scratch for error frames and messages (reused; capped contents).
+    scratch: Vec<u8>,
+    msg: String,
+}
+
+/// What handling one frame led to.
+enum Next {
+    Continue,
+    Close,
+}
+
+impl ServerConn {
+    fn new(sh: Arc<ServerShared>) -> Self {
+        let decoder = FrameDecoder::new(sh.max_data_length);
+        Self {
+            acc: FrameAccumulator::new(decoder).with_retained_capacity(16 * 1024),
+            core: Core {
+                sh,
+                phase: Phase::Preamble {
+                    buf: [0; 7],
+                    have: 0,
+                },
+                user: None,
+                stream: None,
+                ends: VecDeque::new(),
+                scratch: Vec::new(),
+                msg: String::new(),
+            },
+            held: Vec::new(),
+        }
+    }
+
+    /// Processes `input` as far as possible; returns how many bytes were used and the flow.
+    fn process(&mut self, input: &[u8], out: &mut Outbox<'_>) -> (usize, Flow) {
+        let mut used = 0;
+        loop {
+            if self.core.blocked() {
+                return (used, Flow::Continue);
+            }
+            let rest = &input[used..];
+            if rest.is_empty() {
+                return (used, Flow::Continue);
+            }
+            // Whatever comes next may need to answer: make sure a whole chunk is at hand
+            // before anything is consumed, so that a handler never runs without room.
+            if out.reserve_spare().is_err() {
+                return (used, Flow::Continue);
+            }
+            if let Phase::Preamble { mut buf, mut have } = self.core.phase {
+                let take = (7 - have as usize).min(rest.len());
+                buf[have as usize..have as usize + take].copy_from_slice(&rest[..take]);
+                have += take as u8;
+                used += take;
+                self.core.phase = Phase::Preamble { buf, have };
+                if have < 7 {
+                    return (used, Flow::Continue);
+                }
+                if let Next::Close = self.core.preamble(&buf, out) {
+                    return (used, Flow::CloseAfterFlush);
+                }
+                continue;
+            }
+            if self.core.phase == Phase::Dead {
+                return (input.len(), Flow::Continue);
+            }
+            let step = match self.acc.next_frame(rest) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Only the length check fails here: nothing of the claimed body was read
+                    // and nothing was allocated for it.
+                    self.core
+                        .sh
+                        .counters
+                        .oversized_frames
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("closing connection: {e}");
+                    self.core.msg.clear();
+                    let _ = write!(
+                        self.core.msg,
+                        "Requested data length is longer than maximum configured RPC length {}: {e}",
+                        self.acc.decoder().cap()
+                    );
+                    self.core.fatal(
+                        AUTHORIZATION_FAILED_CALL_ID,
+                        &[],
+                        -1,
+                        RpcErrorCodeProto::FatalInvalidRpcHeader,
+                        None,
+                        out,
+                    );
+                    return (input.len(), Flow::CloseAfterFlush);
+                }
+            };
+            used += step.consumed;
+            let Some(body) = step.frame else {
+                return (used, Flow::Continue);
+            };
+            if let Next::Close = self.core.frame(&body, out) {
+                return (input.len(), Flow::CloseAfterFlush);
+            }
+        }
+    }
+
+    /// Continues a streamed body, then input held back by backpressure.
+    fn resume(&mut self, out: &mut Outbox<'_>) -> Flow {
+        self.core.retire(out);
+        if !self.core.pump(out) {
+            return Flow::Continue;
+        }
+        if self.held.is_empty() || self.core.blocked() {
+            return Flow::Continue;
+        }
+        let held = std::mem::take(&mut self.held);
+        let (used, flow) = self.process(&held, out);
+        let mut held = held;
+        if flow == Flow::Continue && used < held.len() {
+            held.drain(..used);
+            self.held = held;
+        } else {
+            // Keep the allocation for next time only if it is small.
+            held.clear();
+            if held.capacity() <= 64 * 1024 {
+                self.held = held;
+            }
+        }
+        flow
+    }
+}
+
+impl Session for ServerConn {
+    fn on_recv(&mut self, data: &[u8], out: &mut Outbox<'_>) -> Flow {
+        self.core.retire(out);
+        if !self.held.is_empty() || self.core.blocked() {
+            if self.core.phase != Phase::Dead {
+                self.held.extend_from_slice(data);
+            }
+            return self.resume(out);
+        }
+        let (used, flow) = self.process(data, out);
+        if flow == Flow::Continue && used < data.len() {
+            self.held.extend_from_slice(&data[used..]);
+        }
+        flow
+    }
+
+    fn on_send_progress(&mut self, out: &mut Outbox<'_>) -> Flow {
+        self.resume(out)
+    }
+
+    fn wants_input(&self) -> bool {
+        self.held.is_empty() && !self.core.blocked()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.held.is_empty()
+            && self.acc.pending() == 0
+            && self.core.stream.is_none()
+            && self.core.ends.is_empty()
+    }
+}
+
+fn quote(s: &str) -> &str {
+    if s.len() <= MAX_QUOTED {
+        return s;
+    }
+    let mut end = MAX_QUOTED;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+impl Core {
+    /// Whether new frames must wait: a streamed body is in progress, the outstanding-call limit
+    /// is reached, or the connection is finished.
+    fn blocked(&self) -> bool {
+        self.stream.is_some()
+            || self.ends.len() >= self.sh.max_outstanding
+            || self.phase == Phase::Dead
+    }
+
+    /// Forgets responses that are completely sent.
+    fn retire(&mut self, out: &Outbox<'_>) {
+        let sent = out.queue().sent_total();
+        while self.ends.front().is_some_and(|&e| e <= sent) {
+            self.ends.pop_front();
+        }
+    }
+
+    /// Pushes the streamed body as far as the pool allows; true when it is complete (or there
+    /// is none).
+    fn pump(&mut self, out: &mut Outbox<'_>) -> bool {
+        let Some(s) = self.stream.as_mut() else {
+            return true;
+        };
+        while s.remaining > 0 {
+            let Ok(tail) = out.tail() else {
+                return false;
+            };
+            let n = (tail.len() as u64).min(s.remaining) as usize;
+            s.source.fill(&mut tail[..n]);
+            out.advance(n);
+            out.seal();
+            s.remaining -= n as u64;
+        }
+        self.stream = None;
+        self.ends.push_back(out.queue().sealed_total());
+        true
+    }
+
+    fn preamble(&mut self, buf: &[u8; 7], out: &mut Outbox<'_>) -> Next {
+        match frame::parse_preamble(buf) {
+            Ok(PreambleOutcome::Simple { .. }) => {
+                self.phase = Phase::Context;
+                Next::Continue
+            }
+            Ok(PreambleOutcome::HttpProbe) => {
+                let _ = out.write_sealed(frame::HTTP_PROBE_RESPONSE);
+                self.phase = Phase::Dead;
+                Next::Close
+            }
+            Ok(PreambleOutcome::VersionMismatch {
+                magic_ok,
+                client_version,
+            }) => {
+                // Java answers clients of version >= 9 (the FATAL format exists there) and
+                // just closes on anything else.
+                if magic_ok && client_version >= frame::IPC_VERSION {
+                    self.scratch.clear();
+                    if encode::version_mismatch_response(
+                        &mut self.scratch,
+                        client_version,
+                        &mut self.msg,
+                    )
+                    .is_ok()
+                    {
+                        let _ = out.write_sealed(&self.scratch);
+                    }
+                }
+                self.sh.counters.fatals.fetch_add(1, Ordering::Relaxed);
+                self.phase = Phase::Dead;
+                Next::Close
+            }
+            Ok(PreambleOutcome::NeedMore(_)) => Next::Continue,
+            Err(e) => {
+                // SASL or an unknown auth protocol: this server speaks SIMPLE only.
+                self.msg.clear();
+                let _ = write!(self.msg, "{e}");
+                self.fatal(
+                    AUTHORIZATION_FAILED_CALL_ID,
+                    &[],
+                    -1,
+                    RpcErrorCodeProto::FatalUnauthorized,
+                    None,
+                    out,
+                );
+                Next::Close
+            }
+        }
+    }
+
+    /// Writes a FATAL response with `self.msg` (or `msg`) and marks the connection dead.
+    fn fatal(
+        &mut self,
+        call_id: i32,
+        client_id: &[u8],
+        retry_count: i32,
+        code: RpcErrorCodeProto,
+        msg: Option<&str>,
+        out: &mut Outbox<'_>,
+    ) {
+        let message = msg.unwrap_or(&self.msg);
+        let client_id = if client_id.len() <= MAX_CLIENT_ID {
+            client_id
+        } else {
+            &[]
+        };
+        let header = RpcResponseHeader::success(call_id, client_id, retry_count);
+        let failure = RpcFailure {
+            status: RpcStatusProto::Fatal,
+            exception_class_name: FATAL_EXCEPTION,
+            error_msg: message,
+            error_detail: code,
+        };
+        self.scratch.clear();
+        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok()
+            && self.scratch.len() <= out.chunk_size()
+        {
+            let _ = out.write_sealed(&self.scratch);
+        }
+        self.sh.counters.fatals.fetch_add(1, Ordering::Relaxed);
+        self.phase = Phase::Dead;
+    }
+
+    fn fatal_fmt(
+        &mut self,
+        call_id: i32,
+        client_id: &[u8],
+        retry_count: i32,
+        code: RpcErrorCodeProto,
+        args: std::fmt::Arguments<'_>,
+        out: &mut Outbox<'_>,
+    ) -> Next {
+        self.msg.clear();
+        let _ = self.msg.write_fmt(args);
+        self.fatal(call_id, client_id, retry_count, code, None, out);
+        Next::Close
+    }
+
+    /// Writes an ERROR response; the connection stays open.
+    fn error(
+        &mut self,
+        head: &HeadFields,
+        class: &str,
+        message: &str,
+        code: RpcErrorCodeProto,
+        out: &mut Outbox<'_>,
+    ) {
+        let header = head.header();
+        let failure = RpcFailure {
+            status: RpcStatusProto::Error,
+            exception_class_name: quote(class),
+            error_msg: if message.len() > 4 * MAX_QUOTED {
+                quote(message)
+            } else {
+                message
+            },
+            error_detail: code,
+        };
+        self.scratch.clear();
+        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok()
+            && self.scratch.len() <= out.chunk_size()
+        {
+            let _ = out.write_sealed(&self.scratch);
+        }
+        self.sh.counters.errors.fetch_add(1, Ordering::Relaxed);
+        self.ends.push_back(out.queue().sealed_total());
+    }
+
+    /// Handles one request frame body.
+    fn frame(&mut self, body: &[u8], out: &mut Outbox<'_>) -> Next {
+        use RpcErrorCodeProto::{
+            FatalDeserializingRequest as Deser, FatalInvalidRpcHeader as Inval,
+        };
+        let f = match RequestFrame::split(body) {
+            Ok(f) => f,
+            Err(e) => {
+                return self.fatal_fmt(
+                    -1,
+                    &[],
+                    -1,
+                    Deser,
+                    format_args!("Error decoding RpcRequestHeaderProto: {e}"),
+                    out,
+                )
+            }
+        };
+        let h = RpcRequestHeaderView::new(f.rpc_header);
+        if let Err(e) = h.validate() {
+            return self.fatal_fmt(
+                -1,
+                &[],
+                -1,
+                Deser,
+                format_args!("Error decoding RpcRequestHeaderProto: {e}"),
+                out,
+            );
+        }
+        // validate() checked the required fields, so these reads succeed.
+        let call_id = h.call_id().unwrap_or(-1);
+        let retry = h.retry_count().unwrap_or(-1);
+        let client_id = h.client_id().unwrap_or(&[]);
+        match h.rpc_op_raw() {
+            Ok(Some(0)) => {}
+            Ok(Some(op)) => {
+                return self.fatal_fmt(
+                    call_id,
+                    client_id,
+                    retry,
+                    Inval,
+                    format_args!("IPC Server does not implement rpc header operation{op}"),
+                    out,
+                )
+            }
+            _ => {
+                return self.fatal_fmt(
+                    call_id,
+                    client_id,
+                    retry,
+                    Inval,
+                    format_args!(" IPC Server: No rpc op in rpcRequestHeader"),
+                    out,
+                )
+            }
+        }
+        let kind = match h.rpc_kind_raw() {
+            Ok(Some(k)) => k,
+            _ => {
+                return self.fatal_fmt(
+                    call_id,
+                    client_id,
+                    retry,
+                    Inval,
+                    format_args!(" IPC Server: No rpc kind in rpcRequestHeader"),
+                    out,
+                )
+            }
+        };
+        if client_id.len() > MAX_CLIENT_ID {
+            return self.fatal_fmt(
+                call_id,
+                &[],
+                retry,
+                Inval,
+                format_args!(
+                    "clientId of {} bytes; this server accepts at most {MAX_CLIENT_ID}",
+                    client_id.len()
+                ),
+                out,
+            );
+        }
+        if call_id < 0 {
+            return self.out_of_band(call_id, client_id, retry, &f, out);
+        }
+        if self.phase != Phase::Ready {
+            return self.fatal_fmt(
+                call_id,
+                client_id,
+                retry,
+                Inval,
+                format_args!("Connection context not established"),
+                out,
+            );
+        }
+        if kind != encode::RPC_KIND_PROTOCOL_BUFFER {
+            return self.fatal_fmt(
+                call_id,
+                client_id,
+                retry,
+                Inval,
+                format_args!("Unknown rpc kind in rpc header{kind}"),
+                out,
+            );
+        }
+        let (Some(rh), Some(request)) = (f.request_header, f.payload) else {
+            return self.fatal_fmt(call_id, client_id, retry, Deser, format_args!("IPC server unable to read call parameters: a call needs a RequestHeaderProto and a request"), out);
+        };
+        let rh = RequestHeaderView::new(rh);
+        let names = rh.validate().and_then(|()| {
+            Ok((
+                rh.declaring_class_protocol_name()?,
+                rh.method_name()?,
+                rh.client_protocol_version()?,
+            ))
+        });
+        let (protocol, method, version) = match names {
+            Ok(n) => n,
+            Err(e) => {
+                return self.fatal_fmt(
+                    call_id,
+                    client_id,
+                    retry,
+                    Deser,
+                    format_args!("IPC server unable to read call parameters: {e}"),
+                    out,
+                )
+            }
+        };
+        let mut head = HeadFields {
+            call_id,
+            retry_count: retry,
+            client_id: [0; MAX_CLIENT_ID],
+            client_id_len: client_id.len(),
+            state_id: self.sh.registry.state_id.as_ref().map(|f| f()),
+        };
+        head.client_id[..client_id.len()].copy_from_slice(client_id);
+        self.sh.counters.calls.fetch_add(1, Ordering::Relaxed);
+        let sh = self.sh.clone();
+        let handler = match sh.registry.lookup(protocol, version, method) {
+            Lookup::Found(h) => h,
+            Lookup::NoProtocol => {
+                self.msg.clear();
+                let _ = write!(self.msg, "Unknown protocol: {}", quote(protocol));
+                let m = std::mem::take(&mut self.msg);
+                self.error(
+                    &head,
+                    NO_SUCH_PROTOCOL_EXCEPTION,
+                    &m,
+                    RpcErrorCodeProto::ErrorNoSuchProtocol,
+                    out,
+                );
+                self.msg = m;
+                return Next::Continue;
+            }
+            Lookup::Version { highest } => {
+                self.msg.clear();
+                let _ = write!(
+                    self.msg,
+                    "Protocol {} version mismatch. (client = {version}, server = {highest})",
+                    quote(protocol)
+                );
+                let m = std::mem::take(&mut self.msg);
+                self.error(
+                    &head,
+                    VERSION_MISMATCH_EXCEPTION,
+                    &m,
+                    RpcErrorCodeProto::ErrorRpcVersionMismatch,
+                    out,
+                );
+                self.msg = m;
+                return Next::Continue;
+            }
+            Lookup::NoMethod => {
+                self.msg.clear();
+                let _ = write!(
+                    self.msg,
+                    "Unknown method {} called on {} protocol.",
+                    quote(method),
+                    quote(protocol)
+                );
+                let m = std::mem::take(&mut self.msg);
+                self.error(
+                    &head,
+                    NO_SUCH_METHOD_EXCEPTION,
+                    &m,
+                    RpcErrorCodeProto::ErrorNoSuchMethod,
+                    out,
+                );
+                self.msg = m;
+                return Next::Continue;
+            }
+        };
+        let call = Call {
+            call_id,
+            retry_count: retry,
+            client_id,
+            client_state_id: h.state_id().ok().flatten(),
+            protocol,
+            protocol_version: version,
+            method,
+            request,
+            rpc_header: h,
+            request_header: rh,
+            user: self.user.as_deref(),
+        };
+        let mut reply = Reply {
+            out,
+            head,
+            replied: false,
+            stream: None,
+        };
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call, &mut reply)));
+        let (replied, stream) = (reply.replied, reply.stream.take());
+        match result {
+            Ok(Ok(())) => {
+                if !replied {
+                    // Nothing written: an empty message (one 00 length byte).
+                    let mut r = Reply {
+                        out,
+                        head,
+                        replied: false,
+                        stream: None,
+                    };
+                    let _ = r.with(0, |_| {});
+                }
+            }
+            Ok(Err(e)) => {
+                if replied {
+                    tracing::warn!(
+                        "handler for {}.{} returned an error after replying; the reply stands: {}",
+                        quote(protocol),
+                        quote(method),
+                        e.message
+                    );
+                } else {
+                    out.rollback();
+                    self.error(&head, &e.exception_class, &e.message, e.detail, out);
+                    return Next::Continue;
+                }
+            }
+            Err(_) => {
+                tracing::error!("handler for {}.{} panicked", quote(protocol), quote(method));
+                if !replied {
+                    out.rollback();
+                    self.error(
+                        &head,
+                        SERVER_EXCEPTION,
+                        "the handler panicked",
+                        RpcErrorCodeProto::ErrorRpcServer,
+                        out,
+                    );
+                    return Next::Continue;
+                }
+                if stream.is_some() {
+                    // The header promised a body we cannot produce: the stream is broken.
+                    return self.fatal_fmt(
+                        call_id,
+                        client_id,
+                        retry,
+                        RpcErrorCodeProto::FatalUnknown,
+                        format_args!("the handler panicked while streaming"),
+                        out,
+                    );
+                }
+            }
+        }
+        match stream {
+            Some((source, len)) => {
+                self.stream = Some(Streaming {
+                    source,
+                    remaining: len,
+                });
+                self.pump(out);
+            }
+            None => self.ends.push_back(out.queue().sealed_total()),
+        }
+        Next::Continue
+    }
+
+    fn out_of_band(
+        &mut self,
+        call_id: i32,
+        client_id: &[u8],
+        retry: i32,
+        f: &RequestFrame<'_>,
+        out: &mut Outbox<'_>,
+    ) -> Next {
+        use RpcErrorCodeProto::{
+            FatalDeserializingRequest as Deser, FatalInvalidRpcHeader as Inval,
+        };
+        match call_id {
+            CONNECTION_CONTEXT_CALL_ID => {
+                if self.phase == Phase::Ready {
+                    return self.fatal_fmt(
+                        call_id,
+                        client_id,
+                        retry,
+                        Inval,
+                        format_args!("Connection context already processed"),
+                        out,
+                    );
+                }
+                if f.check_call_id(call_id).is_err() {
+                    return self.fatal_fmt(call_id, client_id, retry, Deser, format_args!("Error decoding IpcConnectionContextProto: the frame must be the RPC header and one message"), out);
+                }
+                let ctx = match IpcConnectionContextProto::decode(f.payload.unwrap_or(&[])) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        return self.fatal_fmt(
+                            call_id,
+                            client_id,
+                            retry,
+                            Deser,
+                            format_args!("Error decoding IpcConnectionContextProto: {e}"),
+                            out,
+                        )
+                    }
+                };
+                self.user = ctx
+                    .user_info
+                    .and_then(|u| u.effective_user)
+                    .map(|u| quote(&u).into());
+                self.phase = Phase::Ready;
+                Next::Continue
+            }
+            PING_CALL_ID => {
+                self.sh.counters.pings.fetch_add(1, Ordering::Relaxed);
+                Next::Continue
+            }
+            SASL_CALL_ID => self.fatal_fmt(
+                call_id,
+                client_id,
+                retry,
+                Inval,
+                format_args!("SASL protocol not requested by client"),
+                out,
+            ),
+            _ => self.fatal_fmt(
+                call_id,
+                client_id,
+                retry,
+                Inval,
+                format_args!("Unknown out of band call #{call_id}"),
+                out,
+            ),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The benchmark protocol
+
+/// `hotpath.bench.BufferProtocol` v1, after Hadoop's TestRpcCpu (HADOOP-4797): `getBuffer(size)`
+/// returns `size` bytes; `echo(data)` returns its request.
+///
+/// Messages (hand-encoded, no .proto needed): `GetBufferRequest { uint64 size = 1; }`,
+/// `GetBufferResponse { bytes data = 1; }`, `EchoRequest/EchoResponse { bytes data = 1; }`. The
+/// data of `getBuffer` is the pattern `byte[i] = i mod 251`, streamed into pool chunks: a 10 MB
+/// response never exists as one buffer on the server.
+pub mod bench {
+    use super::{BodySource, Call, CallError, Registry, Reply};
+    use crate::reader::{Reader, Value};
+
+    pub const PROTOCOL: &str = "hotpath.bench.BufferProtocol";
+    pub const VERSION: u64 = 1;
+    pub const GET_BUFFER: &str = "getBuffer";
+    pub const ECHO: &str = "echo";
+
+    const PERIOD: usize = 251;
+    const TABLE_LEN: usize = PERIOD * 64;
+    static TABLE: [u8; TABLE_LEN] = {
+        let mut t = [0u8; TABLE_LEN];
+        let mut i = 0;
+        while i < TABLE_LEN {
+            t[i] = (i % PERIOD) as u8;
+            i += 1;
+        }
+        t
+    };
+
+    /// Fills `dst` with the pattern bytes starting at data offset `offset` (memcpy speed).
+    pub fn fill_pattern(offset: u64, dst: &mut [u8]) {
+        let mut start = (offset % PERIOD as u64) as usize;
+        let mut rest = dst;
+        while !rest.is_empty() {
+            let n = (TABLE_LEN - start).min(rest.len());
+            let (head, tail) = rest.split_at_mut(n);
+            head.copy_from_slice(&TABLE[start..start + n]);
+            rest = tail;
+            start = 0;
+        }
+    }
+
+    /// Whether `data` is the pattern from offset 0.
+    pub fn is_pattern(data: &[u8]) -> bool {
+        data.chunks(TABLE_LEN).all(|c| c == &TABLE[..c.len()])
+    }
+
+    /// `GetBufferRequest { size }` (at most 11 bytes).
+    pub fn encode_request(size: u64, buf: &mut Vec<u8>) {
+        buf.push(0x08);
+        prost::encoding::encode_varint(size, buf);
+    }
+
+    /// Reads `size` from a `GetBufferRequest`.
+    pub fn decode_request(bytes: &[u8]) -> Result<u64, crate::reader::DecodeError> {
+        let mut r = Reader::new(bytes);
+        let mut size = 0;
+        while !r.is_empty() {
+            if let (1, Value::Varint(v)) = r.read_field(0)? {
+                size = v;
+            }
+        }
+        Ok(size)
+    }
+
+    /// The `bytes data = 1` field of a response message, without copying.
+    pub fn response_data(message: &[u8]) -> Result<&[u8], crate::reader::DecodeError> {
+        let mut r = Reader::new(message);
+        let mut data: &[u8] = &[];
+        while !r.is_empty() {
+            if let (1, Value::Len(d)) = r.read_field(0)? {
+                data = d;
+            }
+        }
+        Ok(data)
+    }
+
+    /// Streams `GetBufferResponse { data = pattern[..size] }`: the field tag and length, then the
+    /// pattern, as chunks come.
+    pub struct GetBufferBody {
+        prefix: [u8; 11],
+        prefix_len: usize,
+        /// Message bytes produced so far.
+        pos: u64,
+    }
+
+    impl GetBufferBody {
+        /// The body and its total message length.
+        pub fn new(size: u64) -> (Self, u64) {
+            let mut prefix = [0u8; 11];
+            prefix[0] = 0x0a;
+            let mut w = &mut prefix[1..];
+            prost::encoding::encode_varint(size, &mut w);
+            let prefix_len = 1 + prost::encoding::encoded_len_varint(size);
+            (
+                Self {
+                    prefix,
+                    prefix_len,
+                    pos: 0,
+                },
+                prefix_len as u64 + size,
+            )
+        }
+    }
+
+    impl BodySource for GetBufferBody {
+        fn fill(&mut self, dst: &mut [u8]) {
+            let mut dst = dst;
+            let p = self.prefix_len as u64;
+            if self.pos < p {
+                let n = ((p - self.pos) as usize).min(dst.len());
+                let s = self.pos as usize;
+                dst[..n].copy_from_slice(&self.prefix[s..s + n]);
+                self.pos += n as u64;
+                dst = &mut dst[n..];
+                if dst.is_empty() {
+                    return;
+                }
+            }
+            fill_pattern(self.pos - p, dst);
+            self.pos += dst.len() as u64;
+        }
+    }
+
+    /// Registers `getBuffer` (sizes up to `max_size`) and `echo`.
+    pub fn register(reg: &mut Registry, max_size: u64) {
+        reg.register(
+            PROTOCOL,
+            VERSION,
+            GET_BUFFER,
+            move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+                let size = decode_request(call.request).map_err(CallError::invalid_request)?;
+                if size > max_size {
+                    return Err(CallError::application(
+                        "java.io.IOException",
+                        format!("getBuffer({size}) exceeds the server's limit of {max_size} bytes"),
+                    ));
+                }
+                let (body, len) = GetBufferBody::new(size);
+                reply.stream(len, Box::new(body))?;
+                Ok(())
+            },
+        );
+        reg.register(
+            PROTOCOL,
+            VERSION,
+            ECHO,
+            |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+                if call.request.len() <= reply.max_unstreamed() {
+                    reply.bytes(call.request)?;
+                } else {
+                    // Larger than a chunk: the request bytes live in the receive buffer only
+                    // until the handler returns, so an echo that big is refused.
+                    return Err(CallError::application(
+                        "java.io.IOException",
+                        format!(
+                            "echo of {} bytes exceeds one pool chunk",
+                            call.request.len()
+                        ),
+                    ));
+                }
+                Ok(())
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bench::*;
+    use super::BodySource;
+
+    #[test]
+    fn pattern_fill_matches_the_definition() {
+        let mut buf = vec![0u8; 100_000];
+        fill_pattern(0, &mut buf);
+        assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        assert!(is_pattern(&buf));
+        let mut part = vec![0u8; 777];
+        fill_pattern(12_345, &mut part);
+        assert_eq!(&part[..], &buf[12_345..12_345 + 777]);
+    }
+
+    #[test]
+    fn get_buffer_body_is_a_valid_message() {
+        let (mut body, len) = GetBufferBody::new(70_000);
+        let mut msg = vec![0u8; len as usize];
+        // Fill in uneven pieces, as pool chunks would.
+        let mut at = 0;
+        for piece in [1usize, 2, 5000, 65536] {
+            let n = piece.min(msg.len() - at);
+            body.fill(&mut msg[at..at + n]);
+            at += n;
+        }
+        body.fill(&mut msg[at..]);
+        let data = response_data(&msg).unwrap();
+        assert_eq!(data.len(), 70_000);
+        assert!(is_pattern(data));
+        let mut req = Vec::new();
+        encode_request(10_000_000, &mut req);
+        assert_eq!(decode_request(&req).unwrap(), 10_000_000);
+    }
+}
