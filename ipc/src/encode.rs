@@ -518,15 +518,19 @@ pub fn ping_frame<B: FrameBuf>(buf: &mut B, client_id: &[u8]) -> Result<usize, E
 }
 
 /// Appends a SUCCESS response frame: header, then the response message (an empty message is a
-/// single `00` length byte). `header.failure` must be `None`. Returns the frame size.
+/// single `00` length byte). `header.failure` is ignored: the status is SUCCESS. Returns the
+/// frame size.
 pub fn success_response_frame<B: FrameBuf, T: Body + ?Sized>(
     buf: &mut B,
     header: &RpcResponseHeader<'_>,
     response: &T,
 ) -> Result<usize, EncodeError> {
-    debug_assert!(header.failure.is_none(), "a SUCCESS frame with a failure");
+    let header = RpcResponseHeader {
+        failure: None,
+        ..*header
+    };
     frame(buf, |b| {
-        write_delimited(b, header)?;
+        write_delimited(b, &header)?;
         write_delimited(b, response)?;
         Ok(())
     })

@@ -414,3 +414,29 @@ proptest! {
         prop_assert_eq!(RpcResponseHeaderProto::decode(err.header).unwrap().status, 1);
     }
 }
+
+#[test]
+fn success_frame_ignores_a_failure_in_the_header() {
+    let failure = RpcFailure {
+        status: RpcStatusProto::Fatal,
+        exception_class_name: "E",
+        error_msg: "m",
+        error_detail: RpcErrorCodeProto::FatalUnknown,
+    };
+    let header = RpcResponseHeader {
+        failure: Some(failure),
+        ..RpcResponseHeader::success(1, &CLIENT_ID, 0)
+    };
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    success_response_frame(&mut a, &header, &b"x"[..]).unwrap();
+    success_response_frame(
+        &mut b,
+        &RpcResponseHeader::success(1, &CLIENT_ID, 0),
+        &b"x"[..],
+    )
+    .unwrap();
+    assert_eq!(a, b);
+    let h = RpcResponseHeaderProto::decode(ResponseFrame::split(body(&a)).unwrap().header).unwrap();
+    assert_eq!((h.status, h.exception_class_name), (0, None));
+}
