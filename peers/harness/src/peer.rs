@@ -410,6 +410,13 @@ impl Peer {
         driver::run(&self.build, &self.conf_dir, driver, args)
     }
 
+    /// Kills the JVM at once (SIGKILL): its services stop without a word to anyone, as when a
+    /// machine dies (a NodeManager does not unregister, DataNodes stop heartbeating).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Stops the JVM now (stdin EOF; killed after `grace`) and returns how long that took.
     pub fn stop(mut self, grace: Duration) -> Duration {
         self.shutdown(grace)

@@ -32,7 +32,13 @@ fn wait_nodes(rm: &mut Peer, what: &str, pred: impl Fn(&[Value], &[Value]) -> bo
 
 #[test]
 fn rm_without_nodes_then_a_separate_nodemanager_registers_and_unregisters() {
-    let mut rm = Peer::start(Mode::YarnRm, &[]).expect("yarn-rm peer");
+    // a short NM expiry, so that a killed NodeManager is LOST within seconds
+    let mut rm = Peer::start(
+        Mode::YarnRm,
+        &["--set", "yarn.nm.liveness-monitor.expiry-interval-ms=3000"],
+    )
+    .expect("yarn-rm peer");
+    assert_eq!(rm.ready()["nm_expiry_ms"], 3000);
     eprintln!("yarn-rm --nms 0 READY after {:?}", rm.startup_time());
     let (active, inactive) = nodes(&mut rm);
     assert!(
@@ -81,8 +87,15 @@ fn rm_without_nodes_then_a_separate_nodemanager_registers_and_unregisters() {
     wait_nodes(&mut rm, "NM RUNNING again", |a, _| {
         a.len() == 1 && a[0]["node_id"] == node_id.as_str() && a[0]["state"] == "RUNNING"
     });
-    let took = nm.stop(Duration::from_secs(30));
-    eprintln!("yarn-nm stopped in {took:?}");
+
+    // a NodeManager that dies without a word expires: LOST
+    nm.kill();
+    wait_nodes(&mut rm, "NM LOST", |a, i| {
+        a.is_empty()
+            && i.len() == 1
+            && i[0]["node_id"] == node_id.as_str()
+            && i[0]["state"] == "LOST"
+    });
 }
 
 #[test]
