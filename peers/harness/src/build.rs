@@ -89,8 +89,13 @@ fn build_locked(project: &Path) -> Result<Build, PeerError> {
     let classpath_file = target.join("classpath.txt");
     let classes = target.join("classes");
     let stamp = source_stamp(&project)?;
+    let jars_present = fs::read_to_string(&classpath_file).is_ok_and(|cp| {
+        cp.trim()
+            .split(':')
+            .all(|jar| !jar.is_empty() && Path::new(jar).is_file())
+    });
     let fresh = fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str())
-        && classpath_file.is_file()
+        && jars_present
         && classes.join("hotpath/peer/Launcher.class").is_file();
     let mut ran_maven = false;
     if !fresh {

@@ -1,4 +1,34 @@
 //! One launcher JVM: start, READY, commands, stop.
+//!
+//! The launcher (`peers/hadoop`, class `hotpath.peer.Launcher`) takes `MODE --conf-dir DIR
+//! [--work-dir DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...` plus:
+//! `hdfs`/`hdfs-ha`: `--datanodes N` (3), `--block-size BYTES` (1 MiB), `--racks /a,/b,..`,
+//! `--shared-ip true` (all DataNodes on 127.0.0.1); `yarn-rm`: `--nms K` (0);
+//! `yarn-nm`: `--rm HOST:PORT` (required). `--set` values go into the services' configuration
+//! and into the written site file.
+//!
+//! It writes `core-site.xml`, `hdfs-site.xml` / `yarn-site.xml` into the conf dir, prints
+//! `READY {json}`, then answers one command per line with one JSON line, `{"ok":true,...}` or
+//! `{"ok":false,"error":"..."}`. Commands:
+//!
+//! | mode | command | reply |
+//! |---|---|---|
+//! | all | `ping` | `{}` |
+//! | hdfs, hdfs-ha | `write PATH BYTES [BLOCKSIZE] [REPLICATION]` | `sha256`, `blocks`, `seconds` (content: [`crate::content`]) |
+//! | | `mkfiles DIR K` | creates `DIR/f0 .. DIR/f<K-1>` (empty) |
+//! | | `delete PATH` | recursive |
+//! | | `block-locations PATH` | per block: id, offset, length, locations (`dn_index`, `xfer`, `rack`, ...) |
+//! | | `datanodes` | every DataNode slot with the active NameNode's view (`nn_alive`, ...) |
+//! | | `dn-stop I` | DataNode I shuts down (sockets closed; the NameNode is not told and marks it dead only after the heartbeat expiry, 10.5 min by default) |
+//! | | `dn-dead I` | `dn-stop I`, then the NameNode marks it dead at once |
+//! | | `dn-restart I` | (stop and) start DataNode I again, same address and xfer/ipc ports |
+//! | | `corrupt PATH BLOCK REPLICA` | flips bytes of that replica's block file; says which DataNode |
+//! | | `namenodes` | each NameNode's state, addresses, `rpc_requests` (client port total) |
+//! | yarn-rm | `nodes` | the RM context's nodes: id, state, memory/vcores, `last_heartbeat_ms_ago`, `response_id`, launched/completed containers; `inactive` nodes too |
+//! | | `nm-stop I` | stops in-JVM NodeManager I (it unregisters) |
+//! | yarn-nm | `status`, `nm-stop`, `nm-start` | NodeManager state; stop unregisters; start re-registers with the same NodeId |
+//!
+//! Closing stdin stops everything; with `--delete-on-exit DIR` the JVM then removes DIR.
 
 use std::fmt;
 use std::fs::{self, File};

@@ -5,8 +5,6 @@ import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,7 +27,8 @@ import org.apache.log4j.LogManager;
  * logging, System.out included) goes to stderr.
  */
 public final class Launcher {
-  private static final String EOF = "\u0000EOF";
+  /** End-of-stdin marker in the line queue (compared by identity, never equal to a read line). */
+  private static final String EOF = new String("EOF");
 
   /** Set just before the READY line; until then, end of stdin halts the JVM at once. */
   private static volatile boolean ready;
@@ -194,11 +193,5 @@ public final class Launcher {
     String msg = t.getMessage();
     String first = t.getClass().getName() + (msg == null ? "" : ": " + msg.lines().findFirst().orElse(""));
     return first;
-  }
-
-  static String stackTrace(Throwable t) {
-    StringWriter sw = new StringWriter();
-    t.printStackTrace(new PrintWriter(sw));
-    return sw.toString();
   }
 }
