@@ -1,1 +1,59 @@
-//! rm-core (placeholder: see the crate's issue)
+//! rm-core: the thin ResourceManager — ResourceTracker service, node state machines, and a
+//! bounded, sharded dispatcher. Protocol logic is sans-IO; sockets live in `ipc`.
+//!
+//! How the types connect (one heartbeat, left to right):
+//!
+//! ```text
+//!  request bytes ──> tracker::ResourceTracker ──response bytes──> (ipc server)
+//!  (view, borrowed)   node id, responseId, keys:       ^
+//!                     duplicate → cached response      │ outbox items: acks, app/container
+//!                     behind → RESYNC, unknown → RESYNC│ cleanups, drained into the response
+//!                     excluded → SHUTDOWN              │
+//!                          │ NodeStatusProto bytes     │
+//!                          v (copied once)             │
+//!                     mailbox::Mailbox ── one per shard: Inbox (≤ 1 Entry per node; a newer
+//!                          │               heartbeat merges in) + outbox
+//!                          v
+//!                     shard::Shard ── node::NodeState per node (launched / completed / lost,
+//!                          │          health, applications), sans-IO
+//!                          v
+//!                     completion_log::CompletionLog (append, fsync per batch; acks only after)
+//! ```
+//!
+//! - [`tracker::ResourceTracker`] answers `registerNodeManager`, `nodeHeartbeat` and
+//!   `unRegisterNodeManager` from request bytes (hot path through `ipc::view`, cold paths
+//!   through prost), runs the liveness monitor and key rolling in [`tick`](tracker::ResourceTracker::tick),
+//!   and owns the include/exclude lists ([`hosts`]), master keys ([`master_key`]) and the
+//!   NM version rule ([`version`]).
+//! - [`mailbox`] is the hand-over and the byte-ownership decision (copy the status bytes into
+//!   a shard-owned, reused buffer), and the merge rule that bounds each shard's backlog by its
+//!   node count.
+//! - [`node`] is the state machine (RMNodeImpl's container bookkeeping), with the rules for
+//!   lost containers, unknown applications (trap 2) and health written at its top.
+//! - [`shard`] applies inboxes to nodes; [`dispatcher`] runs one shard per `shard-i` core of the
+//!   `hw` plan and the housekeeping that goes with them.
+//! - [`completion_log`] is the durable, deduplicated record of completions, with torn-tail
+//!   handling; acknowledging only what is durable is our choice, not Java's.
+//! - [`metrics`] renders Prometheus text; [`bench`] is the measuring code behind
+//!   `hotpath bench heartbeat` and the criterion bench.
+//! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
+//!   small keys and hashers; [`Error`] is the crate's error.
+
+pub mod bench;
+pub mod completion_log;
+pub mod config;
+pub mod dispatcher;
+mod error;
+pub mod hosts;
+pub mod ids;
+pub mod mailbox;
+pub mod master_key;
+pub mod metrics;
+pub mod node;
+pub mod response;
+pub mod shard;
+pub mod tracker;
+pub mod version;
+
+pub use config::RmConfig;
+pub use error::Error;

@@ -1,0 +1,248 @@
+//! The RM's settings, read once from a [`conf::Configuration`].
+//!
+//! Hadoop keys (defaults in `conf::defaults`) plus a few of our own under `hotpath.rm.*`,
+//! whose defaults live here because only this crate reads them.
+
+use std::path::PathBuf;
+
+use conf::{Configuration, TimeUnit};
+
+use crate::Error;
+
+/// `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`
+pub const HEARTBEAT_INTERVAL: &str = "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms";
+/// `yarn.nm.liveness-monitor.expiry-interval-ms`
+pub const NM_EXPIRY: &str = "yarn.nm.liveness-monitor.expiry-interval-ms";
+/// `yarn.resourcemanager.opportunistic-container-allocation.enabled`
+pub const OPPORTUNISTIC: &str = "yarn.resourcemanager.opportunistic-container-allocation.enabled";
+/// `yarn.resourcemanager.nodes.include-path`
+pub const INCLUDE_PATH: &str = "yarn.resourcemanager.nodes.include-path";
+/// `yarn.resourcemanager.nodes.exclude-path`
+pub const EXCLUDE_PATH: &str = "yarn.resourcemanager.nodes.exclude-path";
+/// `yarn.resourcemanager.nodemanager.minimum.version`
+pub const NM_MIN_VERSION: &str = "yarn.resourcemanager.nodemanager.minimum.version";
+/// `yarn.resourcemanager.container-tokens.master-key-rolling-interval-secs`
+pub const CONTAINER_KEY_ROLL: &str =
+    "yarn.resourcemanager.container-tokens.master-key-rolling-interval-secs";
+/// `yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs`
+pub const NM_KEY_ROLL: &str = "yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs";
+/// `yarn.scheduler.minimum-allocation-mb`
+pub const MIN_ALLOC_MB: &str = "yarn.scheduler.minimum-allocation-mb";
+/// `yarn.scheduler.minimum-allocation-vcores`
+pub const MIN_ALLOC_VCORES: &str = "yarn.scheduler.minimum-allocation-vcores";
+
+/// Ours: directory of the durable completion log (default `$TMPDIR/hotpath-rm`).
+pub const COMPLETION_LOG_DIR: &str = "hotpath.rm.completion-log.dir";
+/// Ours: most NodeManagers the RM tracks (registrations beyond are told SHUTDOWN).
+pub const MAX_NODES: &str = "hotpath.rm.max-nodes";
+/// Ours: the version string the RM reports (`rm_version`) and compares `EqualToRM` with.
+pub const RM_VERSION: &str = "hotpath.rm.version";
+/// Ours: how long a shard waits for more work before processing a partial batch.
+pub const BATCH_INTERVAL: &str = "hotpath.rm.dispatcher.batch-interval-ms";
+/// Ours: inbox depth at which the network side wakes a shard early.
+pub const WAKE_DEPTH: &str = "hotpath.rm.dispatcher.wake-depth";
+/// Ours: how long completed container ids are remembered for deduplication.
+pub const DEDUP_RETENTION: &str = "hotpath.rm.completion-dedup-retention-ms";
+/// Ours: the port of the Prometheus `/metrics` endpoint.
+pub const METRICS_PORT: &str = "hotpath.rm.metrics.port";
+
+/// The Hadoop version we speak to NodeManagers as (the peer's release line).
+pub const DEFAULT_RM_VERSION: &str = "3.4.1";
+
+/// Everything rm-core reads from the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RmConfig {
+    pub heartbeat_interval_ms: u64,
+    pub nm_expiry_ms: u64,
+    pub opportunistic: bool,
+    pub include_path: Option<PathBuf>,
+    pub exclude_path: Option<PathBuf>,
+    /// `NONE`, `EqualToRM`, or a version.
+    pub nm_min_version: String,
+    pub min_alloc_mb: u64,
+    pub min_alloc_vcores: u64,
+    pub container_key_roll_ms: u64,
+    pub nm_key_roll_ms: u64,
+    pub completion_log_dir: PathBuf,
+    pub max_nodes: usize,
+    pub rm_version: String,
+    pub batch_interval_ms: u64,
+    pub wake_depth: usize,
+    pub dedup_retention_ms: u64,
+    pub metrics_port: u16,
+}
+
+impl Default for RmConfig {
+    /// Hadoop's defaults (the same as [`RmConfig::from_conf`] on an empty configuration).
+    fn default() -> Self {
+        RmConfig {
+            heartbeat_interval_ms: 1000,
+            nm_expiry_ms: 600_000,
+            opportunistic: false,
+            include_path: None,
+            exclude_path: None,
+            nm_min_version: "NONE".into(),
+            min_alloc_mb: 1024,
+            min_alloc_vcores: 1,
+            container_key_roll_ms: 86_400_000,
+            nm_key_roll_ms: 86_400_000,
+            completion_log_dir: std::env::temp_dir().join("hotpath-rm"),
+            max_nodes: 1_000_000,
+            rm_version: DEFAULT_RM_VERSION.into(),
+            batch_interval_ms: 1,
+            wake_depth: 256,
+            dedup_retention_ms: 1_200_000,
+            metrics_port: 8098,
+        }
+    }
+}
+
+fn opt_path(conf: &Configuration, key: &str) -> Result<Option<PathBuf>, Error> {
+    Ok(conf
+        .try_get(key)?
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from))
+}
+
+fn u64_or(conf: &Configuration, key: &str, default: u64) -> Result<u64, Error> {
+    match conf.try_get(key)? {
+        None => Ok(default),
+        Some(_) => Ok(conf.get_u64(key)?),
+    }
+}
+
+fn ms_or(conf: &Configuration, key: &str, default: u64) -> Result<u64, Error> {
+    match conf.try_get(key)? {
+        None => Ok(default),
+        Some(_) => Ok(conf.get_duration_ms(key)?),
+    }
+}
+
+impl RmConfig {
+    /// Reads every setting; a bad value is a typed error naming the key.
+    pub fn from_conf(conf: &Configuration) -> Result<RmConfig, Error> {
+        let d = RmConfig::default();
+        let secs = |key: &str, default_ms: u64| -> Result<u64, Error> {
+            match conf.try_get(key)? {
+                None => Ok(default_ms),
+                Some(_) => Ok(conf.get_duration(key, TimeUnit::Seconds)?.as_millis() as u64),
+            }
+        };
+        let cfg = RmConfig {
+            heartbeat_interval_ms: ms_or(conf, HEARTBEAT_INTERVAL, d.heartbeat_interval_ms)?,
+            nm_expiry_ms: ms_or(conf, NM_EXPIRY, d.nm_expiry_ms)?,
+            opportunistic: match conf.try_get(OPPORTUNISTIC)? {
+                None => false,
+                Some(_) => conf.get_bool(OPPORTUNISTIC)?,
+            },
+            include_path: opt_path(conf, INCLUDE_PATH)?,
+            exclude_path: opt_path(conf, EXCLUDE_PATH)?,
+            nm_min_version: conf
+                .try_get(NM_MIN_VERSION)?
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or(d.nm_min_version),
+            min_alloc_mb: u64_or(conf, MIN_ALLOC_MB, d.min_alloc_mb)?,
+            min_alloc_vcores: u64_or(conf, MIN_ALLOC_VCORES, d.min_alloc_vcores)?,
+            container_key_roll_ms: secs(CONTAINER_KEY_ROLL, d.container_key_roll_ms)?,
+            nm_key_roll_ms: secs(NM_KEY_ROLL, d.nm_key_roll_ms)?,
+            completion_log_dir: opt_path(conf, COMPLETION_LOG_DIR)?.unwrap_or(d.completion_log_dir),
+            max_nodes: u64_or(conf, MAX_NODES, d.max_nodes as u64)? as usize,
+            rm_version: conf
+                .try_get(RM_VERSION)?
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .unwrap_or(d.rm_version),
+            batch_interval_ms: ms_or(conf, BATCH_INTERVAL, d.batch_interval_ms)?,
+            wake_depth: u64_or(conf, WAKE_DEPTH, d.wake_depth as u64)? as usize,
+            dedup_retention_ms: ms_or(conf, DEDUP_RETENTION, d.dedup_retention_ms)?,
+            metrics_port: {
+                let p = u64_or(conf, METRICS_PORT, d.metrics_port as u64)?;
+                u16::try_from(p).map_err(|_| Error::BadConfig(format!("{METRICS_PORT} = {p}")))?
+            },
+        };
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// The delay before a rolled master key becomes current: 1.5 × the NM expiry, as Java's
+    /// secret managers use.
+    pub fn key_activation_delay_ms(&self) -> u64 {
+        self.nm_expiry_ms.saturating_mul(3) / 2
+    }
+
+    /// Refuses combinations Java refuses (or that would break the protocol).
+    pub fn check(&self) -> Result<(), Error> {
+        if self.heartbeat_interval_ms == 0 {
+            return Err(Error::BadConfig(format!(
+                "{HEARTBEAT_INTERVAL} must be > 0"
+            )));
+        }
+        if self.nm_expiry_ms == 0 {
+            return Err(Error::BadConfig(format!("{NM_EXPIRY} must be > 0")));
+        }
+        let delay = self.key_activation_delay_ms();
+        for (key, roll) in [
+            (CONTAINER_KEY_ROLL, self.container_key_roll_ms),
+            (NM_KEY_ROLL, self.nm_key_roll_ms),
+        ] {
+            // Java: the rolling interval must exceed the activation delay, or a key would be
+            // replaced before the previous one is active.
+            if roll <= delay {
+                return Err(Error::BadConfig(format!(
+                    "{key} ({} s) must be more than 1.5 x {NM_EXPIRY} ({} ms)",
+                    roll / 1000,
+                    self.nm_expiry_ms
+                )));
+            }
+        }
+        if self.max_nodes == 0 || self.max_nodes > u32::MAX as usize / 2 {
+            return Err(Error::BadConfig(format!("{MAX_NODES} out of range")));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_hadoop() {
+        let c = RmConfig::from_conf(&Configuration::new()).unwrap();
+        assert_eq!(c.heartbeat_interval_ms, 1000);
+        assert_eq!(c.nm_expiry_ms, 600_000);
+        assert!(!c.opportunistic);
+        assert_eq!(c.nm_min_version, "NONE");
+        assert_eq!(c.min_alloc_mb, 1024);
+        assert_eq!(c.container_key_roll_ms, 86_400_000);
+        assert_eq!(c.include_path, None);
+        assert_eq!(c.key_activation_delay_ms(), 900_000);
+    }
+
+    #[test]
+    fn values_and_errors() {
+        let mut conf = Configuration::new();
+        conf.set(HEARTBEAT_INTERVAL, "250");
+        conf.set(NM_EXPIRY, "3s");
+        conf.set(OPPORTUNISTIC, "true");
+        conf.set(INCLUDE_PATH, " /etc/hosts.include ");
+        conf.set(COMPLETION_LOG_DIR, "/var/lib/x");
+        let c = RmConfig::from_conf(&conf).unwrap();
+        assert_eq!(c.heartbeat_interval_ms, 250);
+        assert_eq!(c.nm_expiry_ms, 3000);
+        assert!(c.opportunistic);
+        assert_eq!(c.include_path, Some(PathBuf::from("/etc/hosts.include")));
+        assert_eq!(c.completion_log_dir, PathBuf::from("/var/lib/x"));
+
+        conf.set(OPPORTUNISTIC, "maybe");
+        assert!(matches!(RmConfig::from_conf(&conf), Err(Error::Conf(_))));
+        conf.set(OPPORTUNISTIC, "false");
+        conf.set(CONTAINER_KEY_ROLL, "4"); // 4 s < 1.5 x 3 s
+        assert!(matches!(
+            RmConfig::from_conf(&conf),
+            Err(Error::BadConfig(_))
+        ));
+    }
+}

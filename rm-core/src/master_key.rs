@@ -1,0 +1,214 @@
+//! Container-token and NM-token master keys: generated, rolled, and handed to NodeManagers.
+//!
+//! Java's `RMContainerTokenSecretManager` / `NMTokenSecretManagerInRM` keep a current key and,
+//! after each roll, a *next* key that becomes current after an activation delay of
+//! 1.5 × the NM expiry interval. Registration hands out the current key. While a next key is
+//! pending, every heartbeat whose `last_known_*_master_key` differs from it gets the next key
+//! (ResourceTrackerService.populateKeys). Java dereferences the last-known key without a null
+//! check (trap 3); we treat an absent one as "differs" and send the key.
+//!
+//! Key bytes come from an [`Entropy`] source: `/dev/urandom` in the server
+//! ([`OsEntropy`]), a seeded generator in tests ([`SeededEntropy`]). Java's key length is
+//! 64 bits (HmacSHA1 `KeyGenerator.init(64)`); we use the same 8 bytes.
+
+use std::io::Read;
+
+use crate::Error;
+
+/// Bytes of a master key secret.
+pub const KEY_BYTES: usize = 8;
+
+/// A source of random bytes.
+pub trait Entropy: Send {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error>;
+}
+
+/// `/dev/urandom`.
+#[derive(Debug, Default)]
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(buf))
+            .map_err(Error::Entropy)
+    }
+}
+
+/// A deterministic generator (xorshift64*) for tests and benches.
+#[derive(Debug, Clone)]
+pub struct SeededEntropy(pub u64);
+
+impl Entropy for SeededEntropy {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+        for b in buf {
+            let mut x = self.0 | 1;
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            self.0 = x;
+            *b = (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8;
+        }
+        Ok(())
+    }
+}
+
+/// One master key (`MasterKeyProto`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterKey {
+    pub key_id: i32,
+    pub bytes: [u8; KEY_BYTES],
+}
+
+impl MasterKey {
+    pub fn to_proto(&self) -> ipc::pb::hadoop::yarn::MasterKeyProto {
+        ipc::pb::hadoop::yarn::MasterKeyProto {
+            key_id: Some(self.key_id),
+            bytes: Some(self.bytes.to_vec()),
+        }
+    }
+
+    /// The `MasterKeyProto` body length.
+    pub fn encoded_len(&self) -> usize {
+        1 + prost::encoding::encoded_len_varint(self.key_id as i64 as u64) + 1 + 1 + KEY_BYTES
+    }
+
+    /// Appends the `MasterKeyProto` body (fields 1, 2).
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        buf.push(0x08);
+        prost::encoding::encode_varint(self.key_id as i64 as u64, buf);
+        buf.push(0x12);
+        buf.push(KEY_BYTES as u8);
+        buf.extend_from_slice(&self.bytes);
+    }
+}
+
+/// The current key, the pending next key, and the schedule.
+#[derive(Debug, Clone)]
+pub struct KeyRoller {
+    current: MasterKey,
+    next: Option<MasterKey>,
+    serial: i32,
+    roll_interval_ms: u64,
+    activation_delay_ms: u64,
+    next_roll_at_ms: u64,
+    activate_at_ms: Option<u64>,
+}
+
+impl KeyRoller {
+    /// The first key, created at `now_ms`; the first roll is one interval later.
+    pub fn new(
+        entropy: &mut dyn Entropy,
+        now_ms: u64,
+        roll_interval_ms: u64,
+        activation_delay_ms: u64,
+    ) -> Result<KeyRoller, Error> {
+        let mut s = [0u8; 4];
+        entropy.fill(&mut s)?;
+        let mut serial = i32::from_le_bytes(s) & 0x3fff_ffff;
+        let current = new_key(entropy, &mut serial)?;
+        Ok(KeyRoller {
+            current,
+            next: None,
+            serial,
+            roll_interval_ms,
+            activation_delay_ms,
+            next_roll_at_ms: now_ms.saturating_add(roll_interval_ms),
+            activate_at_ms: None,
+        })
+    }
+
+    pub fn current(&self) -> &MasterKey {
+        &self.current
+    }
+
+    pub fn next(&self) -> Option<&MasterKey> {
+        self.next.as_ref()
+    }
+
+    /// Rolls and activates keys that are due. Returns true if anything changed.
+    pub fn tick(&mut self, entropy: &mut dyn Entropy, now_ms: u64) -> Result<bool, Error> {
+        let mut changed = false;
+        if let Some(t) = self.activate_at_ms {
+            if now_ms >= t {
+                if let Some(k) = self.next.take() {
+                    self.current = k;
+                }
+                self.activate_at_ms = None;
+                changed = true;
+            }
+        }
+        if now_ms >= self.next_roll_at_ms && self.next.is_none() {
+            self.next = Some(new_key(entropy, &mut self.serial)?);
+            self.activate_at_ms = Some(now_ms.saturating_add(self.activation_delay_ms));
+            self.next_roll_at_ms = now_ms.saturating_add(self.roll_interval_ms);
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// The key a heartbeat response must carry, given the NodeManager's last known key id:
+    /// the pending next key if the NodeManager does not have it yet.
+    #[inline]
+    pub fn key_for_heartbeat(&self, last_known_id: Option<i32>) -> Option<&MasterKey> {
+        match &self.next {
+            Some(n) if last_known_id != Some(n.key_id) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+fn new_key(entropy: &mut dyn Entropy, serial: &mut i32) -> Result<MasterKey, Error> {
+    let mut bytes = [0u8; KEY_BYTES];
+    entropy.fill(&mut bytes)?;
+    let key_id = *serial;
+    *serial = serial.wrapping_add(1) & 0x7fff_ffff;
+    Ok(MasterKey { key_id, bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn roll_then_activate_after_delay() {
+        let mut e = SeededEntropy(7);
+        let mut r = KeyRoller::new(&mut e, 0, 10_000, 1_500).unwrap();
+        let first = r.current().clone();
+        assert!(r.next().is_none());
+        assert_eq!(r.key_for_heartbeat(None), None);
+        assert!(!r.tick(&mut e, 9_999).unwrap());
+        assert!(r.tick(&mut e, 10_000).unwrap());
+        let next = r.next().unwrap().clone();
+        assert_ne!(next.key_id, first.key_id);
+        assert_eq!(r.current(), &first, "not active before the delay");
+        assert_eq!(r.key_for_heartbeat(Some(first.key_id)), Some(&next));
+        assert_eq!(
+            r.key_for_heartbeat(None),
+            Some(&next),
+            "absent key: send (trap 3)"
+        );
+        assert_eq!(r.key_for_heartbeat(Some(next.key_id)), None);
+        assert!(!r.tick(&mut e, 11_499).unwrap());
+        assert!(r.tick(&mut e, 11_500).unwrap());
+        assert_eq!(r.current(), &next);
+        assert!(r.next().is_none());
+        assert!(
+            r.tick(&mut e, 20_000).unwrap(),
+            "next roll one interval after the last"
+        );
+    }
+
+    #[test]
+    fn encoding_matches_prost() {
+        let k = MasterKey {
+            key_id: 123456,
+            bytes: [1, 2, 3, 4, 5, 6, 7, 8],
+        };
+        let mut b = Vec::new();
+        k.encode(&mut b);
+        assert_eq!(b, k.to_proto().encode_to_vec());
+        assert_eq!(b.len(), k.encoded_len());
+    }
+}

@@ -1,0 +1,266 @@
+//! A dispatcher shard: the node state machines of the nodes hashed to it, their completion
+//! log, and the loop that drains its [`Mailbox`].
+//!
+//! [`Shard::process`] is the sans-IO core (an [`Inbox`] in, node state, log batch and outbox
+//! items out). [`Shard::run_once`] adds the hand-over: take the inbox, process it, commit the
+//! completion log (write + fsync), then publish the cleanup items and — only now that the
+//! completions are durable — the acknowledgements.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipc::view::yarn::{ContainerStatusView, NodeStatusView};
+
+use crate::completion_log::{CompletionLog, LoadReport};
+use crate::ids::{AppKey, ContainerKey, FastSet};
+use crate::mailbox::{ops, Global, Inbox, Mailbox, Op};
+use hdrhistogram::Histogram;
+
+use crate::metrics::{latency_histogram, ShardMetrics};
+use crate::node::{NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, ShardCtx};
+use crate::Error;
+
+/// What one batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    pub entries: usize,
+    pub merged: u64,
+    pub committed: u64,
+}
+
+/// One shard's state (owned by its thread).
+#[derive(Debug)]
+pub struct Shard {
+    index: usize,
+    nodes: Vec<Option<NodeState>>,
+    finished_apps: FastSet<AppKey>,
+    log: CompletionLog,
+    spare: Inbox,
+    out: Vec<(u32, OutItem)>,
+    acks: Vec<(u32, ContainerKey)>,
+    events: Vec<NodeEvent>,
+    stats: NodeStats,
+    opportunistic: bool,
+    metrics: Arc<ShardMetrics>,
+    hist: Histogram<u64>,
+}
+
+impl Shard {
+    /// A shard with its log already opened.
+    pub fn new(
+        index: usize,
+        log: CompletionLog,
+        opportunistic: bool,
+        metrics: Arc<ShardMetrics>,
+    ) -> Shard {
+        Shard {
+            index,
+            nodes: Vec::new(),
+            finished_apps: FastSet::default(),
+            log,
+            spare: Inbox::default(),
+            out: Vec::new(),
+            acks: Vec::new(),
+            events: Vec::new(),
+            stats: NodeStats::default(),
+            opportunistic,
+            metrics,
+            hist: latency_histogram(),
+        }
+    }
+
+    /// Opens the shard's completion log in `dir` and builds the shard.
+    pub fn open(
+        dir: &std::path::Path,
+        index: usize,
+        shards: usize,
+        opportunistic: bool,
+    ) -> Result<(Shard, LoadReport), Error> {
+        let (log, report) = CompletionLog::open(dir, index, shards)?;
+        Ok((
+            Shard::new(index, log, opportunistic, Arc::new(ShardMetrics::default())),
+            report,
+        ))
+    }
+
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn metrics(&self) -> &Arc<ShardMetrics> {
+        &self.metrics
+    }
+
+    pub fn log(&self) -> &CompletionLog {
+        &self.log
+    }
+
+    pub fn stats(&self) -> &NodeStats {
+        &self.stats
+    }
+
+    pub fn node(&self, node: u32) -> Option<&NodeState> {
+        self.nodes.get(node as usize).and_then(Option::as_ref)
+    }
+
+    pub fn node_snapshot(&self, node: u32) -> Option<NodeSnapshot> {
+        self.node(node).map(NodeState::snapshot)
+    }
+
+    /// Every node this shard knows.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeState> {
+        self.nodes.iter().flatten()
+    }
+
+    /// Events (transitions, releases) since the last call.
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, NodeEvent> {
+        self.events.drain(..)
+    }
+
+    /// Items for responses produced so far and not yet published (cleanups at once; acks only
+    /// after [`commit`](Self::commit)).
+    pub fn take_out(&mut self, into: &mut Vec<(u32, OutItem)>) {
+        into.append(&mut self.out);
+    }
+
+    /// Applies one inbox (sans-IO). Records go to the log batch, cleanup items to the outbox
+    /// list, acknowledgements to the pending-ack list.
+    pub fn process(&mut self, inbox: &Inbox, now_ms: u64, now_ns: u64) -> BatchReport {
+        let mut report = BatchReport::default();
+        for (node, id) in &inbox.new_nodes {
+            let n = *node as usize;
+            if n >= self.nodes.len() {
+                self.nodes.resize_with(n + 1, || None);
+            }
+            if self.nodes[n].is_none() {
+                self.nodes[n] = Some(NodeState::new(*node, id.clone()));
+            }
+        }
+        for g in &inbox.globals {
+            if let Global::FinishApp(app) = g {
+                self.finished_apps.insert(*app);
+            }
+        }
+        let mut ctx = ShardCtx {
+            now_ms,
+            opportunistic: self.opportunistic,
+            finished_apps: &self.finished_apps,
+            log: &mut self.log,
+            out: &mut self.out,
+            acks: &mut self.acks,
+            events: &mut self.events,
+            stats: &mut self.stats,
+        };
+        for g in &inbox.globals {
+            match *g {
+                Global::FinishApp(app) => {
+                    for n in self.nodes.iter_mut().flatten() {
+                        n.finish_app(app, &mut ctx);
+                    }
+                }
+                Global::KillContainer(c) => {
+                    for n in self.nodes.iter_mut().flatten() {
+                        n.kill_container(c, &mut ctx);
+                    }
+                }
+            }
+        }
+        for e in inbox.entries() {
+            report.entries += 1;
+            report.merged += e.merged as u64;
+            let Some(node) = self.nodes.get_mut(e.node as usize).and_then(Option::as_mut) else {
+                ctx.stats.malformed += 1;
+                continue;
+            };
+            for op in ops(&e.ops) {
+                match op {
+                    Op::Complete(b) => {
+                        if node
+                            .carried_complete(ContainerStatusView::new(b), &mut ctx)
+                            .is_err()
+                        {
+                            ctx.stats.malformed += 1;
+                        }
+                    }
+                    Op::App(a) => node.see_app(a, &mut ctx),
+                    Op::Reset(k) => node.reset(k, &mut ctx),
+                }
+            }
+            if e.has_newest
+                && node
+                    .status_update(NodeStatusView::new(&e.newest), &mut ctx)
+                    .is_err()
+            {
+                ctx.stats.malformed += 1;
+            }
+            self.hist
+                .saturating_record((now_ns.saturating_sub(e.enqueued_ns) / 1000).max(1));
+        }
+        self.metrics.add_batch(&report);
+        self.metrics.publish_stats(&self.stats);
+        self.metrics.merge_latency(&mut self.hist);
+        report
+    }
+
+    /// Writes and fsyncs the log batch; on success moves the pending acknowledgements to the
+    /// outbox list. On failure they stay pending for the next attempt.
+    pub fn commit(&mut self) -> Result<u64, Error> {
+        let n = self.log.commit()?;
+        self.out
+            .extend(self.acks.drain(..).map(|(n, c)| (n, OutItem::Ack(c))));
+        Ok(n)
+    }
+
+    /// One loop iteration: wait up to `wait` for work, process it, commit, publish.
+    /// Returns `Ok(None)` on shutdown.
+    pub fn run_once(
+        &mut self,
+        mailbox: &Mailbox,
+        wait: Duration,
+        clock: &dyn Fn() -> (u64, u64),
+    ) -> Result<Option<BatchReport>, Error> {
+        let mut inbox = std::mem::take(&mut self.spare);
+        if !mailbox.take_inbox(&mut inbox, wait) {
+            self.spare = inbox;
+            return Ok(None);
+        }
+        let (now_ms, now_ns) = clock();
+        let mut report = self.process(&inbox, now_ms, now_ns);
+        inbox.clear();
+        self.spare = inbox;
+        let committed = self.commit();
+        mailbox.publish(&mut self.out);
+        if committed.is_err() {
+            self.metrics
+                .log_errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        report.committed = committed?;
+        Ok(Some(report))
+    }
+
+    /// Publishes node-state gauges (O(nodes): call about once a second).
+    pub fn publish_gauges(&self) {
+        use crate::node::Lifecycle;
+        use std::sync::atomic::Ordering::Relaxed;
+        let (mut running, mut unhealthy, mut lost, mut containers) = (0, 0, 0, 0);
+        for n in self.nodes() {
+            match n.lifecycle() {
+                Lifecycle::Running => running += 1,
+                Lifecycle::Unhealthy => unhealthy += 1,
+                Lifecycle::Lost => lost += 1,
+                _ => {}
+            }
+            containers += n.launched_len() as u64;
+        }
+        self.metrics.nodes_running.store(running, Relaxed);
+        self.metrics.nodes_unhealthy.store(unhealthy, Relaxed);
+        self.metrics.nodes_lost.store(lost, Relaxed);
+        self.metrics.containers.store(containers, Relaxed);
+    }
+
+    /// Forgets completed ids past the retention (housekeeping, once in a while).
+    pub fn prune(&mut self, now_ms: u64, retention_ms: u64) -> usize {
+        self.log.prune(now_ms, retention_ms)
+    }
+}
