@@ -1,0 +1,570 @@
+//! DataNode choice for a block read: pure ordering over the block's [`Replica`]s plus a
+//! lookup in the [`AddrCache`].
+//!
+//! Order (stable: ties keep the NameNode's order, which already sorts by distance to the
+//! client and shuffles equal distances):
+//!
+//! 1. **Health** first: in service → stale (no heartbeat for the stale interval) → entering
+//!    maintenance → decommissioning → decommissioned / in maintenance. ("Stale or
+//!    decommissioning nodes last"; the NameNode does this only with
+//!    `dfs.namenode.avoid.read.stale.datanode`.)
+//! 2. Then **locality**: this host ([`LocalNode`]) → this host's rack → the rest. The local
+//!    rack is the configured one, else the table mapping's rack for one of this host's names,
+//!    else the `location` of a replica that is on this host.
+//!    A replica's rack is the table mapping's (looked up by `ipAddr`, then `hostName`) when the
+//!    table lists it, else the NameNode's `DatanodeInfo.location`.
+//!
+//! Skipped: nodes in the shared [`DeadNodes`] memory and the caller's ignored nodes (UUIDs;
+//! e.g. replicas already tried for this read).
+//!
+//! [`Selector::choose`] ranks on the stack (up to [`STACK_REPLICAS`] replicas) and allocates
+//! nothing; nothing reads a clock unless an entry needs it (see [`LazyNow`]).
+
+use crate::addr_cache::AddrCache;
+use crate::dead_nodes::DeadNodes;
+use crate::replica::Replica;
+use crate::topology::{LocalNode, RackMap};
+use ipc::pb::hadoop::hdfs::datanode_info_proto::AdminState;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// A monotonic "now" read at most once, on first use.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LazyNow(Option<Instant>);
+
+impl LazyNow {
+    /// Not read yet.
+    pub const fn new() -> Self {
+        LazyNow(None)
+    }
+    /// Already known.
+    pub const fn at(t: Instant) -> Self {
+        LazyNow(Some(t))
+    }
+    /// Reads the clock on the first call.
+    #[inline]
+    pub fn get(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+}
+
+/// Health rank of a replica (lower is better).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Health {
+    InService = 0,
+    Stale = 1,
+    EnteringMaintenance = 2,
+    Decommissioning = 3,
+    Retired = 4,
+}
+
+/// Locality rank of a replica (lower is better).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Locality {
+    LocalNode = 0,
+    LocalRack = 1,
+    Remote = 2,
+}
+
+/// One usable replica in choice order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ranked {
+    /// Index into the replica slice given to [`Selector::order`].
+    pub index: u16,
+    pub health: Health,
+    pub locality: Locality,
+}
+
+/// The chosen replica with its address, when the cache has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    /// `Some` on a cache hit; `None`: resolve with [`AddrCache::resolve`] (I/O for host names).
+    pub addr: Option<SocketAddr>,
+    /// Index into the replica slice.
+    pub index: u16,
+}
+
+/// Health from the admin state and staleness.
+#[inline]
+pub fn health(r: &Replica<'_>) -> Health {
+    match r.admin_state {
+        AdminState::Normal if r.stale => Health::Stale,
+        AdminState::Normal => Health::InService,
+        AdminState::EnteringMaintenance => Health::EnteringMaintenance,
+        AdminState::DecommissionInprogress => Health::Decommissioning,
+        AdminState::Decommissioned | AdminState::InMaintenance => Health::Retired,
+    }
+}
+
+/// What the choice knows about this client. Immutable once built: share it across threads.
+#[derive(Debug, Clone, Default)]
+pub struct Selector {
+    local: LocalNode,
+    /// Lengths of the local names, as a bit set (names of 64+ bytes set bit 63): a cheap
+    /// filter before the byte compares.
+    local_lens: u64,
+    racks: RackMap,
+    local_rack: Option<Box<[u8]>>,
+    use_hostname: bool,
+}
+
+/// Replica counts up to this are ranked on the stack by [`Selector::choose`].
+pub const STACK_REPLICAS: usize = 16;
+
+#[inline(always)]
+fn key(h: Health, l: Locality, pos: usize) -> u32 {
+    ((h as u32) << 2 | l as u32) << 16 | pos as u32
+}
+
+fn unpack(k: u32) -> Ranked {
+    let key = k >> 16;
+    Ranked {
+        index: k as u16,
+        health: match key >> 2 {
+            0 => Health::InService,
+            1 => Health::Stale,
+            2 => Health::EnteringMaintenance,
+            3 => Health::Decommissioning,
+            _ => Health::Retired,
+        },
+        locality: match key & 3 {
+            0 => Locality::LocalNode,
+            1 => Locality::LocalRack,
+            _ => Locality::Remote,
+        },
+    }
+}
+
+/// Insertion sort of packed keys (replica counts are small; 3 typically).
+#[inline(always)]
+fn sort_small(v: &mut [u32]) {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+}
+
+/// Byte-slice equality without a libc call for the short strings compared here (racks, host
+/// names, IP literals): overlapping word loads for 4..=16 bytes.
+#[inline(always)]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    fn w8(s: &[u8], i: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[i..i + 8]);
+        u64::from_ne_bytes(w)
+    }
+    fn w4(s: &[u8], i: usize) -> u32 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[i..i + 4]);
+        u32::from_ne_bytes(w)
+    }
+    match n {
+        0 => true,
+        // positions 0, n/2 and n-1 cover every byte of 1..=3
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
+}
+
+#[inline(always)]
+fn len_bit(n: usize) -> u64 {
+    1u64 << n.min(63)
+}
+
+impl Selector {
+    /// A selector for a client on `local` with an optional rack table. `local_rack`, when
+    /// given, wins; otherwise the table's rack of one of the local names is used.
+    pub fn new(
+        local: LocalNode,
+        racks: RackMap,
+        local_rack: Option<&[u8]>,
+        use_hostname: bool,
+    ) -> Selector {
+        let mut local_lens = 0;
+        for n in local.names() {
+            local_lens |= len_bit(n.len());
+        }
+        let local_rack = local_rack
+            .map(Box::from)
+            .or_else(|| local.names().find_map(|n| racks.rack_of(n)).map(Box::from));
+        Selector {
+            local,
+            local_lens,
+            racks,
+            local_rack,
+            use_hostname,
+        }
+    }
+
+    /// `dfs.client.use.datanode.hostname`.
+    pub fn use_hostname(&self) -> bool {
+        self.use_hostname
+    }
+
+    /// The configured or table-derived rack of this host.
+    pub fn local_rack(&self) -> Option<&[u8]> {
+        self.local_rack.as_deref()
+    }
+
+    #[inline(always)]
+    fn is_local(&self, r: &Replica<'_>) -> bool {
+        (self.local_lens & len_bit(r.ip_addr.len()) != 0 && self.local.is_local(r.ip_addr))
+            || (self.local_lens & len_bit(r.host_name.len()) != 0
+                && self.local.is_local(r.host_name))
+    }
+
+    #[inline(always)]
+    fn rack_of<'a>(&'a self, r: &Replica<'a>) -> &'a [u8] {
+        if !self.racks.is_empty() {
+            if let Some(x) = self
+                .racks
+                .rack_of(r.ip_addr)
+                .or_else(|| self.racks.rack_of(r.host_name))
+            {
+                return x;
+            }
+        }
+        r.location
+    }
+
+    /// The usable replicas, best first (see the module docs), into `out` (cleared first; its
+    /// capacity is reused). Dead and ignored nodes are left out; an empty result means every
+    /// replica is excluded (refetch the locations).
+    pub fn order(
+        &self,
+        replicas: &[Replica<'_>],
+        dead: &DeadNodes,
+        ignored: &[&[u8]],
+        now: &mut LazyNow,
+        out: &mut Vec<Ranked>,
+    ) {
+        out.clear();
+        let n = replicas.len().min(u16::MAX as usize);
+        let mut heap;
+        let mut stack = [0u32; STACK_REPLICAS];
+        let keys: &mut [u32] = if n <= STACK_REPLICAS {
+            &mut stack[..n]
+        } else {
+            heap = vec![0u32; n];
+            &mut heap
+        };
+        let m = self.rank_into(&replicas[..n], dead, ignored, now, keys);
+        out.extend(keys[..m].iter().map(|&k| unpack(k)));
+    }
+
+    /// Ranks into `keys` (as long as `replicas`) as `(health << 2 | locality) << 16 |
+    /// position`, sorted, and returns how many are usable. Sorting the packed keys keeps
+    /// equal ranks in position (NameNode) order, i.e. the sort is stable.
+    #[inline(always)]
+    fn rank_into(
+        &self,
+        replicas: &[Replica<'_>],
+        dead: &DeadNodes,
+        ignored: &[&[u8]],
+        now: &mut LazyNow,
+        keys: &mut [u32],
+    ) -> usize {
+        let my_rack = self.local_rack.as_deref();
+        // without a configured rack: the rack of a replica on this host, if any
+        let mut derived_rack: Option<&[u8]> = None;
+        let check_dead = !dead.is_empty();
+        let mut m = 0;
+        for (pos, r) in replicas.iter().enumerate() {
+            if (check_dead && dead.is_dead(r.uuid, || now.get()))
+                || (!ignored.is_empty() && ignored.contains(&r.uuid))
+            {
+                continue;
+            }
+            let loc = if self.is_local(r) {
+                if derived_rack.is_none() {
+                    derived_rack = Some(self.rack_of(r)).filter(|x| !x.is_empty());
+                }
+                Locality::LocalNode
+            } else if my_rack.is_some_and(|mr| bytes_eq(self.rack_of(r), mr)) {
+                Locality::LocalRack
+            } else {
+                Locality::Remote
+            };
+            keys[m] = key(health(r), loc, pos);
+            m += 1;
+        }
+        let keys = &mut keys[..m];
+        if let (None, Some(d)) = (my_rack, derived_rack) {
+            for k in keys.iter_mut() {
+                let pos = (*k & 0xffff) as usize;
+                if (*k >> 16) & 3 == Locality::Remote as u32
+                    && bytes_eq(self.rack_of(&replicas[pos]), d)
+                {
+                    *k = (*k & !(3 << 16)) | (Locality::LocalRack as u32) << 16;
+                }
+            }
+        }
+        sort_small(keys);
+        m
+    }
+
+    /// The best usable replica and, on a cache hit, its address. `None` when every replica is
+    /// dead or ignored. The whole order is computed (on the stack for up to
+    /// [`STACK_REPLICAS`] replicas; more allocate); use [`order`](Self::order) for the
+    /// fallbacks.
+    #[inline]
+    pub fn choose(
+        &self,
+        replicas: &[Replica<'_>],
+        dead: &DeadNodes,
+        ignored: &[&[u8]],
+        cache: &AddrCache,
+        now: &mut LazyNow,
+    ) -> Option<Choice> {
+        let n = replicas.len().min(u16::MAX as usize);
+        let first = if n <= STACK_REPLICAS {
+            let mut keys = [0u32; STACK_REPLICAS];
+            let m = self.rank_into(&replicas[..n], dead, ignored, now, &mut keys[..n]);
+            (m > 0).then_some(keys[0])?
+        } else {
+            let mut keys = vec![0u32; n];
+            let m = self.rank_into(&replicas[..n], dead, ignored, now, &mut keys);
+            (m > 0).then_some(keys[0])?
+        };
+        let index = first as u16;
+        let r = &replicas[index as usize];
+        let addr = cache.get(r.xfer_host(self.use_hostname), r.xfer_port, || now.get());
+        Some(Choice { index, addr })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dead_nodes::Failure;
+    use crate::fixtures::{located_block, Dn};
+    use crate::replica::decode_replicas;
+    use ipc::view::hdfs::LocatedBlockView;
+    use std::time::Duration;
+
+    fn order_of(
+        sel: &Selector,
+        dns: &[Dn],
+        dead: &DeadNodes,
+        ignored: &[&[u8]],
+        stale_before: u64,
+    ) -> Vec<(u16, Health, Locality)> {
+        let bytes = located_block(dns);
+        let view = LocatedBlockView::new(&bytes);
+        let mut reps = Vec::new();
+        decode_replicas(&view, stale_before, &mut reps).unwrap();
+        let mut now = LazyNow::new();
+        let mut out = Vec::new();
+        sel.order(&reps, dead, ignored, &mut now, &mut out);
+        out.iter()
+            .map(|r| (r.index, r.health, r.locality))
+            .collect()
+    }
+
+    fn idx(v: &[(u16, Health, Locality)]) -> Vec<u16> {
+        v.iter().map(|x| x.0).collect()
+    }
+
+    #[test]
+    fn short_byte_compare() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcde",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghi",
+            "/default-rack",
+            "abcdefghijklmnop",
+            "abcdefghijklmnopq",
+        ];
+        for x in words {
+            for y in words {
+                assert_eq!(bytes_eq(x.as_bytes(), y.as_bytes()), x == y, "{x} {y}");
+            }
+            for i in 0..x.len() {
+                let mut z = x.as_bytes().to_vec();
+                z[i] ^= 1;
+                assert!(!bytes_eq(x.as_bytes(), &z), "{x} {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn keeps_namenode_order_when_nothing_is_known() {
+        let sel = Selector::default();
+        let dns = [Dn::new(0, "/r1"), Dn::new(1, "/r2"), Dn::new(2, "/r1")];
+        let o = order_of(&sel, &dns, &DeadNodes::default(), &[], 0);
+        assert_eq!(idx(&o), [0, 1, 2]);
+        assert!(o
+            .iter()
+            .all(|x| x.1 == Health::InService && x.2 == Locality::Remote));
+    }
+
+    #[test]
+    fn local_node_then_its_rack() {
+        // this host is DataNode 2's address: it goes first, and its rack (/r2, from the
+        // NameNode's location) comes next
+        let sel = Selector::new(
+            LocalNode::with_names(["127.0.0.4"]),
+            RackMap::default(),
+            None,
+            false,
+        );
+        let dns = [
+            Dn::new(0, "/r1"),
+            Dn::new(1, "/r2"),
+            Dn::new(2, "/r2"),
+            Dn::new(3, "/r1"),
+        ];
+        let o = order_of(&sel, &dns, &DeadNodes::default(), &[], 0);
+        assert_eq!(idx(&o), [2, 1, 0, 3]);
+        assert_eq!(o[0].2, Locality::LocalNode);
+        assert_eq!(o[1].2, Locality::LocalRack);
+        // by host name as well
+        let sel = Selector::new(
+            LocalNode::with_names(["dn3.example"]),
+            RackMap::default(),
+            None,
+            false,
+        );
+        assert_eq!(
+            idx(&order_of(&sel, &dns, &DeadNodes::default(), &[], 0)),
+            [3, 0, 1, 2]
+        );
+    }
+
+    #[test]
+    fn local_rack_from_config_or_table() {
+        let dns = [
+            Dn::new(0, "/r1"),
+            Dn::new(1, "/r2"),
+            Dn::new(2, "/r1"),
+            Dn::new(3, "/r2"),
+        ];
+        let sel = Selector::new(
+            LocalNode::with_names(["client"]),
+            RackMap::default(),
+            Some(b"/r2"),
+            false,
+        );
+        assert_eq!(
+            idx(&order_of(&sel, &dns, &DeadNodes::default(), &[], 0)),
+            [1, 3, 0, 2]
+        );
+        // the table gives this client's rack and overrides the NameNode's location of DataNode 0
+        let table = RackMap::parse_table("client /r9\n127.0.0.2 /r9\ndn2.example /r9\n");
+        let sel = Selector::new(LocalNode::with_names(["client"]), table, None, false);
+        assert_eq!(sel.local_rack(), Some(&b"/r9"[..]));
+        let o = order_of(&sel, &dns, &DeadNodes::default(), &[], 0);
+        assert_eq!(idx(&o), [0, 2, 1, 3]);
+        assert_eq!(
+            o[1].2,
+            Locality::LocalRack,
+            "DataNode 2 matched by host name"
+        );
+    }
+
+    #[test]
+    fn dead_and_ignored_are_skipped_until_expiry() {
+        let dns = [Dn::new(0, "/r1"), Dn::new(1, "/r2"), Dn::new(2, "/r1")];
+        let dead = DeadNodes::new(Duration::from_millis(50));
+        dead.mark(dns[0].uuid.as_bytes(), Failure::Connect, Instant::now());
+        let sel = Selector::default();
+        assert_eq!(idx(&order_of(&sel, &dns, &dead, &[], 0)), [1, 2]);
+        assert_eq!(
+            idx(&order_of(&sel, &dns, &dead, &[dns[2].uuid.as_bytes()], 0)),
+            [1]
+        );
+        let all: Vec<&[u8]> = dns.iter().map(|d| d.uuid.as_bytes()).collect();
+        assert!(order_of(&sel, &dns, &dead, &all, 0).is_empty());
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(idx(&order_of(&sel, &dns, &dead, &[], 0)), [0, 1, 2]);
+    }
+
+    #[test]
+    fn stale_and_decommissioning_last_even_when_local() {
+        let mut dns: Vec<Dn> = (0..6).map(|i| Dn::new(i, "/r1")).collect();
+        dns[0].admin = AdminState::DecommissionInprogress;
+        dns[1].last_update_ms = 1000; // stale
+        dns[2].admin = AdminState::EnteringMaintenance;
+        dns[3].admin = AdminState::Decommissioned;
+        // 4 and 5 in service
+        let sel = Selector::new(
+            LocalNode::with_names(["127.0.0.2"]),
+            RackMap::default(),
+            None,
+            false,
+        );
+        let o = order_of(&sel, &dns, &DeadNodes::default(), &[], 5000);
+        assert_eq!(idx(&o), [4, 5, 1, 2, 0, 3]);
+        assert_eq!(o[4], (0, Health::Decommissioning, Locality::LocalNode));
+        assert_eq!(o[2].1, Health::Stale);
+        assert_eq!(o[5].1, Health::Retired);
+        // stale detection off: 1 is in service again
+        let o = order_of(&sel, &dns, &DeadNodes::default(), &[], 0);
+        assert_eq!(idx(&o), [1, 4, 5, 2, 0, 3]);
+    }
+
+    #[test]
+    fn choose_with_cache_hit_and_miss() {
+        let dns = [Dn::new(0, "/r1"), Dn::new(1, "/r2"), Dn::new(2, "/r1")];
+        let bytes = located_block(&dns);
+        let view = LocatedBlockView::new(&bytes);
+        let mut reps = Vec::new();
+        decode_replicas(&view, 0, &mut reps).unwrap();
+        let mut cache = AddrCache::default();
+        let dead = DeadNodes::default();
+        let sel = Selector::default();
+        let mut now = LazyNow::new();
+        let c = sel.choose(&reps, &dead, &[], &cache, &mut now).unwrap();
+        assert_eq!(
+            c,
+            Choice {
+                index: 0,
+                addr: None
+            }
+        );
+        let t = Instant::now();
+        cache
+            .resolve(reps[0].ip_addr, reps[0].xfer_port, t, |_, _| unreachable!())
+            .unwrap();
+        let c = sel.choose(&reps, &dead, &[], &cache, &mut now).unwrap();
+        assert_eq!(c.addr, Some("127.0.0.2:9866".parse().unwrap()));
+        // host names when configured
+        let sel = Selector::new(LocalNode::default(), RackMap::default(), None, true);
+        assert_eq!(
+            sel.choose(&reps, &dead, &[], &cache, &mut now)
+                .unwrap()
+                .addr,
+            None
+        );
+        cache
+            .resolve(b"dn0.example", 9866, t, |_, p| {
+                Ok(SocketAddr::new([10, 1, 1, 1].into(), p))
+            })
+            .unwrap();
+        assert_eq!(
+            sel.choose(&reps, &dead, &[], &cache, &mut now)
+                .unwrap()
+                .addr,
+            Some("10.1.1.1:9866".parse().unwrap())
+        );
+        let all: Vec<&[u8]> = reps.iter().map(|r| r.uuid).collect();
+        assert_eq!(sel.choose(&reps, &dead, &all, &cache, &mut now), None);
+    }
+}
