@@ -6,8 +6,9 @@
 //! group, nested, depth-limited). Every failure is a [`DecodeError`]; no input makes it panic
 //! or allocate.
 //!
-//! The views in [`crate::view`] are built on [`Reader::read_field`], which yields one
-//! `(field number, value)` pair at a time.
+//! The public methods return [`DecodeError`]. The views use generic twins of them
+//! (`Reader::tag::<E>` etc.) with a [`Failure`] type parameter: in hot loops they run with
+//! the one-bit [`Invalid`] and re-run with `DecodeError` only when something failed.
 
 /// Maximum nesting of messages and groups, as in protobuf-java (`recursionLimit` 100).
 pub const RECURSION_LIMIT: u32 = 100;
@@ -17,6 +18,7 @@ pub const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
 
 /// The six protobuf wire types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum WireType {
     Varint = 0,
     Fixed64 = 1,
@@ -139,6 +141,60 @@ pub fn zigzag64(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
+/// How a failure is reported by the generic internals: as a full [`DecodeError`], or as the
+/// bare [`Invalid`] marker on fast paths. A fast path that fails is re-run with
+/// `DecodeError` to learn the precise error (the functions are pure, so the second run
+/// fails the same way). `Result<T, Invalid>` fits in registers; `Result<T, DecodeError>`
+/// does not, which costs on every `?` in a hot loop.
+pub trait Failure: Sized {
+    /// Builds the failure; `make` runs only when the full error is wanted.
+    fn from_error(make: impl FnOnce() -> DecodeError) -> Self;
+}
+
+impl Failure for DecodeError {
+    #[inline(always)]
+    fn from_error(make: impl FnOnce() -> DecodeError) -> Self {
+        make()
+    }
+}
+
+/// "The input is invalid", without saying why (see [`Failure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalid;
+
+impl Failure for Invalid {
+    #[inline(always)]
+    fn from_error(_: impl FnOnce() -> DecodeError) -> Self {
+        Invalid
+    }
+}
+
+#[inline(always)]
+pub(crate) fn fail<T, E: Failure>(make: impl FnOnce() -> DecodeError) -> Result<T, E> {
+    Err(E::from_error(make))
+}
+
+/// Runs `$body` first with the cheap failure type [`Invalid`] and, only if that fails, again
+/// with [`DecodeError`] to get the precise error. Inside `$body`, `E` names the failure type.
+macro_rules! exact {
+    ($body:expr) => {{
+        let fast = {
+            #[allow(dead_code)]
+            type E = $crate::reader::Invalid;
+            $body
+        };
+        match fast {
+            Ok(v) => Ok(v),
+            Err($crate::reader::Invalid) => {
+                #[allow(dead_code)]
+                type E = $crate::reader::DecodeError;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use exact;
+
 /// A cursor over borrowed protobuf bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Reader<'a> {
@@ -164,37 +220,18 @@ impl<'a> Reader<'a> {
         self.buf.is_empty()
     }
 
+    // ---- public API (precise errors) ------------------------------------------------
+
     /// Reads a varint of at most 10 bytes. The 10th byte may only carry bit 63.
     #[inline]
     pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
-        match self.buf.first() {
-            Some(&b) if b < 0x80 => {
-                self.buf = &self.buf[1..];
-                Ok(u64::from(b))
-            }
-            Some(_) => self.read_varint_slow(),
-            None => Err(DecodeError::Truncated),
-        }
+        self.varint()
     }
 
-    #[inline(never)]
-    fn read_varint_slow(&mut self) -> Result<u64, DecodeError> {
-        let mut value: u64 = 0;
-        for (i, &b) in self.buf.iter().enumerate().take(10) {
-            if i == 9 && b > 1 {
-                return Err(DecodeError::VarintOverflow);
-            }
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                self.buf = &self.buf[i + 1..];
-                return Ok(value);
-            }
-        }
-        if self.buf.len() >= 10 {
-            Err(DecodeError::VarintOverflow)
-        } else {
-            Err(DecodeError::Truncated)
-        }
+    /// Skips a varint, with the same errors as [`Reader::read_varint`].
+    #[inline]
+    pub fn skip_varint(&mut self) -> Result<(), DecodeError> {
+        self.skip_varint_g()
     }
 
     /// Reads a varint and keeps its low 32 bits (`int32`, `uint32`, enums).
@@ -218,54 +255,31 @@ impl<'a> Reader<'a> {
     /// Reads a little-endian fixed32.
     #[inline]
     pub fn read_fixed32(&mut self) -> Result<u32, DecodeError> {
-        match self.buf.split_first_chunk::<4>() {
-            Some((b, rest)) => {
-                self.buf = rest;
-                Ok(u32::from_le_bytes(*b))
-            }
-            None => Err(DecodeError::Truncated),
-        }
+        self.fixed32()
     }
 
     /// Reads a little-endian fixed64.
     #[inline]
     pub fn read_fixed64(&mut self) -> Result<u64, DecodeError> {
-        match self.buf.split_first_chunk::<8>() {
-            Some((b, rest)) => {
-                self.buf = rest;
-                Ok(u64::from_le_bytes(*b))
-            }
-            None => Err(DecodeError::Truncated),
-        }
+        self.fixed64()
     }
 
     /// Reads a varint length and returns that many bytes as a sub-slice.
     #[inline]
     pub fn read_len(&mut self) -> Result<&'a [u8], DecodeError> {
-        let len = self.read_varint()?;
-        if len > self.buf.len() as u64 {
-            return Err(DecodeError::LengthOutOfBounds {
-                len,
-                remaining: self.buf.len(),
-            });
-        }
-        let (head, rest) = self.buf.split_at(len as usize);
-        self.buf = rest;
-        Ok(head)
+        self.len_delimited()
     }
 
     /// Reads a tag: field number (1 ..= 2^29 − 1) and wire type.
     #[inline]
     pub fn read_tag(&mut self) -> Result<(u32, WireType), DecodeError> {
-        let key = self.read_varint()?;
-        if key > u64::from(u32::MAX) {
-            return Err(DecodeError::BadFieldNumber(key >> 3));
-        }
-        let number = (key >> 3) as u32;
-        if number == 0 {
-            return Err(DecodeError::BadFieldNumber(0));
-        }
-        Ok((number, WireType::from_bits((key & 7) as u8)?))
+        self.tag()
+    }
+
+    /// Skips `n` bytes.
+    #[inline]
+    pub fn skip_bytes(&mut self, n: usize) -> Result<(), DecodeError> {
+        self.advance(n)
     }
 
     /// Skips the value of a field whose tag has just been read. `depth` is the current
@@ -277,41 +291,13 @@ impl<'a> Reader<'a> {
         wire_type: WireType,
         depth: u32,
     ) -> Result<(), DecodeError> {
-        match wire_type {
-            WireType::Varint => self.read_varint().map(drop),
-            WireType::Fixed64 => self.read_fixed64().map(drop),
-            WireType::Len => self.read_len().map(drop),
-            WireType::Fixed32 => self.read_fixed32().map(drop),
-            WireType::StartGroup => self.read_group(number, depth).map(drop),
-            WireType::EndGroup => Err(DecodeError::GroupMismatch {
-                expected: None,
-                found: number,
-            }),
-        }
+        self.skip_value(number, wire_type, depth)
     }
 
     /// Reads the body of a group whose start tag (field `number`) has just been read, up to
     /// and including the matching end tag. Returns the body bytes.
     pub fn read_group(&mut self, number: u32, depth: u32) -> Result<&'a [u8], DecodeError> {
-        if depth >= RECURSION_LIMIT {
-            return Err(DecodeError::DepthLimit(RECURSION_LIMIT));
-        }
-        let start = self.buf;
-        loop {
-            let before = self.buf.len();
-            let (n, wt) = self.read_tag()?;
-            if wt == WireType::EndGroup {
-                if n != number {
-                    return Err(DecodeError::GroupMismatch {
-                        expected: Some(number),
-                        found: n,
-                    });
-                }
-                let body_len = start.len() - before;
-                return Ok(&start[..body_len]);
-            }
-            self.skip(n, wt, depth + 1)?;
-        }
+        self.group(number, depth)
     }
 
     /// Reads one field: its number and its value. Groups come back whole as
@@ -333,6 +319,224 @@ impl<'a> Reader<'a> {
             }
         };
         Ok((number, value))
+    }
+
+    // ---- generic internals ------------------------------------------------------------
+
+    #[inline(always)]
+    pub(crate) fn varint<E: Failure>(&mut self) -> Result<u64, E> {
+        match self.buf.first() {
+            Some(&b) if b < 0x80 => {
+                self.buf = &self.buf[1..];
+                Ok(u64::from(b))
+            }
+            _ => self.varint_multi(),
+        }
+    }
+
+    /// A varint of two or more bytes (or none): unrolled, one bounds check per byte.
+    #[inline]
+    fn varint_multi<E: Failure>(&mut self) -> Result<u64, E> {
+        let b = self.buf;
+        let mut v: u64 = 0;
+        macro_rules! step {
+            ($i:literal) => {
+                match b.get($i) {
+                    Some(&x) => {
+                        v |= u64::from(x & 0x7f) << (7 * $i);
+                        if x < 0x80 {
+                            self.buf = &b[$i + 1..];
+                            return Ok(v);
+                        }
+                    }
+                    None => return fail(|| DecodeError::Truncated),
+                }
+            };
+        }
+        step!(0);
+        step!(1);
+        step!(2);
+        step!(3);
+        step!(4);
+        step!(5);
+        step!(6);
+        step!(7);
+        step!(8);
+        match b.get(9) {
+            Some(&x) if x <= 1 => {
+                self.buf = &b[10..];
+                Ok(v | (u64::from(x) << 63))
+            }
+            Some(_) => fail(|| DecodeError::VarintOverflow),
+            None => fail(|| DecodeError::Truncated),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn advance<E: Failure>(&mut self, n: usize) -> Result<(), E> {
+        match self.buf.get(n..) {
+            Some(rest) => {
+                self.buf = rest;
+                Ok(())
+            }
+            None => fail(|| DecodeError::Truncated),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn fixed32<E: Failure>(&mut self) -> Result<u32, E> {
+        match self.buf.split_first_chunk::<4>() {
+            Some((b, rest)) => {
+                self.buf = rest;
+                Ok(u32::from_le_bytes(*b))
+            }
+            None => fail(|| DecodeError::Truncated),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn fixed64<E: Failure>(&mut self) -> Result<u64, E> {
+        match self.buf.split_first_chunk::<8>() {
+            Some((b, rest)) => {
+                self.buf = rest;
+                Ok(u64::from_le_bytes(*b))
+            }
+            None => fail(|| DecodeError::Truncated),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn len_delimited<E: Failure>(&mut self) -> Result<&'a [u8], E> {
+        let len = self.varint()?;
+        let remaining = self.buf.len();
+        if len > remaining as u64 {
+            return fail(|| DecodeError::LengthOutOfBounds { len, remaining });
+        }
+        let (head, rest) = self.buf.split_at(len as usize);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    /// If the next tag is a one-byte tag (fields 1..=15), consumes and returns it as the raw
+    /// byte, for hot loops that `match` on whole tags; otherwise consumes nothing.
+    #[inline(always)]
+    pub(crate) fn one_byte_tag(&mut self) -> Option<u8> {
+        match self.buf.split_first() {
+            Some((&b, rest)) if b < 0x80 => {
+                self.buf = rest;
+                Some(b)
+            }
+            _ => None,
+        }
+    }
+
+    /// Decodes a one-byte tag returned by [`Reader::one_byte_tag`] (same checks as
+    /// [`Reader::tag`]).
+    #[inline(always)]
+    pub(crate) fn split_tag<E: Failure>(b: u8) -> Result<(u32, WireType), E> {
+        let number = u32::from(b >> 3);
+        if number == 0 {
+            return fail(|| DecodeError::BadFieldNumber(0));
+        }
+        match WireType::from_bits(b & 7) {
+            Ok(wt) => Ok((number, wt)),
+            Err(e) => fail(|| e),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn tag<E: Failure>(&mut self) -> Result<(u32, WireType), E> {
+        let key = match self.buf.first() {
+            // one-byte tags: fields 1..=15
+            Some(&b) if b < 0x80 => {
+                self.buf = &self.buf[1..];
+                u64::from(b)
+            }
+            _ => self.varint_multi()?,
+        };
+        if key > u64::from(u32::MAX) || key < 8 {
+            return fail(|| DecodeError::BadFieldNumber(key >> 3));
+        }
+        let wt = match key & 7 {
+            0 => WireType::Varint,
+            1 => WireType::Fixed64,
+            2 => WireType::Len,
+            3 => WireType::StartGroup,
+            4 => WireType::EndGroup,
+            5 => WireType::Fixed32,
+            bits => return fail(|| DecodeError::BadWireType(bits as u8)),
+        };
+        Ok(((key >> 3) as u32, wt))
+    }
+
+    /// Skips a varint without decoding it. Same errors as [`Reader::varint`].
+    #[inline(always)]
+    pub(crate) fn skip_varint_g<E: Failure>(&mut self) -> Result<(), E> {
+        if let Some(w) = self.buf.first_chunk::<8>() {
+            // The first byte without the continuation bit ends the varint.
+            let stops = !u64::from_le_bytes(*w) & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                let n = (stops.trailing_zeros() / 8 + 1) as usize;
+                self.buf = &self.buf[n..];
+                return Ok(());
+            }
+            return match (self.buf.get(8), self.buf.get(9)) {
+                (Some(&x), _) if x < 0x80 => {
+                    self.buf = &self.buf[9..];
+                    Ok(())
+                }
+                (Some(_), Some(&x)) if x <= 1 => {
+                    self.buf = &self.buf[10..];
+                    Ok(())
+                }
+                (Some(_), Some(_)) => fail(|| DecodeError::VarintOverflow),
+                _ => fail(|| DecodeError::Truncated),
+            };
+        }
+        self.varint_multi().map(drop)
+    }
+
+    #[inline(always)]
+    pub(crate) fn skip_value<E: Failure>(
+        &mut self,
+        number: u32,
+        wire_type: WireType,
+        depth: u32,
+    ) -> Result<(), E> {
+        match wire_type {
+            WireType::Varint => self.skip_varint_g(),
+            WireType::Len => self.len_delimited().map(drop),
+            WireType::Fixed64 => self.advance(8),
+            WireType::Fixed32 => self.advance(4),
+            WireType::StartGroup => self.group(number, depth).map(drop),
+            WireType::EndGroup => fail(|| DecodeError::GroupMismatch {
+                expected: None,
+                found: number,
+            }),
+        }
+    }
+
+    #[inline(never)]
+    pub(crate) fn group<E: Failure>(&mut self, number: u32, depth: u32) -> Result<&'a [u8], E> {
+        if depth >= RECURSION_LIMIT {
+            return fail(|| DecodeError::DepthLimit(RECURSION_LIMIT));
+        }
+        let start = self.buf;
+        loop {
+            let before = self.buf.len();
+            let (n, wt) = self.tag()?;
+            if wt == WireType::EndGroup {
+                if n != number {
+                    return fail(|| DecodeError::GroupMismatch {
+                        expected: Some(number),
+                        found: n,
+                    });
+                }
+                let body_len = start.len() - before;
+                return Ok(&start[..body_len]);
+            }
+            self.skip_value(n, wt, depth + 1)?;
+        }
     }
 }
 

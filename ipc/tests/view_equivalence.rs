@@ -20,7 +20,7 @@ use ipc::pb::hadoop::yarn as pb_yarn;
 use ipc::reader::DecodeError;
 use ipc::view::hdfs::*;
 use ipc::view::rpc::*;
-use ipc::view::schema::Schema;
+use ipc::view::schema::{validate_generated, validate_table_driven, Schema};
 use ipc::view::yarn::*;
 use ipc::view::MessageView;
 use proptest::prelude::*;
@@ -120,6 +120,26 @@ fn agree<M>(
         }
         (Err(_), Err(_)) => Ok(None),
     }
+}
+
+/// The generated validator and the table-driven one must accept exactly the same inputs,
+/// and `validate()` must report the table-driven result.
+fn schema_of<'a, V: MessageView<'a>>(_: &V) -> &'static Schema {
+    V::SCHEMA
+}
+
+fn validators_agree(schema: &'static Schema, bytes: &[u8]) -> Result<(), TestCaseError> {
+    let generated = validate_generated(schema, bytes);
+    let table = validate_table_driven(schema, bytes);
+    prop_assert_eq!(
+        generated,
+        table.is_ok(),
+        "generated vs table-driven on {:?}: {:?}",
+        bytes,
+        table
+    );
+    prop_assert_eq!(ipc::view::schema::validate(schema, bytes, 0), table);
+    Ok(())
 }
 
 /// After `validate()` succeeded, an accessor may only fail on UTF-8.
@@ -228,6 +248,7 @@ fn heartbeat_mutated() {
         let mut visit = Visit::new();
         visit.heartbeat(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }
@@ -253,6 +274,7 @@ fn located_blocks_mutated() {
         let mut visit = Visit::new();
         visit.located_blocks(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }
@@ -285,6 +307,7 @@ fn rpc_headers_mutated() {
         let mut visit = Visit::new();
         visit.rpc_request_header(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }
@@ -305,6 +328,7 @@ fn rpc_headers_mutated() {
         let mut visit = Visit::new();
         visit.rpc_response_header(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }
@@ -325,6 +349,7 @@ fn rpc_headers_mutated() {
         let mut visit = Visit::new();
         visit.request_header(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }
@@ -353,6 +378,7 @@ fn packet_header_mutated() {
         let mut visit = Visit::new();
         visit.packet_header(v);
         let validation = v.validate();
+        validators_agree(schema_of(&v), &bytes)?;
         if validation.is_ok() {
             only_utf8_errors(&visit.errors)?;
         }

@@ -7,11 +7,34 @@ mod view_support;
 use ipc::view::common::TokenView;
 use ipc::view::hdfs::*;
 use ipc::view::rpc::*;
+use ipc::view::schema::{validate_generated, validate_table_driven};
 use ipc::view::yarn::*;
+use ipc::view::MessageView;
 use proptest::prelude::*;
 use view_support::Visit;
 
 fn all_views(bytes: &[u8]) {
+    // The generated validators and the table-driven one accept exactly the same inputs.
+    for schema in [
+        <NodeHeartbeatRequestView as MessageView>::SCHEMA,
+        <ContainerStatusView as MessageView>::SCHEMA,
+        <RpcRequestHeaderView as MessageView>::SCHEMA,
+        <RpcResponseHeaderView as MessageView>::SCHEMA,
+        <RequestHeaderView as MessageView>::SCHEMA,
+        <LocatedBlocksView as MessageView>::SCHEMA,
+        <LocatedBlockView as MessageView>::SCHEMA,
+        <PacketHeaderView as MessageView>::SCHEMA,
+    ] {
+        let table = validate_table_driven(schema, bytes);
+        assert_eq!(
+            validate_generated(schema, bytes),
+            table.is_ok(),
+            "{}: {:?} on {:?}",
+            schema.name,
+            table,
+            bytes
+        );
+    }
     let mut v = Visit::new();
     v.heartbeat(NodeHeartbeatRequestView::new(bytes));
     v.node_status(NodeStatusView::new(bytes));

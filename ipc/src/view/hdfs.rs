@@ -13,7 +13,7 @@ use super::{
 use crate::pb::hadoop::hdfs::datanode_info_proto::AdminState;
 use crate::pb::hadoop::hdfs::StorageTypeProto;
 use crate::pb::schema::hadoop::hdfs as s;
-use crate::reader::{DecodeError, Reader, Value};
+use crate::reader::{exact, fail, DecodeError, Failure, Reader, WireType};
 
 #[inline]
 fn opt_str<'a>(
@@ -378,25 +378,36 @@ impl PacketHeaderView<'_> {
     /// All five fields in one pass, required ones checked (last occurrence wins).
     #[inline]
     pub fn read(&self) -> Result<PacketHeader, DecodeError> {
+        exact!(self.read_g::<E>())
+    }
+
+    #[inline(always)]
+    fn read_g<E: Failure>(&self) -> Result<PacketHeader, E> {
+        fn req<T, E: Failure>(v: Option<T>, number: u32) -> Result<T, E> {
+            match v {
+                Some(v) => Ok(v),
+                None => fail(|| super::missing(PH, number)),
+            }
+        }
         let (mut off, mut seq, mut last, mut len, mut sync) = (None, None, None, None, None);
         let mut r = Reader::new(self.bytes);
         while !r.is_empty() {
-            let (n, v) = r.read_field(0)?;
-            match (n, v) {
-                (1, Value::Fixed64(x)) => off = Some(x as i64),
-                (2, Value::Fixed64(x)) => seq = Some(x as i64),
-                (3, Value::Varint(x)) => last = Some(x != 0),
-                (4, Value::Fixed32(x)) => len = Some(x as i32),
-                (5, Value::Varint(x)) => sync = Some(x != 0),
-                (1..=5, other) => return Err(super::wrong_wire(PH, n, &other)),
-                _ => {}
+            let (n, wt) = r.tag::<E>()?;
+            match (n, wt) {
+                (1, WireType::Fixed64) => off = Some(r.fixed64::<E>()? as i64),
+                (2, WireType::Fixed64) => seq = Some(r.fixed64::<E>()? as i64),
+                (3, WireType::Varint) => last = Some(r.varint::<E>()? != 0),
+                (4, WireType::Fixed32) => len = Some(r.fixed32::<E>()? as i32),
+                (5, WireType::Varint) => sync = Some(r.varint::<E>()? != 0),
+                (1..=5, other) => return fail(|| super::wrong_wire(PH, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
             }
         }
         Ok(PacketHeader {
-            offset_in_block: required(off, PH, 1)?,
-            seqno: required(seq, PH, 2)?,
-            last_packet_in_block: required(last, PH, 3)?,
-            data_len: required(len, PH, 4)?,
+            offset_in_block: req(off, 1)?,
+            seqno: req(seq, 2)?,
+            last_packet_in_block: req(last, 3)?,
+            data_len: req(len, 4)?,
             sync_block: sync.unwrap_or(false),
         })
     }

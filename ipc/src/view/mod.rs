@@ -58,7 +58,7 @@ pub mod rpc;
 pub mod schema;
 pub mod yarn;
 
-use crate::reader::{DecodeError, Reader, Value};
+use crate::reader::{exact, fail, DecodeError, Failure, Invalid, Reader, WireType};
 use schema::Schema;
 use std::marker::PhantomData;
 
@@ -129,11 +129,11 @@ pub(crate) use message_view;
 
 #[cold]
 #[inline(never)]
-pub(crate) fn wrong_wire(s: &'static Schema, number: u32, v: &Value<'_>) -> DecodeError {
+pub(crate) fn wrong_wire(s: &'static Schema, number: u32, actual: WireType) -> DecodeError {
     DecodeError::WrongWireType {
         message: s.name,
         field: s.field_name(number),
-        actual: v.wire_type(),
+        actual,
     }
 }
 
@@ -174,91 +174,81 @@ pub(crate) fn utf8<'a>(
     std::str::from_utf8(b).map_err(|_| bad_utf8(s, number))
 }
 
-/// Last occurrence of varint field `number`.
-#[inline]
-pub(crate) fn last_varint(
-    buf: &[u8],
-    s: &'static Schema,
-    number: u32,
-) -> Result<Option<u64>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut out = None;
-    while !r.is_empty() {
-        let (n, v) = r.read_field(0)?;
-        if n == number {
-            match v {
-                Value::Varint(x) => out = Some(x),
-                other => return Err(wrong_wire(s, number, &other)),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Last occurrence of fixed64 field `number`.
-#[inline]
-pub(crate) fn last_fixed64(
-    buf: &[u8],
-    s: &'static Schema,
-    number: u32,
-) -> Result<Option<u64>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut out = None;
-    while !r.is_empty() {
-        let (n, v) = r.read_field(0)?;
-        if n == number {
-            match v {
-                Value::Fixed64(x) => out = Some(x),
-                other => return Err(wrong_wire(s, number, &other)),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Last occurrence of fixed32 field `number`.
-#[inline]
-pub(crate) fn last_fixed32(
-    buf: &[u8],
-    s: &'static Schema,
-    number: u32,
-) -> Result<Option<u32>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut out = None;
-    while !r.is_empty() {
-        let (n, v) = r.read_field(0)?;
-        if n == number {
-            match v {
-                Value::Fixed32(x) => out = Some(x),
-                other => return Err(wrong_wire(s, number, &other)),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Last occurrence of length-delimited field `number`.
-#[inline]
-pub(crate) fn last_len<'a>(
+/// Scans `buf` once; for every occurrence of field `number` (which must have wire type
+/// `want`) calls `on_value` with the reader positioned at the value, which it must consume.
+/// Every other field is skipped without decoding its value.
+#[inline(always)]
+pub(crate) fn scan<'a, E: Failure>(
     buf: &'a [u8],
     s: &'static Schema,
     number: u32,
-) -> Result<Option<&'a [u8]>, DecodeError> {
+    want: WireType,
+    mut on_value: impl FnMut(&mut Reader<'a>) -> Result<(), E>,
+) -> Result<(), E> {
     let mut r = Reader::new(buf);
-    let mut out = None;
     while !r.is_empty() {
-        let (n, v) = r.read_field(0)?;
+        let (n, wt) = r.tag()?;
         if n == number {
-            match v {
-                Value::Len(x) => out = Some(x),
-                other => return Err(wrong_wire(s, number, &other)),
+            if wt != want {
+                return fail(|| wrong_wire(s, number, wt));
             }
+            on_value(&mut r)?;
+        } else {
+            r.skip_value(n, wt, 0)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Last occurrence of enum field `number` whose value is in `known` (Java semantics).
+/// Defines `$name` (precise errors, fast path first) over the generic `$g`.
+macro_rules! last_fn {
+    ($(#[$m:meta])* $name:ident, $g:ident, $t:ty, $wt:expr, $read:ident) => {
+        $(#[$m])*
+        #[inline]
+        #[allow(clippy::needless_lifetimes)]
+        pub(crate) fn $name<'a>(
+            buf: &'a [u8],
+            s: &'static Schema,
+            number: u32,
+        ) -> Result<Option<$t>, DecodeError> {
+            exact!($g::<E>(buf, s, number))
+        }
+
+        #[inline(always)]
+        #[allow(clippy::needless_lifetimes)]
+        pub(crate) fn $g<'a, E: Failure>(
+            buf: &'a [u8],
+            s: &'static Schema,
+            number: u32,
+        ) -> Result<Option<$t>, E> {
+            let mut out = None;
+            scan(buf, s, number, $wt, |r| {
+                out = Some(r.$read()?);
+                Ok(())
+            })?;
+            Ok(out)
+        }
+    };
+}
+
+last_fn!(
+    /// Last occurrence of varint field `number`.
+    last_varint, last_varint_g, u64, WireType::Varint, varint
+);
+last_fn!(
+    /// Last occurrence of fixed64 field `number`.
+    last_fixed64, last_fixed64_g, u64, WireType::Fixed64, fixed64
+);
+last_fn!(
+    /// Last occurrence of fixed32 field `number`.
+    last_fixed32, last_fixed32_g, u32, WireType::Fixed32, fixed32
+);
+last_fn!(
+    /// Last occurrence of length-delimited field `number`.
+    last_len, last_len_g, &'a [u8], WireType::Len, len_delimited
+);
+
+/// Last occurrence of enum field `number` whose value is known (Java semantics).
 #[inline]
 pub(crate) fn last_known_enum(
     buf: &[u8],
@@ -266,22 +256,17 @@ pub(crate) fn last_known_enum(
     number: u32,
     known: fn(i32) -> bool,
 ) -> Result<Option<i32>, DecodeError> {
-    let mut r = Reader::new(buf);
-    let mut out = None;
-    while !r.is_empty() {
-        let (n, v) = r.read_field(0)?;
-        if n == number {
-            match v {
-                Value::Varint(x) => {
-                    if known(x as i32) {
-                        out = Some(x as i32)
-                    }
-                }
-                other => return Err(wrong_wire(s, number, &other)),
+    exact!({
+        let mut out = None;
+        scan::<E>(buf, s, number, WireType::Varint, |r| {
+            let v = r.varint()? as i32;
+            if known(v) {
+                out = Some(v);
             }
-        }
-    }
-    Ok(out)
+            Ok(())
+        })
+        .map(|()| out)
+    })
 }
 
 /// Converts the bytes of one occurrence of a length-delimited field.
@@ -333,31 +318,55 @@ impl<'a, T> Repeated<'a, T> {
     }
 }
 
+impl<'a, T> Repeated<'a, T> {
+    /// The next occurrence's bytes, or `None` at the end.
+    #[inline(always)]
+    fn next_bytes<E: Failure>(&mut self) -> Result<Option<&'a [u8]>, E> {
+        let fast_tag = if self.number < 16 {
+            (self.number as u8) << 3 | 2
+        } else {
+            0
+        };
+        while !self.reader.is_empty() {
+            let (n, wt) = match self.reader.one_byte_tag() {
+                Some(b) if b == fast_tag => return self.reader.len_delimited().map(Some),
+                Some(b) => Reader::split_tag(b)?,
+                None => self.reader.tag()?,
+            };
+            if n == self.number {
+                if wt != WireType::Len {
+                    return fail(|| wrong_wire(self.schema, n, wt));
+                }
+                return self.reader.len_delimited().map(Some);
+            }
+            self.reader.skip_value(n, wt, 0)?;
+        }
+        Ok(None)
+    }
+}
+
 impl<'a, T: FromLen<'a>> Iterator for Repeated<'a, T> {
     type Item = Result<T, DecodeError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.reader.is_empty() {
-            match self.reader.read_field(0) {
-                Ok((n, v)) if n == self.number => {
-                    let r = match v {
-                        Value::Len(b) => T::from_len(b, self.schema, self.number),
-                        other => Err(wrong_wire(self.schema, self.number, &other)),
-                    };
-                    if r.is_err() {
-                        self.reader = Reader::new(&[]);
-                    }
-                    return Some(r);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    self.reader = Reader::new(&[]);
-                    return Some(Err(e));
-                }
+        let saved = self.reader;
+        let r = match self.next_bytes::<Invalid>() {
+            Ok(b) => Ok(b),
+            Err(Invalid) => {
+                self.reader = saved;
+                self.next_bytes::<DecodeError>()
             }
+        };
+        let r = match r {
+            Ok(Some(b)) => T::from_len(b, self.schema, self.number),
+            Ok(None) => return None,
+            Err(e) => Err(e),
+        };
+        if r.is_err() {
+            self.reader = Reader::new(&[]);
         }
-        None
+        Some(r)
     }
 }
 
@@ -426,33 +435,47 @@ impl<'a, T> RepeatedVarint<'a, T> {
     }
 }
 
+impl<'a, T> RepeatedVarint<'a, T> {
+    #[inline(always)]
+    fn next_raw<E: Failure>(&mut self) -> Result<Option<u64>, E> {
+        loop {
+            if !self.packed.is_empty() {
+                return self.packed.varint().map(Some);
+            }
+            if self.reader.is_empty() {
+                return Ok(None);
+            }
+            let (n, wt) = self.reader.tag()?;
+            if n != self.number {
+                self.reader.skip_value(n, wt, 0)?;
+                continue;
+            }
+            match wt {
+                WireType::Varint => return self.reader.varint().map(Some),
+                WireType::Len => self.packed = Reader::new(self.reader.len_delimited()?),
+                other => return fail(|| wrong_wire(self.schema, self.number, other)),
+            }
+        }
+    }
+}
+
 impl<'a, T: FromVarint> Iterator for RepeatedVarint<'a, T> {
     type Item = Result<T, DecodeError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if !self.packed.is_empty() {
-                return match self.packed.read_varint() {
-                    Ok(v) => Some(Ok(T::from_varint(v))),
-                    Err(e) => self.fail(e),
-                };
+        let saved = (self.reader, self.packed);
+        let r = match self.next_raw::<Invalid>() {
+            Ok(v) => Ok(v),
+            Err(Invalid) => {
+                (self.reader, self.packed) = saved;
+                self.next_raw::<DecodeError>()
             }
-            if self.reader.is_empty() {
-                return None;
-            }
-            match self.reader.read_field(0) {
-                Ok((n, v)) if n == self.number => match v {
-                    Value::Varint(x) => return Some(Ok(T::from_varint(x))),
-                    Value::Len(b) => self.packed = Reader::new(b),
-                    other => {
-                        let e = wrong_wire(self.schema, self.number, &other);
-                        return self.fail(e);
-                    }
-                },
-                Ok(_) => {}
-                Err(e) => return self.fail(e),
-            }
+        };
+        match r {
+            Ok(Some(v)) => Some(Ok(T::from_varint(v))),
+            Ok(None) => None,
+            Err(e) => self.fail(e),
         }
     }
 }

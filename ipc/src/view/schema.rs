@@ -57,9 +57,13 @@ pub struct Schema {
     pub slots: &'static [u8],
     /// Bit `i` set when `fields[i]` is required.
     pub required: u64,
+    /// The generated validator of this message (see [`validate`]).
+    pub fast: fn(&[u8], u32) -> Result<(), Invalid>,
 }
 
-use crate::reader::{DecodeError, Reader, WireType, RECURSION_LIMIT};
+use crate::reader::{
+    exact, fail, DecodeError, Failure, Invalid, Reader, WireType, RECURSION_LIMIT,
+};
 
 impl Kind {
     /// The wire type a single (unpacked) value of this kind uses.
@@ -113,107 +117,147 @@ impl Schema {
 ///
 /// Unknown fields are skipped (but must be well-formed). `string` fields are not checked for
 /// UTF-8: proto2 Java does not check them either; the `&str` accessors do.
+///
+/// Runs the generated validator of the message first (`Schema::fast`: a `match` on whole
+/// one-byte tags, failing with the one-bit [`Invalid`]); only when that fails does the
+/// table-driven [`validate_g`] run to name the error. Both implement the rules above; the
+/// tests check that they accept exactly the same inputs.
+#[inline]
 pub fn validate(schema: &'static Schema, buf: &[u8], depth: u32) -> Result<(), DecodeError> {
+    match (schema.fast)(buf, depth) {
+        Ok(()) => Ok(()),
+        Err(Invalid) => validate_g::<DecodeError>(schema, buf, depth),
+    }
+}
+
+/// The table-driven validator alone (for tests comparing it with the generated one).
+#[doc(hidden)]
+pub fn validate_table_driven(schema: &'static Schema, buf: &[u8]) -> Result<(), DecodeError> {
+    exact!(validate_g::<E>(schema, buf, 0))
+}
+
+/// The generated validator alone (for tests comparing it with the table-driven one).
+#[doc(hidden)]
+pub fn validate_generated(schema: &'static Schema, buf: &[u8]) -> bool {
+    (schema.fast)(buf, 0).is_ok()
+}
+
+/// [`validate`] with a generic failure type, driven by the field table.
+pub(crate) fn validate_g<E: Failure>(
+    schema: &'static Schema,
+    buf: &[u8],
+    depth: u32,
+) -> Result<(), E> {
     if depth >= RECURSION_LIMIT {
-        return Err(DecodeError::DepthLimit(RECURSION_LIMIT));
+        return fail(|| DecodeError::DepthLimit(RECURSION_LIMIT));
     }
     let mut r = Reader::new(buf);
     let mut seen: u64 = 0;
     while !r.is_empty() {
-        let (number, wt) = r.read_tag()?;
-        let slot = schema.slots.get(number as usize).copied().unwrap_or(0);
-        if slot == 0 {
-            r.skip(number, wt, depth)?;
-            continue;
-        }
-        let index = slot as usize - 1;
-        let field = &schema.fields[index];
-        let bit = 1u64 << index;
-        match (field.kind, wt) {
-            (Kind::Message(sub), WireType::Len) => {
-                let body = r.read_len()?;
-                if field.label != Label::Repeated && seen & bit != 0 {
-                    return Err(DecodeError::DuplicateMessage {
-                        message: schema.name,
-                        field: field.name,
-                    });
-                }
-                validate(sub, body, depth + 1)?;
-                seen |= bit;
-            }
-            (Kind::String | Kind::Bytes, WireType::Len) => {
-                r.read_len()?;
-                seen |= bit;
-            }
-            (Kind::Enum(known), WireType::Varint) => {
-                let v = r.read_varint()? as i32;
-                if known.binary_search(&v).is_ok() {
-                    seen |= bit;
-                }
-            }
-            (kind, WireType::Len) if field.label == Label::Repeated => {
-                // A packed run of scalars.
-                let body = r.read_len()?;
-                match kind.wire_type() {
-                    WireType::Varint => {
-                        let mut p = Reader::new(body);
-                        while !p.is_empty() {
-                            p.read_varint()?;
-                        }
-                    }
-                    WireType::Fixed32 | WireType::Fixed64 => {
-                        let width = if kind.wire_type() == WireType::Fixed32 {
-                            4
-                        } else {
-                            8
-                        };
-                        if body.len() % width != 0 {
-                            return Err(DecodeError::PackedLength {
-                                message: schema.name,
-                                field: field.name,
-                                len: body.len(),
-                                width,
-                            });
-                        }
-                    }
-                    _ => {
-                        return Err(DecodeError::WrongWireType {
-                            message: schema.name,
-                            field: field.name,
-                            actual: wt,
-                        })
-                    }
-                }
-                seen |= bit;
-            }
-            (kind, WireType::Varint) if kind.wire_type() == WireType::Varint => {
-                r.read_varint()?;
-                seen |= bit;
-            }
-            (kind, WireType::Fixed32) if kind.wire_type() == WireType::Fixed32 => {
-                r.read_fixed32()?;
-                seen |= bit;
-            }
-            (kind, WireType::Fixed64) if kind.wire_type() == WireType::Fixed64 => {
-                r.read_fixed64()?;
-                seen |= bit;
-            }
-            _ => {
-                return Err(DecodeError::WrongWireType {
-                    message: schema.name,
-                    field: field.name,
-                    actual: wt,
-                })
-            }
-        }
+        let (number, wt) = r.tag()?;
+        field_g(schema, &mut r, number, wt, &mut seen, depth)?;
     }
+    required_g(schema, seen)
+}
+
+/// Checks the `required` fields once the message has been read (`seen`: bit per field index).
+#[inline]
+pub(crate) fn required_g<E: Failure>(schema: &'static Schema, seen: u64) -> Result<(), E> {
     let missing = schema.required & !seen;
     if missing != 0 {
         let field = &schema.fields[missing.trailing_zeros() as usize];
-        return Err(DecodeError::MissingRequired {
+        return fail(|| DecodeError::MissingRequired {
             message: schema.name,
             field: field.name,
         });
     }
     Ok(())
+}
+
+/// Validates the value of one field whose tag has just been read; sets the field's bit in
+/// `seen` (bit = index in `schema.fields`). Shared by [`validate_g`] and the slow path of the
+/// generated validators.
+pub(crate) fn field_g<E: Failure>(
+    schema: &'static Schema,
+    r: &mut Reader<'_>,
+    number: u32,
+    wt: WireType,
+    seen: &mut u64,
+    depth: u32,
+) -> Result<(), E> {
+    let slot = match schema.slots.get(number as usize) {
+        Some(&slot) if slot != 0 => slot,
+        _ => return r.skip_value(number, wt, depth),
+    };
+    let index = slot as usize - 1;
+    let field = &schema.fields[index];
+    let bit = 1u64 << index;
+    let expected = field.kind.wire_type();
+    if wt == expected {
+        match field.kind {
+            Kind::Message(sub) => {
+                let body = r.len_delimited()?;
+                if *seen & bit != 0 && field.label != Label::Repeated {
+                    return fail(|| DecodeError::DuplicateMessage {
+                        message: schema.name,
+                        field: field.name,
+                    });
+                }
+                validate_g::<E>(sub, body, depth + 1)?;
+            }
+            Kind::Enum(known) if field.label == Label::Required => {
+                // Java files an unknown value under unknown fields: it does not count.
+                let v = r.varint()? as i32;
+                if known.binary_search(&v).is_err() {
+                    return Ok(());
+                }
+            }
+            _ => r.skip_value(number, wt, depth)?,
+        }
+        *seen |= bit;
+        Ok(())
+    } else if wt == WireType::Len && field.label == Label::Repeated {
+        // A packed run of scalars.
+        let body = r.len_delimited()?;
+        packed_g(schema, field, expected, body)?;
+        *seen |= bit;
+        Ok(())
+    } else {
+        fail(|| DecodeError::WrongWireType {
+            message: schema.name,
+            field: field.name,
+            actual: wt,
+        })
+    }
+}
+
+/// Checks the body of a packed run of scalars whose single values have wire type `expected`.
+#[inline]
+pub(crate) fn packed_g<E: Failure>(
+    schema: &'static Schema,
+    field: &'static Field,
+    expected: WireType,
+    body: &[u8],
+) -> Result<(), E> {
+    match expected {
+        WireType::Varint => {
+            let mut p = Reader::new(body);
+            while !p.is_empty() {
+                p.skip_varint_g::<E>()?;
+            }
+            Ok(())
+        }
+        _ => {
+            let width = if expected == WireType::Fixed32 { 4 } else { 8 };
+            if body.len() % width != 0 {
+                return fail(|| DecodeError::PackedLength {
+                    message: schema.name,
+                    field: field.name,
+                    len: body.len(),
+                    width,
+                });
+            }
+            Ok(())
+        }
+    }
 }

@@ -27,7 +27,7 @@ use crate::pb::hadoop::yarn::{
     ContainerStateProto, ContainerSubStateProto, ExecutionTypeProto, ResourceTypesProto,
 };
 use crate::pb::schema::hadoop::yarn as s;
-use crate::reader::{DecodeError, Reader, Value};
+use crate::reader::{exact, fail, DecodeError, Failure, Reader, WireType};
 
 /// ContainerExitStatus.INVALID, the default of `ContainerStatusProto.exit_status`.
 pub const EXIT_STATUS_INVALID: i32 = -1000;
@@ -197,6 +197,11 @@ impl<'a> ContainerStatusView<'a> {
     /// fields' wire types are checked here; `validate()` checks all.
     #[inline]
     pub fn summary(&self) -> Result<ContainerStatusSummary<'a>, DecodeError> {
+        exact!(self.summary_g::<E>())
+    }
+
+    #[inline(always)]
+    fn summary_g<E: Failure>(&self) -> Result<ContainerStatusSummary<'a>, E> {
         let mut container_id = None;
         let mut state_raw = None;
         let mut state = None;
@@ -205,26 +210,60 @@ impl<'a> ContainerStatusView<'a> {
         let mut execution_type = None;
         let mut r = Reader::new(self.bytes);
         while !r.is_empty() {
-            let (n, v) = r.read_field(0)?;
-            match (n, v) {
-                (1, Value::Len(b)) => container_id = Some(ContainerIdView::new(b)),
-                (2, Value::Varint(x)) => {
-                    let x = x as i32;
+            // Fast path: whole one-byte tags of the fields read here and of the ones skipped.
+            let (n, wt) = match r.one_byte_tag() {
+                Some(0x0a) => {
+                    container_id = Some(ContainerIdView::new(r.len_delimited::<E>()?));
+                    continue;
+                }
+                Some(0x10) => {
+                    let x = r.varint::<E>()? as i32;
+                    state_raw = Some(x);
+                    if let Ok(e) = ContainerStateProto::try_from(x) {
+                        state = Some(e);
+                    }
+                    continue;
+                }
+                Some(0x20) => {
+                    exit_status = Some(r.varint::<E>()? as i32);
+                    continue;
+                }
+                Some(0x30) => {
+                    let x = r.varint::<E>()? as i32;
+                    execution_type_raw = Some(x);
+                    if let Ok(e) = ExecutionTypeProto::try_from(x) {
+                        execution_type = Some(e);
+                    }
+                    continue;
+                }
+                Some(0x1a | 0x2a | 0x3a) => {
+                    r.len_delimited::<E>()?;
+                    continue;
+                }
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Len) => {
+                    container_id = Some(ContainerIdView::new(r.len_delimited::<E>()?))
+                }
+                (2, WireType::Varint) => {
+                    let x = r.varint::<E>()? as i32;
                     state_raw = Some(x);
                     if let Ok(e) = ContainerStateProto::try_from(x) {
                         state = Some(e);
                     }
                 }
-                (4, Value::Varint(x)) => exit_status = Some(x as i32),
-                (6, Value::Varint(x)) => {
-                    let x = x as i32;
+                (4, WireType::Varint) => exit_status = Some(r.varint::<E>()? as i32),
+                (6, WireType::Varint) => {
+                    let x = r.varint::<E>()? as i32;
                     execution_type_raw = Some(x);
                     if let Ok(e) = ExecutionTypeProto::try_from(x) {
                         execution_type = Some(e);
                     }
                 }
-                (1 | 2 | 4 | 6, other) => return Err(super::wrong_wire(CS, n, &other)),
-                _ => {}
+                (1 | 2 | 4 | 6, other) => return fail(|| super::wrong_wire(CS, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
             }
         }
         Ok(ContainerStatusSummary {
@@ -332,6 +371,11 @@ impl<'a> ContainerIdView<'a> {
     /// Fields 1–3 in one pass.
     #[inline]
     pub fn parts(&self) -> Result<ContainerIdParts<'a>, DecodeError> {
+        exact!(self.parts_g::<E>())
+    }
+
+    #[inline(always)]
+    fn parts_g<E: Failure>(&self) -> Result<ContainerIdParts<'a>, E> {
         let mut p = ContainerIdParts {
             app_id: None,
             app_attempt_id: None,
@@ -339,13 +383,32 @@ impl<'a> ContainerIdView<'a> {
         };
         let mut r = Reader::new(self.bytes);
         while !r.is_empty() {
-            let (n, v) = r.read_field(0)?;
-            match (n, v) {
-                (1, Value::Len(b)) => p.app_id = Some(ApplicationIdView::new(b)),
-                (2, Value::Len(b)) => p.app_attempt_id = Some(ApplicationAttemptIdView::new(b)),
-                (3, Value::Varint(x)) => p.id = Some(x as i64),
-                (1..=3, other) => return Err(super::wrong_wire(CID, n, &other)),
-                _ => {}
+            let (n, wt) = match r.one_byte_tag() {
+                Some(0x0a) => {
+                    p.app_id = Some(ApplicationIdView::new(r.len_delimited::<E>()?));
+                    continue;
+                }
+                Some(0x12) => {
+                    p.app_attempt_id = Some(ApplicationAttemptIdView::new(r.len_delimited::<E>()?));
+                    continue;
+                }
+                Some(0x18) => {
+                    p.id = Some(r.varint::<E>()? as i64);
+                    continue;
+                }
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Len) => {
+                    p.app_id = Some(ApplicationIdView::new(r.len_delimited::<E>()?))
+                }
+                (2, WireType::Len) => {
+                    p.app_attempt_id = Some(ApplicationAttemptIdView::new(r.len_delimited::<E>()?))
+                }
+                (3, WireType::Varint) => p.id = Some(r.varint::<E>()? as i64),
+                (1..=3, other) => return fail(|| super::wrong_wire(CID, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
             }
         }
         Ok(p)
@@ -378,15 +441,31 @@ impl<'a> ApplicationAttemptIdView<'a> {
     /// Fields 1 and 2 in one pass.
     #[inline]
     pub fn parts(&self) -> Result<(Option<ApplicationIdView<'a>>, Option<i32>), DecodeError> {
+        exact!(self.parts_g::<E>())
+    }
+
+    #[inline(always)]
+    fn parts_g<E: Failure>(&self) -> Result<(Option<ApplicationIdView<'a>>, Option<i32>), E> {
         let (mut app, mut attempt) = (None, None);
         let mut r = Reader::new(self.bytes);
         while !r.is_empty() {
-            let (n, v) = r.read_field(0)?;
-            match (n, v) {
-                (1, Value::Len(b)) => app = Some(ApplicationIdView::new(b)),
-                (2, Value::Varint(x)) => attempt = Some(x as i32),
-                (1 | 2, other) => return Err(super::wrong_wire(AAID, n, &other)),
-                _ => {}
+            let (n, wt) = match r.one_byte_tag() {
+                Some(0x0a) => {
+                    app = Some(ApplicationIdView::new(r.len_delimited::<E>()?));
+                    continue;
+                }
+                Some(0x10) => {
+                    attempt = Some(r.varint::<E>()? as i32);
+                    continue;
+                }
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Len) => app = Some(ApplicationIdView::new(r.len_delimited::<E>()?)),
+                (2, WireType::Varint) => attempt = Some(r.varint::<E>()? as i32),
+                (1 | 2, other) => return fail(|| super::wrong_wire(AAID, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
             }
         }
         Ok((app, attempt))
@@ -414,15 +493,31 @@ impl<'a> ApplicationIdView<'a> {
     /// Fields 1 and 2 (`id`, `cluster_timestamp`) in one pass.
     #[inline]
     pub fn parts(&self) -> Result<(Option<i32>, Option<i64>), DecodeError> {
+        exact!(self.parts_g::<E>())
+    }
+
+    #[inline(always)]
+    fn parts_g<E: Failure>(&self) -> Result<(Option<i32>, Option<i64>), E> {
         let (mut id, mut ts) = (None, None);
         let mut r = Reader::new(self.bytes);
         while !r.is_empty() {
-            let (n, v) = r.read_field(0)?;
-            match (n, v) {
-                (1, Value::Varint(x)) => id = Some(x as i32),
-                (2, Value::Varint(x)) => ts = Some(x as i64),
-                (1 | 2, other) => return Err(super::wrong_wire(AID, n, &other)),
-                _ => {}
+            let (n, wt) = match r.one_byte_tag() {
+                Some(0x08) => {
+                    id = Some(r.varint::<E>()? as i32);
+                    continue;
+                }
+                Some(0x10) => {
+                    ts = Some(r.varint::<E>()? as i64);
+                    continue;
+                }
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Varint) => id = Some(r.varint::<E>()? as i32),
+                (2, WireType::Varint) => ts = Some(r.varint::<E>()? as i64),
+                (1 | 2, other) => return fail(|| super::wrong_wire(AID, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
             }
         }
         Ok((id, ts))
