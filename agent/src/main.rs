@@ -2,6 +2,7 @@
 //! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
 
+mod bench_ipc;
 mod decode;
 
 use std::io::Read;
@@ -43,6 +44,21 @@ enum Cmd {
         #[arg(long, value_enum)]
         frame: Option<decode::FrameKind>,
     },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        bench: BenchCmd,
+    },
+    /// Internal: one server of `bench ipc-large`, run as a child process.
+    #[command(name = "bench-ipc-server", hide = true)]
+    BenchIpcServer(bench_ipc::ServerChildArgs),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Large IPC responses (HADOOP-4797): our server vs a Java-style baseline vs a raw loopback
+    /// copy, each in its own child process.
+    IpcLarge(bench_ipc::IpcLargeArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -62,6 +78,10 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
+        Cmd::Bench {
+            bench: BenchCmd::IpcLarge(args),
+        } => bench_ipc::run(args),
+        Cmd::BenchIpcServer(args) => bench_ipc::run_server_child(args),
         Cmd::Decode {
             message,
             file,
