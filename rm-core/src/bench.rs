@@ -1,1 +1,698 @@
-//! placeholder
+//! The heartbeat measurement: fixtures, our path, the eager (Java-like) baseline, and a
+//! plain timing loop. Used by the criterion bench (`benches/benches/heartbeat.rs`), the
+//! allocation test, and `hotpath bench heartbeat` (whose `--json` keys are the fields of
+//! [`HeartbeatFigures`]).
+//!
+//! The fixture is what a Java NodeManager sends: a `NodeHeartbeatRequestProto` whose
+//! `NodeStatusProto` carries [`CONTAINERS`] RUNNING GUARANTEED container statuses, each with a
+//! full container id, empty diagnostics, exit status −1000, a capability with memory, vcores and
+//! the `memory-mb` / `vcores` resource map entries (as `ResourcePBImpl` writes them), the
+//! execution type and the sub-state; plus health, utilization and both last-known master keys.
+//! The containers are already known (steady state).
+//!
+//! - **ours** ([`HeartbeatBench::ours`]): decode through the views and update the node state —
+//!   id, state, exit status and execution type of every status are read
+//!   ([`ContainerStatusView::summary`](ipc::view::yarn::ContainerStatusView::summary)), the
+//!   capability only when opportunistic containers are on.
+//! - **eager** ([`HeartbeatBench::eager`]): what Java does before YARN-11878: decode the whole
+//!   request with prost into owned structs, then for every RUNNING/NEW status build a map-based
+//!   Resource from the capability twice (the null check and the add of
+//!   `ContainerStatusPBImpl.getCapability()`, which is not memoized), each one a map of resource
+//!   name → owned `ResourceInformation` with `String` name and units, units converted; then the
+//!   same state update.
+//! - **end to end** ([`HeartbeatBench::end_to_end`]): the tracker (node lookup, responseId,
+//!   keys, response encoding, the copy into the shard's inbox) plus the shard's handling.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ipc::pb::hadoop::yarn::{
+    ContainerStateProto, ContainerStatusProto, ContainerSubStateProto, ExecutionTypeProto,
+    MasterKeyProto, NodeHealthStatusProto, NodeHeartbeatRequestProto, NodeStatusProto,
+    RegisterNodeManagerRequestProto, ResourceInformationProto, ResourceProto,
+    ResourceUtilizationProto,
+};
+use ipc::view::yarn::NodeHeartbeatRequestView;
+use prost::Message;
+
+use crate::dispatcher::Clock;
+use crate::hosts::HostLists;
+use crate::ids::{AppKey, ContainerKey, NodeKey};
+use crate::mailbox::Mailbox;
+use crate::master_key::SeededEntropy;
+use crate::shard::Shard;
+use crate::tracker::{next_response_id, HeartbeatOutcome, ResourceTracker};
+use crate::{Error, RmConfig};
+
+/// Container statuses per heartbeat in the fixture.
+pub const CONTAINERS: usize = 50;
+
+/// The fixture's cluster timestamp.
+pub const CLUSTER_TS: i64 = 1_760_000_000_000;
+
+/// A container status as a Java NodeManager encodes it.
+pub fn container_status(
+    key: ContainerKey,
+    state: ContainerStateProto,
+    exit_status: i32,
+    exec: ExecutionTypeProto,
+) -> ContainerStatusProto {
+    ContainerStatusProto {
+        container_id: Some(key.to_proto()),
+        state: Some(state as i32),
+        diagnostics: Some(String::new()),
+        exit_status: Some(exit_status),
+        capability: Some(capability(2048, 1)),
+        execution_type: Some(exec as i32),
+        container_attributes: Vec::new(),
+        container_sub_state: Some(if state == ContainerStateProto::CComplete {
+            ContainerSubStateProto::CssDone as i32
+        } else {
+            ContainerSubStateProto::CssRunning as i32
+        }),
+    }
+}
+
+/// A `ResourceProto` as `ResourcePBImpl` writes it: memory, vcores, and the map entries.
+pub fn capability(memory_mb: i64, vcores: i32) -> ResourceProto {
+    ResourceProto {
+        memory: Some(memory_mb),
+        virtual_cores: Some(vcores),
+        resource_value_map: vec![
+            ResourceInformationProto {
+                key: "memory-mb".into(),
+                value: Some(memory_mb),
+                units: Some("Mi".into()),
+                r#type: Some(0),
+                tags: Vec::new(),
+                attributes: Vec::new(),
+            },
+            ResourceInformationProto {
+                key: "vcores".into(),
+                value: Some(vcores as i64),
+                units: Some(String::new()),
+                r#type: Some(0),
+                tags: Vec::new(),
+                attributes: Vec::new(),
+            },
+        ],
+    }
+}
+
+/// The fixture's container ids: application `app`, attempt 1, ids `1..=n`.
+pub fn containers(app: i32, n: usize) -> Vec<ContainerKey> {
+    (1..=n as i64)
+        .map(|id| ContainerKey {
+            app: AppKey {
+                cluster_timestamp: CLUSTER_TS,
+                id: app,
+            },
+            attempt: 1,
+            id,
+        })
+        .collect()
+}
+
+/// A `NodeStatusProto` for `node` (response id set by [`heartbeat_request`]).
+pub fn node_status(
+    node: &NodeKey,
+    statuses: Vec<ContainerStatusProto>,
+    healthy: bool,
+) -> NodeStatusProto {
+    NodeStatusProto {
+        node_id: Some(node.to_proto()),
+        response_id: None,
+        containers_statuses: statuses,
+        node_health_status: Some(NodeHealthStatusProto {
+            is_node_healthy: Some(healthy),
+            health_report: Some(String::new()),
+            last_health_report_time: Some(CLUSTER_TS),
+        }),
+        keep_alive_applications: Vec::new(),
+        containers_utilization: Some(ResourceUtilizationProto {
+            pmem: Some(40_000),
+            vmem: Some(80_000),
+            cpu: Some(12.5),
+            custom_resources: Vec::new(),
+        }),
+        node_utilization: Some(ResourceUtilizationProto {
+            pmem: Some(50_000),
+            vmem: Some(90_000),
+            cpu: Some(20.0),
+            custom_resources: Vec::new(),
+        }),
+        increased_containers: Vec::new(),
+        opportunistic_containers_status: None,
+    }
+}
+
+/// Encodes a heartbeat request whose responseId is a 5-byte varint at a fixed offset, so that
+/// a timing loop can advance it in place ([`set_response_id`]). Returns (bytes, offset).
+pub fn heartbeat_request(
+    status: &NodeStatusProto,
+    response_id: i32,
+    keys: Option<(i32, i32)>,
+) -> (Vec<u8>, usize) {
+    let mut ns = status.encode_to_vec();
+    ns.push(0x10); // field 2, varint: the last occurrence wins
+    let rid_in_ns = ns.len();
+    ns.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x00]);
+    let mut out = Vec::with_capacity(ns.len() + 64);
+    out.push(0x0a);
+    prost::encoding::encode_varint(ns.len() as u64, &mut out);
+    let at = out.len() + rid_in_ns;
+    out.extend_from_slice(&ns);
+    if let Some((ck, nk)) = keys {
+        let rest = NodeHeartbeatRequestProto {
+            last_known_container_token_master_key: Some(MasterKeyProto {
+                key_id: Some(ck),
+                bytes: Some(vec![0; 8]),
+            }),
+            last_known_nm_token_master_key: Some(MasterKeyProto {
+                key_id: Some(nk),
+                bytes: Some(vec![0; 8]),
+            }),
+            ..Default::default()
+        };
+        rest.encode(&mut out).unwrap_or_default();
+    }
+    set_response_id(&mut out, at, response_id);
+    (out, at)
+}
+
+/// Rewrites the 5-byte responseId varint at `at`.
+pub fn set_response_id(buf: &mut [u8], at: usize, id: i32) {
+    let v = id as u32;
+    buf[at] = (v & 0x7f) as u8 | 0x80;
+    buf[at + 1] = ((v >> 7) & 0x7f) as u8 | 0x80;
+    buf[at + 2] = ((v >> 14) & 0x7f) as u8 | 0x80;
+    buf[at + 3] = ((v >> 21) & 0x7f) as u8 | 0x80;
+    buf[at + 4] = ((v >> 28) & 0x7f) as u8;
+}
+
+/// A registration request for `node` with `memory_mb` / `vcores`.
+pub fn register_request(node: &NodeKey, memory_mb: i64, vcores: i32, version: &str) -> Vec<u8> {
+    RegisterNodeManagerRequestProto {
+        node_id: Some(node.to_proto()),
+        http_port: Some(8042),
+        resource: Some(capability(memory_mb, vcores)),
+        nm_version: Some(version.into()),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+// ---------------------------------------------------------------------------------------
+// The eager baseline's Resource (what ResourcePBImpl builds).
+
+/// `ResourceInformation`, owned.
+#[derive(Debug, Clone)]
+pub struct JavaResourceInformation {
+    pub name: String,
+    pub units: String,
+    pub resource_type: i32,
+    pub value: i64,
+    pub minimum_allocation: i64,
+    pub maximum_allocation: i64,
+    pub tags: Vec<String>,
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// A map-based `Resource`.
+#[derive(Debug, Clone, Default)]
+pub struct JavaResource {
+    pub resources: BTreeMap<String, JavaResourceInformation>,
+}
+
+/// The configured resource types (`ResourceUtils.getResourceTypesArray()`): name, units.
+pub const RESOURCE_TYPES: [(&str, &str); 2] = [("memory-mb", "Mi"), ("vcores", "")];
+
+fn unit_scale(u: &str) -> Option<i128> {
+    Some(match u {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        _ => return None,
+    })
+}
+
+/// `UnitsConversionUtil.convert`.
+fn convert(from: &str, to: &str, v: i64) -> i64 {
+    if from == to {
+        return v;
+    }
+    match (unit_scale(from), unit_scale(to)) {
+        (Some(f), Some(t)) => (v as i128 * f / t) as i64,
+        _ => v,
+    }
+}
+
+impl JavaResource {
+    /// `new ResourcePBImpl(proto)`: one `ResourceInformation` per configured type, then the
+    /// proto's values (map entries converted to the type's units, then memory and vcores).
+    pub fn from_proto(p: &ResourceProto) -> JavaResource {
+        let mut resources = BTreeMap::new();
+        for (name, units) in RESOURCE_TYPES {
+            resources.insert(
+                name.to_string(),
+                JavaResourceInformation {
+                    name: name.to_string(),
+                    units: units.to_string(),
+                    resource_type: 0,
+                    value: 0,
+                    minimum_allocation: 0,
+                    maximum_allocation: i64::MAX,
+                    tags: Vec::new(),
+                    attributes: BTreeMap::new(),
+                },
+            );
+        }
+        for e in &p.resource_value_map {
+            let units = e.units.clone().unwrap_or_default();
+            let value = e.value.unwrap_or(0);
+            match resources.get_mut(&e.key) {
+                Some(ri) => {
+                    ri.value = convert(&units, &ri.units, value);
+                    ri.tags = e.tags.clone();
+                    ri.attributes = e
+                        .attributes
+                        .iter()
+                        .map(|a| {
+                            (
+                                a.key.clone().unwrap_or_default(),
+                                a.value.clone().unwrap_or_default(),
+                            )
+                        })
+                        .collect();
+                }
+                None => {
+                    resources.insert(
+                        e.key.clone(),
+                        JavaResourceInformation {
+                            name: e.key.clone(),
+                            units,
+                            resource_type: e.r#type.unwrap_or(0),
+                            value,
+                            minimum_allocation: 0,
+                            maximum_allocation: i64::MAX,
+                            tags: e.tags.clone(),
+                            attributes: BTreeMap::new(),
+                        },
+                    );
+                }
+            }
+        }
+        if let (Some(m), Some(ri)) = (p.memory, resources.get_mut("memory-mb")) {
+            ri.value = m;
+        }
+        if let (Some(v), Some(ri)) = (p.virtual_cores, resources.get_mut("vcores")) {
+            ri.value = v as i64;
+        }
+        JavaResource { resources }
+    }
+
+    /// `Resources.addTo`.
+    pub fn add(&mut self, other: &JavaResource) {
+        for (k, ri) in &other.resources {
+            match self.resources.get_mut(k) {
+                Some(mine) => mine.value += convert(&ri.units, &mine.units, ri.value),
+                None => {
+                    self.resources.insert(k.clone(), ri.clone());
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// A tracker and one shard (sans-IO) with one registered node that already knows the
+/// fixture's containers.
+pub struct HeartbeatBench {
+    pub request: Vec<u8>,
+    rid_at: usize,
+    rid: i32,
+    tracker: ResourceTracker,
+    mailbox: Arc<Mailbox>,
+    shard: Shard,
+    node: u32,
+    clock: Clock,
+    out: Vec<u8>,
+    eager_allocated: JavaResource,
+    spare: crate::mailbox::Inbox,
+}
+
+impl HeartbeatBench {
+    /// Sets up in `dir` (the completion log goes there).
+    pub fn new(dir: &Path, opportunistic: bool) -> Result<HeartbeatBench, Error> {
+        let cfg = RmConfig {
+            opportunistic,
+            completion_log_dir: dir.to_path_buf(),
+            ..RmConfig::default()
+        };
+        let clock = Clock::default();
+        let mailbox = Arc::new(Mailbox::new(usize::MAX));
+        let mut tracker = ResourceTracker::new(
+            cfg.clone(),
+            HostLists::default(),
+            vec![mailbox.clone()],
+            CLUSTER_TS,
+            Box::new(SeededEntropy(42)),
+            clock.now_ns(),
+        )?;
+        let (shard, _) = Shard::open(dir, 0, 1, opportunistic)?;
+        let id = NodeKey::new("127.0.0.1", 45454);
+        let mut out = Vec::with_capacity(4096);
+        tracker.register_node_manager(
+            &register_request(&id, 65536, 32, "3.4.1"),
+            clock.now_ns(),
+            &mut out,
+        )?;
+        let node = tracker
+            .node(&id.host, id.port)
+            .map(|n| n.local)
+            .unwrap_or(0);
+        let statuses = containers(1, CONTAINERS)
+            .into_iter()
+            .map(|k| {
+                container_status(
+                    k,
+                    ContainerStateProto::CRunning,
+                    -1000,
+                    ExecutionTypeProto::Guaranteed,
+                )
+            })
+            .collect();
+        let ck = tracker.container_keys().current().key_id;
+        let nk = tracker.nm_keys().current().key_id;
+        let (request, rid_at) =
+            heartbeat_request(&node_status(&id, statuses, true), 0, Some((ck, nk)));
+        let mut b = HeartbeatBench {
+            request,
+            rid_at,
+            rid: 0,
+            tracker,
+            mailbox,
+            shard,
+            node,
+            clock,
+            out,
+            eager_allocated: JavaResource::default(),
+            spare: crate::mailbox::Inbox::default(),
+        };
+        // Warm up: registration, first heartbeats (containers become known), buffers sized.
+        b.drain()?;
+        for _ in 0..4 {
+            b.end_to_end()?;
+        }
+        if b.shard.node(node).map(|n| n.launched_len()) != Some(CONTAINERS) {
+            return Err(Error::BadConfig(
+                "bench fixture: containers not launched".into(),
+            ));
+        }
+        Ok(b)
+    }
+
+    fn drain(&mut self) -> Result<(), Error> {
+        let clock = self.clock;
+        let now = move || (CLUSTER_TS as u64, clock.now_ns());
+        self.shard.run_once(&self.mailbox, Duration::ZERO, &now)?;
+        Ok(())
+    }
+
+    /// Ours: decode + state update of the fixture heartbeat.
+    #[inline]
+    pub fn ours(&mut self) -> Result<(), Error> {
+        let req = NodeHeartbeatRequestView::new(&self.request);
+        let status = req
+            .node_status()
+            .map_err(|source| Error::Decode {
+                message: "NodeHeartbeatRequestProto",
+                source,
+            })?
+            .ok_or(Error::Missing {
+                message: "NodeHeartbeatRequestProto",
+                field: "node_status",
+            })?;
+        self.shard
+            .apply_status(self.node, status, CLUSTER_TS as u64)
+            .map_err(|source| Error::Decode {
+                message: "NodeStatusProto",
+                source,
+            })
+    }
+
+    /// The eager baseline: prost decode + two map Resources per RUNNING/NEW status + the same
+    /// state update.
+    pub fn eager(&mut self) -> Result<(), Error> {
+        let req = NodeHeartbeatRequestProto::decode(&self.request[..]).map_err(|source| {
+            Error::Prost {
+                message: "NodeHeartbeatRequestProto",
+                source,
+            }
+        })?;
+        let Some(status) = req.node_status.as_ref() else {
+            return Err(Error::Missing {
+                message: "NodeHeartbeatRequestProto",
+                field: "node_status",
+            });
+        };
+        let mut allocated = std::mem::take(&mut self.eager_allocated);
+        allocated.resources.clear();
+        self.shard
+            .apply_status_owned(self.node, status, CLUSTER_TS as u64, |cs| {
+                let st = cs.state.unwrap_or(0);
+                if st == ContainerStateProto::CRunning as i32
+                    || st == ContainerStateProto::CNew as i32
+                {
+                    // getCapability() != null: the first conversion, thrown away.
+                    let first = cs.capability.as_ref().map(JavaResource::from_proto);
+                    if black_box(first).is_some() {
+                        // Resources.addTo(allocated, getCapability()): the second.
+                        if let Some(c) = cs.capability.as_ref() {
+                            allocated.add(&JavaResource::from_proto(c));
+                        }
+                    }
+                }
+            });
+        black_box(&allocated);
+        self.eager_allocated = allocated;
+        black_box(req);
+        Ok(())
+    }
+
+    /// Tracker (answer + hand-over) and shard (decode + state update), one heartbeat.
+    pub fn end_to_end(&mut self) -> Result<(), Error> {
+        set_response_id(&mut self.request, self.rid_at, self.rid);
+        self.out.clear();
+        let o = self
+            .tracker
+            .node_heartbeat(&self.request, self.clock.now_ns(), &mut self.out)?;
+        if !matches!(o, HeartbeatOutcome::Normal { .. }) {
+            return Err(Error::BadConfig(format!("bench heartbeat answered {o:?}")));
+        }
+        self.rid = next_response_id(self.rid);
+        black_box(&self.out);
+        self.drain()
+    }
+
+    /// The tracker half alone (the shard's inbox is emptied without processing).
+    pub fn tracker_only(&mut self) -> Result<(), Error> {
+        set_response_id(&mut self.request, self.rid_at, self.rid);
+        self.out.clear();
+        self.tracker
+            .node_heartbeat(&self.request, self.clock.now_ns(), &mut self.out)?;
+        self.rid = next_response_id(self.rid);
+        black_box(&self.out);
+        // Hand the entry over and drop it, as if a shard took it.
+        self.mailbox.take_inbox(&mut self.spare, Duration::ZERO);
+        self.spare.clear();
+        Ok(())
+    }
+
+    /// Containers the node has launched (a check that the work really happened).
+    pub fn launched(&self) -> usize {
+        self.shard
+            .node(self.node)
+            .map(|n| n.launched_len())
+            .unwrap_or(0)
+    }
+
+    /// Node-level allocated resource (opportunistic mode).
+    pub fn allocated_memory_mb(&self) -> i64 {
+        self.shard
+            .node(self.node)
+            .map(|n| n.allocated().memory_mb)
+            .unwrap_or(0)
+    }
+
+    /// The eager baseline's allocated memory from the last run.
+    pub fn eager_allocated_memory_mb(&self) -> i64 {
+        self.eager_allocated
+            .resources
+            .get("memory-mb")
+            .map(|r| r.value)
+            .unwrap_or(0)
+    }
+}
+
+/// The figures `hotpath bench heartbeat --json` prints.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeartbeatFigures {
+    pub ours_ns: f64,
+    pub ours_opportunistic_ns: f64,
+    pub eager_ns: f64,
+    /// eager / ours.
+    pub ratio: f64,
+    /// Allocations per end-to-end heartbeat in steady state (`None` without a counter).
+    pub allocs_per_hb: Option<f64>,
+    pub tracker_ns: f64,
+    pub end_to_end_ns: f64,
+}
+
+/// ns per call of `f`: the median of `rounds` rounds of about `round` each.
+pub fn time_ns(
+    round: Duration,
+    rounds: usize,
+    mut f: impl FnMut() -> Result<(), Error>,
+) -> Result<f64, Error> {
+    // Calibrate the iteration count.
+    let mut iters = 1u64;
+    loop {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f()?;
+        }
+        if t.elapsed() >= round / 4 || iters >= 1 << 30 {
+            let per = t.elapsed().as_secs_f64() / iters as f64;
+            iters = ((round.as_secs_f64() / per.max(1e-9)) as u64).max(1);
+            break;
+        }
+        iters *= 2;
+    }
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        for _ in 0..iters {
+            f()?;
+        }
+        samples.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+/// Allocations per call of `f` after warm-up, read from `allocations` (a global counter).
+pub fn allocs_per_call(
+    iters: u64,
+    allocations: &dyn Fn() -> u64,
+    mut f: impl FnMut() -> Result<(), Error>,
+) -> Result<f64, Error> {
+    for _ in 0..16 {
+        f()?;
+    }
+    let before = allocations();
+    for _ in 0..iters {
+        f()?;
+    }
+    Ok((allocations() - before) as f64 / iters as f64)
+}
+
+/// Runs every measurement (`round` per round, 5 rounds each). `dir` holds scratch completion
+/// logs. `allocations` reads a global allocation counter if the binary installed one.
+pub fn measure(
+    dir: &Path,
+    round: Duration,
+    allocations: Option<&dyn Fn() -> u64>,
+) -> Result<HeartbeatFigures, Error> {
+    let rounds = 5;
+    let mut off = HeartbeatBench::new(&dir.join("off"), false)?;
+    let mut on = HeartbeatBench::new(&dir.join("on"), true)?;
+    let mut eager = HeartbeatBench::new(&dir.join("eager"), false)?;
+    let ours_ns = time_ns(round, rounds, || off.ours())?;
+    let ours_opportunistic_ns = time_ns(round, rounds, || on.ours())?;
+    let eager_ns = time_ns(round, rounds, || eager.eager())?;
+    let end_to_end_ns = time_ns(round, rounds, || off.end_to_end())?;
+    let mut tr = HeartbeatBench::new(&dir.join("tracker"), false)?;
+    let tracker_ns = time_ns(round, rounds, || tr.tracker_only())?;
+    let allocs_per_hb = match allocations {
+        Some(a) => Some(allocs_per_call(1000, a, || off.end_to_end())?),
+        None => None,
+    };
+    if off.launched() != CONTAINERS || on.allocated_memory_mb() != 2048 * CONTAINERS as i64 {
+        return Err(Error::BadConfig("bench state check failed".into()));
+    }
+    Ok(HeartbeatFigures {
+        ours_ns,
+        ours_opportunistic_ns,
+        eager_ns,
+        ratio: eager_ns / ours_ns,
+        allocs_per_hb,
+        tracker_ns,
+        end_to_end_ns,
+    })
+}
+
+impl HeartbeatFigures {
+    /// The JSON object `hotpath bench heartbeat --json` prints (keys in this order).
+    pub fn to_json(&self) -> String {
+        let allocs = match self.allocs_per_hb {
+            Some(a) => format!("{a}"),
+            None => "null".into(),
+        };
+        format!(
+            "{{\"ours_ns\":{:.1},\"ours_opportunistic_ns\":{:.1},\"eager_ns\":{:.1},\"ratio\":{:.1},\"allocs_per_hb\":{},\"tracker_ns\":{:.1},\"end_to_end_ns\":{:.1}}}",
+            self.ours_ns, self.ours_opportunistic_ns, self.eager_ns, self.ratio, allocs, self.tracker_ns, self.end_to_end_ns
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_paths_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = HeartbeatBench::new(dir.path(), true).unwrap();
+        b.ours().unwrap();
+        assert_eq!(b.launched(), CONTAINERS);
+        assert_eq!(b.allocated_memory_mb(), 2048 * CONTAINERS as i64);
+        b.eager().unwrap();
+        assert_eq!(b.launched(), CONTAINERS);
+        assert_eq!(b.eager_allocated_memory_mb(), 2048 * CONTAINERS as i64);
+        for _ in 0..3 {
+            b.end_to_end().unwrap();
+        }
+        assert_eq!(b.launched(), CONTAINERS);
+        // The padded responseId reads back.
+        let mut r = b.request.clone();
+        set_response_id(&mut r, b.rid_at, 123_456_789);
+        let v = NodeHeartbeatRequestView::new(&r);
+        assert_eq!(
+            v.node_status().unwrap().unwrap().response_id().unwrap(),
+            Some(123_456_789)
+        );
+        let p = NodeHeartbeatRequestProto::decode(&r[..]).unwrap();
+        assert_eq!(p.node_status.unwrap().response_id, Some(123_456_789));
+    }
+
+    #[test]
+    fn java_resource_conversion() {
+        let mut p = capability(2048, 2);
+        p.memory = None;
+        p.resource_value_map[0].value = Some(2);
+        p.resource_value_map[0].units = Some("Gi".into());
+        let r = JavaResource::from_proto(&p);
+        assert_eq!(r.resources["memory-mb"].value, 2048);
+        assert_eq!(r.resources["vcores"].value, 2);
+    }
+}

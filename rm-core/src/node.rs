@@ -185,10 +185,148 @@ pub struct ShardCtx<'a> {
     pub stats: &'a mut NodeStats,
 }
 
+const NO_SLOT: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Launched {
+struct Slot {
+    key: ContainerKey,
     exec: ExecutionTypeProto,
     seen: u32,
+    /// The insert's generation, so a stale [`PosEntry`] cannot match a reused slot.
+    gen: u32,
+    live: bool,
+}
+
+/// The launched containers: a slab of slots plus a key → slot index, so that a heartbeat's
+/// statuses can reach their slot without hashing when the position cache hits.
+#[derive(Debug, Clone, Default)]
+struct LaunchedSet {
+    slots: Vec<Slot>,
+    index: FastMap<ContainerKey, u32>,
+    free: Vec<u32>,
+    /// Generation of the next insert: unique per insert (wrapping after 2^32), so a cleared
+    /// and refilled slab cannot be mistaken for the old one.
+    next_gen: u32,
+}
+
+impl LaunchedSet {
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn contains(&self, k: &ContainerKey) -> bool {
+        self.index.contains_key(k)
+    }
+
+    #[inline]
+    fn live(&self, slot: u32, gen: u32) -> bool {
+        matches!(self.slots.get(slot as usize), Some(s) if s.live && s.gen == gen)
+    }
+
+    /// Marks `slot` seen in `epoch`; true the first time this epoch.
+    #[inline]
+    fn mark(&mut self, slot: u32, epoch: u32, exec: ExecutionTypeProto) -> bool {
+        let s = &mut self.slots[slot as usize];
+        let fresh = s.seen != epoch;
+        s.seen = epoch;
+        s.exec = exec;
+        fresh
+    }
+
+    fn insert(&mut self, key: ContainerKey, exec: ExecutionTypeProto, epoch: u32) -> (u32, u32) {
+        let gen = self.next_gen;
+        self.next_gen = gen.wrapping_add(1);
+        let slot = match self.free.pop() {
+            Some(i) => {
+                let s = &mut self.slots[i as usize];
+                s.gen = gen;
+                s.key = key;
+                s.exec = exec;
+                s.seen = epoch;
+                s.live = true;
+                i
+            }
+            None => {
+                self.slots.push(Slot {
+                    key,
+                    exec,
+                    seen: epoch,
+                    gen,
+                    live: true,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(key, slot);
+        (slot, self.slots[slot as usize].gen)
+    }
+
+    fn remove(&mut self, key: &ContainerKey) -> bool {
+        match self.index.remove(key) {
+            Some(i) => {
+                self.slots[i as usize].live = false;
+                self.free.push(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.free.clear();
+        self.slots.clear();
+    }
+
+    /// Removes live slots not seen in `epoch`: (GUARANTEED, OPPORTUNISTIC) counts.
+    fn sweep(&mut self, epoch: u32) -> (u64, u64) {
+        let (mut lost, mut dropped) = (0, 0);
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if s.live && s.seen != epoch {
+                s.live = false;
+                self.index.remove(&s.key);
+                self.free.push(i as u32);
+                if s.exec == ExecutionTypeProto::Guaranteed {
+                    lost += 1;
+                } else {
+                    dropped += 1;
+                }
+            }
+        }
+        (lost, dropped)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().filter(|s| s.live)
+    }
+}
+
+/// What the status at one position of the previous heartbeat had: its container id bytes
+/// and launched slot. NodeManagers list their containers in the same order every
+/// heartbeat, so equal bytes at the same position skip parsing the id and hashing it.
+#[derive(Debug, Clone, Copy)]
+struct PosEntry {
+    len: u8,
+    bytes: [u8; POS_ID_BYTES],
+    slot: u32,
+    gen: u32,
+}
+
+/// Longest container id (encoded) the position cache keeps; Java's are 16–22 bytes.
+const POS_ID_BYTES: usize = 23;
+
+impl PosEntry {
+    const EMPTY: PosEntry = PosEntry {
+        len: 0,
+        bytes: [0; POS_ID_BYTES],
+        slot: NO_SLOT,
+        gen: 0,
+    };
+
+    #[inline]
+    fn matches(&self, id: &[u8]) -> bool {
+        self.len as usize == id.len() && self.bytes[..id.len()] == *id
+    }
 }
 
 /// Resource sums read from capabilities (opportunistic mode only).
@@ -229,7 +367,8 @@ pub struct NodeState {
     index: u32,
     id: NodeKey,
     lifecycle: Lifecycle,
-    launched: FastMap<ContainerKey, Launched>,
+    launched: LaunchedSet,
+    pos: Vec<PosEntry>,
     running_apps: FastSet<AppKey>,
     apps_cleanup_sent: FastSet<AppKey>,
     epoch: u32,
@@ -264,7 +403,8 @@ impl NodeState {
             index,
             id,
             lifecycle: Lifecycle::New,
-            launched: FastMap::default(),
+            launched: LaunchedSet::default(),
+            pos: Vec::new(),
             running_apps: FastSet::default(),
             apps_cleanup_sent: FastSet::default(),
             epoch: 0,
@@ -291,7 +431,7 @@ impl NodeState {
     }
 
     pub fn is_launched(&self, c: &ContainerKey) -> bool {
-        self.launched.contains_key(c)
+        self.launched.contains(c)
     }
 
     pub fn allocated(&self) -> Allocated {
@@ -300,7 +440,7 @@ impl NodeState {
 
     /// A sorted, comparable copy of the state.
     pub fn snapshot(&self) -> NodeSnapshot {
-        let mut launched: Vec<_> = self.launched.iter().map(|(k, v)| (*k, v.exec)).collect();
+        let mut launched: Vec<_> = self.launched.iter().map(|s| (s.key, s.exec)).collect();
         launched.sort();
         let mut running_apps: Vec<_> = self.running_apps.iter().copied().collect();
         running_apps.sort();
@@ -383,7 +523,7 @@ impl NodeState {
 
     /// Admin: kill `c` if it runs here. Returns whether it did.
     pub fn kill_container(&mut self, c: ContainerKey, ctx: &mut ShardCtx<'_>) -> bool {
-        if self.launched.contains_key(&c) {
+        if self.launched.contains(&c) {
             ctx.out.push((self.index, OutItem::CleanupContainer(c)));
             true
         } else {
@@ -391,6 +531,8 @@ impl NodeState {
         }
     }
 
+    /// A RUNNING status whose key is known. Returns (newly marked this heartbeat, slot+gen
+    /// if launched).
     #[inline]
     fn on_running(
         &mut self,
@@ -398,27 +540,52 @@ impl NodeState {
         exec: ExecutionTypeProto,
         tracking: bool,
         ctx: &mut ShardCtx<'_>,
-    ) -> bool {
-        if let Some(e) = self.launched.get_mut(&key) {
-            // true only the first time this heartbeat marks it (a status may repeat).
-            let fresh = e.seen != self.epoch;
-            e.seen = self.epoch;
-            e.exec = exec;
-            return fresh;
+    ) -> (bool, Option<(u32, u32)>) {
+        if let Some(&slot) = self.launched.index.get(&key) {
+            let fresh = self.launched.mark(slot, self.epoch, exec);
+            return (fresh, Some((slot, self.launched.slots[slot as usize].gen)));
         }
         self.see_app(key.app, ctx);
         if !tracking || ctx.log.is_completed(&key) || ctx.finished_apps.contains(&key.app) {
-            return false;
+            return (false, None);
         }
-        self.launched.insert(
-            key,
-            Launched {
-                exec,
-                seen: self.epoch,
-            },
-        );
+        let sg = self.launched.insert(key, exec, self.epoch);
         ctx.stats.launched += 1;
-        true
+        (true, Some(sg))
+    }
+
+    /// A RUNNING status at position `pos` of the heartbeat, with its raw container id.
+    /// Returns whether a launched entry was newly marked.
+    #[inline]
+    fn running_at(
+        &mut self,
+        pos: usize,
+        id: ipc::view::yarn::ContainerIdView<'_>,
+        exec: ExecutionTypeProto,
+        tracking: bool,
+        ctx: &mut ShardCtx<'_>,
+    ) -> Result<bool, DecodeError> {
+        let raw = id.as_bytes();
+        if let Some(pe) = self.pos.get(pos) {
+            if pe.slot != NO_SLOT && pe.matches(raw) && self.launched.live(pe.slot, pe.gen) {
+                return Ok(self.launched.mark(pe.slot, self.epoch, exec));
+            }
+        }
+        let Some(key) = ContainerKey::from_view(id)? else {
+            ctx.stats.malformed += 1;
+            return Ok(false);
+        };
+        let (fresh, sg) = self.on_running(key, exec, tracking, ctx);
+        if raw.len() <= POS_ID_BYTES {
+            if self.pos.len() <= pos {
+                self.pos.resize(pos + 1, PosEntry::EMPTY);
+            }
+            let pe = &mut self.pos[pos];
+            pe.len = raw.len() as u8;
+            pe.bytes[..raw.len()].copy_from_slice(raw);
+            (pe.slot, pe.gen) = sg.unwrap_or((NO_SLOT, 0));
+        }
+        Ok(fresh)
     }
 
     fn on_complete(
@@ -463,35 +630,17 @@ impl NodeState {
         Ok(())
     }
 
-    /// One heartbeat's `NodeStatusProto`. On a decode error the statuses read so far stay
-    /// applied, the lost-container sweep is skipped (a cut-short snapshot must not release
-    /// containers), and the error is returned.
-    pub fn status_update(
-        &mut self,
-        status: NodeStatusView<'_>,
-        ctx: &mut ShardCtx<'_>,
-    ) -> Result<(), DecodeError> {
-        ctx.stats.status_updates += 1;
-        self.epoch = self.epoch.wrapping_add(1);
-        if let Some(id) = status.response_id()? {
-            self.last_response_id = id;
+    fn set_health(&mut self, healthy: bool, report: &str, time: i64) {
+        self.healthy = healthy;
+        if self.health_report != report {
+            self.health_report.clear();
+            self.health_report.push_str(report);
         }
-        if let Some(h) = status.node_health_status()? {
-            // proto2: an absent is_node_healthy reads as false, as in Java.
-            self.healthy = h.is_node_healthy()?.unwrap_or(false);
-            let report = h.health_report()?.unwrap_or("");
-            if self.health_report != report {
-                self.health_report.clear();
-                self.health_report.push_str(report);
-            }
-            self.last_health_report_time = h.last_health_report_time()?.unwrap_or(0);
-        }
-        if let Some(u) = status.node_utilization()? {
-            self.node_utilization = Utilization::read(u)?;
-        }
-        if let Some(u) = status.containers_utilization()? {
-            self.containers_utilization = Utilization::read(u)?;
-        }
+        self.last_health_report_time = time;
+    }
+
+    /// RUNNING ↔ UNHEALTHY from the latest health report (active nodes only).
+    fn apply_health(&mut self, ctx: &mut ShardCtx<'_>) {
         if self.lifecycle.is_active() {
             let to = if self.healthy {
                 Lifecycle::Running
@@ -503,73 +652,215 @@ impl NodeState {
             }
             self.set_lifecycle(to, ctx);
         }
+    }
+
+    /// Releases launched containers this heartbeat did not report RUNNING. `seen_now` counts
+    /// launched entries marked by this heartbeat, each once: equal to the map's size means
+    /// nothing was lost, and the sweep is skipped.
+    fn sweep(&mut self, seen_now: usize, ctx: &mut ShardCtx<'_>) {
+        if seen_now == self.launched.len() {
+            return;
+        }
+        let (lost, dropped) = self.launched.sweep(self.epoch);
+        if lost + dropped > 0 {
+            ctx.stats.lost += lost;
+            ctx.stats.released += lost + dropped;
+            ctx.events.push(NodeEvent::Released {
+                node: self.index,
+                count: (lost + dropped) as u32,
+            });
+        }
+    }
+
+    /// The same status update from a prost-decoded `NodeStatusProto` (the eager baseline in
+    /// [`crate::bench`]; the server never uses it). `on_status` is called for each container
+    /// status first, so the baseline can do Java's per-status work there.
+    pub fn status_update_owned(
+        &mut self,
+        status: &ipc::pb::hadoop::yarn::NodeStatusProto,
+        ctx: &mut ShardCtx<'_>,
+        mut on_status: impl FnMut(&ipc::pb::hadoop::yarn::ContainerStatusProto),
+    ) {
+        ctx.stats.status_updates += 1;
+        self.epoch = self.epoch.wrapping_add(1);
+        if let Some(id) = status.response_id {
+            self.last_response_id = id;
+        }
+        if let Some(h) = &status.node_health_status {
+            self.set_health(
+                h.is_node_healthy.unwrap_or(false),
+                h.health_report.as_deref().unwrap_or(""),
+                h.last_health_report_time.unwrap_or(0),
+            );
+        }
+        if let Some(u) = &status.node_utilization {
+            self.node_utilization = Utilization {
+                pmem: u.pmem.unwrap_or(0),
+                vmem: u.vmem.unwrap_or(0),
+                cpu: u.cpu.unwrap_or(0.0),
+            };
+        }
+        self.apply_health(ctx);
         let tracking = self.lifecycle == Lifecycle::Running;
         let mut seen_now = 0usize;
-        let mut alloc = Allocated::default();
-        for cs in status.containers_statuses() {
-            let cs = cs?;
+        for cs in &status.containers_statuses {
             ctx.stats.statuses += 1;
-            let s = cs.summary()?;
-            let key = match s.container_id {
-                Some(v) => ContainerKey::from_view(v)?,
-                None => None,
-            };
+            on_status(cs);
+            let key = cs.container_id.as_ref().and_then(|c| {
+                let att = c.app_attempt_id.as_ref()?;
+                let app = att.application_id.as_ref().or(c.app_id.as_ref())?;
+                Some(ContainerKey {
+                    app: AppKey {
+                        cluster_timestamp: app.cluster_timestamp.unwrap_or(0),
+                        id: app.id?,
+                    },
+                    attempt: att.attempt_id.unwrap_or(0),
+                    id: c.id?,
+                })
+            });
             let Some(key) = key else {
                 ctx.stats.malformed += 1;
                 continue;
             };
-            match s.state {
-                Some(ContainerStateProto::CRunning) => {
-                    if self.on_running(key, s.execution_type, tracking, ctx) {
+            match ContainerStateProto::try_from(cs.state.unwrap_or(0)) {
+                Ok(ContainerStateProto::CRunning) => {
+                    if self.on_running(key, cs.execution_type(), tracking, ctx).0 {
                         seen_now += 1;
                     }
                 }
-                Some(ContainerStateProto::CComplete) => {
-                    self.on_complete(key, s.exit_status, cs.diagnostics()?, ctx);
+                Ok(ContainerStateProto::CComplete) => {
+                    let diag = cs.diagnostics();
+                    self.on_complete(key, cs.exit_status(), diag, ctx);
                 }
                 _ => ctx.stats.ignored += 1,
             }
-            if ctx.opportunistic
-                && matches!(
-                    s.state,
-                    Some(ContainerStateProto::CRunning | ContainerStateProto::CNew)
-                )
-            {
-                // YARN-11003's sum, read straight from the view: no Resource object.
-                if let Some(cap) = cs.capability()? {
-                    alloc.memory_mb += cap.memory()?.unwrap_or(0);
-                    alloc.vcores += cap.virtual_cores()?.unwrap_or(0) as i64;
+        }
+        self.sweep(seen_now, ctx);
+    }
+
+    /// One heartbeat's `NodeStatusProto`, read in one pass over its fields (health and
+    /// utilization usually follow the statuses; a node that turns healthy in this heartbeat
+    /// gets a second pass over its RUNNING statuses). On a decode error the statuses read so
+    /// far stay applied, the lost-container sweep is skipped (a cut-short snapshot must not
+    /// release containers), and the error is returned.
+    pub fn status_update(
+        &mut self,
+        status: NodeStatusView<'_>,
+        ctx: &mut ShardCtx<'_>,
+    ) -> Result<(), DecodeError> {
+        ctx.stats.status_updates += 1;
+        self.epoch = self.epoch.wrapping_add(1);
+        let tracking = self.lifecycle == Lifecycle::Running;
+        let mut seen_now = 0usize;
+        let mut alloc = Allocated::default();
+        let mut pos = 0usize;
+        let (mut health, mut node_util, mut cont_util) = (None, None, None);
+        let mut r = Reader::new(status.as_bytes());
+        while !r.is_empty() {
+            match r.read_field(0)? {
+                (3, Value::Len(b)) => {
+                    let cs = ContainerStatusView::new(b);
+                    ctx.stats.statuses += 1;
+                    if self.status_at(pos, cs, tracking, &mut alloc, ctx)? {
+                        seen_now += 1;
+                    }
+                    pos += 1;
+                }
+                (2, Value::Varint(v)) => self.last_response_id = v as i32,
+                (4, Value::Len(b)) => health = Some(b),
+                (6, Value::Len(b)) => cont_util = Some(b),
+                (7, Value::Len(b)) => node_util = Some(b),
+                (n @ (2 | 3 | 4 | 6 | 7), v) => {
+                    return Err(DecodeError::WrongWireType {
+                        message: "hadoop.yarn.NodeStatusProto",
+                        field: match n {
+                            2 => "response_id",
+                            3 => "containersStatuses",
+                            4 => "nodeHealthStatus",
+                            6 => "containers_utilization",
+                            _ => "node_utilization",
+                        },
+                        actual: v.wire_type(),
+                    })
+                }
+                _ => {}
+            }
+        }
+        if let Some(b) = health {
+            let h = ipc::view::yarn::NodeHealthStatusView::new(b);
+            // proto2: an absent is_node_healthy reads as false, as in Java.
+            self.set_health(
+                h.is_node_healthy()?.unwrap_or(false),
+                h.health_report()?.unwrap_or(""),
+                h.last_health_report_time()?.unwrap_or(0),
+            );
+        }
+        if let Some(u) = node_util {
+            self.node_utilization = Utilization::read(u)?;
+        }
+        if let Some(u) = cont_util {
+            self.containers_utilization = Utilization::read(u)?;
+        }
+        self.apply_health(ctx);
+        if self.lifecycle == Lifecycle::Running && !tracking {
+            // Healthy again (or first report): track this heartbeat's RUNNING containers.
+            seen_now = 0;
+            for (pos, cs) in status.containers_statuses().enumerate() {
+                let cs = cs?;
+                let s = cs.summary()?;
+                if let (Some(ContainerStateProto::CRunning), Some(id)) = (s.state, s.container_id) {
+                    if self.running_at(pos, id, s.execution_type, true, ctx)? {
+                        seen_now += 1;
+                    }
                 }
             }
         }
         if ctx.opportunistic {
             self.allocated = alloc;
         }
-        // seen_now counts launched entries marked by this heartbeat, each once: equal to the
-        // map's size means nothing was lost, and the sweep is skipped.
-        if seen_now != self.launched.len() {
-            let epoch = self.epoch;
-            let (mut lost, mut dropped) = (0u64, 0u64);
-            self.launched.retain(|_, e| {
-                if e.seen == epoch {
-                    return true;
-                }
-                if e.exec == ExecutionTypeProto::Guaranteed {
-                    lost += 1;
-                } else {
-                    dropped += 1;
-                }
-                false
-            });
-            if lost + dropped > 0 {
-                ctx.stats.lost += lost;
-                ctx.stats.released += lost + dropped;
-                ctx.events.push(NodeEvent::Released {
-                    node: self.index,
-                    count: (lost + dropped) as u32,
-                });
+        self.sweep(seen_now, ctx);
+        Ok(())
+    }
+
+    /// One container status at position `pos`. Returns whether a launched entry was newly
+    /// marked.
+    #[inline]
+    fn status_at(
+        &mut self,
+        pos: usize,
+        cs: ContainerStatusView<'_>,
+        tracking: bool,
+        alloc: &mut Allocated,
+        ctx: &mut ShardCtx<'_>,
+    ) -> Result<bool, DecodeError> {
+        let s = cs.summary()?;
+        let Some(id) = s.container_id else {
+            ctx.stats.malformed += 1;
+            return Ok(false);
+        };
+        let mut fresh = false;
+        match s.state {
+            Some(ContainerStateProto::CRunning) => {
+                fresh = self.running_at(pos, id, s.execution_type, tracking, ctx)?;
+            }
+            Some(ContainerStateProto::CComplete) => match ContainerKey::from_view(id)? {
+                Some(key) => self.on_complete(key, s.exit_status, cs.diagnostics()?, ctx),
+                None => ctx.stats.malformed += 1,
+            },
+            _ => ctx.stats.ignored += 1,
+        }
+        if ctx.opportunistic
+            && matches!(
+                s.state,
+                Some(ContainerStateProto::CRunning | ContainerStateProto::CNew)
+            )
+        {
+            // YARN-11003's sum, read straight from the view: no Resource object.
+            if let Some(cap) = cs.capability()? {
+                alloc.memory_mb += cap.memory()?.unwrap_or(0);
+                alloc.vcores += cap.virtual_cores()?.unwrap_or(0) as i64;
             }
         }
-        Ok(())
+        Ok(fresh)
     }
 }

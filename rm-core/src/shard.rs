@@ -14,9 +14,7 @@ use ipc::view::yarn::{ContainerStatusView, NodeStatusView};
 use crate::completion_log::{CompletionLog, LoadReport};
 use crate::ids::{AppKey, ContainerKey, FastSet};
 use crate::mailbox::{ops, Global, Inbox, Mailbox, Op};
-use hdrhistogram::Histogram;
-
-use crate::metrics::{latency_histogram, ShardMetrics};
+use crate::metrics::ShardMetrics;
 use crate::node::{NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, ShardCtx};
 use crate::Error;
 
@@ -42,7 +40,7 @@ pub struct Shard {
     stats: NodeStats,
     opportunistic: bool,
     metrics: Arc<ShardMetrics>,
-    hist: Histogram<u64>,
+    latencies: Vec<u64>,
 }
 
 impl Shard {
@@ -65,7 +63,7 @@ impl Shard {
             stats: NodeStats::default(),
             opportunistic,
             metrics,
-            hist: latency_histogram(),
+            latencies: Vec::new(),
         }
     }
 
@@ -121,6 +119,51 @@ impl Shard {
     /// after [`commit`](Self::commit)).
     pub fn take_out(&mut self, into: &mut Vec<(u32, OutItem)>) {
         into.append(&mut self.out);
+    }
+
+    fn ctx(&mut self, now_ms: u64) -> (&mut Vec<Option<NodeState>>, ShardCtx<'_>) {
+        (
+            &mut self.nodes,
+            ShardCtx {
+                now_ms,
+                opportunistic: self.opportunistic,
+                finished_apps: &self.finished_apps,
+                log: &mut self.log,
+                out: &mut self.out,
+                acks: &mut self.acks,
+                events: &mut self.events,
+                stats: &mut self.stats,
+            },
+        )
+    }
+
+    /// Applies one status update to `node` directly (no inbox): the decode-and-update step
+    /// by itself, for benches and tests. Unknown nodes are ignored.
+    pub fn apply_status(
+        &mut self,
+        node: u32,
+        status: NodeStatusView<'_>,
+        now_ms: u64,
+    ) -> Result<(), ipc::reader::DecodeError> {
+        let (nodes, mut ctx) = self.ctx(now_ms);
+        match nodes.get_mut(node as usize).and_then(Option::as_mut) {
+            Some(n) => n.status_update(status, &mut ctx),
+            None => Ok(()),
+        }
+    }
+
+    /// [`apply_status`](Self::apply_status) from a prost-decoded status (the eager baseline).
+    pub fn apply_status_owned(
+        &mut self,
+        node: u32,
+        status: &ipc::pb::hadoop::yarn::NodeStatusProto,
+        now_ms: u64,
+        on_status: impl FnMut(&ipc::pb::hadoop::yarn::ContainerStatusProto),
+    ) {
+        let (nodes, mut ctx) = self.ctx(now_ms);
+        if let Some(n) = nodes.get_mut(node as usize).and_then(Option::as_mut) {
+            n.status_update_owned(status, &mut ctx, on_status);
+        }
     }
 
     /// Applies one inbox (sans-IO). Records go to the log batch, cleanup items to the outbox
@@ -193,12 +236,12 @@ impl Shard {
             {
                 ctx.stats.malformed += 1;
             }
-            self.hist
-                .saturating_record((now_ns.saturating_sub(e.enqueued_ns) / 1000).max(1));
+            self.latencies
+                .push((now_ns.saturating_sub(e.enqueued_ns) / 1000).max(1));
         }
         self.metrics.add_batch(&report);
         self.metrics.publish_stats(&self.stats);
-        self.metrics.merge_latency(&mut self.hist);
+        self.metrics.record_latencies(&mut self.latencies);
         report
     }
 
