@@ -224,10 +224,16 @@ struct Conn {
 impl Conn {
     /// Marks the connection broken and fails every pending call.
     fn fail(&self, why: &str) {
-        if self.broken.swap(true, Ordering::AcqRel) {
-            return;
+        {
+            // The reason is recorded before the flag, under its lock, so that whoever sees the
+            // flag finds the reason.
+            let mut w = lock(&self.why);
+            if self.broken.load(Ordering::Acquire) {
+                return;
+            }
+            *w = why.to_string();
+            self.broken.store(true, Ordering::Release);
         }
-        *lock(&self.why) = why.to_string();
         let _ = lock(&self.writer).shutdown(Shutdown::Both);
         let pending: Vec<_> = lock(&self.pending).drain().collect();
         for (_, slot) in pending {
@@ -425,7 +431,15 @@ impl Client {
             outcome: Mutex::new(None),
             ready: Condvar::new(),
         });
-        lock(&conn.pending).insert(call_id, slot.clone());
+        {
+            // Checked under the lock: `fail` marks the connection broken before it drains the
+            // table, so a slot inserted here is either drained by it or refused here.
+            let mut pending = lock(&conn.pending);
+            if conn.broken.load(Ordering::Acquire) {
+                return Err(ClientError::ConnectionLost(lock(&conn.why).clone()));
+            }
+            pending.insert(call_id, slot.clone());
+        }
         let written = lock(&conn.writer).write_all(&frame);
         if let Err(e) = written {
             conn.fail(&format!("write failed: {e}"));

@@ -358,8 +358,21 @@ impl<S: Service> Loop<S> {
         shared: Arc<Shared>,
     ) -> Result<Self, TransportError> {
         let cfg = &shared.config;
-        let (ring, _) =
-            build_ring(cfg.ring_entries).map_err(|e| TransportError::io("io_uring_setup", e))?;
+        // Without CAP_IPC_LOCK the ring's own memory counts against RLIMIT_MEMLOCK: on ENOMEM,
+        // retry with fewer entries before giving up.
+        let mut entries = cfg.ring_entries.max(8);
+        let ring = loop {
+            match build_ring(entries) {
+                Ok((r, _)) => break r,
+                Err(e) if e.raw_os_error() == Some(libc::ENOMEM) && entries > 64 => {
+                    entries /= 2;
+                    tracing::warn!(
+                        "io_uring_setup: ENOMEM (RLIMIT_MEMLOCK?); retrying with {entries} entries"
+                    );
+                }
+                Err(e) => return Err(TransportError::io("io_uring_setup", e)),
+            }
+        };
         let mut pool = BufferPool::new(&cfg.pool)?;
         if cfg.pool.register && (pool.capacity() as usize) <= MAX_REGISTERED_CHUNKS {
             let iov = pool.iovecs();
