@@ -171,6 +171,9 @@ pub enum Error {
         offset: u64,
         tried: String,
     },
+    /// A connection to a NameNode or DataNode failed.
+    #[error("{target}: {reason}")]
+    Connection { target: String, reason: String },
     /// No NameNode could serve the call.
     #[error("no NameNode answered {method}: {reason}")]
     NoNameNode {

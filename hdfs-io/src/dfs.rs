@@ -1,0 +1,561 @@
+//! [`DfsClient`]: `stat` and reads of HDFS files, putting the pieces together.
+//!
+//! A read walks the file's blocks: block locations come from the NameNode a window at a time
+//! (`dfs.client.read.prefetch.size`, 10 blocks by default); for each block the
+//! [`Selector`] orders the replicas, the [`AddrCache`] gives the address, the [`PeerCache`] a
+//! connection, and [`read_block_on`] the verified bytes. A replica that fails (connect, I/O,
+//! DataNode error, checksum) goes into the shared [`DeadNodes`] memory and the read moves on to
+//! the next replica from the byte where it stopped: bytes already delivered were verified, so
+//! nothing is re-sent or returned twice. A checksum failure is also reported to the NameNode
+//! (`reportBadBlocks`) once another replica served the block, as Java's `reportCheckSumFailure`
+//! does. When every replica failed, the locations are fetched again after a randomised wait
+//! (`dfs.client.retry.window.base`), at most `dfs.client.max.block.acquire.failures` times, and
+//! then the read fails with [`Error::BlockMissing`].
+//!
+//! Refused with a clear error: erasure-coded files (`ecPolicy`, `blockIndices`), encrypted
+//! files (`fileEncryptionInfo`), and reads that reach into a last block still under
+//! construction (its visible length needs `ClientDatanodeProtocol.getReplicaVisibleLength`,
+//! which this client does not speak); the completed part of such a file can be read.
+//! Java reads local replicas by short-circuit (`dfs.client.read.shortcircuit`, a Unix socket and
+//! file descriptors); this client always reads over TCP.
+
+use crate::addr_cache::{system_resolver, AddrCache};
+use crate::block_reader::{BlockRead, ReadBlockRequest};
+use crate::datanode::{block_name, connect, read_block_on, PeerCache, RecvBuf};
+use crate::dead_nodes::{DeadNodes, Failure};
+use crate::error::{BlockName, Error};
+use crate::file_status::{FileStatus, FileType};
+use crate::namenode::{BadBlock, LocatedBlocksBuf, NameNodeClient};
+use crate::replica::{decode_replicas, Replica};
+use crate::selection::{LazyNow, Ranked, Selector};
+use crate::topology::{LocalNode, RackMap};
+use ipc::view::hdfs::{LocatedBlockView, LocatedBlocksView};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Read-path settings (Hadoop keys in the field docs).
+#[derive(Debug, Clone)]
+pub struct DfsConfig {
+    /// `dfs.client.read.prefetch.size` (10 × `dfs.blocksize`).
+    pub prefetch_size: u64,
+    /// `dfs.client.max.block.acquire.failures` (3).
+    pub max_block_acquire_failures: u32,
+    /// `dfs.client.retry.window.base` (3000 ms).
+    pub retry_window_base: Duration,
+    /// `dfs.client.socket-timeout` (60 s): connect and read timeout on DataNodes.
+    pub socket_timeout: Duration,
+    /// `dfs.client.use.datanode.hostname` (false).
+    pub use_hostname: bool,
+    /// `dfs.namenode.stale.datanode.interval` (30 s): replicas without a heartbeat for this
+    /// long go last. Zero: off.
+    pub stale_interval: Duration,
+    /// How long a failed DataNode is skipped.
+    pub dead_node_ttl: Duration,
+    /// Resolved DataNode host names live this long.
+    pub dns_ttl: Duration,
+    /// Client name sent to DataNodes.
+    pub client_name: String,
+}
+
+impl Default for DfsConfig {
+    fn default() -> Self {
+        DfsConfig {
+            prefetch_size: 10 * 128 * 1024 * 1024,
+            max_block_acquire_failures: 3,
+            retry_window_base: Duration::from_millis(3000),
+            socket_timeout: Duration::from_secs(60),
+            use_hostname: false,
+            stale_interval: Duration::from_secs(30),
+            dead_node_ttl: DeadNodes::DEFAULT_TTL,
+            dns_ttl: AddrCache::DEFAULT_TTL,
+            client_name: format!("DFSClient_hotpath_{}", std::process::id()),
+        }
+    }
+}
+
+impl DfsConfig {
+    /// From a configuration (defaults where unset).
+    pub fn from_conf(conf: &conf::Configuration) -> Result<DfsConfig, Error> {
+        let ms = |k: &str, d: u64| -> Result<Duration, Error> {
+            Ok(Duration::from_millis(match conf.get(k) {
+                Some(_) => conf.get_duration_ms(k)?,
+                None => d,
+            }))
+        };
+        Ok(DfsConfig {
+            prefetch_size: conf.get_bytes("dfs.client.read.prefetch.size")?,
+            max_block_acquire_failures: conf.get_u64("dfs.client.max.block.acquire.failures")?
+                as u32,
+            retry_window_base: ms("dfs.client.retry.window.base", 3000)?,
+            socket_timeout: ms("dfs.client.socket-timeout", 60_000)?,
+            use_hostname: conf.get_bool("dfs.client.use.datanode.hostname")?,
+            stale_interval: ms("dfs.namenode.stale.datanode.interval", 30_000)?,
+            ..DfsConfig::default()
+        })
+    }
+}
+
+/// What a read did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub bytes: u64,
+    pub blocks: u64,
+    /// `getBlockLocations` calls.
+    pub location_fetches: u64,
+    /// Replica attempts that failed (and were retried elsewhere).
+    pub replica_failures: u64,
+    /// Checksum failures detected.
+    pub checksum_failures: u64,
+    /// Corrupt replicas reported to the NameNode.
+    pub reported_bad: u64,
+    /// Reads served on a cached connection.
+    pub reused_connections: u64,
+}
+
+/// An HDFS client for stat and reads. Share it across threads.
+pub struct DfsClient {
+    nn: NameNodeClient,
+    cfg: DfsConfig,
+    selector: Selector,
+    dead: Arc<DeadNodes>,
+    addrs: Mutex<AddrCache>,
+    peers: PeerCache,
+}
+
+impl std::fmt::Debug for DfsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DfsClient")
+            .field("nn", &self.nn)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A small random source for back-off jitter (not for anything else).
+fn jitter() -> f64 {
+    let n = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut x = u64::from(n) ^ 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id());
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    (x % 10_000) as f64 / 10_000.0
+}
+
+impl DfsClient {
+    /// A client over `nn` with a selector built from this host and `racks`.
+    pub fn new(
+        nn: NameNodeClient,
+        cfg: DfsConfig,
+        local: LocalNode,
+        racks: RackMap,
+        local_rack: Option<&[u8]>,
+    ) -> DfsClient {
+        DfsClient {
+            selector: Selector::new(local, racks, local_rack, cfg.use_hostname),
+            dead: Arc::new(DeadNodes::new(cfg.dead_node_ttl)),
+            addrs: Mutex::new(AddrCache::new(cfg.dns_ttl)),
+            peers: PeerCache::default(),
+            nn,
+            cfg,
+        }
+    }
+
+    /// From a configuration: NameNode addresses, read settings, this host's names
+    /// ([`LocalNode::detect`]) and the rack table of `net.topology.table.file.name` when
+    /// `net.topology.node.switch.mapping.impl` is `TableMapping`.
+    pub fn from_conf(conf: &conf::Configuration) -> Result<DfsClient, Error> {
+        let nn = NameNodeClient::from_conf(conf)?;
+        let cfg = DfsConfig::from_conf(conf)?;
+        let mut racks = RackMap::default();
+        let imp = conf
+            .get("net.topology.node.switch.mapping.impl")
+            .unwrap_or("");
+        if imp.ends_with("TableMapping") {
+            if let Some(f) = conf.get("net.topology.table.file.name") {
+                racks = RackMap::load_table(std::path::Path::new(f))
+                    .map_err(|e| Error::io(format!("rack table {f}"), e))?;
+            }
+        }
+        Ok(DfsClient::new(nn, cfg, LocalNode::detect(), racks, None))
+    }
+
+    /// The NameNode client.
+    pub fn namenode(&self) -> &NameNodeClient {
+        &self.nn
+    }
+
+    /// The shared dead-node memory.
+    pub fn dead_nodes(&self) -> &Arc<DeadNodes> {
+        &self.dead
+    }
+
+    /// The file status of `path` ([`Error::FileNotFound`] when it does not exist).
+    pub fn stat(&self, path: &str) -> Result<FileStatus, Error> {
+        self.nn
+            .get_file_info(path)?
+            .ok_or_else(|| Error::FileNotFound {
+                path: path.to_string(),
+            })
+    }
+
+    fn fetch(
+        &self,
+        path: &str,
+        offset: u64,
+        stats: &mut ReadStats,
+    ) -> Result<LocatedBlocksBuf, Error> {
+        stats.location_fetches += 1;
+        let lb = self
+            .nn
+            .get_block_locations(path, offset, self.cfg.prefetch_size.max(1))?;
+        check_supported(path, &lb.view())?;
+        Ok(lb)
+    }
+
+    /// Reads `length` bytes (to the end when `None`) of `path` from `offset` into `out`.
+    pub fn read(
+        &self,
+        path: &str,
+        offset: u64,
+        length: Option<u64>,
+        out: &mut dyn Write,
+    ) -> Result<ReadStats, Error> {
+        let mut stats = ReadStats::default();
+        let mut locs = self.fetch(path, offset, &mut stats)?;
+        let v = locs.view();
+        let d = |e| Error::Decode {
+            what: "LocatedBlocksProto",
+            source: e,
+        };
+        let file_len = v.file_length().map_err(d)?;
+        let under_construction =
+            v.under_construction().map_err(d)? && !v.is_last_block_complete().map_err(d)?;
+        let end = match length {
+            Some(l) => offset.saturating_add(l),
+            None => file_len,
+        };
+        if under_construction && (length.is_none() || end > file_len) {
+            return Err(Error::Unsupported {
+                path: path.to_string(),
+                feature: "reading the last block of a file under construction (its visible length needs ClientDatanodeProtocol.getReplicaVisibleLength)",
+            });
+        }
+        let end = end.min(file_len);
+        let mut pos = offset;
+        let mut sink = |b: &[u8]| out.write_all(b);
+        let mut buf = RecvBuf::default();
+        let mut scratch = Vec::new();
+        while pos < end {
+            let found = find_block(&locs.view(), pos)?;
+            let (block_off, block_len) = match found {
+                Some(x) => x,
+                None => {
+                    locs = self.fetch(path, pos, &mut stats)?;
+                    match find_block(&locs.view(), pos)? {
+                        Some(x) => x,
+                        None => {
+                            return Err(Error::Malformed {
+                                what: "LocatedBlocksProto",
+                                reason: "no block covers an offset below the file length",
+                            })
+                        }
+                    }
+                }
+            };
+            let stop = end.min(block_off + block_len);
+            let n = self.read_block(
+                path,
+                &mut locs,
+                block_off,
+                pos - block_off,
+                stop - pos,
+                &mut sink,
+                &mut buf,
+                &mut scratch,
+                &mut stats,
+            )?;
+            pos += n;
+            stats.blocks += 1;
+        }
+        stats.bytes = pos - offset;
+        out.flush()
+            .map_err(|e| Error::io("flushing the output", e))?;
+        Ok(stats)
+    }
+
+    /// Reads `[start, start + len)` of the block at file offset `block_off`, failing over
+    /// between replicas and refetching locations when all failed.
+    #[allow(clippy::too_many_arguments)]
+    fn read_block(
+        &self,
+        path: &str,
+        locs: &mut LocatedBlocksBuf,
+        block_off: u64,
+        start: u64,
+        len: u64,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+        buf: &mut RecvBuf,
+        scratch: &mut Vec<u8>,
+        stats: &mut ReadStats,
+    ) -> Result<u64, Error> {
+        let mut done = 0u64;
+        let mut failures = 0u32;
+        let mut tried: Vec<Vec<u8>> = Vec::new();
+        let mut tried_names: Vec<String> = Vec::new();
+        let mut corrupt: Vec<BadBlock> = Vec::new();
+        let mut order: Vec<Ranked> = Vec::new();
+        let mut fetched_ms = now_ms();
+        loop {
+            let view = locs.view();
+            let Some(block) = block_at(&view, block_off)? else {
+                return Err(Error::Malformed {
+                    what: "LocatedBlocksProto",
+                    reason: "the block vanished from a refetch",
+                });
+            };
+            let eb = block.b().map_err(|e| Error::Decode {
+                what: "LocatedBlockProto",
+                source: e,
+            })?;
+            let name = block_name(&eb)?;
+            let stale_before = if self.cfg.stale_interval.is_zero() {
+                0
+            } else {
+                fetched_ms.saturating_sub(self.cfg.stale_interval.as_millis() as u64)
+            };
+            let mut reps: Vec<Replica<'_>> = Vec::with_capacity(4);
+            decode_replicas(&block, stale_before, &mut reps)?;
+            let ignored: Vec<&[u8]> = tried.iter().map(|t| t.as_slice()).collect();
+            let mut now = LazyNow::new();
+            // after a refetch, Java forgets its dead nodes: try every replica again
+            let no_dead = DeadNodes::new(Duration::ZERO);
+            let dead: &DeadNodes = if failures == 0 { &self.dead } else { &no_dead };
+            self.selector
+                .order(&reps, dead, &ignored, &mut now, &mut order);
+            let Some(first) = order.first() else {
+                if failures >= self.cfg.max_block_acquire_failures {
+                    return Err(Error::BlockMissing {
+                        path: path.to_string(),
+                        block: name,
+                        offset: block_off + start + done,
+                        tried: if tried_names.is_empty() {
+                            "no replica locations".into()
+                        } else {
+                            tried_names.join(", ")
+                        },
+                    });
+                }
+                // Java's DFSInputStream.refetchLocations back-off
+                let w = self.cfg.retry_window_base.as_secs_f64();
+                let f = f64::from(failures);
+                let wait = w * f + w * (f + 1.0) * jitter();
+                tracing::info!(
+                    "every replica of {name} failed; refetching locations in {wait:.1} s"
+                );
+                std::thread::sleep(Duration::from_secs_f64(wait));
+                failures += 1;
+                tried.clear();
+                *locs = self.fetch(path, block_off, stats)?;
+                fetched_ms = now_ms();
+                continue;
+            };
+            let r = reps[first.index as usize];
+            let dn = r.xfer_addr_string(self.cfg.use_hostname);
+            let host = r.xfer_host(self.cfg.use_hostname);
+            let t = Instant::now();
+            let addr = {
+                let mut c = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
+                c.resolve(host, r.xfer_port, t, system_resolver)
+            };
+            let addr = match addr {
+                Ok((a, _)) => a,
+                Err(e) => {
+                    tracing::warn!("DataNode {dn}: {e}");
+                    self.dead.mark(r.uuid, Failure::Connect, t);
+                    tried.push(r.uuid.to_vec());
+                    tried_names.push(format!("{dn} (unresolvable)"));
+                    stats.replica_failures += 1;
+                    continue;
+                }
+            };
+            let token = block.block_token().map_err(|e| Error::Decode {
+                what: "LocatedBlockProto",
+                source: e,
+            })?;
+            let req = ReadBlockRequest {
+                block: eb.as_bytes(),
+                token: token.as_bytes(),
+                client_name: &self.cfg.client_name,
+                offset: start + done,
+                len: len - done,
+            };
+            // a cached connection first; one that fails before any byte is the cache's fault
+            let mut result = None;
+            if let Some(mut s) = self.peers.take(addr, t) {
+                let mut read = BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
+                let res = read_block_on(&mut s, &req, &mut read, buf, scratch, sink, &dn);
+                if res.error.is_none() || res.got_bytes || res.delivered > 0 {
+                    stats.reused_connections += u64::from(res.error.is_none());
+                    result = Some((res, read.is_done(), s));
+                }
+            }
+            let (res, clean, s) = match result {
+                Some(x) => x,
+                None => match connect(addr, self.cfg.socket_timeout, self.cfg.socket_timeout) {
+                    Ok(mut s) => {
+                        let mut read =
+                            BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
+                        let res = read_block_on(&mut s, &req, &mut read, buf, scratch, sink, &dn);
+                        let clean = read.is_done();
+                        (res, clean, s)
+                    }
+                    Err(e) => {
+                        tracing::warn!("connecting to DataNode {dn} for {name}: {e}");
+                        self.addrs
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .invalidate(host, r.xfer_port);
+                        self.dead.mark(r.uuid, Failure::Connect, Instant::now());
+                        tried.push(r.uuid.to_vec());
+                        tried_names.push(format!("{dn} (connect: {e})"));
+                        stats.replica_failures += 1;
+                        continue;
+                    }
+                },
+            };
+            done += res.delivered;
+            match res.error {
+                None => {
+                    if clean {
+                        self.peers.put(addr, s, Instant::now());
+                    }
+                    if !corrupt.is_empty() {
+                        // another replica served the block: the bad copies are reported
+                        match self.nn.report_bad_blocks(&corrupt) {
+                            Ok(()) => stats.reported_bad += corrupt.len() as u64,
+                            Err(e) => tracing::warn!("reportBadBlocks for {name}: {e}"),
+                        }
+                    }
+                    return Ok(done);
+                }
+                Some(e) => {
+                    tracing::warn!("reading {name} from {dn}: {e}; trying another replica");
+                    stats.replica_failures += 1;
+                    let kind = if matches!(e, Error::Checksum { .. }) {
+                        stats.checksum_failures += 1;
+                        corrupt.push(BadBlock {
+                            block: eb.as_bytes().to_vec(),
+                            offset: block_off,
+                            token: token.as_bytes().to_vec(),
+                            datanode: r.info.as_bytes().to_vec(),
+                        });
+                        Failure::Checksum
+                    } else {
+                        Failure::Io
+                    };
+                    if matches!(e, Error::Io { ref context, .. } if context.starts_with("writing the data"))
+                    {
+                        return Err(e);
+                    }
+                    self.dead.mark(r.uuid, kind, Instant::now());
+                    tried.push(r.uuid.to_vec());
+                    tried_names.push(format!("{dn} ({e})"));
+                    if done >= len {
+                        return Ok(done);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Refuses what this client cannot read (see the module docs).
+pub fn check_supported(path: &str, v: &LocatedBlocksView<'_>) -> Result<(), Error> {
+    let d = |e| Error::Decode {
+        what: "LocatedBlocksProto",
+        source: e,
+    };
+    if v.ec_policy().map_err(d)?.is_some() {
+        return Err(Error::Unsupported {
+            path: path.to_string(),
+            feature: "erasure coding (ecPolicy)",
+        });
+    }
+    if v.file_encryption_info().map_err(d)?.is_some() {
+        return Err(Error::Unsupported {
+            path: path.to_string(),
+            feature: "transparent encryption (fileEncryptionInfo)",
+        });
+    }
+    for b in v.blocks() {
+        let b = b.map_err(d)?;
+        if b.block_indices().map_err(d)?.is_some() {
+            return Err(Error::Unsupported {
+                path: path.to_string(),
+                feature: "erasure coding (blockIndices)",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The (offset, length) of the block covering `pos`, if the window has it.
+fn find_block(v: &LocatedBlocksView<'_>, pos: u64) -> Result<Option<(u64, u64)>, Error> {
+    let d = |e| Error::Decode {
+        what: "LocatedBlockProto",
+        source: e,
+    };
+    for b in v.blocks() {
+        let b = b.map_err(d)?;
+        let off = b.offset().map_err(d)?;
+        let len = b.b().map_err(d)?.num_bytes().map_err(d)?;
+        if off <= pos && pos < off + len {
+            return Ok(Some((off, len)));
+        }
+    }
+    Ok(None)
+}
+
+/// The block starting at file offset `off`.
+fn block_at<'a>(
+    v: &LocatedBlocksView<'a>,
+    off: u64,
+) -> Result<Option<LocatedBlockView<'a>>, Error> {
+    let d = |e| Error::Decode {
+        what: "LocatedBlockProto",
+        source: e,
+    };
+    for b in v.blocks() {
+        let b = b.map_err(d)?;
+        if b.offset().map_err(d)? == off {
+            return Ok(Some(b));
+        }
+    }
+    Ok(None)
+}
+
+/// Type letter for listings.
+pub fn type_name(t: FileType) -> &'static str {
+    match t {
+        FileType::Dir => "directory",
+        FileType::File => "regular file",
+        FileType::Symlink => "symlink",
+    }
+}
+
+/// `BlockName` of a located block (for reports).
+pub fn located_block_name(b: &LocatedBlockView<'_>) -> Result<BlockName, Error> {
+    block_name(&b.b().map_err(|e| Error::Decode {
+        what: "LocatedBlockProto",
+        source: e,
+    })?)
+}

@@ -1,0 +1,718 @@
+//! The NameNode client: `ClientProtocol` calls over [`ipc::client::Client`], with Hadoop's
+//! exceptions as typed errors, stateId tracking and observer reads.
+//!
+//! - Requests are hand-encoded from borrowed arguments (a path is one length-delimited field;
+//!   prost would need an owned `String`); responses are read in place ([`FileStatusView`],
+//!   [`LocatedBlocksBuf`]).
+//! - **Addresses**: `fs.defaultFS` = `hdfs://host:port` names one NameNode;
+//!   `hdfs://<nameservice>` names the ones of `dfs.ha.namenodes.<nameservice>` at
+//!   `dfs.namenode.rpc-address.<nameservice>.<id>`.
+//! - **Roles**: with several NameNodes, each one's role is asked once (`getHAServiceState`) and
+//!   again after a StandbyException or a broken connection. Writes, `msync` and `reportBadBlocks`
+//!   go to the active; with `dfs.client.failover.proxy.provider.<ns>` =
+//!   `…ObserverReadProxyProvider`, reads (`getFileInfo`, `getBlockLocations`) go to an observer.
+//! - **stateId**: the nameservice-wide highest stateId is the maximum over every connection's
+//!   (each `ipc` client keeps the highest it saw in response headers and sends it). As Java's
+//!   `ObserverReadProxyProvider`, the first read `msync`s the active. A read goes to an observer
+//!   only when that connection's stateId is at least the nameservice-wide one, so that it never
+//!   sees state older than what this client already saw; otherwise it goes to the active (the
+//!   `ipc` client has no way yet to raise a connection's stateId: see
+//!   /work/notes/hdfsio-requests.md).
+//! - **Retries**: RetriableException: the same NameNode again after a short, growing wait.
+//!   StandbyException / ObserverRetryOnActiveException / a connection failure: another
+//!   NameNode (reads fall back from the observer to the active; active calls re-discover the
+//!   active). Anything else is returned as [`Error::Remote`].
+
+use crate::error::{Error, RemoteException, RemoteKind};
+use crate::file_status::{FileStatus, FileStatusView};
+use ipc::client::{Client, ClientConfig, ClientError, Response};
+use ipc::reader::{Reader, WireType};
+use ipc::view::hdfs::LocatedBlocksView;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
+pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
+/// Default NameNode RPC port.
+pub const DEFAULT_PORT: u16 = 8020;
+
+/// A NameNode's HA state (`HAServiceStateProto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Unknown = 0,
+    Active = 1,
+    Standby = 2,
+    Observer = 3,
+    Initializing = 4,
+}
+
+impl Role {
+    fn from_u8(v: u8) -> Role {
+        match v {
+            1 => Role::Active,
+            2 => Role::Standby,
+            3 => Role::Observer,
+            4 => Role::Initializing,
+            _ => Role::Unknown,
+        }
+    }
+}
+
+/// One NameNode to talk to.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// NameNode id (`nn1`), or the address text for a single NameNode.
+    pub id: String,
+    pub addr: SocketAddr,
+}
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct NameNodeConfig {
+    /// `effectiveUser` of the connection (Java: the UGI's short name; `HADOOP_USER_NAME`).
+    pub user: String,
+    pub connect_timeout: Duration,
+    pub call_timeout: Duration,
+    /// Connect attempts per call before trying another NameNode.
+    pub connect_attempts: u32,
+    /// RetriableException retries on one NameNode.
+    pub retries: u32,
+    /// First wait after a RetriableException (doubles per retry).
+    pub retry_wait: Duration,
+    /// Send reads to observers.
+    pub observer_reads: bool,
+}
+
+impl Default for NameNodeConfig {
+    fn default() -> Self {
+        NameNodeConfig {
+            user: default_user(),
+            connect_timeout: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(60),
+            connect_attempts: 3,
+            retries: 5,
+            retry_wait: Duration::from_millis(100),
+            observer_reads: false,
+        }
+    }
+}
+
+/// `HADOOP_USER_NAME`, else `USER`, else `hotpath`: the SIMPLE-auth user as Java picks it.
+pub fn default_user() -> String {
+    std::env::var("HADOOP_USER_NAME")
+        .or_else(|_| std::env::var("USER"))
+        .unwrap_or_else(|_| "hotpath".to_string())
+}
+
+struct Node {
+    ep: Endpoint,
+    client: Client,
+    role: AtomicU8,
+}
+
+/// A `getBlockLocations` answer kept in its receive buffer.
+pub struct LocatedBlocksBuf {
+    resp: Response,
+    range: Range<usize>,
+}
+
+impl LocatedBlocksBuf {
+    /// The LocatedBlocksProto.
+    pub fn view(&self) -> LocatedBlocksView<'_> {
+        LocatedBlocksView::new(&self.resp.payload()[self.range.clone()])
+    }
+
+    /// Its bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.resp.payload()[self.range.clone()]
+    }
+}
+
+impl std::fmt::Debug for LocatedBlocksBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LocatedBlocksBuf({} bytes)", self.range.len())
+    }
+}
+
+/// A replica reported corrupt: the block's `ExtendedBlockProto` bytes, its offset in the file,
+/// its `TokenProto` bytes and the `DatanodeInfoProto` bytes of the node holding the bad copy (all
+/// as the NameNode sent them).
+#[derive(Debug, Clone)]
+pub struct BadBlock {
+    pub block: Vec<u8>,
+    pub offset: u64,
+    pub token: Vec<u8>,
+    pub datanode: Vec<u8>,
+}
+
+/// The NameNode client (see the module docs). Share it across threads (`&self` everywhere).
+pub struct NameNodeClient {
+    nodes: Vec<Node>,
+    cfg: NameNodeConfig,
+    /// Index of the node believed active.
+    active: AtomicUsize,
+    roles_known: AtomicBool,
+    msynced: AtomicBool,
+}
+
+impl std::fmt::Debug for NameNodeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_list();
+        for n in &self.nodes {
+            d.entry(&(
+                &n.ep.id,
+                n.ep.addr,
+                Role::from_u8(n.role.load(Ordering::Relaxed)),
+            ));
+        }
+        d.finish()
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+    put_varint(out, u64::from(field << 3 | 2));
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// `GetFileInfoRequestProto{src}`.
+pub fn encode_get_file_info(path: &str, out: &mut Vec<u8>) {
+    put_bytes(out, 1, path.as_bytes());
+}
+
+/// `GetBlockLocationsRequestProto{src, offset, length}`.
+pub fn encode_get_block_locations(path: &str, offset: u64, length: u64, out: &mut Vec<u8>) {
+    put_bytes(out, 1, path.as_bytes());
+    out.push(2 << 3);
+    put_varint(out, offset);
+    out.push(3 << 3);
+    put_varint(out, length);
+}
+
+/// `ReportBadBlocksRequestProto{blocks: [LocatedBlockProto{b, offset, locs: [dn], corrupt:
+/// false, blockToken}]}`, as Java's `DFSClient.reportChecksumFailure` builds it.
+pub fn encode_report_bad_blocks(bad: &[BadBlock], out: &mut Vec<u8>) {
+    for b in bad {
+        let mut lb = Vec::with_capacity(b.block.len() + b.datanode.len() + b.token.len() + 24);
+        put_bytes(&mut lb, 1, &b.block);
+        lb.push(2 << 3);
+        put_varint(&mut lb, b.offset);
+        put_bytes(&mut lb, 3, &b.datanode);
+        lb.extend_from_slice(&[4 << 3, 0]);
+        put_bytes(&mut lb, 5, &b.token);
+        put_bytes(out, 1, &lb);
+    }
+}
+
+/// The last occurrence of length-delimited field `field` of `msg`, as a range of `msg`.
+fn field_range(msg: &[u8], field: u32, what: &'static str) -> Result<Option<Range<usize>>, Error> {
+    let bad = |e| Error::Decode { what, source: e };
+    let mut r = Reader::new(msg);
+    let mut out = None;
+    while !r.is_empty() {
+        let (n, wt) = r.read_tag().map_err(bad)?;
+        if n == field && wt == WireType::Len {
+            let b = r.read_len().map_err(bad)?;
+            let start = b.as_ptr() as usize - msg.as_ptr() as usize;
+            out = Some(start..start + b.len());
+        } else if n == field {
+            return Err(Error::Malformed {
+                what,
+                reason: "wrong wire type",
+            });
+        } else {
+            r.skip(n, wt, 0).map_err(bad)?;
+        }
+    }
+    Ok(out)
+}
+
+fn remote(e: ClientError, node: &Endpoint) -> Error {
+    match e {
+        ClientError::Remote {
+            status,
+            class,
+            message,
+            detail,
+        } => Error::Remote(RemoteException {
+            kind: RemoteKind::from_class(&class),
+            class,
+            message,
+            code: detail.map(|d| d as i32),
+            fatal: status
+                == ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Fatal,
+        }),
+        other => Error::Connection {
+            target: format!("NameNode {} ({})", node.id, node.addr),
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// What to do after a failed call.
+fn is_failover(e: &Error) -> bool {
+    matches!(e, Error::Connection { .. })
+        || matches!(
+            e.remote_kind(),
+            Some(RemoteKind::Standby | RemoteKind::ObserverRetryOnActive)
+        )
+}
+
+impl NameNodeClient {
+    /// A client for these NameNodes (one: no HA; several: roles are discovered).
+    pub fn new(endpoints: Vec<Endpoint>, cfg: NameNodeConfig) -> Result<NameNodeClient, Error> {
+        if endpoints.is_empty() {
+            return Err(Error::Config("no NameNode address".into()));
+        }
+        let single = endpoints.len() == 1;
+        let nodes = endpoints
+            .into_iter()
+            .map(|ep| {
+                let icfg = ClientConfig {
+                    protocol: CLIENT_PROTOCOL.to_string(),
+                    protocol_version: 1,
+                    user: cfg.user.clone(),
+                    connect_timeout: cfg.connect_timeout,
+                    call_timeout: cfg.call_timeout,
+                    max_connect_attempts: cfg.connect_attempts.max(1),
+                    backoff_initial: Duration::from_millis(50),
+                    backoff_max: Duration::from_secs(1),
+                    ..ClientConfig::default()
+                };
+                Node {
+                    client: Client::new(ep.addr, icfg),
+                    ep,
+                    role: AtomicU8::new(if single {
+                        Role::Active as u8
+                    } else {
+                        Role::Unknown as u8
+                    }),
+                }
+            })
+            .collect();
+        Ok(NameNodeClient {
+            nodes,
+            cfg,
+            active: AtomicUsize::new(0),
+            roles_known: AtomicBool::new(single),
+            msynced: AtomicBool::new(false),
+        })
+    }
+
+    /// From a configuration: `fs.defaultFS` and the HA keys (see the module docs).
+    pub fn from_conf(conf: &conf::Configuration) -> Result<NameNodeClient, Error> {
+        let (eps, observer) = endpoints_from_conf(conf)?;
+        let cfg = NameNodeConfig {
+            observer_reads: observer,
+            connect_timeout: Duration::from_millis(
+                conf.get_duration_ms("ipc.client.connect.timeout")
+                    .unwrap_or(20_000),
+            ),
+            ..NameNodeConfig::default()
+        };
+        NameNodeClient::new(eps, cfg)
+    }
+
+    /// The NameNodes and their last known roles.
+    pub fn nodes(&self) -> Vec<(Endpoint, Role)> {
+        self.nodes
+            .iter()
+            .map(|n| (n.ep.clone(), Role::from_u8(n.role.load(Ordering::Acquire))))
+            .collect()
+    }
+
+    /// The highest stateId seen from any NameNode.
+    pub fn state_id(&self) -> Option<i64> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.client.last_state_id())
+            .max()
+    }
+
+    /// Asks every NameNode its HA state (`getHAServiceState`).
+    pub fn discover_roles(&self) {
+        let mut active = None;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let role = match n
+                .client
+                .call_timeout("getHAServiceState", &[], self.cfg.call_timeout)
+            {
+                Ok(resp) => {
+                    let mut r = Reader::new(resp.payload());
+                    let mut state = None;
+                    while !r.is_empty() {
+                        match r.read_tag() {
+                            Ok((1, WireType::Varint)) => state = r.read_varint().ok(),
+                            Ok((f, wt)) => {
+                                if r.skip(f, wt, 0).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    // HAServiceStateProto: INITIALIZING 0, ACTIVE 1, STANDBY 2, OBSERVER 3
+                    match state {
+                        Some(0) => Role::Initializing,
+                        Some(1) => Role::Active,
+                        Some(2) => Role::Standby,
+                        Some(3) => Role::Observer,
+                        _ => Role::Unknown,
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("getHAServiceState on {}: {e}", n.ep.id);
+                    Role::Unknown
+                }
+            };
+            n.role.store(role as u8, Ordering::Release);
+            if role == Role::Active && active.is_none() {
+                active = Some(i);
+            }
+        }
+        if let Some(a) = active {
+            self.active.store(a, Ordering::Release);
+        }
+        self.roles_known.store(true, Ordering::Release);
+    }
+
+    fn ensure_roles(&self) {
+        if !self.roles_known.load(Ordering::Acquire) {
+            self.discover_roles();
+        }
+    }
+
+    /// One call on node `i`, with RetriableException retries.
+    fn call_on(&self, i: usize, method: &str, req: &[u8]) -> Result<Response, Error> {
+        let n = &self.nodes[i];
+        let mut wait = self.cfg.retry_wait;
+        let mut attempt = 0;
+        loop {
+            match n.client.call_timeout(method, req, self.cfg.call_timeout) {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let e = remote(e, &n.ep);
+                    if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < self.cfg.retries
+                    {
+                        attempt += 1;
+                        std::thread::sleep(wait);
+                        wait = wait.saturating_mul(2);
+                        continue;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// A call for the active NameNode, failing over across the others.
+    fn active_call(&self, method: &'static str, req: &[u8]) -> Result<Response, Error> {
+        self.ensure_roles();
+        let count = self.nodes.len();
+        let mut last = None;
+        for round in 0..2 {
+            let start = self.active.load(Ordering::Acquire);
+            for k in 0..count {
+                let i = (start + k) % count;
+                let role = Role::from_u8(self.nodes[i].role.load(Ordering::Acquire));
+                // the believed active first; then the others, observers last
+                if count > 1 && k > 0 && role == Role::Observer {
+                    continue;
+                }
+                match self.call_on(i, method, req) {
+                    Ok(r) => {
+                        if count > 1 {
+                            self.active.store(i, Ordering::Release);
+                            self.nodes[i]
+                                .role
+                                .store(Role::Active as u8, Ordering::Release);
+                        }
+                        return Ok(r);
+                    }
+                    Err(e) if count > 1 && is_failover(&e) => {
+                        if e.remote_kind() == Some(RemoteKind::Standby) {
+                            self.nodes[i]
+                                .role
+                                .store(Role::Standby as u8, Ordering::Release);
+                        }
+                        last = Some(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if round == 0 && count > 1 {
+                self.discover_roles();
+            }
+        }
+        Err(last.unwrap_or(Error::NoNameNode {
+            method,
+            reason: "no NameNode is active".into(),
+        }))
+    }
+
+    /// A read: an up-to-date observer when observer reads are on, else the active.
+    fn read_call(&self, method: &'static str, req: &[u8]) -> Result<Response, Error> {
+        if self.cfg.observer_reads && self.nodes.len() > 1 {
+            self.ensure_roles();
+            if !self.msynced.load(Ordering::Acquire) {
+                self.msync()?;
+            }
+            let floor = self.state_id().unwrap_or(i64::MIN);
+            for (i, n) in self.nodes.iter().enumerate() {
+                if Role::from_u8(n.role.load(Ordering::Acquire)) != Role::Observer {
+                    continue;
+                }
+                match n.client.last_state_id() {
+                    // up to date: the read carries a stateId >= everything this client saw
+                    Some(s) if s >= floor => match self.call_on(i, method, req) {
+                        Ok(r) => return Ok(r),
+                        Err(e)
+                            if is_failover(&e)
+                                || e.remote_kind() == Some(RemoteKind::Retriable) =>
+                        {
+                            tracing::debug!("observer {} declined {method}: {e}", n.ep.id);
+                        }
+                        Err(e) => return Err(e),
+                    },
+                    // no stateId yet: a cheap call teaches this connection the observer's
+                    // stateId (every response header carries it); the read itself goes on
+                    None => {
+                        let _ = n.client.call_timeout("msync", &[], self.cfg.call_timeout);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        self.active_call(method, req)
+    }
+
+    /// `msync`: brings this client's stateId up to the active's (observer reads after it see
+    /// everything committed before it).
+    pub fn msync(&self) -> Result<(), Error> {
+        self.active_call("msync", &[])?;
+        self.msynced.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// `getFileInfo`: the status of `path`, or `None` when it does not exist.
+    pub fn get_file_info(&self, path: &str) -> Result<Option<FileStatus>, Error> {
+        self.get_file_info_with(path, &mut Vec::new(), |v| v.to_owned())
+    }
+
+    /// `getFileInfo` with the status read in place: `f` sees a view of the response bytes.
+    /// `scratch` holds the encoded request (reuse it to encode without allocating).
+    pub fn get_file_info_with<R>(
+        &self,
+        path: &str,
+        scratch: &mut Vec<u8>,
+        f: impl FnOnce(&FileStatusView<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
+        scratch.clear();
+        encode_get_file_info(path, scratch);
+        let resp = self.read_call("getFileInfo", scratch)?;
+        let payload = resp.payload();
+        match field_range(payload, 1, "GetFileInfoResponseProto")? {
+            None => Ok(None),
+            Some(r) => Ok(Some(f(&FileStatusView::decode(&payload[r])?))),
+        }
+    }
+
+    /// `getBlockLocations(path, offset, length)`. A missing path is the NameNode's
+    /// FileNotFoundException.
+    pub fn get_block_locations(
+        &self,
+        path: &str,
+        offset: u64,
+        length: u64,
+    ) -> Result<LocatedBlocksBuf, Error> {
+        let mut req = Vec::with_capacity(path.len() + 24);
+        encode_get_block_locations(path, offset, length, &mut req);
+        let resp = self.read_call("getBlockLocations", &req)?;
+        match field_range(resp.payload(), 1, "GetBlockLocationsResponseProto")? {
+            Some(range) => {
+                let lb = LocatedBlocksBuf { resp, range };
+                lb.view().validate().map_err(|e| Error::Decode {
+                    what: "LocatedBlocksProto",
+                    source: e,
+                })?;
+                Ok(lb)
+            }
+            None => Err(Error::FileNotFound {
+                path: path.to_string(),
+            }),
+        }
+    }
+
+    /// `reportBadBlocks` to the active.
+    pub fn report_bad_blocks(&self, bad: &[BadBlock]) -> Result<(), Error> {
+        let mut req = Vec::new();
+        encode_report_bad_blocks(bad, &mut req);
+        self.active_call("reportBadBlocks", &req).map(drop)
+    }
+}
+
+/// The NameNode endpoints of a configuration and whether observer reads are configured.
+pub fn endpoints_from_conf(conf: &conf::Configuration) -> Result<(Vec<Endpoint>, bool), Error> {
+    let fs = conf.get("fs.defaultFS").unwrap_or("file:///");
+    let Some(rest) = fs.strip_prefix("hdfs://") else {
+        return Err(Error::Config(format!(
+            "fs.defaultFS is {fs}, not an hdfs:// URI"
+        )));
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let nameservices = conf.get_trimmed_strings("dfs.nameservices")?;
+    if nameservices.iter().any(|n| n == authority) {
+        let ns = authority;
+        let ids = conf.get_trimmed_strings(&format!("dfs.ha.namenodes.{ns}"))?;
+        if ids.is_empty() {
+            return Err(Error::Config(format!("dfs.ha.namenodes.{ns} is not set")));
+        }
+        let mut eps = Vec::new();
+        for id in ids {
+            let key = format!("dfs.namenode.rpc-address.{ns}.{id}");
+            let hp = conf.get_socket_addr(&key, DEFAULT_PORT)?;
+            eps.push(Endpoint {
+                addr: resolve(&hp.host, hp.port)?,
+                id,
+            });
+        }
+        let provider = conf
+            .get(&format!("dfs.client.failover.proxy.provider.{ns}"))
+            .unwrap_or("");
+        Ok((eps, provider.ends_with("ObserverReadProxyProvider")))
+    } else {
+        let hp = conf::value::parse_host_port(fs, DEFAULT_PORT)
+            .ok_or_else(|| Error::Config(format!("fs.defaultFS {fs}: no host")))?;
+        Ok((
+            vec![Endpoint {
+                addr: resolve(&hp.host, hp.port)?,
+                id: hp.to_string(),
+            }],
+            false,
+        ))
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::io(format!("resolving NameNode {host}:{port}"), e))?
+        .next()
+        .ok_or_else(|| Error::Config(format!("NameNode {host}:{port} has no address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipc::pb::hadoop::hdfs::{GetBlockLocationsRequestProto, GetFileInfoRequestProto};
+    use prost::Message;
+
+    #[test]
+    fn requests_match_prost() {
+        let mut b = Vec::new();
+        encode_get_file_info("/user/alice/f", &mut b);
+        assert_eq!(
+            b,
+            GetFileInfoRequestProto {
+                src: "/user/alice/f".into()
+            }
+            .encode_to_vec()
+        );
+        b.clear();
+        encode_get_block_locations("/x", 1 << 40, 10 << 20, &mut b);
+        assert_eq!(
+            b,
+            GetBlockLocationsRequestProto {
+                src: "/x".into(),
+                offset: 1 << 40,
+                length: 10 << 20
+            }
+            .encode_to_vec()
+        );
+    }
+
+    #[test]
+    fn report_bad_blocks_matches_prost() {
+        use crate::fixtures::Dn;
+        use ipc::pb::hadoop::common::TokenProto;
+        use ipc::pb::hadoop::hdfs::{
+            ExtendedBlockProto, LocatedBlockProto, ReportBadBlocksRequestProto,
+        };
+        let eb = ExtendedBlockProto {
+            pool_id: "BP-1".into(),
+            block_id: 7,
+            generation_stamp: 1001,
+            num_bytes: Some(9),
+        };
+        let tok = TokenProto {
+            identifier: vec![],
+            password: vec![],
+            kind: String::new(),
+            service: String::new(),
+        };
+        let dn = Dn::new(1, "/r1").to_proto();
+        let bad = BadBlock {
+            block: eb.encode_to_vec(),
+            offset: 1 << 20,
+            token: tok.encode_to_vec(),
+            datanode: dn.encode_to_vec(),
+        };
+        let mut ours = Vec::new();
+        encode_report_bad_blocks(&[bad.clone(), bad], &mut ours);
+        let lb = LocatedBlockProto {
+            b: eb,
+            offset: 1 << 20,
+            locs: vec![dn],
+            corrupt: false,
+            block_token: tok,
+            ..Default::default()
+        };
+        assert_eq!(
+            ours,
+            ReportBadBlocksRequestProto {
+                blocks: vec![lb.clone(), lb]
+            }
+            .encode_to_vec()
+        );
+    }
+
+    #[test]
+    fn endpoints_single_and_ha() {
+        let mut c = conf::Configuration::new();
+        c.set("fs.defaultFS", "hdfs://127.0.0.1:9000");
+        let (e, obs) = endpoints_from_conf(&c).unwrap();
+        assert_eq!(
+            (e.len(), e[0].addr.to_string(), obs),
+            (1, "127.0.0.1:9000".to_string(), false)
+        );
+        c.set("fs.defaultFS", "hdfs://ns1");
+        c.set("dfs.nameservices", "ns1");
+        assert!(endpoints_from_conf(&c).is_err(), "no dfs.ha.namenodes.ns1");
+        c.set("dfs.ha.namenodes.ns1", "nn0, nn1");
+        c.set("dfs.namenode.rpc-address.ns1.nn0", "127.0.0.1:9001");
+        c.set("dfs.namenode.rpc-address.ns1.nn1", "127.0.0.1:9002");
+        c.set(
+            "dfs.client.failover.proxy.provider.ns1",
+            "org.apache.hadoop.hdfs.server.namenode.ha.ObserverReadProxyProvider",
+        );
+        let (e, obs) = endpoints_from_conf(&c).unwrap();
+        assert_eq!(
+            e.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+            ["nn0", "nn1"]
+        );
+        assert_eq!(e[1].addr.port(), 9002);
+        assert!(obs);
+        c.set("fs.defaultFS", "file:///");
+        assert!(endpoints_from_conf(&c).is_err());
+    }
+}

@@ -1,0 +1,264 @@
+//! hdfs-io against the real MiniDFSCluster (peer-harness `hdfs` mode: 3 DataNodes on
+//! 127.0.0.2-4 in racks /r1, /r1, /r2, 1 MiB blocks). One peer per test binary; the shared
+//! lock serialises the tests, and each leaves every DataNode running.
+
+use hdfs_io::dfs::{DfsClient, DfsConfig};
+use hdfs_io::file_status::FileType;
+use hdfs_io::namenode::NameNodeClient;
+use hdfs_io::topology::{LocalNode, RackMap};
+use hdfs_io::Error;
+use peer_harness::{content, Mode, Peer, Shared};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+
+static HDFS: Shared = Shared::new(Mode::Hdfs, &[]);
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn conf_of(peer: &Peer) -> conf::Configuration {
+    conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir")
+}
+
+/// A client from the peer's site files; `local` pretends this host is that DataNode host
+/// (so the local-first rule makes it the first choice).
+fn client(peer: &Peer, local: Option<&str>) -> DfsClient {
+    let c = conf_of(peer);
+    let nn = NameNodeClient::from_conf(&c).expect("namenode client");
+    let mut cfg = DfsConfig::from_conf(&c).expect("dfs config");
+    cfg.retry_window_base = std::time::Duration::from_millis(200);
+    let local = local
+        .map(|h| LocalNode::with_names([h]))
+        .unwrap_or_default();
+    DfsClient::new(nn, cfg, local, RackMap::default(), None)
+}
+
+fn write(peer: &mut Peer, path: &str, bytes: u64) -> Value {
+    peer.command(&format!("write {path} {bytes}"))
+        .expect("write")
+}
+
+/// The replica hosts of block `i` of `path`, in the NameNode's order.
+fn replica_hosts(peer: &mut Peer, path: &str, i: usize) -> Vec<(u64, String, String)> {
+    let b = peer
+        .command(&format!("block-locations {path}"))
+        .expect("block-locations");
+    b["blocks"][i]["locations"]
+        .as_array()
+        .expect("locations")
+        .iter()
+        .map(|l| {
+            (
+                l["dn_index"].as_u64().expect("dn_index"),
+                l["host_name"].as_str().expect("host").to_string(),
+                l["uuid"].as_str().expect("uuid").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn stat_of_a_file_and_a_directory() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    write(&mut peer, "/interop/stat/f", 2_500_000);
+    let c = client(&peer, None);
+    let st = c.stat("/interop/stat/f").expect("stat");
+    assert_eq!(st.file_type, FileType::File);
+    assert_eq!(st.length, 2_500_000);
+    assert_eq!(st.blocksize, 1 << 20);
+    assert_eq!(st.block_replication, 3);
+    assert_eq!(st.mode_string(), "-rw-r--r--");
+    assert!(!st.owner.is_empty() && !st.group.is_empty());
+    assert!(st.modification_time > 1_600_000_000_000);
+    assert!(!st.erasure_coded && !st.encrypted);
+    let d = c.stat("/interop/stat").expect("stat dir");
+    assert_eq!(d.file_type, FileType::Dir);
+    assert_eq!(d.children_num, 1);
+    assert!(
+        c.namenode().state_id().is_some(),
+        "the NameNode sends stateIds (state context enabled)"
+    );
+}
+
+#[test]
+fn missing_path_is_file_not_found() {
+    let peer = HDFS.lock().expect("hdfs peer");
+    let c = client(&peer, None);
+    match c.stat("/interop/does/not/exist") {
+        Err(e @ Error::FileNotFound { .. }) => {
+            assert!(e.to_string().contains("/interop/does/not/exist"))
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut out = Vec::new();
+    let e = c
+        .read("/interop/does/not/exist", 0, None, &mut out)
+        .unwrap_err();
+    assert!(e.is_file_not_found(), "{e:?}");
+    // the NameNode's own exception, with its message
+    if let Error::Remote(r) = &e {
+        assert_eq!(r.class, "java.io.FileNotFoundException");
+        assert!(
+            r.message.contains("/interop/does/not/exist"),
+            "{}",
+            r.message
+        );
+    } else {
+        panic!("expected the NameNode's FileNotFoundException, got {e:?}");
+    }
+    assert!(out.is_empty());
+}
+
+#[test]
+fn cat_of_a_five_block_file_is_byte_identical() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = 5u64 << 20;
+    let w = write(&mut peer, "/interop/cat/f5", len);
+    assert_eq!(w["blocks"], 5);
+    let c = client(&peer, None);
+    let mut out = Vec::with_capacity(len as usize);
+    let stats = c.read("/interop/cat/f5", 0, None, &mut out).expect("read");
+    assert_eq!(out.len() as u64, len);
+    assert_eq!(sha256_hex(&out), w["sha256"].as_str().expect("sha256"));
+    assert_eq!(stats.blocks, 5);
+    assert_eq!(stats.replica_failures, 0);
+    // ranges: unaligned, across block boundaries, a single byte, the tail
+    for (off, n) in [
+        (1u64, 1u64),
+        (511, 1025),
+        ((1 << 20) - 3, 10),
+        (3 << 20, 1 << 20),
+        (len - 1, 1),
+        (12345, 3_000_000),
+    ] {
+        let mut part = Vec::new();
+        c.read("/interop/cat/f5", off, Some(n), &mut part)
+            .expect("range read");
+        assert_eq!(part, content::range(off, n as usize), "{off}+{n}");
+    }
+    // past the end: clamped, as Java's read returns EOF
+    let mut tail = Vec::new();
+    c.read("/interop/cat/f5", len - 10, Some(100), &mut tail)
+        .expect("tail");
+    assert_eq!(tail, content::range(len - 10, 10));
+    // the connections were reused (peer cache)
+    let stats = c
+        .read("/interop/cat/f5", 0, Some(2 << 20), &mut Vec::new())
+        .expect("again");
+    assert!(stats.reused_connections >= 1, "{stats:?}");
+}
+
+/// Writes to `peer` (a command) once `after` bytes went by.
+struct StopAfter<'a> {
+    out: Vec<u8>,
+    after: usize,
+    peer: &'a mut Peer,
+    command: Option<String>,
+}
+
+impl Write for StopAfter<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.out.extend_from_slice(b);
+        if self.out.len() >= self.after {
+            if let Some(c) = self.command.take() {
+                self.peer.command(&c).map_err(std::io::Error::other)?;
+            }
+        }
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn read_survives_a_datanode_stopped_mid_file() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = 5u64 << 20;
+    let w = write(&mut peer, "/interop/stop/f5", len);
+    // prefer the first replica of block 0 (as if this client ran on its host), then stop that
+    // DataNode once 1.5 blocks went by: later blocks on it must come from other replicas
+    let (dn_index, host, uuid) = replica_hosts(&mut peer, "/interop/stop/f5", 0).remove(0);
+    let c = client(&peer, Some(&host));
+    let mut sink = StopAfter {
+        out: Vec::new(),
+        after: 3 << 19,
+        peer: &mut peer,
+        command: Some(format!("dn-stop {dn_index}")),
+    };
+    let res = c.read("/interop/stop/f5", 0, None, &mut sink);
+    let out = std::mem::take(&mut sink.out);
+    let stopped = sink.command.is_none();
+    drop(sink);
+    peer.command(&format!("dn-restart {dn_index}"))
+        .expect("restart");
+    let stats = res.expect("read with a DataNode stopped");
+    assert!(stopped);
+    assert_eq!(sha256_hex(&out), w["sha256"].as_str().expect("sha256"));
+    assert!(stats.replica_failures >= 1, "{stats:?}");
+    let dead = c.dead_nodes().snapshot(std::time::Instant::now());
+    assert!(dead.iter().any(|d| d.uuid == uuid.as_bytes()), "{dead:?}");
+    // the dead-node memory is shared by the next read: it does not try the stopped node again
+    // (the NameNode still lists it: its heartbeat has not expired)
+    let again = c
+        .read("/interop/stop/f5", 0, None, &mut Vec::new())
+        .expect("second read");
+    assert_eq!(again.replica_failures, 0, "{again:?}");
+}
+
+#[test]
+fn corrupt_replica_is_detected_reported_and_read_elsewhere() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = 3u64 << 20;
+    let w = write(&mut peer, "/interop/corrupt/f3", len);
+    let reps = replica_hosts(&mut peer, "/interop/corrupt/f3", 1);
+    let (_, host, uuid) = reps[0].clone();
+    let r = peer
+        .command("corrupt /interop/corrupt/f3 1 0")
+        .expect("corrupt");
+    assert_eq!(
+        r["xfer"].as_str().map(|x| x.starts_with(&host)),
+        Some(true),
+        "{r}"
+    );
+    // this client "runs on" the corrupt replica's host: it reads that replica first
+    let c = client(&peer, Some(&host));
+    let mut out = Vec::new();
+    let stats = c
+        .read("/interop/corrupt/f3", 0, None, &mut out)
+        .expect("read");
+    assert_eq!(sha256_hex(&out), w["sha256"].as_str().expect("sha256"));
+    assert_eq!(stats.checksum_failures, 1, "{stats:?}");
+    assert_eq!(stats.reported_bad, 1, "{stats:?}");
+    let dead = c.dead_nodes().snapshot(std::time::Instant::now());
+    assert!(
+        dead.iter()
+            .any(|d| d.uuid == uuid.as_bytes()
+                && d.failure == hdfs_io::dead_nodes::Failure::Checksum),
+        "{dead:?}"
+    );
+    // the NameNode took the report: the corrupt replica is gone from (or marked in) the locations
+    let mut ok = false;
+    for _ in 0..50 {
+        let b = peer
+            .command("block-locations /interop/corrupt/f3")
+            .expect("block-locations");
+        let blk = &b["blocks"][1];
+        let still = blk["locations"]
+            .as_array()
+            .expect("locs")
+            .iter()
+            .any(|l| l["uuid"] == uuid.as_str());
+        if !still || blk["corrupt"] == true {
+            ok = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(ok, "the NameNode still lists the corrupt replica as good");
+}
