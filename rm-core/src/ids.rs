@@ -177,7 +177,7 @@ impl ContainerKey {
         let app: i32 = parts.next()?.parse().ok()?;
         let attempt: i32 = parts.next()?.parse().ok()?;
         let seq: i64 = parts.next()?.parse().ok()?;
-        if parts.next().is_some() || seq > CONTAINER_ID_BITMASK || seq < 0 {
+        if parts.next().is_some() || !(0..=CONTAINER_ID_BITMASK).contains(&seq) {
             return None;
         }
         Some(ContainerKey {

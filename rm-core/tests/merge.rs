@@ -106,10 +106,22 @@ fn encode(node: u32, rid: i32, healthy: bool, statuses: &[(i64, Report)]) -> Vec
                     Report::Running(g) => (
                         ContainerStateProto::CRunning,
                         -1000,
-                        if g { ExecutionTypeProto::Guaranteed } else { ExecutionTypeProto::Opportunistic },
+                        if g {
+                            ExecutionTypeProto::Guaranteed
+                        } else {
+                            ExecutionTypeProto::Opportunistic
+                        },
                     ),
-                    Report::Complete(e) => (ContainerStateProto::CComplete, e, ExecutionTypeProto::Guaranteed),
-                    Report::New | Report::Absent => (ContainerStateProto::CNew, -1000, ExecutionTypeProto::Guaranteed),
+                    Report::Complete(e) => (
+                        ContainerStateProto::CComplete,
+                        e,
+                        ExecutionTypeProto::Guaranteed,
+                    ),
+                    Report::New | Report::Absent => (
+                        ContainerStateProto::CNew,
+                        -1000,
+                        ExecutionTypeProto::Guaranteed,
+                    ),
                 };
                 ContainerStatusProto {
                     container_id: Some(key(node_container(node, id)).to_proto()),
@@ -123,7 +135,11 @@ fn encode(node: u32, rid: i32, healthy: bool, statuses: &[(i64, Report)]) -> Vec
             .collect(),
         node_health_status: Some(NodeHealthStatusProto {
             is_node_healthy: Some(healthy),
-            health_report: Some(if healthy { String::new() } else { "disk full".into() }),
+            health_report: Some(if healthy {
+                String::new()
+            } else {
+                "disk full".into()
+            }),
             last_health_report_time: Some(rid as i64),
         }),
         ..Default::default()
@@ -156,14 +172,19 @@ impl Run {
             let id = NodeKey::new(&format!("10.0.0.{n}"), 8041);
             r.mailbox.push_reset(n, Some(id), ResetKind::Registered, 0);
         }
-        r.mailbox.push_global(Global::FinishApp(AppKey { cluster_timestamp: 77, id: FINISHED_APP }));
+        r.mailbox.push_global(Global::FinishApp(AppKey {
+            cluster_timestamp: 77,
+            id: FINISHED_APP,
+        }));
         r.drain();
         r
     }
 
     fn drain(&mut self) {
         let clock = || (1_000u64, 0u64);
-        self.shard.run_once(&self.mailbox, Duration::ZERO, &clock).unwrap();
+        self.shard
+            .run_once(&self.mailbox, Duration::ZERO, &clock)
+            .unwrap();
         let mut out = Vec::new();
         self.mailbox.take_outbox(&mut out);
         for (n, item) in out {
@@ -177,13 +198,26 @@ impl Run {
     fn push(&mut self, step: &Step, rid: i32) {
         let mut scratch = Vec::new();
         match step {
-            Step::Heartbeat { node, healthy, statuses } => {
-                self.mailbox.push_status(*node, &encode(*node, rid, *healthy, statuses), 0, &mut scratch);
+            Step::Heartbeat {
+                node,
+                healthy,
+                statuses,
+            } => {
+                self.mailbox.push_status(
+                    *node,
+                    &encode(*node, rid, *healthy, statuses),
+                    0,
+                    &mut scratch,
+                );
             }
             Step::Reregister(n) => self.mailbox.push_reset(*n, None, ResetKind::Registered, 0),
         }
         assert!(scratch.is_empty(), "nothing is published between drains");
-        let depth = self.mailbox.counters.depth.load(std::sync::atomic::Ordering::Relaxed) as usize;
+        let depth = self
+            .mailbox
+            .counters
+            .depth
+            .load(std::sync::atomic::Ordering::Relaxed) as usize;
         self.max_depth = self.max_depth.max(depth);
     }
 }
