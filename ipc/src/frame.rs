@@ -15,7 +15,7 @@
 //!   header, check the frame's shape against it).
 //! - [`PacketDecoder`] / [`Packet`]: the DataTransfer packet (`packetLen`, `headerLen`, header,
 //!   checksums, data) with its sanity checks; the header is read with
-//!   [`PacketHeaderView`](crate::view::hdfs::PacketHeaderView).
+//!   [`PacketHeaderView`].
 
 use std::ops::Range;
 
