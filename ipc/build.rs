@@ -199,6 +199,7 @@ mod regen {
         fields: &[protox::prost_reflect::FieldDescriptor],
         required: u64,
     ) {
+        writeln!(out, "#[inline]").unwrap();
         writeln!(
             out,
             "pub(crate) fn fast_{local}(buf: &[u8], depth: u32) -> Result<(), Invalid> {{"
@@ -286,8 +287,8 @@ mod regen {
                 }
             }
         }
-        writeln!(out, "            Some(b) => {{ let (n, wt) = Reader::split_tag::<Invalid>(b)?; field_g::<Invalid>(&{local}, &mut r, n, wt, &mut seen, depth)?; }}").unwrap();
-        writeln!(out, "            None => {{ let (n, wt) = r.tag::<Invalid>()?; field_g::<Invalid>(&{local}, &mut r, n, wt, &mut seen, depth)?; }}").unwrap();
+        writeln!(out, "            Some(b) => {{ let (n, wt) = Reader::split_tag::<Invalid>(b)?; (r, seen) = field_g::<Invalid>(&{local}, r, n, wt, seen, depth)?; }}").unwrap();
+        writeln!(out, "            None => {{ let (n, wt) = r.tag::<Invalid>()?; (r, seen) = field_g::<Invalid>(&{local}, r, n, wt, seen, depth)?; }}").unwrap();
         writeln!(out, "        }}").unwrap();
         writeln!(out, "    }}").unwrap();
         writeln!(

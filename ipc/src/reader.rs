@@ -325,50 +325,21 @@ impl<'a> Reader<'a> {
 
     #[inline(always)]
     pub(crate) fn varint<E: Failure>(&mut self) -> Result<u64, E> {
-        match self.buf.first() {
-            Some(&b) if b < 0x80 => {
-                self.buf = &self.buf[1..];
-                Ok(u64::from(b))
+        match self.buf {
+            [b, rest @ ..] if *b < 0x80 => {
+                self.buf = rest;
+                Ok(u64::from(*b))
             }
-            _ => self.varint_multi(),
-        }
-    }
-
-    /// A varint of two or more bytes (or none): unrolled, one bounds check per byte.
-    #[inline]
-    fn varint_multi<E: Failure>(&mut self) -> Result<u64, E> {
-        let b = self.buf;
-        let mut v: u64 = 0;
-        macro_rules! step {
-            ($i:literal) => {
-                match b.get($i) {
-                    Some(&x) => {
-                        v |= u64::from(x & 0x7f) << (7 * $i);
-                        if x < 0x80 {
-                            self.buf = &b[$i + 1..];
-                            return Ok(v);
-                        }
-                    }
-                    None => return fail(|| DecodeError::Truncated),
-                }
-            };
-        }
-        step!(0);
-        step!(1);
-        step!(2);
-        step!(3);
-        step!(4);
-        step!(5);
-        step!(6);
-        step!(7);
-        step!(8);
-        match b.get(9) {
-            Some(&x) if x <= 1 => {
-                self.buf = &b[10..];
-                Ok(v | (u64::from(x) << 63))
+            // two bytes: lengths up to 16383, most ids and sizes
+            [b0, b1, rest @ ..] if *b1 < 0x80 => {
+                self.buf = rest;
+                Ok(u64::from(*b0 & 0x7f) | (u64::from(*b1) << 7))
             }
-            Some(_) => fail(|| DecodeError::VarintOverflow),
-            None => fail(|| DecodeError::Truncated),
+            _ => {
+                let (v, n) = varint_multi(self.buf)?;
+                self.buf = self.buf.get(n..).unwrap_or_default();
+                Ok(v)
+            }
         }
     }
 
@@ -452,7 +423,11 @@ impl<'a> Reader<'a> {
                 self.buf = &self.buf[1..];
                 u64::from(b)
             }
-            _ => self.varint_multi()?,
+            _ => {
+                let (v, n) = varint_multi(self.buf)?;
+                self.buf = self.buf.get(n..).unwrap_or_default();
+                v
+            }
         };
         if key > u64::from(u32::MAX) || key < 8 {
             return fail(|| DecodeError::BadFieldNumber(key >> 3));
@@ -472,28 +447,24 @@ impl<'a> Reader<'a> {
     /// Skips a varint without decoding it. Same errors as [`Reader::varint`].
     #[inline(always)]
     pub(crate) fn skip_varint_g<E: Failure>(&mut self) -> Result<(), E> {
+        if let [b, rest @ ..] = self.buf {
+            if *b < 0x80 {
+                self.buf = rest;
+                return Ok(());
+            }
+        }
         if let Some(w) = self.buf.first_chunk::<8>() {
             // The first byte without the continuation bit ends the varint.
             let stops = !u64::from_le_bytes(*w) & 0x8080_8080_8080_8080;
             if stops != 0 {
                 let n = (stops.trailing_zeros() / 8 + 1) as usize;
-                self.buf = &self.buf[n..];
+                self.buf = self.buf.get(n..).unwrap_or_default();
                 return Ok(());
             }
-            return match (self.buf.get(8), self.buf.get(9)) {
-                (Some(&x), _) if x < 0x80 => {
-                    self.buf = &self.buf[9..];
-                    Ok(())
-                }
-                (Some(_), Some(&x)) if x <= 1 => {
-                    self.buf = &self.buf[10..];
-                    Ok(())
-                }
-                (Some(_), Some(_)) => fail(|| DecodeError::VarintOverflow),
-                _ => fail(|| DecodeError::Truncated),
-            };
         }
-        self.varint_multi().map(drop)
+        let n = varint_len(self.buf)?;
+        self.buf = self.buf.get(n..).unwrap_or_default();
+        Ok(())
     }
 
     #[inline(always)]
@@ -516,27 +487,102 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     pub(crate) fn group<E: Failure>(&mut self, number: u32, depth: u32) -> Result<&'a [u8], E> {
-        if depth >= RECURSION_LIMIT {
-            return fail(|| DecodeError::DepthLimit(RECURSION_LIMIT));
-        }
+        let (body, total) = group_extent(self.buf, number, depth)?;
         let start = self.buf;
-        loop {
-            let before = self.buf.len();
-            let (n, wt) = self.tag()?;
-            if wt == WireType::EndGroup {
-                if n != number {
-                    return fail(|| DecodeError::GroupMismatch {
-                        expected: Some(number),
-                        found: n,
-                    });
-                }
-                let body_len = start.len() - before;
-                return Ok(&start[..body_len]);
-            }
-            self.skip_value(n, wt, depth + 1)?;
+        self.buf = start.get(total..).unwrap_or_default();
+        Ok(start.get(..body).unwrap_or_default())
+    }
+}
+
+/// Decodes a varint at the start of `b` (or fails). Returns the value and the number of
+/// bytes. Word at a time: the first byte without the continuation bit is found with one
+/// `trailing_zeros`, and the 7-bit groups are packed with three mask-and-shift steps. A pure
+/// function, so that callers keep their reader in registers.
+#[inline(never)]
+fn varint_multi<E: Failure>(b: &[u8]) -> Result<(u64, usize), E> {
+    let (word, avail) = match b.first_chunk::<8>() {
+        Some(w) => (u64::from_le_bytes(*w), 8),
+        None => {
+            // Fewer than 8 bytes: zero padding stops any varint at the end of the input,
+            // and the length check below turns that into `Truncated`.
+            let mut tmp = [0u8; 8];
+            tmp[..b.len()].copy_from_slice(b);
+            (u64::from_le_bytes(tmp), b.len())
         }
+    };
+    let stops = !word & 0x8080_8080_8080_8080;
+    if stops != 0 {
+        let bits = stops.trailing_zeros() + 1; // 8 × length
+        let len = (bits / 8) as usize;
+        if len > avail {
+            return fail(|| DecodeError::Truncated);
+        }
+        let masked = word & (u64::MAX >> (64 - bits));
+        return Ok((pack7(masked), len));
+    }
+    // Nine or ten bytes.
+    let low = pack7(word);
+    match (b.get(8), b.get(9)) {
+        (Some(&x), _) if x < 0x80 => Ok((low | (u64::from(x) << 56), 9)),
+        (Some(&x), Some(&y)) if y <= 1 => {
+            Ok((low | (u64::from(x & 0x7f) << 56) | (u64::from(y) << 63), 10))
+        }
+        (Some(_), Some(_)) => fail(|| DecodeError::VarintOverflow),
+        _ => fail(|| DecodeError::Truncated),
+    }
+}
+
+/// Packs the low 7 bits of each byte of `x` into 56 contiguous bits.
+#[inline(always)]
+fn pack7(x: u64) -> u64 {
+    let x = x & 0x7f7f_7f7f_7f7f_7f7f;
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
+}
+
+/// The length of the varint at the start of `b`, without decoding it (same errors as
+/// [`varint_multi`]).
+#[inline(never)]
+fn varint_len<E: Failure>(b: &[u8]) -> Result<usize, E> {
+    for (i, &x) in b.iter().take(10).enumerate() {
+        if x < 0x80 {
+            if i == 9 && x > 1 {
+                return fail(|| DecodeError::VarintOverflow);
+            }
+            return Ok(i + 1);
+        }
+    }
+    if b.len() >= 10 {
+        fail(|| DecodeError::VarintOverflow)
+    } else {
+        fail(|| DecodeError::Truncated)
+    }
+}
+
+/// For a group whose start tag (field `number`) has just been read from before `b`: the
+/// length of its body and the length including the end tag.
+#[inline(never)]
+fn group_extent<E: Failure>(b: &[u8], number: u32, depth: u32) -> Result<(usize, usize), E> {
+    if depth >= RECURSION_LIMIT {
+        return fail(|| DecodeError::DepthLimit(RECURSION_LIMIT));
+    }
+    let mut r = Reader::new(b);
+    loop {
+        let body = b.len() - r.buf.len();
+        let (n, wt) = r.tag()?;
+        if wt == WireType::EndGroup {
+            if n != number {
+                return fail(|| DecodeError::GroupMismatch {
+                    expected: Some(number),
+                    found: n,
+                });
+            }
+            return Ok((body, b.len() - r.buf.len()));
+        }
+        r.skip_value(n, wt, depth + 1)?;
     }
 }
 
@@ -569,6 +615,51 @@ mod tests {
             Err(DecodeError::Truncated)
         );
         assert_eq!(Reader::new(&[]).read_varint(), Err(DecodeError::Truncated));
+    }
+
+    /// The straightforward decoder the fast one must match.
+    fn reference(b: &[u8]) -> Result<(u64, usize), DecodeError> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let Some(&x) = b.get(i) else {
+                return Err(DecodeError::Truncated);
+            };
+            if i == 9 && x > 1 {
+                return Err(DecodeError::VarintOverflow);
+            }
+            v |= u64::from(x & 0x7f) << (7 * i);
+            if x < 0x80 {
+                return Ok((v, i + 1));
+            }
+        }
+        Err(DecodeError::VarintOverflow)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 20_000, failure_persistence: None, ..Default::default() })]
+        #[test]
+        fn fast_varint_matches_reference(
+            mut b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..14),
+            len in 0usize..12,
+            set_high in proptest::prelude::any::<bool>(),
+        ) {
+            // Make long varints likely: set the continuation bit on the first `len` bytes.
+            if set_high {
+                for x in b.iter_mut().take(len) {
+                    *x |= 0x80;
+                }
+            }
+            let want = reference(&b);
+            proptest::prop_assert_eq!(varint_multi::<DecodeError>(&b), want.clone());
+            proptest::prop_assert_eq!(varint_len::<DecodeError>(&b), want.clone().map(|(_, n)| n));
+            let mut r = Reader::new(&b);
+            proptest::prop_assert_eq!(r.read_varint(), want.clone().map(|(v, _)| v));
+            let mut r = Reader::new(&b);
+            proptest::prop_assert_eq!(r.skip_varint(), want.clone().map(drop));
+            if let Ok((_, n)) = want {
+                proptest::prop_assert_eq!(r.remaining().len(), b.len() - n);
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_IpcConnectionContextProto,
         };
+        #[inline]
         pub(crate) fn fast_IpcConnectionContextProto(
             buf: &[u8],
             depth: u32,
@@ -56,25 +57,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &IpcConnectionContextProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&IpcConnectionContextProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &IpcConnectionContextProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&IpcConnectionContextProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -103,6 +92,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_RPCCallerContextProto,
         };
+        #[inline]
         pub(crate) fn fast_RPCCallerContextProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -121,25 +111,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &RPCCallerContextProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RPCCallerContextProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &RPCCallerContextProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RPCCallerContextProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -174,6 +152,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_RPCTraceInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_RPCTraceInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -196,11 +175,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&RPCTraceInfoProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RPCTraceInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&RPCTraceInfoProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RPCTraceInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -235,6 +214,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_RequestHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_RequestHeaderProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -257,11 +237,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&RequestHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RequestHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&RequestHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RequestHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -332,6 +312,7 @@ pub mod hadoop {
             required: 0xc,
             fast: fast_RpcRequestHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_RpcRequestHeaderProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -389,25 +370,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &RpcRequestHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcRequestHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &RpcRequestHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcRequestHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -484,6 +453,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_RpcResponseHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_RpcResponseHeaderProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -536,25 +506,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &RpcResponseHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcResponseHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &RpcResponseHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcResponseHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -595,6 +553,7 @@ pub mod hadoop {
             required: 0x2,
             fast: fast_RpcSaslProto,
         };
+        #[inline]
         pub(crate) fn fast_RpcSaslProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -627,11 +586,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&RpcSaslProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RpcSaslProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&RpcSaslProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&RpcSaslProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -678,6 +637,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_RpcSaslProto_SaslAuth,
         };
+        #[inline]
         pub(crate) fn fast_RpcSaslProto_SaslAuth(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -708,25 +668,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &RpcSaslProto_SaslAuth,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcSaslProto_SaslAuth, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &RpcSaslProto_SaslAuth,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RpcSaslProto_SaslAuth, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -767,6 +715,7 @@ pub mod hadoop {
             required: 0xf,
             fast: fast_TokenProto,
         };
+        #[inline]
         pub(crate) fn fast_TokenProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -793,11 +742,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&TokenProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&TokenProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&TokenProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&TokenProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -826,6 +775,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_UserInformationProto,
         };
+        #[inline]
         pub(crate) fn fast_UserInformationProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -844,11 +794,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&UserInformationProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UserInformationProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&UserInformationProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UserInformationProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -889,6 +841,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_BaseHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_BaseHeaderProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -926,11 +879,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&BaseHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&BaseHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&BaseHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&BaseHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -959,6 +912,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_BlockChecksumOptionsProto,
         };
+        #[inline]
         pub(crate) fn fast_BlockChecksumOptionsProto(
             buf: &[u8],
             depth: u32,
@@ -980,25 +934,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &BlockChecksumOptionsProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&BlockChecksumOptionsProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &BlockChecksumOptionsProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&BlockChecksumOptionsProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1053,6 +995,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_BlockOpResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_BlockOpResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1103,11 +1046,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&BlockOpResponseProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&BlockOpResponseProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&BlockOpResponseProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&BlockOpResponseProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1136,6 +1081,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_CachingStrategyProto,
         };
+        #[inline]
         pub(crate) fn fast_CachingStrategyProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1154,11 +1100,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&CachingStrategyProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&CachingStrategyProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&CachingStrategyProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&CachingStrategyProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1187,6 +1135,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_ChecksumProto,
         };
+        #[inline]
         pub(crate) fn fast_ChecksumProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1207,11 +1156,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ChecksumProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ChecksumProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ChecksumProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ChecksumProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1240,6 +1189,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_ClientOperationHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_ClientOperationHeaderProto(
             buf: &[u8],
             depth: u32,
@@ -1265,25 +1215,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ClientOperationHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ClientOperationHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ClientOperationHeaderProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ClientOperationHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1304,6 +1242,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_ClientReadStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_ClientReadStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1320,25 +1259,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ClientReadStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ClientReadStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ClientReadStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ClientReadStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1373,6 +1300,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_DataTransferTraceInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_DataTransferTraceInfoProto(
             buf: &[u8],
             depth: u32,
@@ -1398,25 +1326,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &DataTransferTraceInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&DataTransferTraceInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &DataTransferTraceInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&DataTransferTraceInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1475,6 +1391,7 @@ pub mod hadoop {
             required: 0x3f,
             fast: fast_DatanodeIDProto,
         };
+        #[inline]
         pub(crate) fn fast_DatanodeIDProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1513,11 +1430,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&DatanodeIDProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeIDProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&DatanodeIDProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeIDProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1636,6 +1553,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_DatanodeInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_DatanodeInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1710,11 +1628,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&DatanodeInfoProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&DatanodeInfoProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1735,6 +1653,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_DatanodeInfosProto,
         };
+        #[inline]
         pub(crate) fn fast_DatanodeInfosProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1750,11 +1669,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&DatanodeInfosProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeInfosProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&DatanodeInfosProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&DatanodeInfosProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1783,6 +1702,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_ECSchemaOptionEntryProto,
         };
+        #[inline]
         pub(crate) fn fast_ECSchemaOptionEntryProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1801,25 +1721,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ECSchemaOptionEntryProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ECSchemaOptionEntryProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ECSchemaOptionEntryProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ECSchemaOptionEntryProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1860,6 +1768,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_ECSchemaProto,
         };
+        #[inline]
         pub(crate) fn fast_ECSchemaProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1890,11 +1799,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ECSchemaProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ECSchemaProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ECSchemaProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ECSchemaProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -1941,6 +1850,7 @@ pub mod hadoop {
             required: 0x8,
             fast: fast_ErasureCodingPolicyProto,
         };
+        #[inline]
         pub(crate) fn fast_ErasureCodingPolicyProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -1975,25 +1885,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ErasureCodingPolicyProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ErasureCodingPolicyProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ErasureCodingPolicyProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ErasureCodingPolicyProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2034,6 +1932,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_ExtendedBlockProto,
         };
+        #[inline]
         pub(crate) fn fast_ExtendedBlockProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2060,11 +1959,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ExtendedBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ExtendedBlockProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ExtendedBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ExtendedBlockProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2117,6 +2016,7 @@ pub mod hadoop {
             required: 0x3f,
             fast: fast_FileEncryptionInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_FileEncryptionInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2155,25 +2055,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &FileEncryptionInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&FileEncryptionInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &FileEncryptionInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&FileEncryptionInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2194,6 +2082,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_FsPermissionProto,
         };
+        #[inline]
         pub(crate) fn fast_FsPermissionProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2208,11 +2097,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&FsPermissionProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&FsPermissionProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&FsPermissionProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&FsPermissionProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2247,6 +2136,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_GetBlockLocationsRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_GetBlockLocationsRequestProto(
             buf: &[u8],
             depth: u32,
@@ -2272,23 +2162,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetBlockLocationsRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetBlockLocationsRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -2311,6 +2201,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_GetBlockLocationsResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_GetBlockLocationsResponseProto(
             buf: &[u8],
             depth: u32,
@@ -2332,23 +2223,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetBlockLocationsResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetBlockLocationsResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -2371,6 +2262,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_GetFileInfoRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_GetFileInfoRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2385,25 +2277,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &GetFileInfoRequestProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetFileInfoRequestProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &GetFileInfoRequestProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetFileInfoRequestProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2424,6 +2304,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_GetFileInfoResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_GetFileInfoResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2442,25 +2323,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &GetFileInfoResponseProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetFileInfoResponseProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &GetFileInfoResponseProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetFileInfoResponseProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2489,6 +2358,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_GetLocatedFileInfoRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_GetLocatedFileInfoRequestProto(
             buf: &[u8],
             depth: u32,
@@ -2510,23 +2380,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetLocatedFileInfoRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetLocatedFileInfoRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -2549,6 +2419,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_GetLocatedFileInfoResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_GetLocatedFileInfoResponseProto(
             buf: &[u8],
             depth: u32,
@@ -2570,23 +2441,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetLocatedFileInfoResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &GetLocatedFileInfoResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -2721,6 +2592,7 @@ pub mod hadoop {
             required: 0xff,
             fast: fast_HdfsFileStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_HdfsFileStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2808,11 +2680,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&HdfsFileStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&HdfsFileStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&HdfsFileStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&HdfsFileStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -2889,6 +2763,7 @@ pub mod hadoop {
             required: 0x1b,
             fast: fast_LocatedBlockProto,
         };
+        #[inline]
         pub(crate) fn fast_LocatedBlockProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -2969,11 +2844,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&LocatedBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&LocatedBlockProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&LocatedBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&LocatedBlockProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3032,6 +2907,7 @@ pub mod hadoop {
             required: 0x15,
             fast: fast_LocatedBlocksProto,
         };
+        #[inline]
         pub(crate) fn fast_LocatedBlocksProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3089,11 +2965,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&LocatedBlocksProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&LocatedBlocksProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&LocatedBlocksProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&LocatedBlocksProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3109,6 +2985,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_MsyncRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_MsyncRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3119,11 +2996,11 @@ pub mod hadoop {
                 match r.one_byte_tag() {
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&MsyncRequestProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MsyncRequestProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&MsyncRequestProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MsyncRequestProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3139,6 +3016,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_MsyncResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_MsyncResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3149,11 +3027,11 @@ pub mod hadoop {
                 match r.one_byte_tag() {
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&MsyncResponseProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MsyncResponseProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&MsyncResponseProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MsyncResponseProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3202,6 +3080,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_OpBlockChecksumResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_OpBlockChecksumResponseProto(
             buf: &[u8],
             depth: u32,
@@ -3242,23 +3121,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &OpBlockChecksumResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &OpBlockChecksumResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -3309,6 +3188,7 @@ pub mod hadoop {
             required: 0x7,
             fast: fast_OpReadBlockProto,
         };
+        #[inline]
         pub(crate) fn fast_OpReadBlockProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3350,11 +3230,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&OpReadBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&OpReadBlockProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&OpReadBlockProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&OpReadBlockProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3401,6 +3281,7 @@ pub mod hadoop {
             required: 0xf,
             fast: fast_PacketHeaderProto,
         };
+        #[inline]
         pub(crate) fn fast_PacketHeaderProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3431,11 +3312,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&PacketHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&PacketHeaderProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&PacketHeaderProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&PacketHeaderProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3464,6 +3345,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_ReadOpChecksumInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_ReadOpChecksumInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3486,25 +3368,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ReadOpChecksumInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ReadOpChecksumInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ReadOpChecksumInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ReadOpChecksumInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3525,6 +3395,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ReportBadBlocksRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_ReportBadBlocksRequestProto(
             buf: &[u8],
             depth: u32,
@@ -3543,23 +3414,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &ReportBadBlocksRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &ReportBadBlocksRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -3577,6 +3448,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ReportBadBlocksResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_ReportBadBlocksResponseProto(
             buf: &[u8],
             depth: u32,
@@ -3590,23 +3462,23 @@ pub mod hadoop {
                 match r.one_byte_tag() {
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &ReportBadBlocksResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &ReportBadBlocksResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -3626,6 +3498,7 @@ pub mod hadoop {
     required: 0x0,
     fast: fast_RouterFederatedStateProto,
 };
+        #[inline]
         pub(crate) fn fast_RouterFederatedStateProto(
             buf: &[u8],
             depth: u32,
@@ -3644,25 +3517,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &RouterFederatedStateProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RouterFederatedStateProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &RouterFederatedStateProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&RouterFederatedStateProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3691,6 +3552,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_RouterFederatedStateProto_NamespaceStateIdsEntry,
         };
+        #[inline]
         pub(crate) fn fast_RouterFederatedStateProto_NamespaceStateIdsEntry(
             buf: &[u8],
             depth: u32,
@@ -3712,23 +3574,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RouterFederatedStateProto_NamespaceStateIdsEntry,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RouterFederatedStateProto_NamespaceStateIdsEntry,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -3781,6 +3643,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_AppCollectorDataProto,
         };
+        #[inline]
         pub(crate) fn fast_AppCollectorDataProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3819,25 +3682,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &AppCollectorDataProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AppCollectorDataProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &AppCollectorDataProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AppCollectorDataProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3866,6 +3717,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ApplicationAttemptIdProto,
         };
+        #[inline]
         pub(crate) fn fast_ApplicationAttemptIdProto(
             buf: &[u8],
             depth: u32,
@@ -3891,25 +3743,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ApplicationAttemptIdProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationAttemptIdProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ApplicationAttemptIdProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationAttemptIdProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3938,6 +3778,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ApplicationIdProto,
         };
+        #[inline]
         pub(crate) fn fast_ApplicationIdProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -3956,11 +3797,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ApplicationIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ApplicationIdProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ApplicationIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ApplicationIdProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -3997,6 +3838,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ContainerIdProto,
         };
+        #[inline]
         pub(crate) fn fast_ContainerIdProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4030,11 +3872,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ContainerIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ContainerIdProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ContainerIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ContainerIdProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4117,6 +3959,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ContainerProto,
         };
+        #[inline]
         pub(crate) fn fast_ContainerProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4191,11 +4034,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ContainerProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ContainerProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ContainerProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ContainerProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4224,6 +4067,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ContainerQueuingLimitProto,
         };
+        #[inline]
         pub(crate) fn fast_ContainerQueuingLimitProto(
             buf: &[u8],
             depth: u32,
@@ -4245,25 +4089,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ContainerQueuingLimitProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerQueuingLimitProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ContainerQueuingLimitProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerQueuingLimitProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4328,6 +4160,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ContainerStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_ContainerStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4379,11 +4212,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ContainerStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ContainerStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4418,6 +4253,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_LogAggregationReportProto,
         };
+        #[inline]
         pub(crate) fn fast_LogAggregationReportProto(
             buf: &[u8],
             depth: u32,
@@ -4447,25 +4283,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &LogAggregationReportProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LogAggregationReportProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &LogAggregationReportProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LogAggregationReportProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4494,6 +4318,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_MasterKeyProto,
         };
+        #[inline]
         pub(crate) fn fast_MasterKeyProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4512,11 +4337,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&MasterKeyProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MasterKeyProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&MasterKeyProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&MasterKeyProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4605,6 +4430,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NMContainerStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_NMContainerStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4675,25 +4501,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &NMContainerStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NMContainerStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &NMContainerStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NMContainerStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4722,6 +4536,7 @@ pub mod hadoop {
             required: 0x2,
             fast: fast_NodeAttributeKeyProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeAttributeKeyProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4740,25 +4555,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &NodeAttributeKeyProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributeKeyProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &NodeAttributeKeyProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributeKeyProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4793,6 +4596,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_NodeAttributeProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeAttributeProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4819,11 +4623,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeAttributeProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeAttributeProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeAttributeProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeAttributeProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4844,6 +4648,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeAttributesProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeAttributesProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4859,11 +4664,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeAttributesProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributesProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeAttributesProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributesProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4898,6 +4705,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeHealthStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeHealthStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -4920,25 +4728,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &NodeHealthStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHealthStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &NodeHealthStatusProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHealthStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5005,6 +4801,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeHeartbeatRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeHeartbeatRequestProto(
             buf: &[u8],
             depth: u32,
@@ -5075,25 +4872,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &NodeHeartbeatRequestProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHeartbeatRequestProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &NodeHeartbeatRequestProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHeartbeatRequestProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5232,6 +5017,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeHeartbeatResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeHeartbeatResponseProto(
             buf: &[u8],
             depth: u32,
@@ -5336,25 +5122,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &NodeHeartbeatResponseProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHeartbeatResponseProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &NodeHeartbeatResponseProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeHeartbeatResponseProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5383,6 +5157,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeIdProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeIdProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -5401,11 +5176,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeIdProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeIdProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeIdProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5434,6 +5209,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeLabelProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeLabelProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -5452,11 +5228,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeLabelProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeLabelProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeLabelProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeLabelProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5477,6 +5253,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeLabelsProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeLabelsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -5492,11 +5269,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeLabelsProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeLabelsProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeLabelsProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeLabelsProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5569,6 +5346,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_NodeStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_NodeStatusProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -5647,11 +5425,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&NodeStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeStatusProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&NodeStatusProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&NodeStatusProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5704,6 +5482,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_OpportunisticContainersStatusProto,
         };
+        #[inline]
         pub(crate) fn fast_OpportunisticContainersStatusProto(
             buf: &[u8],
             depth: u32,
@@ -5741,23 +5520,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &OpportunisticContainersStatusProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &OpportunisticContainersStatusProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -5780,6 +5559,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_PriorityProto,
         };
+        #[inline]
         pub(crate) fn fast_PriorityProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -5794,11 +5574,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&PriorityProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&PriorityProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&PriorityProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&PriorityProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -5883,6 +5663,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_RegisterNodeManagerRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_RegisterNodeManagerRequestProto(
             buf: &[u8],
             depth: u32,
@@ -5970,23 +5751,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RegisterNodeManagerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RegisterNodeManagerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6059,6 +5840,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_RegisterNodeManagerResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_RegisterNodeManagerResponseProto(
             buf: &[u8],
             depth: u32,
@@ -6120,23 +5902,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RegisterNodeManagerResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &RegisterNodeManagerResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6191,6 +5973,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_ResourceInformationProto,
         };
+        #[inline]
         pub(crate) fn fast_ResourceInformationProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6226,25 +6009,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ResourceInformationProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceInformationProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ResourceInformationProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceInformationProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6279,6 +6050,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ResourceProto,
         };
+        #[inline]
         pub(crate) fn fast_ResourceProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6305,11 +6077,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&ResourceProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ResourceProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&ResourceProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&ResourceProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6344,6 +6116,7 @@ pub mod hadoop {
             required: 0x1,
             fast: fast_ResourceTypeInfoProto,
         };
+        #[inline]
         pub(crate) fn fast_ResourceTypeInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6366,25 +6139,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ResourceTypeInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceTypeInfoProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ResourceTypeInfoProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceTypeInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6425,6 +6186,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_ResourceUtilizationProto,
         };
+        #[inline]
         pub(crate) fn fast_ResourceUtilizationProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6452,25 +6214,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
-                            &ResourceUtilizationProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceUtilizationProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
-                            &ResourceUtilizationProto,
-                            &mut r,
-                            n,
-                            wt,
-                            &mut seen,
-                            depth,
-                        )?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceUtilizationProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6499,6 +6249,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_SignalContainerRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_SignalContainerRequestProto(
             buf: &[u8],
             depth: u32,
@@ -6526,23 +6277,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &SignalContainerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &SignalContainerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6573,6 +6324,7 @@ pub mod hadoop {
             required: 0x3,
             fast: fast_StringFloatMapProto,
         };
+        #[inline]
         pub(crate) fn fast_StringFloatMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6591,11 +6343,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&StringFloatMapProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringFloatMapProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&StringFloatMapProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringFloatMapProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6624,6 +6378,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_StringStringMapProto,
         };
+        #[inline]
         pub(crate) fn fast_StringStringMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6642,11 +6397,13 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&StringStringMapProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringStringMapProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&StringStringMapProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringStringMapProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6675,6 +6432,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_SystemCredentialsForAppsProto,
         };
+        #[inline]
         pub(crate) fn fast_SystemCredentialsForAppsProto(
             buf: &[u8],
             depth: u32,
@@ -6700,23 +6458,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &SystemCredentialsForAppsProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &SystemCredentialsForAppsProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6739,6 +6497,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_UnRegisterNodeManagerRequestProto,
         };
+        #[inline]
         pub(crate) fn fast_UnRegisterNodeManagerRequestProto(
             buf: &[u8],
             depth: u32,
@@ -6760,23 +6519,23 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &UnRegisterNodeManagerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &UnRegisterNodeManagerRequestProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6794,6 +6553,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_UnRegisterNodeManagerResponseProto,
         };
+        #[inline]
         pub(crate) fn fast_UnRegisterNodeManagerResponseProto(
             buf: &[u8],
             depth: u32,
@@ -6807,23 +6567,23 @@ pub mod hadoop {
                 match r.one_byte_tag() {
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &UnRegisterNodeManagerResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(
+                        (r, seen) = field_g::<Invalid>(
                             &UnRegisterNodeManagerResponseProto,
-                            &mut r,
+                            r,
                             n,
                             wt,
-                            &mut seen,
+                            seen,
                             depth,
                         )?;
                     }
@@ -6854,6 +6614,7 @@ pub mod hadoop {
             required: 0x0,
             fast: fast_VersionProto,
         };
+        #[inline]
         pub(crate) fn fast_VersionProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
             if depth >= RECURSION_LIMIT {
                 return Err(Invalid);
@@ -6872,11 +6633,11 @@ pub mod hadoop {
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
-                        field_g::<Invalid>(&VersionProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&VersionProto, r, n, wt, seen, depth)?;
                     }
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
-                        field_g::<Invalid>(&VersionProto, &mut r, n, wt, &mut seen, depth)?;
+                        (r, seen) = field_g::<Invalid>(&VersionProto, r, n, wt, seen, depth)?;
                     }
                 }
             }

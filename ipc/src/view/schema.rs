@@ -155,7 +155,7 @@ pub(crate) fn validate_g<E: Failure>(
     let mut seen: u64 = 0;
     while !r.is_empty() {
         let (number, wt) = r.tag()?;
-        field_g(schema, &mut r, number, wt, &mut seen, depth)?;
+        (r, seen) = field_g(schema, r, number, wt, seen, depth)?;
     }
     required_g(schema, seen)
 }
@@ -177,17 +177,23 @@ pub(crate) fn required_g<E: Failure>(schema: &'static Schema, seen: u64) -> Resu
 /// Validates the value of one field whose tag has just been read; sets the field's bit in
 /// `seen` (bit = index in `schema.fields`). Shared by [`validate_g`] and the slow path of the
 /// generated validators.
-pub(crate) fn field_g<E: Failure>(
+///
+/// Takes and returns the reader and `seen` by value, so that callers' copies can stay in
+/// registers.
+pub(crate) fn field_g<'a, E: Failure>(
     schema: &'static Schema,
-    r: &mut Reader<'_>,
+    mut r: Reader<'a>,
     number: u32,
     wt: WireType,
-    seen: &mut u64,
+    mut seen: u64,
     depth: u32,
-) -> Result<(), E> {
+) -> Result<(Reader<'a>, u64), E> {
     let slot = match schema.slots.get(number as usize) {
         Some(&slot) if slot != 0 => slot,
-        _ => return r.skip_value(number, wt, depth),
+        _ => {
+            r.skip_value(number, wt, depth)?;
+            return Ok((r, seen));
+        }
     };
     let index = slot as usize - 1;
     let field = &schema.fields[index];
@@ -197,7 +203,7 @@ pub(crate) fn field_g<E: Failure>(
         match field.kind {
             Kind::Message(sub) => {
                 let body = r.len_delimited()?;
-                if *seen & bit != 0 && field.label != Label::Repeated {
+                if seen & bit != 0 && field.label != Label::Repeated {
                     return fail(|| DecodeError::DuplicateMessage {
                         message: schema.name,
                         field: field.name,
@@ -209,19 +215,19 @@ pub(crate) fn field_g<E: Failure>(
                 // Java files an unknown value under unknown fields: it does not count.
                 let v = r.varint()? as i32;
                 if known.binary_search(&v).is_err() {
-                    return Ok(());
+                    return Ok((r, seen));
                 }
             }
             _ => r.skip_value(number, wt, depth)?,
         }
-        *seen |= bit;
-        Ok(())
+        seen |= bit;
+        Ok((r, seen))
     } else if wt == WireType::Len && field.label == Label::Repeated {
         // A packed run of scalars.
         let body = r.len_delimited()?;
         packed_g(schema, field, expected, body)?;
-        *seen |= bit;
-        Ok(())
+        seen |= bit;
+        Ok((r, seen))
     } else {
         fail(|| DecodeError::WrongWireType {
             message: schema.name,
