@@ -1,0 +1,7 @@
+//! `agent`: the library behind the `hotpath` binary's `agent`, `container` and `demo`
+//! subcommands.
+//!
+//! - [`node`]: the node agent — container table, sans-IO status updater (the client side of
+//!   the ResourceTracker protocol), and the I/O edge that runs them.
+
+pub mod node;
