@@ -15,9 +15,12 @@
 //!   (each `ipc` client keeps the highest it saw in response headers and sends it). As Java's
 //!   `ObserverReadProxyProvider`, the first read `msync`s the active. A read goes to an observer
 //!   only when that connection's stateId is at least the nameservice-wide one, so that it never
-//!   sees state older than what this client already saw; otherwise it goes to the active (the
+//!   sees state older than what this client already saw; otherwise it goes to the active. A
+//!   lagging observer connection is refreshed by a cheap probe call (`msync`, answered with the
+//!   observer's stateId in the header) at most every [`PROBE_EVERY`]. (Java instead sends the
+//!   nameservice-wide stateId to the observer, which holds the call until it caught up; the
 //!   `ipc` client has no way yet to raise a connection's stateId: see
-//!   /work/notes/hdfsio-requests.md).
+//!   /work/notes/hdfsio-requests.md.)
 //! - **Retries**: RetriableException: the same NameNode again after a short, growing wait.
 //!   StandbyException / ObserverRetryOnActiveException / a connection failure: another
 //!   NameNode (reads fall back from the observer to the active; active calls re-discover the
@@ -30,8 +33,11 @@ use ipc::reader::{Reader, WireType};
 use ipc::view::hdfs::LocatedBlocksView;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Shortest time between two stateId probes of a lagging observer.
+pub const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 /// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
 pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
@@ -110,6 +116,8 @@ struct Node {
     ep: Endpoint,
     client: Client,
     role: AtomicU8,
+    /// When this node's stateId was last refreshed by a probe (ms since the client's epoch).
+    last_probe_ms: AtomicU64,
 }
 
 /// A `getBlockLocations` answer kept in its receive buffer.
@@ -155,6 +163,7 @@ pub struct NameNodeClient {
     active: AtomicUsize,
     roles_known: AtomicBool,
     msynced: AtomicBool,
+    epoch: Instant,
 }
 
 impl std::fmt::Debug for NameNodeClient {
@@ -297,6 +306,7 @@ impl NameNodeClient {
                     } else {
                         Role::Unknown as u8
                     }),
+                    last_probe_ms: AtomicU64::new(0),
                 }
             })
             .collect();
@@ -306,6 +316,7 @@ impl NameNodeClient {
             active: AtomicUsize::new(0),
             roles_known: AtomicBool::new(single),
             msynced: AtomicBool::new(false),
+            epoch: Instant::now(),
         })
     }
 
@@ -472,9 +483,20 @@ impl NameNodeClient {
                 if Role::from_u8(n.role.load(Ordering::Acquire)) != Role::Observer {
                     continue;
                 }
-                match n.client.last_state_id() {
-                    // up to date: the read carries a stateId >= everything this client saw
-                    Some(s) if s >= floor => match self.call_on(i, method, req) {
+                let fresh = |n: &Node| n.client.last_state_id().is_some_and(|s| s >= floor);
+                if !fresh(n) {
+                    // behind (or unknown): a cheap call refreshes this connection's stateId
+                    // (every response header carries the observer's), at most every PROBE_EVERY
+                    let now = self.epoch.elapsed().as_millis() as u64 + 1;
+                    let last = n.last_probe_ms.load(Ordering::Acquire);
+                    if last == 0 || now.saturating_sub(last) >= PROBE_EVERY.as_millis() as u64 {
+                        n.last_probe_ms.store(now, Ordering::Release);
+                        let _ = n.client.call_timeout("msync", &[], self.cfg.call_timeout);
+                    }
+                }
+                // up to date: the read carries a stateId >= everything this client saw
+                if fresh(n) {
+                    match self.call_on(i, method, req) {
                         Ok(r) => return Ok(r),
                         Err(e)
                             if is_failover(&e)
@@ -483,13 +505,7 @@ impl NameNodeClient {
                             tracing::debug!("observer {} declined {method}: {e}", n.ep.id);
                         }
                         Err(e) => return Err(e),
-                    },
-                    // no stateId yet: a cheap call teaches this connection the observer's
-                    // stateId (every response header carries it); the read itself goes on
-                    None => {
-                        let _ = n.client.call_timeout("msync", &[], self.cfg.call_timeout);
                     }
-                    Some(_) => {}
                 }
             }
         }
