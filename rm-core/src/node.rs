@@ -856,9 +856,26 @@ impl NodeState {
             )
         {
             // YARN-11003's sum, read straight from the view: no Resource object.
+            // One pass over the ResourceProto: memory (1) and virtual_cores (2), last wins.
             if let Some(cap) = cs.capability()? {
-                alloc.memory_mb += cap.memory()?.unwrap_or(0);
-                alloc.vcores += cap.virtual_cores()?.unwrap_or(0) as i64;
+                let (mut mem, mut vc) = (0i64, 0i64);
+                let mut r = Reader::new(cap.as_bytes());
+                while !r.is_empty() {
+                    match r.read_field(0)? {
+                        (1, Value::Varint(v)) => mem = v as i64,
+                        (2, Value::Varint(v)) => vc = v as i32 as i64,
+                        (n @ (1 | 2), v) => {
+                            return Err(DecodeError::WrongWireType {
+                                message: "hadoop.yarn.ResourceProto",
+                                field: if n == 1 { "memory" } else { "virtual_cores" },
+                                actual: v.wire_type(),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                alloc.memory_mb += mem;
+                alloc.vcores += vc;
             }
         }
         Ok(fresh)

@@ -32,7 +32,8 @@ use ipc::pb::hadoop::yarn::{
     ContainerStatusProto, NodeActionProto, NodeStatusProto, RegisterNodeManagerRequestProto,
     RegisterNodeManagerResponseProto, ResourceProto, UnRegisterNodeManagerRequestProto,
 };
-use ipc::view::yarn::{MasterKeyView, NodeHeartbeatRequestView};
+use ipc::reader::{DecodeError, Reader, Value};
+use ipc::view::yarn::{MasterKeyView, NodeHeartbeatRequestView, NodeIdView};
 use prost::Message;
 
 use crate::hosts::HostLists;
@@ -344,13 +345,31 @@ impl ResourceTracker {
                 message: "NodeHeartbeatRequestProto",
                 field: "node_status",
             })?;
-        let nid = status
-            .node_id()
-            .map_err(dec("NodeStatusProto"))?
-            .ok_or(Error::Missing {
-                message: "NodeStatusProto",
-                field: "node_id",
-            })?;
+        // One pass over the status's top-level fields for the node id (1) and responseId (2);
+        // the container statuses are skipped by length (the shard reads them).
+        let (mut nid, mut rid) = (None, 0i32);
+        let mut r = Reader::new(status.as_bytes());
+        while !r.is_empty() {
+            match r.read_field(0).map_err(dec("NodeStatusProto"))? {
+                (1, Value::Len(b)) => nid = Some(NodeIdView::new(b)),
+                (2, Value::Varint(v)) => rid = v as i32,
+                (n @ (1 | 2), v) => {
+                    return Err(Error::Decode {
+                        message: "NodeStatusProto",
+                        source: DecodeError::WrongWireType {
+                            message: "hadoop.yarn.NodeStatusProto",
+                            field: if n == 1 { "node_id" } else { "response_id" },
+                            actual: v.wire_type(),
+                        },
+                    })
+                }
+                _ => {}
+            }
+        }
+        let nid = nid.ok_or(Error::Missing {
+            message: "NodeStatusProto",
+            field: "node_id",
+        })?;
         let (host, port) = NodeKey::read(nid).map_err(dec("NodeIdProto"))?;
         let probe: &dyn NodeKeyRef = &(host, port);
         let slot = self.by_id.get(probe).copied();
@@ -376,10 +395,6 @@ impl ResourceTracker {
             HeartbeatResponse::action(NodeActionProto::Resync, &msg).encode(out);
             return Ok(HeartbeatOutcome::ResyncUnknown);
         };
-        let rid = status
-            .response_id()
-            .map_err(dec("NodeStatusProto"))?
-            .unwrap_or(0);
         let now_ms = now_ns / 1_000_000;
         let node = &mut self.shards[s][l as usize];
         node.last_seen_ms = now_ms;
