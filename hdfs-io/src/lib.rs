@@ -1,5 +1,45 @@
-//! hdfs-io: the HDFS client's hot paths (work in progress; the overview is completed as the
-//! modules land).
+//! hdfs-io: the HDFS client's hot paths — NameNode calls, the DataNode choice with an address
+//! cache, and block reads verified with hardware CRC32C.
+//!
+//! How the types connect, following one read ([`dfs::DfsClient::read`]):
+//!
+//! ```text
+//!  namenode::NameNodeClient ──getBlockLocations──> namenode::LocatedBlocksBuf (response bytes)
+//!   (ipc::client, typed Hadoop            │  ipc::view::hdfs::LocatedBlockView (borrowed)
+//!    exceptions, stateId, observer)       v
+//!                          replica::decode_replicas ──> [replica::Replica]  (one pass, borrowed)
+//!                                         │
+//!   topology::{LocalNode, RackMap} ──> selection::Selector::order / choose   (pure; ranks by
+//!   dead_nodes::DeadNodes (shared) ──>     health, then this host / this rack, NameNode order)
+//!                                         │
+//!                          addr_cache::AddrCache::get / resolve ──> SocketAddr (no parse on a hit)
+//!                                         │
+//!   datanode::PeerCache / connect ──> datanode::read_block_on ──drives──> block_reader::BlockRead
+//!                                         │          (sans-IO OP_READ_BLOCK: response, packets,
+//!                                         │           checksum::DataChecksum CRC32C/CRC32, status)
+//!                                         v
+//!                              verified bytes to the caller's sink; failures mark DeadNodes,
+//!                              checksum errors go to NameNodeClient::report_bad_blocks
+//! ```
+//!
+//! - Sans-IO and pure: [`replica`], [`selection`], [`addr_cache`], [`topology`],
+//!   [`block_reader`], [`checksum`], [`file_status`]. I/O: [`datanode`] (std::net to
+//!   DataNodes), [`namenode`] (through `ipc::client`), [`dfs`] (the read loop).
+//! - [`measure`] is the `dn-select` measurement shared by `benches/benches/dn_select.rs` and
+//!   the CLI; [`fixtures`] builds realistic NameNode and DataNode messages for tests and benches.
+//! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
+//!   ([`RemoteException`], [`RemoteKind`]).
+//!
+//! Entry points for the CLI: [`dfs::DfsClient::from_conf`] then
+//! [`stat`](dfs::DfsClient::stat) / [`read`](dfs::DfsClient::read);
+//! [`namenode::NameNodeClient::get_file_info_with`] for a getFileInfo benchmark;
+//! [`filestatus_bench::run`] for `bench filestatus`; [`measure::measure`] for
+//! `bench dn-select`; [`checksum::verify_rate_gbps`].
+//!
+//! Not done: short-circuit local reads (Java reads local replicas through a Unix socket and
+//! file descriptors; this client always uses TCP), erasure-coded and encrypted files (refused
+//! with [`Error::Unsupported`]), the visible length of a block under construction (reads that
+//! reach into it are refused), io_uring receive for block data.
 
 pub mod addr_cache;
 pub mod block_reader;
@@ -9,6 +49,7 @@ pub mod dead_nodes;
 pub mod dfs;
 pub mod error;
 pub mod file_status;
+pub mod filestatus_bench;
 pub mod fixtures;
 mod hash;
 pub mod measure;

@@ -262,3 +262,32 @@ fn corrupt_replica_is_detected_reported_and_read_elsewhere() {
     }
     assert!(ok, "the NameNode still lists the corrupt replica as good");
 }
+
+#[test]
+fn filestatus_bench_runs_against_the_namenode() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    peer.command("mkfiles /interop/fs 100").expect("mkfiles");
+    let c = client(&peer, None);
+    let paths: Vec<String> = (0..100).map(|i| format!("/interop/fs/f{i}")).collect();
+    let r = hdfs_io::filestatus_bench::run(
+        c.namenode(),
+        &paths,
+        4,
+        std::time::Duration::from_secs(2),
+        None,
+    )
+    .expect("bench");
+    eprintln!("{}", r.to_json());
+    assert!(r.ops > 100, "{r:?}");
+    assert_eq!((r.errors, r.missing), (0, 0), "{r:?}");
+    // paced: about the offered rate
+    let p = hdfs_io::filestatus_bench::run(
+        c.namenode(),
+        &paths,
+        2,
+        std::time::Duration::from_secs(2),
+        Some(200.0),
+    )
+    .expect("paced");
+    assert!(p.ops_per_sec < 260.0 && p.ops_per_sec > 100.0, "{p:?}");
+}
