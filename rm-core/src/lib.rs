@@ -36,6 +36,8 @@
 //!   handling; acknowledging only what is durable is our choice, not Java's.
 //! - [`metrics`] renders Prometheus text; [`bench`] is the measuring code behind
 //!   `hotpath bench heartbeat` and the criterion bench.
+//! - [`service::RmService`] puts the tracker and the dispatcher on the `ipc` server
+//!   (ResourceTrackerPB, and our admin protocol: finish-app, kill-container, refresh-nodes).
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
@@ -51,6 +53,7 @@ pub mod master_key;
 pub mod metrics;
 pub mod node;
 pub mod response;
+pub mod service;
 pub mod shard;
 pub mod tracker;
 pub mod version;

@@ -1,0 +1,420 @@
+//! The network service: the tracker and the dispatcher on the `ipc` server.
+//!
+//! [`RmService::start`] opens the completion logs, starts the shard threads
+//! ([`Dispatcher`]), builds the [`ResourceTracker`] on their mailboxes, and serves on one
+//! `ipc::server::Server`:
+//!
+//! - `org.apache.hadoop.yarn.server.api.ResourceTrackerPB` v1: `registerNodeManager`,
+//!   `nodeHeartbeat`, `unRegisterNodeManager` (what a Java NodeManager calls);
+//! - [`ADMIN_PROTOCOL`] v1, our own admin protocol: `finishApplication`, `killContainer`,
+//!   `refreshNodes` (messages in [`admin`]; `hotpath rm finish-app|kill-container|refresh-nodes`
+//!   are clients of it). Java serves its admin protocol on another port; we serve ours on the
+//!   resource-tracker address, told apart by protocol name.
+//!
+//! The tracker sits behind one mutex: ring threads take it for one RPC at a time (the hot path
+//! holds it for the tracker's ~1–2 µs of work), the housekeeping thread once a second. The
+//! shards never take it. A housekeeping thread runs the liveness monitor and key rolling
+//! ([`ResourceTracker::tick`]), samples heartbeats per second, and logs a summary line every
+//! 10 s. Node joins, resyncs, shutdowns and losses are logged at INFO.
+//!
+//! Left to the binary: the `/metrics` HTTP endpoint (serve [`RmService::metrics_text`]),
+//! SIGHUP (call [`RmService::refresh_nodes`]), thread placement of the rings
+//! (`ServerConfig::transport.cpus`).
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
+
+use crate::dispatcher::{wall_ms, Clock, Dispatcher, Placement};
+use crate::hosts::HostLists;
+use crate::ids::{AppKey, ContainerKey, NodeKey};
+use crate::master_key::OsEntropy;
+use crate::metrics::render_prometheus;
+use crate::tracker::{HeartbeatOutcome, RegisterOutcome, ResourceTracker};
+use crate::{Error, RmConfig};
+
+/// The NodeManager ↔ RM protocol name.
+pub const RESOURCE_TRACKER_PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
+/// Our admin protocol name.
+pub const ADMIN_PROTOCOL: &str = "org.hotpath.rm.RmAdminProtocolPB";
+
+/// Admin protocol messages (written by us; field numbers are ours).
+pub mod admin {
+    /// A request naming an application or container (`application_…`, `container_…`), or
+    /// nothing (`refreshNodes`).
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct AdminRequestProto {
+        #[prost(string, optional, tag = "1")]
+        pub id: Option<String>,
+    }
+
+    /// What the RM did.
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct AdminResponseProto {
+        #[prost(string, optional, tag = "1")]
+        pub message: Option<String>,
+    }
+
+    pub const FINISH_APPLICATION: &str = "finishApplication";
+    pub const KILL_CONTAINER: &str = "killContainer";
+    pub const REFRESH_NODES: &str = "refreshNodes";
+}
+
+thread_local! {
+    static OUT: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+}
+
+fn lock(t: &Mutex<ResourceTracker>) -> MutexGuard<'_, ResourceTracker> {
+    t.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn bad_request(e: Error) -> CallError {
+    CallError::invalid_request(e)
+}
+
+/// The running RM.
+pub struct RmService {
+    server: Option<Server>,
+    dispatcher: Option<Dispatcher>,
+    tracker: Arc<Mutex<ResourceTracker>>,
+    cfg: RmConfig,
+    clock: Clock,
+    stop: Arc<AtomicBool>,
+    housekeeping: Option<JoinHandle<()>>,
+}
+
+impl RmService {
+    /// Starts everything; `listen` is the resource-tracker address (port 0 for any).
+    pub fn start(
+        cfg: RmConfig,
+        listen: SocketAddr,
+        placement: &Placement,
+        server_cfg: ServerConfig,
+    ) -> Result<RmService, Error> {
+        let clock = Clock::default();
+        let hosts = HostLists::load(cfg.include_path.as_deref(), cfg.exclude_path.as_deref())?;
+        let (dispatcher, reports) = Dispatcher::start(&cfg, placement, clock)?;
+        for (i, r) in reports.iter().enumerate() {
+            tracing::info!(
+                shard = i,
+                "completion log: {} records read from {} files, {} kept, {} torn-tail bytes cut",
+                r.records,
+                r.files,
+                r.kept,
+                r.truncated_bytes
+            );
+        }
+        let tracker = ResourceTracker::new(
+            cfg.clone(),
+            hosts,
+            dispatcher.mailboxes(),
+            wall_ms() as i64,
+            Box::new(OsEntropy),
+            clock.now_ns(),
+        )?;
+        let tracker = Arc::new(Mutex::new(tracker));
+        let mut reg = Registry::new();
+        register_tracker(&mut reg, &tracker, clock);
+        register_admin(&mut reg, &tracker, &cfg, clock);
+        let server = match Server::start(listen, server_cfg, reg) {
+            Ok(s) => s,
+            Err(e) => {
+                dispatcher.shutdown();
+                return Err(Error::Spawn(format!("ipc server on {listen}: {e}")));
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let hk = {
+            let (tracker, stop) = (tracker.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("hp-rm-hk".into())
+                .spawn(move || housekeeping(tracker, stop, clock))
+                .map_err(|e| Error::Spawn(e.to_string()))?
+        };
+        tracing::info!(
+            "ResourceTracker listening on {} ({} shards, opportunistic {})",
+            server.local_addr(),
+            dispatcher.shards(),
+            cfg.opportunistic
+        );
+        Ok(RmService {
+            server: Some(server),
+            dispatcher: Some(dispatcher),
+            tracker,
+            cfg,
+            clock,
+            stop,
+            housekeeping: Some(hk),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server
+            .as_ref()
+            .map(|s| s.local_addr())
+            .unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
+    }
+
+    pub fn tracker(&self) -> &Arc<Mutex<ResourceTracker>> {
+        &self.tracker
+    }
+
+    /// The Prometheus text for `/metrics`.
+    pub fn metrics_text(&self) -> String {
+        let views = self
+            .dispatcher
+            .as_ref()
+            .map(|d| d.views())
+            .unwrap_or_default();
+        let t = lock(&self.tracker).metrics().clone();
+        render_prometheus(&t, &views)
+    }
+
+    /// Largest shard backlog seen.
+    pub fn max_backlog(&self) -> u64 {
+        self.dispatcher
+            .as_ref()
+            .map(|d| d.max_backlog())
+            .unwrap_or(0)
+    }
+
+    /// Re-reads the include/exclude files (SIGHUP, `refreshNodes`). Returns the nodes
+    /// decommissioned by it.
+    pub fn refresh_nodes(&self) -> Result<Vec<NodeKey>, Error> {
+        refresh(&self.tracker, &self.cfg, self.clock)
+    }
+
+    /// Stops serving, finishes the shards' backlog, commits, joins everything.
+    pub fn shutdown(mut self) {
+        self.stop_all();
+    }
+
+    fn stop_all(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+        if let Some(h) = self.housekeeping.take() {
+            let _ = h.join();
+        }
+        if let Some(d) = self.dispatcher.take() {
+            d.shutdown();
+        }
+    }
+}
+
+impl Drop for RmService {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+fn refresh(
+    tracker: &Mutex<ResourceTracker>,
+    cfg: &RmConfig,
+    clock: Clock,
+) -> Result<Vec<NodeKey>, Error> {
+    let hosts = HostLists::load(cfg.include_path.as_deref(), cfg.exclude_path.as_deref())?;
+    let gone = lock(tracker).refresh_hosts(hosts, clock.now_ns());
+    for n in &gone {
+        tracing::info!("node {n} excluded by refreshNodes: decommissioned");
+    }
+    Ok(gone)
+}
+
+fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, clock: Clock) {
+    let t = tracker.clone();
+    reg.register(
+        RESOURCE_TRACKER_PROTOCOL,
+        1,
+        "nodeHeartbeat",
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            OUT.with(|out| {
+                let mut out = out.borrow_mut();
+                out.clear();
+                let o = lock(&t)
+                    .node_heartbeat(call.request, clock.now_ns(), &mut out)
+                    .map_err(bad_request)?;
+                match o {
+                    HeartbeatOutcome::Normal { .. } | HeartbeatOutcome::Duplicate => {}
+                    HeartbeatOutcome::ResyncUnknown => {
+                        tracing::info!("heartbeat from an unknown node: RESYNC")
+                    }
+                    HeartbeatOutcome::ResyncBehind { last, got } => {
+                        tracing::info!("heartbeat too far behind (rm {last}, nm {got}): RESYNC")
+                    }
+                    HeartbeatOutcome::Shutdown => {
+                        tracing::info!("heartbeat from a disallowed host: SHUTDOWN")
+                    }
+                }
+                reply.bytes(&out).map_err(CallError::from)
+            })
+        },
+    );
+    let t = tracker.clone();
+    reg.register(
+        RESOURCE_TRACKER_PROTOCOL,
+        1,
+        "registerNodeManager",
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let mut out = Vec::new();
+            let o = lock(&t)
+                .register_node_manager(call.request, clock.now_ns(), &mut out)
+                .map_err(bad_request)?;
+            match o {
+                RegisterOutcome::Accepted { node, reconnected } => {
+                    tracing::info!(
+                        "node {node} {}",
+                        if reconnected {
+                            "re-registered"
+                        } else {
+                            "registered"
+                        }
+                    )
+                }
+                RegisterOutcome::Refused { node, reason } => {
+                    tracing::info!("node {node} refused: {reason}")
+                }
+            }
+            reply.bytes(&out).map_err(CallError::from)
+        },
+    );
+    let t = tracker.clone();
+    reg.register(
+        RESOURCE_TRACKER_PROTOCOL,
+        1,
+        "unRegisterNodeManager",
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let mut out = Vec::new();
+            if let Some(n) = lock(&t)
+                .unregister_node_manager(call.request, clock.now_ns(), &mut out)
+                .map_err(bad_request)?
+            {
+                tracing::info!("node {n} unregistered (SHUTDOWN)");
+            }
+            reply.bytes(&out).map_err(CallError::from)
+        },
+    );
+}
+
+fn admin_id(call: &Call<'_>) -> Result<String, CallError> {
+    use prost::Message;
+    admin::AdminRequestProto::decode(call.request)
+        .map_err(CallError::invalid_request)?
+        .id
+        .ok_or_else(|| CallError::application("java.lang.IllegalArgumentException", "no id"))
+}
+
+fn admin_reply(reply: &mut Reply<'_, '_>, message: String) -> Result<(), CallError> {
+    reply
+        .message(&admin::AdminResponseProto {
+            message: Some(message),
+        })
+        .map_err(CallError::from)
+}
+
+fn register_admin(
+    reg: &mut Registry,
+    tracker: &Arc<Mutex<ResourceTracker>>,
+    cfg: &RmConfig,
+    clock: Clock,
+) {
+    let t = tracker.clone();
+    reg.register(
+        ADMIN_PROTOCOL,
+        1,
+        admin::FINISH_APPLICATION,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let id = admin_id(call)?;
+            let app = AppKey::parse(&id).ok_or_else(|| {
+                CallError::application(
+                    "java.lang.IllegalArgumentException",
+                    format!("not an application id: {id}"),
+                )
+            })?;
+            lock(&t).finish_app(app);
+            tracing::info!("admin: application {app} finished");
+            admin_reply(
+                reply,
+                format!("{app} finished; its nodes clean it up on their next heartbeat"),
+            )
+        },
+    );
+    let t = tracker.clone();
+    reg.register(
+        ADMIN_PROTOCOL,
+        1,
+        admin::KILL_CONTAINER,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let id = admin_id(call)?;
+            let c = ContainerKey::parse(&id).ok_or_else(|| {
+                CallError::application(
+                    "java.lang.IllegalArgumentException",
+                    format!("not a container id: {id}"),
+                )
+            })?;
+            lock(&t).kill_container(c);
+            tracing::info!("admin: kill {c}");
+            admin_reply(reply, format!("{c}: kill queued for the node running it"))
+        },
+    );
+    let t = tracker.clone();
+    let cfg = cfg.clone();
+    reg.register(
+        ADMIN_PROTOCOL,
+        1,
+        admin::REFRESH_NODES,
+        move |_call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let gone = refresh(&t, &cfg, clock)
+                .map_err(|e| CallError::application("java.io.IOException", e.to_string()))?;
+            let names: Vec<String> = gone.iter().map(|n| n.to_string()).collect();
+            admin_reply(
+                reply,
+                format!(
+                    "host lists reloaded; decommissioned: [{}]",
+                    names.join(", ")
+                ),
+            )
+        },
+    );
+}
+
+fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clock: Clock) {
+    let mut last_summary = Instant::now();
+    let mut last_rate = Instant::now();
+    let mut rate = 0.0;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut t = lock(&tracker);
+        match t.tick(clock.now_ns()) {
+            Ok(r) => {
+                for n in &r.expired {
+                    tracing::info!(
+                        "node {n} LOST: silent past yarn.nm.liveness-monitor.expiry-interval-ms"
+                    );
+                }
+            }
+            Err(e) => tracing::error!("tracker tick: {e}"),
+        }
+        let m = t.metrics().clone();
+        let active = t.active_nodes();
+        drop(t);
+        if last_rate.elapsed() >= Duration::from_secs(1) {
+            rate = m.sample_rate();
+            last_rate = Instant::now();
+        }
+        if last_summary.elapsed() >= Duration::from_secs(10) {
+            tracing::info!(
+                "summary: {active} active nodes, {rate:.0} heartbeats/s, {} heartbeats, {} resyncs",
+                m.heartbeats.load(Ordering::Relaxed),
+                m.resyncs.load(Ordering::Relaxed)
+            );
+            last_summary = Instant::now();
+        }
+    }
+}
