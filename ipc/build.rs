@@ -9,7 +9,8 @@
 //! - `src/pb/descriptor.bin`: the encoded `FileDescriptorSet` (imports included), used with
 //!   prost-reflect by `hotpath decode`;
 //! - `src/pb/schema.rs`: static field tables (number, name, type, label, nested message,
-//!   known enum values) used by the views' `validate()`.
+//!   known enum values) and one generated validator per message (a `match` on whole
+//!   one-byte tags), used by the views' `validate()`.
 //!
 //! Command: `cargo build -p ipc --features regen-proto`, then `cargo fmt -p ipc`, then review
 //! and commit the diff of `ipc/src/pb/`.

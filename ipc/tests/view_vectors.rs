@@ -436,10 +436,7 @@ fn malformed_groups_are_errors() {
         Err(DecodeError::Truncated)
     );
     // nested deeper than the limit
-    let deep: Vec<u8> = std::iter::repeat([0xeb, 0x01])
-        .take(150)
-        .flatten()
-        .collect();
+    let deep: Vec<u8> = std::iter::repeat_n([0xeb, 0x01], 150).flatten().collect();
     assert_eq!(
         ContainerStatusView::new(&deep).validate(),
         Err(DecodeError::DepthLimit(RECURSION_LIMIT))

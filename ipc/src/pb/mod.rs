@@ -26,7 +26,7 @@
 //! ```
 //!
 //! This rewrites `hadoop.{common,yarn,hdfs}.rs`, `descriptor.bin` and `schema.rs` (the field
-//! tables behind the views' `validate()`).
+//! tables and the generated per-message validators behind the views' `validate()`).
 
 #[allow(clippy::all, missing_docs, rustdoc::all)]
 pub mod hadoop {

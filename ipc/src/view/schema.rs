@@ -120,7 +120,7 @@ impl Schema {
 ///
 /// Runs the generated validator of the message first (`Schema::fast`: a `match` on whole
 /// one-byte tags, failing with the one-bit [`Invalid`]); only when that fails does the
-/// table-driven [`validate_g`] run to name the error. Both implement the rules above; the
+/// table-driven `validate_g` run to name the error. Both implement the rules above; the
 /// tests check that they accept exactly the same inputs.
 #[inline]
 pub fn validate(schema: &'static Schema, buf: &[u8], depth: u32) -> Result<(), DecodeError> {
