@@ -49,6 +49,11 @@ enum Cmd {
         #[command(subcommand)]
         bench: BenchCmd,
     },
+    /// The node agent: registers with the RM and heartbeats (yarn-site.xml from
+    /// $HADOOP_CONF_DIR or --conf-dir; flags override).
+    Agent(agent::node::cli::AgentArgs),
+    /// Talk to a running agent's control socket (container events, cleanup orders).
+    Container(agent::node::cli::ContainerArgs),
     /// Internal: one server of `bench ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(bench_ipc::ServerChildArgs),
@@ -82,6 +87,8 @@ fn main() -> Result<()> {
             bench: BenchCmd::IpcLarge(args),
         } => bench_ipc::run(args),
         Cmd::BenchIpcServer(args) => bench_ipc::run_server_child(args),
+        Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
+        Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
         Cmd::Decode {
             message,
             file,

@@ -19,7 +19,38 @@
 //! - [`wire`]: heartbeat requests encoded into a reused buffer, responses read in place.
 //! - [`status_updater`]: `NodeStatusUpdaterImpl`'s protocol logic, no I/O.
 
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod health;
 pub mod ids;
+pub mod metrics;
+pub mod report;
+pub mod runtime;
+pub mod shared;
+pub mod simulate;
 pub mod status_updater;
 pub mod table;
 pub mod wire;
+
+pub use config::AgentConfig;
+pub use runtime::{Agent, ExitReason};
+
+/// Agent errors.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Conf(#[from] conf::Error),
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("bind: {0}")]
+    Bind(String),
+    #[error(transparent)]
+    Control(#[from] control::ControlError),
+    #[error("{0}")]
+    Io(String),
+    #[error("IPC: {0}")]
+    Ipc(#[from] ipc::client::ClientError),
+    #[error("the agent stopped: {0}")]
+    Exited(String),
+}

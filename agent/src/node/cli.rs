@@ -1,0 +1,320 @@
+//! `hotpath agent` and `hotpath container …`: flags, and the loops behind them.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use conf::Configuration;
+use serde_json::json;
+
+use super::control::ControlClient;
+use super::report::GetNodeReportResponseProto;
+use super::simulate::SimConfig;
+use super::table::Resource;
+use super::{Agent, AgentConfig, AgentError, ExitReason};
+
+/// `hotpath agent` flags. Configuration comes from `--conf-dir` (else `$HADOOP_CONF_DIR`);
+/// `--set` and the named flags override it.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Directory with core-site.xml / yarn-site.xml (default: $HADOOP_CONF_DIR).
+    #[arg(long)]
+    pub conf_dir: Option<PathBuf>,
+    /// Any configuration key, `key=value` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// RM resource-tracker address (`yarn.resourcemanager.resource-tracker.address`).
+    #[arg(long)]
+    pub rm: Option<String>,
+    /// Node address, host:port (`yarn.nodemanager.address`; port 0 = ephemeral).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Metrics HTTP address (`yarn.nodemanager.webapp.address`).
+    #[arg(long)]
+    pub http: Option<String>,
+    /// `yarn.nodemanager.resource.memory-mb`.
+    #[arg(long)]
+    pub memory_mb: Option<i64>,
+    /// `yarn.nodemanager.resource.cpu-vcores`.
+    #[arg(long)]
+    pub vcores: Option<i32>,
+    /// Control socket path (`hotpath.agent.control-socket`).
+    #[arg(long)]
+    pub control_socket: Option<PathBuf>,
+    /// Run a synthetic container workload.
+    #[arg(long)]
+    pub simulate: bool,
+    /// Simulated containers started per second.
+    #[arg(long, default_value_t = 10.0)]
+    pub sim_rate: f64,
+    /// Mean run time of a simulated container (ms).
+    #[arg(long, default_value_t = 5000)]
+    pub sim_mean_ms: u64,
+    /// Most simulated containers running at once.
+    #[arg(long, default_value_t = 200)]
+    pub sim_max_running: usize,
+    /// Distinct simulated applications.
+    #[arg(long, default_value_t = 4)]
+    pub sim_apps: u32,
+    /// Do not pin threads.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Print one `READY {json}` line (node id, addresses) on stdout once started.
+    #[arg(long)]
+    pub ready_line: bool,
+}
+
+impl AgentArgs {
+    /// The configuration these flags describe.
+    pub fn configuration(&self) -> Result<Configuration, AgentError> {
+        let mut conf = match &self.conf_dir {
+            Some(d) => Configuration::load_dir(d)?,
+            None => Configuration::from_env()?,
+        };
+        for kv in &self.set {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| AgentError::Config(format!("--set {kv:?}: expected KEY=VALUE")))?;
+            conf.set(k.trim(), v.trim());
+        }
+        let mut set = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                conf.set(k, &v);
+            }
+        };
+        set(
+            "yarn.resourcemanager.resource-tracker.address",
+            self.rm.clone(),
+        );
+        set("yarn.nodemanager.address", self.node.clone());
+        set("yarn.nodemanager.webapp.address", self.http.clone());
+        set(
+            "yarn.nodemanager.resource.memory-mb",
+            self.memory_mb.map(|v| v.to_string()),
+        );
+        set(
+            "yarn.nodemanager.resource.cpu-vcores",
+            self.vcores.map(|v| v.to_string()),
+        );
+        set(
+            "hotpath.agent.control-socket",
+            self.control_socket
+                .as_ref()
+                .map(|p| p.display().to_string()),
+        );
+        Ok(conf)
+    }
+
+    /// The agent settings these flags describe.
+    pub fn agent_config(&self) -> Result<AgentConfig, AgentError> {
+        let mut cfg = AgentConfig::from_conf(&self.configuration()?)?;
+        cfg.pin = !self.no_pin;
+        if self.simulate {
+            cfg.simulate = Some(SimConfig {
+                rate_per_s: self.sim_rate.max(0.0),
+                mean_run: Duration::from_millis(self.sim_mean_ms),
+                max_running: self.sim_max_running,
+                apps: self.sim_apps.max(1),
+                resource: Resource {
+                    memory_mb: 1024,
+                    vcores: 1,
+                },
+                seed: 0,
+            });
+        }
+        Ok(cfg)
+    }
+}
+
+/// Runs `hotpath agent` until SIGTERM/SIGINT, SHUTDOWN from the RM, or giving up.
+pub fn run_agent(args: &AgentArgs) -> Result<(), AgentError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| AgentError::Io(format!("installing the signal handler: {e}")))?;
+    }
+    let cfg = args.agent_config()?;
+    let agent = Agent::start(cfg)?;
+    tracing::info!(
+        "agent {} up: control socket {:?}, metrics {:?}, IPC {:?}",
+        agent.node_id(),
+        agent.control_path(),
+        agent.metrics_addr(),
+        agent.ipc_addr()
+    );
+    if args.ready_line {
+        println!(
+            "READY {}",
+            json!({
+                "node_id": agent.node_id(),
+                "control_socket": agent.control_path().map(|p| p.display().to_string()),
+                "metrics": agent.metrics_addr().map(|a| a.to_string()),
+                "ipc": agent.ipc_addr().map(|a| a.to_string()),
+                "pid": std::process::id(),
+            })
+        );
+    }
+    while !stop.load(Ordering::Relaxed) && !agent.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if stop.load(Ordering::Relaxed) {
+        tracing::info!("stopping (signal)");
+    }
+    agent.stop();
+    match agent.join() {
+        ExitReason::Stopped => Ok(()),
+        ExitReason::Shutdown(d) => Err(AgentError::Exited(format!("SHUTDOWN from the RM: {d}"))),
+        ExitReason::GaveUp(d) => Err(AgentError::Exited(d)),
+    }
+}
+
+/// `hotpath container …`.
+#[derive(Debug, Clone, Args)]
+pub struct ContainerArgs {
+    /// The agent's control socket.
+    #[arg(long, default_value = "/tmp/hotpath-agent.sock")]
+    pub socket: PathBuf,
+    #[command(subcommand)]
+    pub cmd: ContainerCmd,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ContainerCmd {
+    /// Report a new container (NEW, or RUNNING with --running).
+    Launch {
+        container: String,
+        #[arg(long, default_value_t = 1024)]
+        memory_mb: i64,
+        #[arg(long, default_value_t = 1)]
+        vcores: i32,
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        #[arg(long)]
+        running: bool,
+    },
+    /// NEW → RUNNING.
+    Running { container: String },
+    /// → COMPLETE.
+    Complete {
+        container: String,
+        #[arg(long, default_value_t = 0)]
+        exit_status: i32,
+        #[arg(long, default_value = "")]
+        diagnostics: String,
+    },
+    /// Every container in the table.
+    List,
+    /// The node's status.
+    Status,
+    /// Print cleanup orders as they arrive (one JSON line each) until interrupted.
+    Watch,
+    /// `getNodeReport` over the agent's IPC server.
+    Report {
+        /// The agent's IPC address (its node address).
+        #[arg(long)]
+        ipc: String,
+    },
+}
+
+/// Runs `hotpath container …`, printing the agent's JSON reply.
+pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
+    let req = match &args.cmd {
+        ContainerCmd::Launch {
+            container,
+            memory_mb,
+            vcores,
+            priority,
+            running,
+        } => json!({"op":"launch","container":container,"memory_mb":memory_mb,
+                    "vcores":vcores,"priority":priority,"running":running}),
+        ContainerCmd::Running { container } => json!({"op":"running","container":container}),
+        ContainerCmd::Complete {
+            container,
+            exit_status,
+            diagnostics,
+        } => json!({"op":"complete","container":container,"exit_status":exit_status,
+                    "diagnostics":diagnostics}),
+        ContainerCmd::List => json!({"op":"list"}),
+        ContainerCmd::Status => json!({"op":"status"}),
+        ContainerCmd::Watch => {
+            let mut c = ControlClient::connect(&args.socket)?;
+            c.request(&json!({"op":"watch"}))?;
+            loop {
+                if let Some(v) = c.read_line(None)? {
+                    println!("{v}");
+                }
+            }
+        }
+        ContainerCmd::Report { ipc } => {
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(ipc.as_str())
+                .map_err(|e| AgentError::Config(format!("--ipc {ipc}: {e}")))?
+                .next()
+                .ok_or_else(|| AgentError::Config(format!("--ipc {ipc}: no address")))?;
+            let r = fetch_node_report(addr)?;
+            println!("{}", report_json(&r));
+            return Ok(());
+        }
+    };
+    let mut c = ControlClient::connect(&args.socket)?;
+    let reply = c.request(&req)?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&reply).unwrap_or_default()
+    );
+    Ok(())
+}
+
+/// Calls `getNodeReport` on an agent's IPC server.
+pub fn fetch_node_report(
+    addr: std::net::SocketAddr,
+) -> Result<GetNodeReportResponseProto, AgentError> {
+    let client = ipc::client::Client::new(
+        addr,
+        ipc::client::ClientConfig {
+            protocol: super::report::PROTOCOL.into(),
+            protocol_version: super::report::VERSION,
+            max_connect_attempts: 1,
+            call_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
+    );
+    let resp = client.call(super::report::GET_NODE_REPORT, &[])?;
+    Ok(resp.decode::<GetNodeReportResponseProto>()?)
+}
+
+/// A report as JSON.
+pub fn report_json(r: &GetNodeReportResponseProto) -> serde_json::Value {
+    let containers: Vec<_> = r
+        .containers
+        .iter()
+        .map(|c| {
+            let id = c.container_id.unwrap_or_default();
+            let a = id.app_attempt_id.unwrap_or_default();
+            let app = a.application_id.unwrap_or_default();
+            let cid = super::ids::ContainerId::new(
+                super::ids::AppId::new(app.cluster_timestamp.unwrap_or(0), app.id.unwrap_or(0)),
+                a.attempt_id.unwrap_or(0),
+                id.id.unwrap_or(0),
+            );
+            json!({"container": cid.to_string(), "state": c.state, "exit_status": c.exit_status})
+        })
+        .collect();
+    let node = r.node_id.clone().unwrap_or_default();
+    let total = r.total.clone().unwrap_or_default();
+    let h = r.health.clone().unwrap_or_default();
+    json!({
+        "node_id": format!("{}:{}", node.host.unwrap_or_default(), node.port.unwrap_or(0)),
+        "http_port": r.http_port,
+        "memory_mb": total.memory,
+        "vcores": total.virtual_cores,
+        "healthy": h.is_node_healthy,
+        "health_report": h.health_report,
+        "phase": r.phase,
+        "last_response_id": r.last_response_id,
+        "last_heartbeat_ms": r.last_heartbeat_ms,
+        "heartbeats": r.heartbeats,
+        "containers": containers,
+    })
+}

@@ -1,0 +1,121 @@
+//! The agent's own IPC protocol, `hotpath.agent.NodeAgentProtocol` v1, served by
+//! `ipc::server` on the node address beside the `getBuffer` benchmark protocol.
+//!
+//! `getNodeReport(GetNodeReportRequestProto {})` → [`GetNodeReportResponseProto`]. The
+//! message is ours (field numbers ours, nested records Hadoop's): the node id, http port,
+//! total resource, health, every container in the table as a `ContainerStatusProto`, the
+//! updater's phase, the last response id and the time of the last answered heartbeat.
+
+use std::sync::{Arc, OnceLock};
+
+use ipc::pb::hadoop::yarn::{
+    ContainerStatusProto, NodeHealthStatusProto, NodeIdProto, ResourceProto,
+};
+use ipc::server::{BodySource, Call, CallError, Registry, Reply};
+use prost::Message;
+
+use super::shared::{lock, Shared};
+use super::wire::{container_status_proto, resource_proto};
+
+pub const PROTOCOL: &str = "hotpath.agent.NodeAgentProtocol";
+pub const VERSION: u64 = 1;
+pub const GET_NODE_REPORT: &str = "getNodeReport";
+
+/// The `getNodeReport` answer.
+#[derive(Clone, PartialEq, Message)]
+pub struct GetNodeReportResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub node_id: Option<NodeIdProto>,
+    #[prost(int32, optional, tag = "2")]
+    pub http_port: Option<i32>,
+    #[prost(message, optional, tag = "3")]
+    pub total: Option<ResourceProto>,
+    #[prost(message, optional, tag = "4")]
+    pub health: Option<NodeHealthStatusProto>,
+    #[prost(message, repeated, tag = "5")]
+    pub containers: Vec<ContainerStatusProto>,
+    /// `unregistered`, `registered` or `stopped`.
+    #[prost(string, optional, tag = "6")]
+    pub phase: Option<String>,
+    #[prost(int32, optional, tag = "7")]
+    pub last_response_id: Option<i32>,
+    /// Wall-clock ms of the last answered heartbeat (0: none yet).
+    #[prost(int64, optional, tag = "8")]
+    pub last_heartbeat_ms: Option<i64>,
+    #[prost(uint64, optional, tag = "9")]
+    pub heartbeats: Option<u64>,
+}
+
+/// Builds the report from the shared state.
+pub fn node_report(shared: &Shared) -> GetNodeReportResponseProto {
+    let id = &shared.identity;
+    let st = lock(&shared.status).clone();
+    let h = lock(&shared.health).clone();
+    let containers = lock(&shared.table)
+        .iter()
+        .map(container_status_proto)
+        .collect();
+    GetNodeReportResponseProto {
+        node_id: Some(NodeIdProto {
+            host: Some(id.host.clone()),
+            port: Some(id.port),
+        }),
+        http_port: Some(id.http_port),
+        total: Some(resource_proto(&id.resource)),
+        health: Some(NodeHealthStatusProto {
+            is_node_healthy: Some(h.healthy),
+            health_report: Some(h.report),
+            last_health_report_time: Some(h.last_report_wall_ms),
+        }),
+        containers,
+        phase: Some(st.phase.to_string()),
+        last_response_id: Some(st.response_id),
+        last_heartbeat_ms: Some(st.last_heartbeat_wall_ms),
+        heartbeats: Some(
+            shared
+                .metrics
+                .heartbeats_ok
+                .load(std::sync::atomic::Ordering::Relaxed),
+        ),
+    }
+}
+
+struct VecBody {
+    bytes: Vec<u8>,
+    pos: usize,
+}
+
+impl BodySource for VecBody {
+    fn fill(&mut self, dst: &mut [u8]) {
+        let n = dst.len().min(self.bytes.len() - self.pos);
+        dst[..n].copy_from_slice(&self.bytes[self.pos..self.pos + n]);
+        self.pos += n;
+    }
+}
+
+/// Registers `getNodeReport` (answered once `shared` is set) and the benchmark protocol
+/// (`getBuffer` up to `max_buffer` bytes).
+pub fn register(reg: &mut Registry, shared: Arc<OnceLock<Arc<Shared>>>, max_buffer: u64) {
+    reg.register(
+        PROTOCOL,
+        VERSION,
+        GET_NODE_REPORT,
+        move |_call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let Some(s) = shared.get() else {
+                return Err(CallError::application(
+                    "java.io.IOException",
+                    "the agent is starting",
+                ));
+            };
+            let bytes = node_report(s).encode_to_vec();
+            if bytes.len() <= reply.max_unstreamed() {
+                reply.bytes(&bytes)?;
+            } else {
+                let len = bytes.len() as u64;
+                reply.stream(len, Box::new(VecBody { bytes, pos: 0 }))?;
+            }
+            Ok(())
+        },
+    );
+    ipc::server::bench::register(reg, max_buffer);
+}

@@ -1,0 +1,667 @@
+//! The agent's I/O edge: threads, sockets and timers around the sans-IO
+//! [`StatusUpdater`](super::status_updater::StatusUpdater).
+//!
+//! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
+//!   heartbeats at the interval the RM returns, through `ipc::client` to
+//!   `ResourceTrackerPB`. Unanswered calls are retried with a backoff that starts at the
+//!   heartbeat interval and doubles up to `yarn.resourcemanager.connect.retry-interval.ms`;
+//!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
+//!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
+//!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
+//!   (`unRegisterNodeManager`). The agent's IPC server (`getNodeReport`, `getBuffer`) runs on
+//!   an `ipc::server` ring pinned to the same CPU.
+//! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
+//!   the simulator, cleanup orders (to executors, then forced completion after the grace
+//!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
+//!
+//! [`Agent::start`] returns once the servers are bound and the threads run; registration
+//! starts at once.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ipc::client::{Client, ClientConfig, ClientError};
+use ipc::server::{Registry, Server, ServerConfig};
+use ipc::transport::{PoolConfig, TransportConfig};
+
+use super::config::AgentConfig;
+use super::control::ControlServer;
+use super::health::HealthChecker;
+use super::metrics::MetricsHttp;
+use super::report;
+use super::shared::{lock, Shared};
+use super::simulate::Simulator;
+use super::status_updater::{
+    HeartbeatOutcome, NodeIdentity, Phase, RegisterOutcome, StatusUpdater, UpdaterConfig,
+    HEARTBEAT, NM_VERSION, PROTOCOL, PROTOCOL_VERSION, REGISTER, UNREGISTER,
+};
+use super::table::{ContainerTable, Resource};
+use super::AgentError;
+
+/// Wall-clock milliseconds since the epoch.
+pub fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Why the agent ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Stopped on request (after unregistering if it was registered).
+    Stopped,
+    /// The RM answered SHUTDOWN.
+    Shutdown(String),
+    /// The RM stayed unreachable for `connect.max-wait`.
+    GaveUp(String),
+}
+
+/// A running agent.
+pub struct Agent {
+    shared: Arc<Shared>,
+    ring: Option<JoinHandle<ExitReason>>,
+    hk: Option<JoinHandle<()>>,
+    server: Option<Server>,
+    control_path: Option<PathBuf>,
+    metrics_addr: Option<SocketAddr>,
+    ipc_addr: Option<SocketAddr>,
+    started: Instant,
+}
+
+fn spawn<T: Send + 'static>(
+    role: hw::Role,
+    cpu: Option<u32>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, AgentError> {
+    // The plan's CPU when pinning works; an unpinned thread of the same name otherwise.
+    let name = match cpu {
+        Some(c) => hw::thread_name(&role, c),
+        None => format!("hp-{}", role.short_name()),
+    };
+    if let Some(c) = cpu {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let t = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let pinned = hw::pin_current_thread(c);
+                let ok = pinned.is_ok();
+                let _ = tx.send(pinned);
+                if !ok {
+                    tracing::warn!("running unpinned");
+                }
+                f()
+            })
+            .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))?;
+        if let Ok(Err(e)) = rx.recv() {
+            tracing::warn!("{name}: pinning to CPU {c} failed ({e}); the thread runs unpinned");
+        }
+        return Ok(t);
+    }
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(f)
+        .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))
+}
+
+impl Agent {
+    /// Starts an agent (see the module docs).
+    pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
+        let started = Instant::now();
+        let (ring_cpu, hk_cpu) = if cfg.pin {
+            match hw::Topology::detect() {
+                Ok(topo) => {
+                    let plan = hw::Plan::for_agent(&topo);
+                    (
+                        plan.cpu_of(&hw::Role::NetRing(0)),
+                        plan.cpu_of(&hw::Role::Housekeeping),
+                    )
+                }
+                Err(e) => {
+                    tracing::warn!("no CPU topology ({e}); threads run unpinned");
+                    (None, None)
+                }
+            }
+        } else {
+            (None, None)
+        };
+        let resource = Resource {
+            memory_mb: cfg.memory_mb,
+            vcores: cfg.vcores,
+        };
+        // The node port is the IPC server's (bound first, so an ephemeral port is known).
+        let mut node_port = cfg.node_port;
+        let shared_slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::default();
+        let server = if cfg.ipc_server {
+            let mut reg = Registry::new();
+            report::register(&mut reg, shared_slot.clone(), 64 << 20);
+            let transport = TransportConfig {
+                threads: 1,
+                cpus: ring_cpu.into_iter().collect(),
+                pool: PoolConfig {
+                    chunk_size: 64 * 1024,
+                    chunks: cfg.ipc_pool_chunks.max(2),
+                    per_conn_chunks: 8.min(cfg.ipc_pool_chunks.max(2)),
+                    register: true,
+                },
+                recv_buf_size: 16 * 1024,
+                recv_bufs: 8,
+                max_connections: 256,
+                ..TransportConfig::default()
+            };
+            let s = Server::start(
+                SocketAddr::new(cfg.bind_ip, cfg.node_port),
+                ServerConfig {
+                    transport,
+                    ..ServerConfig::default()
+                },
+                reg,
+            )
+            .map_err(|e| {
+                AgentError::Bind(format!(
+                    "IPC server on {}:{}: {e}",
+                    cfg.bind_ip, cfg.node_port
+                ))
+            })?;
+            node_port = s.local_addr().port();
+            Some(s)
+        } else {
+            None
+        };
+        let http =
+            match cfg.http_port {
+                Some(p) => Some(MetricsHttp::bind(SocketAddr::new(cfg.bind_ip, p)).map_err(
+                    |e| AgentError::Bind(format!("metrics HTTP on {}:{p}: {e}", cfg.bind_ip)),
+                )?),
+                None => None,
+            };
+        let metrics_addr = http.as_ref().and_then(|h| h.local_addr().ok());
+        let identity = NodeIdentity {
+            host: cfg.node_host.clone(),
+            port: i32::from(node_port),
+            http_port: metrics_addr.map_or(8042, |a| i32::from(a.port())),
+            resource,
+            nm_version: NM_VERSION.into(),
+        };
+        let control_path = cfg
+            .control_socket
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/hotpath-agent-{node_port}.sock")));
+        let control = ControlServer::bind(
+            &control_path,
+            Resource {
+                memory_mb: 1024,
+                vcores: 1,
+            },
+        )?;
+        let mut table = ContainerTable::new(cfg.max_containers);
+        if cfg.journal {
+            table.enable_journal();
+        }
+        let shared = Arc::new(Shared::new(identity.clone(), table));
+        let _ = shared_slot.set(shared.clone());
+        // The first health verdict before registering (local dirs only: the script, if any,
+        // reports on a later heartbeat).
+        let mut health = HealthChecker::new(cfg.health.clone());
+        if let Some(h) = health.poll(Instant::now(), wall_ms()) {
+            *lock(&shared.health) = h;
+        }
+        let ipc_addr = server.as_ref().map(|s| s.local_addr());
+        let ring = {
+            let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
+            spawn(hw::Role::NetRing(0), ring_cpu, move || {
+                ring_loop(&shared, &cfg, identity, started)
+            })?
+        };
+        let hk = {
+            let shared = shared.clone();
+            let sim = cfg.simulate.clone().map(|s| Simulator::new(s, wall_ms()));
+            let (grace, track) = (cfg.cleanup_grace, cfg.track_stopped_ms);
+            spawn(hw::Role::Housekeeping, hk_cpu, move || {
+                housekeeping(&shared, control, http, health, sim, grace, track, started)
+            })?
+        };
+        Ok(Agent {
+            shared,
+            ring: Some(ring),
+            hk: Some(hk),
+            server,
+            control_path: Some(control_path),
+            metrics_addr,
+            ipc_addr,
+            started,
+        })
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// `host:port` as registered.
+    pub fn node_id(&self) -> String {
+        format!(
+            "{}:{}",
+            self.shared.identity.host, self.shared.identity.port
+        )
+    }
+
+    pub fn control_path(&self) -> Option<&std::path::Path> {
+        self.control_path.as_deref()
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    pub fn ipc_addr(&self) -> Option<SocketAddr> {
+        self.ipc_addr
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Asks the threads to stop (the ring thread unregisters first).
+    pub fn stop(&self) {
+        self.shared.stop.stop();
+    }
+
+    /// Whether the ring thread has ended (stop, SHUTDOWN, or gave up).
+    pub fn is_finished(&self) -> bool {
+        self.ring.as_ref().is_none_or(|r| r.is_finished())
+    }
+
+    /// Waits for the threads and closes the servers.
+    pub fn join(mut self) -> ExitReason {
+        let reason = self
+            .ring
+            .take()
+            .map(|r| {
+                r.join()
+                    .unwrap_or_else(|_| ExitReason::GaveUp("ring thread panicked".into()))
+            })
+            .unwrap_or(ExitReason::Stopped);
+        self.shared.stop.stop();
+        if let Some(h) = self.hk.take() {
+            let _ = h.join();
+        }
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+        if let Some(p) = &self.control_path {
+            let _ = std::fs::remove_file(p);
+        }
+        reason
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.ring.is_some() || self.hk.is_some() {
+            self.shared.stop.stop();
+            if let Some(r) = self.ring.take() {
+                let _ = r.join();
+            }
+            if let Some(h) = self.hk.take() {
+                let _ = h.join();
+            }
+            if let Some(p) = &self.control_path {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+fn publish(shared: &Shared, u: &StatusUpdater, unreachable: bool) {
+    let mut st = lock(&shared.status);
+    st.phase = match u.phase() {
+        Phase::Unregistered => "unregistered",
+        Phase::Registered => "registered",
+        Phase::Stopped(_) => "stopped",
+    };
+    if let Phase::Stopped(r) = u.phase() {
+        if st.stopped_reason.is_none() {
+            st.stopped_reason = Some(r.clone());
+        }
+    }
+    st.response_id = u.response_id();
+    st.next_interval_ms = u.next_interval_ms();
+    st.rm_identifier = u.rm_identifier();
+    st.container_key_id = u.container_key().map(|k| k.key_id);
+    st.nm_key_id = u.nm_key().map(|k| k.key_id);
+    st.rm_unreachable = unreachable;
+}
+
+/// Failed-call bookkeeping: backoff and the max-wait deadline.
+struct Retry {
+    failing_since: Option<Instant>,
+    backoff: Duration,
+}
+
+fn ring_loop(
+    shared: &Shared,
+    cfg: &AgentConfig,
+    identity: NodeIdentity,
+    started: Instant,
+) -> ExitReason {
+    let client = Client::new(
+        cfg.rm_addr,
+        ClientConfig {
+            protocol: PROTOCOL.into(),
+            protocol_version: PROTOCOL_VERSION,
+            connect_timeout: cfg.call_timeout.min(Duration::from_secs(5)),
+            call_timeout: cfg.call_timeout,
+            backoff_initial: Duration::from_millis(1),
+            backoff_max: Duration::from_millis(1),
+            max_connect_attempts: 1,
+            recycled_buffers: 2,
+            ..ClientConfig::default()
+        },
+    );
+    let mut u = StatusUpdater::new(UpdaterConfig {
+        identity,
+        track_stopped_ms: cfg.track_stopped_ms,
+        default_interval_ms: cfg.default_interval_ms,
+    });
+    let m = &shared.metrics;
+    let mut retry = Retry {
+        failing_since: None,
+        backoff: Duration::ZERO,
+    };
+    let mut req = Vec::with_capacity(1024);
+    let mut first_registration = true;
+    let reason = loop {
+        if shared.stop.is_stopped() {
+            break ExitReason::Stopped;
+        }
+        let now = Instant::now();
+        let result: Result<Duration, ClientError> = match u.phase().clone() {
+            Phase::Stopped(d) => break ExitReason::Shutdown(d),
+            Phase::Unregistered => {
+                req.clear();
+                let encoded = {
+                    let t = lock(&shared.table);
+                    let h = lock(&shared.health);
+                    u.encode_register(&t, &h, &mut req)
+                };
+                if let Err(e) = encoded {
+                    break ExitReason::Shutdown(e.to_string());
+                }
+                let t0 = Instant::now();
+                match client.call(REGISTER, &req) {
+                    Ok(resp) => {
+                        m.record_latency(t0.elapsed());
+                        let out = {
+                            let mut t = lock(&shared.table);
+                            u.on_register_response(resp.payload(), &mut t, mono_ms(started))
+                        };
+                        match out {
+                            Ok(RegisterOutcome::Registered { rm_identifier, .. }) => {
+                                m.registrations.fetch_add(1, Relaxed);
+                                if first_registration {
+                                    first_registration = false;
+                                    lock(&shared.status).registered_after_ms =
+                                        Some(started.elapsed().as_millis() as u64);
+                                }
+                                tracing::info!(
+                                    "registered as {}:{} with the RM at {} (rm id {rm_identifier:?}) after {:?}",
+                                    u.identity().host,
+                                    u.identity().port,
+                                    cfg.rm_addr,
+                                    started.elapsed()
+                                );
+                                Ok(Duration::ZERO)
+                            }
+                            Ok(RegisterOutcome::Shutdown { diagnostics }) => {
+                                tracing::error!("the RM refused the registration: {diagnostics}");
+                                publish(shared, &u, false);
+                                break ExitReason::Shutdown(diagnostics);
+                            }
+                            Err(e) => {
+                                m.registration_failures.fetch_add(1, Relaxed);
+                                Err(ClientError::Protocol(e.to_string()))
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        m.registration_failures.fetch_add(1, Relaxed);
+                        Err(e)
+                    }
+                }
+            }
+            Phase::Registered => {
+                let built = {
+                    let mut t = lock(&shared.table);
+                    let h = lock(&shared.health);
+                    u.heartbeat_request(&mut t, &h).map(|b| {
+                        req.clear();
+                        req.extend_from_slice(b);
+                    })
+                };
+                if let Err(e) = built {
+                    tracing::warn!("heartbeat not built: {e}");
+                    Ok(Duration::from_millis(u.next_interval_ms()))
+                } else {
+                    m.heartbeats_sent.fetch_add(1, Relaxed);
+                    let t0 = Instant::now();
+                    match client.call(HEARTBEAT, &req) {
+                        Ok(resp) => {
+                            m.record_latency(t0.elapsed());
+                            let out = {
+                                let mut t = lock(&shared.table);
+                                let before = u.stats();
+                                let o = u.on_heartbeat_response(
+                                    resp.payload(),
+                                    &mut t,
+                                    mono_ms(started),
+                                );
+                                let after = u.stats();
+                                m.containers_to_cleanup.fetch_add(
+                                    after.containers_to_cleanup - before.containers_to_cleanup,
+                                    Relaxed,
+                                );
+                                m.applications_to_cleanup.fetch_add(
+                                    after.applications_to_cleanup - before.applications_to_cleanup,
+                                    Relaxed,
+                                );
+                                m.removed_from_nm.fetch_add(
+                                    after.removed_from_nm - before.removed_from_nm,
+                                    Relaxed,
+                                );
+                                m.key_changes.fetch_add(
+                                    (after.container_key_changes + after.nm_key_changes)
+                                        - (before.container_key_changes + before.nm_key_changes),
+                                    Relaxed,
+                                );
+                                o
+                            };
+                            match out {
+                                Ok(HeartbeatOutcome::Normal { next_interval_ms }) => {
+                                    m.heartbeats_ok.fetch_add(1, Relaxed);
+                                    lock(&shared.status).last_heartbeat_wall_ms = wall_ms();
+                                    Ok(Duration::from_millis(next_interval_ms)
+                                        .saturating_sub(now.elapsed()))
+                                }
+                                Ok(HeartbeatOutcome::Resync) => {
+                                    m.resyncs.fetch_add(1, Relaxed);
+                                    tracing::warn!("the RM asked for a resync; re-registering");
+                                    Ok(Duration::ZERO)
+                                }
+                                Ok(HeartbeatOutcome::Shutdown { diagnostics }) => {
+                                    tracing::error!("the RM ordered SHUTDOWN: {diagnostics}");
+                                    publish(shared, &u, false);
+                                    break ExitReason::Shutdown(diagnostics);
+                                }
+                                Err(e) => {
+                                    m.heartbeat_failures.fetch_add(1, Relaxed);
+                                    u.on_heartbeat_failed();
+                                    Err(ClientError::Protocol(e.to_string()))
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            m.heartbeat_failures.fetch_add(1, Relaxed);
+                            u.on_heartbeat_failed();
+                            Err(e)
+                        }
+                    }
+                }
+            }
+        };
+        match result {
+            Ok(wait) => {
+                if retry.failing_since.take().is_some() {
+                    m.reconnects.fetch_add(1, Relaxed);
+                    tracing::info!("the RM at {} is reachable again", cfg.rm_addr);
+                }
+                retry.backoff = Duration::ZERO;
+                publish(shared, &u, false);
+                if !wait.is_zero() && shared.stop.sleep(wait) {
+                    break ExitReason::Stopped;
+                }
+            }
+            Err(e) => {
+                let remote = matches!(e, ClientError::Remote { .. } | ClientError::Protocol(_));
+                if remote {
+                    // The RM answered, with an error: keep the normal pace (Java logs and
+                    // carries on); this is not an outage.
+                    m.rpc_errors.fetch_add(1, Relaxed);
+                    tracing::warn!("ResourceTracker call failed: {e}");
+                    publish(shared, &u, false);
+                    if shared
+                        .stop
+                        .sleep(Duration::from_millis(u.next_interval_ms()))
+                    {
+                        break ExitReason::Stopped;
+                    }
+                    continue;
+                }
+                let since = *retry.failing_since.get_or_insert(now);
+                retry.backoff = if retry.backoff.is_zero() {
+                    Duration::from_millis(u.next_interval_ms()).min(cfg.retry_interval)
+                } else {
+                    (retry.backoff * 2).min(cfg.retry_interval)
+                };
+                publish(shared, &u, true);
+                if let Some(max) = cfg.connect_max_wait {
+                    if since.elapsed() >= max {
+                        tracing::error!(
+                            "the RM at {} was unreachable for {:?}; giving up: {e}",
+                            cfg.rm_addr,
+                            since.elapsed()
+                        );
+                        break ExitReason::GaveUp(format!(
+                            "the RM at {} was unreachable for {:?}: {e}",
+                            cfg.rm_addr,
+                            since.elapsed()
+                        ));
+                    }
+                }
+                tracing::warn!(
+                    "the RM at {} is unreachable ({e}); retrying in {:?}",
+                    cfg.rm_addr,
+                    retry.backoff
+                );
+                if shared.stop.sleep(retry.backoff) {
+                    break ExitReason::Stopped;
+                }
+            }
+        }
+    };
+    if reason == ExitReason::Stopped && u.is_registered() {
+        req.clear();
+        u.encode_unregister(&mut req);
+        match client.call_timeout(UNREGISTER, &req, Duration::from_secs(3)) {
+            Ok(_) => tracing::info!("unregistered from the RM"),
+            Err(e) => tracing::warn!("unRegisterNodeManager failed: {e}"),
+        }
+        u.stop("stopped");
+    } else if let ExitReason::GaveUp(why) = &reason {
+        u.stop(why);
+    }
+    publish(shared, &u, false);
+    {
+        let mut st = lock(&shared.status);
+        st.phase = "stopped";
+        if st.stopped_reason.is_none() {
+            st.stopped_reason = Some(match &reason {
+                ExitReason::Stopped => "stopped".into(),
+                ExitReason::Shutdown(d) | ExitReason::GaveUp(d) => d.clone(),
+            });
+        }
+    }
+    client.disconnect();
+    reason
+}
+
+fn mono_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
+}
+
+#[allow(clippy::too_many_arguments)]
+fn housekeeping(
+    shared: &Shared,
+    mut control: ControlServer,
+    mut http: Option<MetricsHttp>,
+    mut health: HealthChecker,
+    mut sim: Option<Simulator>,
+    grace: Duration,
+    track_stopped_ms: u64,
+    started: Instant,
+) {
+    let mut orders = Vec::new();
+    let mut last_expiry = Instant::now();
+    loop {
+        let now = Instant::now();
+        let now_ms = started.elapsed().as_millis() as u64;
+        let wall = wall_ms();
+        control.poll(shared, wall);
+        if let Some(h) = &mut http {
+            h.poll(|| {
+                let (c, t) = {
+                    let t = lock(&shared.table);
+                    (t.counts(), t.totals())
+                };
+                let reg = lock(&shared.status).phase == "registered";
+                shared.metrics.render(c, t, reg)
+            });
+        }
+        if let Some(h) = health.poll(now, wall) {
+            let mut cur = lock(&shared.health);
+            if cur.healthy != h.healthy {
+                tracing::warn!(
+                    "node health: {} {}",
+                    if h.healthy { "healthy" } else { "UNHEALTHY" },
+                    h.report
+                );
+            }
+            *cur = h;
+        }
+        {
+            let mut t = lock(&shared.table);
+            orders.clear();
+            t.take_orders(&mut orders);
+            if let Some(s) = &mut sim {
+                s.on_orders(&mut t, &orders);
+                s.tick(&mut t, now_ms, wall);
+            }
+            t.expire_cleanups(now_ms, grace.as_millis() as u64);
+        }
+        if !orders.is_empty() {
+            control.dispatch(&orders);
+        }
+        if now.duration_since(last_expiry) >= Duration::from_secs(1) {
+            last_expiry = now;
+            // Delivered times are the updater's monotonic ms from the same origin.
+            lock(&shared.table).expire_delivered(now_ms, track_stopped_ms);
+        }
+        if shared.stop.sleep(Duration::from_millis(10)) {
+            break;
+        }
+    }
+    // a last pass so that replies queued just before the stop go out
+    control.poll(shared, wall_ms());
+}

@@ -1,0 +1,103 @@
+//! State shared by the agent's threads: the container table, the node's health, counters, a
+//! status snapshot for reports, and the stop signal.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::metrics::AgentMetrics;
+use super::status_updater::NodeIdentity;
+use super::table::ContainerTable;
+use super::wire::NodeHealth;
+
+/// Locks a mutex, ignoring poisoning (a panicked thread leaves consistent data here: every
+/// update is a single assignment or a table method).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the ring thread last knew, for reports (`getNodeReport`, `status`, the demo).
+#[derive(Debug, Clone, Default)]
+pub struct StatusSnapshot {
+    /// `unregistered`, `registered`, or `stopped`.
+    pub phase: &'static str,
+    pub stopped_reason: Option<String>,
+    pub response_id: i32,
+    pub next_interval_ms: u64,
+    /// Wall-clock ms of the last NORMAL heartbeat answer (0 = none).
+    pub last_heartbeat_wall_ms: i64,
+    /// Milliseconds from the agent's start to its first registration.
+    pub registered_after_ms: Option<u64>,
+    pub rm_identifier: Option<i64>,
+    pub container_key_id: Option<i32>,
+    pub nm_key_id: Option<i32>,
+    /// Whether the RM is currently unreachable (calls failing).
+    pub rm_unreachable: bool,
+}
+
+/// A stop flag that sleeping threads can wait on.
+#[derive(Debug, Default)]
+pub struct Stopper {
+    flag: AtomicBool,
+    m: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.flag.store(true, Ordering::Release);
+        let _g = lock(&self.m);
+        self.cv.notify_all();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// Sleeps up to `d`; returns `true` if stopped meanwhile.
+    pub fn sleep(&self, d: Duration) -> bool {
+        let deadline = std::time::Instant::now() + d;
+        let mut g = lock(&self.m);
+        loop {
+            if self.is_stopped() {
+                return true;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            g = self
+                .cv
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Everything the threads share.
+#[derive(Debug)]
+pub struct Shared {
+    pub identity: NodeIdentity,
+    pub table: Mutex<ContainerTable>,
+    pub health: Mutex<NodeHealth>,
+    pub metrics: AgentMetrics,
+    pub status: Mutex<StatusSnapshot>,
+    pub stop: Stopper,
+}
+
+impl Shared {
+    pub fn new(identity: NodeIdentity, table: ContainerTable) -> Self {
+        Self {
+            identity,
+            table: Mutex::new(table),
+            health: Mutex::new(NodeHealth::default()),
+            metrics: AgentMetrics::default(),
+            status: Mutex::new(StatusSnapshot {
+                phase: "unregistered",
+                ..Default::default()
+            }),
+            stop: Stopper::default(),
+        }
+    }
+}
