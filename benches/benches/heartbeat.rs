@@ -1,6 +1,8 @@
 //! One NodeHeartbeatRequest with 50 container statuses (containers already known):
 //!
 //! - `ours`: decode through the views + node state update, opportunistic containers off;
+//! - `ours_cold_ids`: ours with the statuses in alternating orders, so every container id is
+//!   parsed and hashed (the per-position id cache never hits);
 //! - `ours_opportunistic`: the same with opportunistic on (capabilities summed from the view);
 //! - `eager`: the Java-like baseline (prost decode into owned structs, a map-based Resource
 //!   built twice per container, the same state update);
@@ -29,6 +31,8 @@ fn heartbeat(c: &mut Criterion) {
     let mut tr = HeartbeatBench::new(&dir.path().join("tracker"), false).expect("bench");
     let mut g = c.benchmark_group("heartbeat_50_containers");
     g.bench_function("ours", |b| b.iter(|| off.ours().expect("ours")));
+    let mut cold = HeartbeatBench::new(&dir.path().join("cold"), false).expect("bench");
+    g.bench_function("ours_cold_ids", |b| b.iter(|| cold.ours_cold().expect("ours")));
     g.bench_function("ours_opportunistic", |b| b.iter(|| on.ours().expect("ours")));
     g.bench_function("eager", |b| b.iter(|| eager.eager().expect("eager")));
     g.bench_function("end_to_end", |b| b.iter(|| e2e.end_to_end().expect("e2e")));

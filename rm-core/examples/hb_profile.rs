@@ -1,5 +1,5 @@
 //! Runs one heartbeat path N times, for `valgrind --tool=callgrind` instruction counts:
-//! `hb_profile ours|opportunistic|eager|e2e|tracker N`. Single-threaded (no io_uring), so it
+//! `hb_profile ours|cold|opportunistic|eager|e2e|tracker N`. Single-threaded (no io_uring), so it
 //! is safe under valgrind.
 
 use rm_core::bench::HeartbeatBench;
@@ -13,6 +13,7 @@ fn main() {
     for _ in 0..n {
         match which.as_str() {
             "ours" | "opportunistic" => b.ours(),
+            "cold" => b.ours_cold(),
             "eager" => b.eager(),
             "e2e" => b.end_to_end(),
             "tracker" => b.tracker_only(),

@@ -338,6 +338,10 @@ impl JavaResource {
 /// fixture's containers.
 pub struct HeartbeatBench {
     pub request: Vec<u8>,
+    /// The same statuses in reverse order: alternating with `request` defeats the
+    /// per-position container-id cache ([`HeartbeatBench::ours_cold`]).
+    reversed: Vec<u8>,
+    flip: bool,
     rid_at: usize,
     rid: i32,
     tracker: ResourceTracker,
@@ -390,13 +394,18 @@ impl HeartbeatBench {
                     ExecutionTypeProto::Guaranteed,
                 )
             })
-            .collect();
+            .collect::<Vec<_>>();
         let ck = tracker.container_keys().current().key_id;
         let nk = tracker.nm_keys().current().key_id;
+        let mut rev = statuses.clone();
+        rev.reverse();
+        let (reversed, _) = heartbeat_request(&node_status(&id, rev, true), 0, Some((ck, nk)));
         let (request, rid_at) =
             heartbeat_request(&node_status(&id, statuses, true), 0, Some((ck, nk)));
         let mut b = HeartbeatBench {
             request,
+            reversed,
+            flip: false,
             rid_at,
             rid: 0,
             tracker,
@@ -432,6 +441,35 @@ impl HeartbeatBench {
     #[inline]
     pub fn ours(&mut self) -> Result<(), Error> {
         let req = NodeHeartbeatRequestView::new(&self.request);
+        let status = req
+            .node_status()
+            .map_err(|source| Error::Decode {
+                message: "NodeHeartbeatRequestProto",
+                source,
+            })?
+            .ok_or(Error::Missing {
+                message: "NodeHeartbeatRequestProto",
+                field: "node_status",
+            })?;
+        self.shard
+            .apply_status(self.node, status, CLUSTER_TS as u64)
+            .map_err(|source| Error::Decode {
+                message: "NodeStatusProto",
+                source,
+            })
+    }
+
+    /// Ours with every container id parsed and hashed: the statuses arrive in alternating
+    /// orders, so the per-position id cache never hits (a NodeManager that reorders its
+    /// containers every heartbeat).
+    pub fn ours_cold(&mut self) -> Result<(), Error> {
+        self.flip = !self.flip;
+        let bytes = if self.flip {
+            &self.reversed
+        } else {
+            &self.request
+        };
+        let req = NodeHeartbeatRequestView::new(bytes);
         let status = req
             .node_status()
             .map_err(|source| Error::Decode {
@@ -556,6 +594,8 @@ pub struct HeartbeatFigures {
     pub allocs_per_hb: Option<f64>,
     pub tracker_ns: f64,
     pub end_to_end_ns: f64,
+    /// Ours with the per-position id cache defeated.
+    pub ours_cold_ns: f64,
 }
 
 /// ns per call of `f`: the median of `rounds` rounds of about `round` each.
@@ -621,6 +661,8 @@ pub fn measure(
     let ours_opportunistic_ns = time_ns(round, rounds, || on.ours())?;
     let eager_ns = time_ns(round, rounds, || eager.eager())?;
     let end_to_end_ns = time_ns(round, rounds, || off.end_to_end())?;
+    let mut cold = HeartbeatBench::new(&dir.join("cold"), false)?;
+    let ours_cold_ns = time_ns(round, rounds, || cold.ours_cold())?;
     let mut tr = HeartbeatBench::new(&dir.join("tracker"), false)?;
     let tracker_ns = time_ns(round, rounds, || tr.tracker_only())?;
     let allocs_per_hb = match allocations {
@@ -638,6 +680,7 @@ pub fn measure(
         allocs_per_hb,
         tracker_ns,
         end_to_end_ns,
+        ours_cold_ns,
     })
 }
 
@@ -649,8 +692,8 @@ impl HeartbeatFigures {
             None => "null".into(),
         };
         format!(
-            "{{\"ours_ns\":{:.1},\"ours_opportunistic_ns\":{:.1},\"eager_ns\":{:.1},\"ratio\":{:.1},\"allocs_per_hb\":{},\"tracker_ns\":{:.1},\"end_to_end_ns\":{:.1}}}",
-            self.ours_ns, self.ours_opportunistic_ns, self.eager_ns, self.ratio, allocs, self.tracker_ns, self.end_to_end_ns
+            "{{\"ours_ns\":{:.1},\"ours_opportunistic_ns\":{:.1},\"eager_ns\":{:.1},\"ratio\":{:.1},\"allocs_per_hb\":{},\"tracker_ns\":{:.1},\"end_to_end_ns\":{:.1},\"ours_cold_ns\":{:.1}}}",
+            self.ours_ns, self.ours_opportunistic_ns, self.eager_ns, self.ratio, allocs, self.tracker_ns, self.end_to_end_ns, self.ours_cold_ns
         )
     }
 }
@@ -667,6 +710,10 @@ mod tests {
         assert_eq!(b.launched(), CONTAINERS);
         assert_eq!(b.allocated_memory_mb(), 2048 * CONTAINERS as i64);
         b.eager().unwrap();
+        assert_eq!(b.launched(), CONTAINERS);
+        for _ in 0..3 {
+            b.ours_cold().unwrap();
+        }
         assert_eq!(b.launched(), CONTAINERS);
         assert_eq!(b.eager_allocated_memory_mb(), 2048 * CONTAINERS as i64);
         for _ in 0..3 {
