@@ -54,6 +54,9 @@ enum Cmd {
     Agent(agent::node::cli::AgentArgs),
     /// Talk to a running agent's control socket (container events, cleanup orders).
     Container(agent::node::cli::ContainerArgs),
+    /// Embedded rm-core + 4 agents with simulated containers on 127.0.0.2..5, live status
+    /// line; ends on Ctrl-C or --duration.
+    Demo(agent::demo::DemoArgs),
     /// Internal: one server of `bench ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(bench_ipc::ServerChildArgs),
@@ -89,6 +92,7 @@ fn main() -> Result<()> {
         Cmd::BenchIpcServer(args) => bench_ipc::run_server_child(args),
         Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
         Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
+        Cmd::Demo(args) => agent::demo::run(&args).map(drop).map_err(Into::into),
         Cmd::Decode {
             message,
             file,

@@ -218,3 +218,22 @@ impl AgentConfig {
         })
     }
 }
+
+impl AgentConfig {
+    /// A self-contained agent on `ip` (port 0, http port 0) for the RM at `rm`: Hadoop's
+    /// defaults otherwise, local dirs and control socket under `dir`, no pinning. Used by the
+    /// demo and the tests.
+    pub fn local(rm: SocketAddr, ip: IpAddr, dir: &std::path::Path) -> Result<Self, AgentError> {
+        let mut cfg = AgentConfig::from_conf(&Configuration::new())?;
+        cfg.rm_addr = rm;
+        cfg.bind_ip = ip;
+        cfg.node_host = ip.to_string();
+        cfg.node_port = 0;
+        cfg.http_port = Some(0);
+        cfg.control_socket = Some(dir.join("agent.sock"));
+        cfg.health.local_dirs = vec![dir.join("local")];
+        cfg.health.max_utilization_percent = 100.0;
+        cfg.pin = false;
+        Ok(cfg)
+    }
+}

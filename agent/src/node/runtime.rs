@@ -646,6 +646,7 @@ fn housekeeping(
             t.take_orders(&mut orders);
             if let Some(s) = &mut sim {
                 s.on_orders(&mut t, &orders);
+                s.set_paused(shared.sim_paused.load(Relaxed));
                 s.tick(&mut t, now_ms, wall);
             }
             t.expire_cleanups(now_ms, grace.as_millis() as u64);

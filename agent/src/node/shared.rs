@@ -84,6 +84,8 @@ pub struct Shared {
     pub metrics: AgentMetrics,
     pub status: Mutex<StatusSnapshot>,
     pub stop: Stopper,
+    /// Pauses the simulator's new containers (running ones still finish).
+    pub sim_paused: AtomicBool,
 }
 
 impl Shared {
@@ -98,6 +100,7 @@ impl Shared {
                 ..Default::default()
             }),
             stop: Stopper::default(),
+            sim_paused: AtomicBool::new(false),
         }
     }
 }

@@ -53,6 +53,7 @@ pub struct Simulator {
     running: Vec<(ContainerId, u64)>,
     pub started: u64,
     pub finished: u64,
+    paused: bool,
 }
 
 impl Simulator {
@@ -73,6 +74,7 @@ impl Simulator {
             running: Vec::new(),
             started: 0,
             finished: 0,
+            paused: false,
         }
     }
 
@@ -82,6 +84,11 @@ impl Simulator {
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
         (self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// While paused no new containers start (running ones still finish).
+    pub fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
     }
 
     pub fn running(&self) -> usize {
@@ -110,6 +117,9 @@ impl Simulator {
         let dt = self.last_ms.map_or(0, |l| now_ms.saturating_sub(l));
         self.last_ms = Some(now_ms);
         self.credit = (self.credit + self.cfg.rate_per_s * dt as f64 / 1000.0).min(1000.0);
+        if self.paused {
+            self.credit = 0.0;
+        }
         while self.credit >= 1.0 && self.running.len() < self.cfg.max_running {
             self.credit -= 1.0;
             let app = AppId::new(

@@ -1,0 +1,504 @@
+//! `hotpath demo`: an embedded rm-core and four agents on 127.0.0.2..5, each with simulated
+//! containers, over real sockets (the `ipc` server's io_uring or epoll transport on the RM
+//! side, the `ipc` client on the agents' side) and the real state machines on both sides.
+//!
+//! [`Cluster`] is the library form (the fault tests drive it): start, sample, restart the RM,
+//! drain, and [`Cluster::finish`] with the honest accounting: every completion an agent made
+//! is journaled by its container table, and after the run the RM's completion log files are
+//! read back; `lost_completions` counts journaled container ids missing from the log, and
+//! `duplicate_log_records` counts ids the log holds more than once.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use ipc::server::ServerConfig;
+use rm_core::dispatcher::Placement;
+use rm_core::service::RmService;
+use rm_core::RmConfig;
+use serde_json::json;
+
+use crate::node::ids::{AppId, ContainerId};
+use crate::node::shared::lock;
+use crate::node::simulate::SimConfig;
+use crate::node::table::Resource;
+use crate::node::{Agent, AgentConfig, AgentError};
+
+/// Demo errors.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error("rm-core: {0}")]
+    Rm(#[from] rm_core::Error),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Demo settings.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    pub agents: usize,
+    /// `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms` of the embedded RM.
+    pub heartbeat_ms: u64,
+    pub nm_expiry_ms: u64,
+    /// Per agent.
+    pub sim: SimConfig,
+    /// The agents' `connect.retry-interval` (the RM restart test wants it short).
+    pub retry_interval: Duration,
+    /// Where the RM's completion log and the agents' sockets live (`None`: a fresh temp dir,
+    /// removed at the end).
+    pub dir: Option<PathBuf>,
+    /// RM port (0: ephemeral).
+    pub rm_port: u16,
+    pub pin: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        Self {
+            agents: 4,
+            heartbeat_ms: 1000,
+            nm_expiry_ms: 10_000,
+            sim: SimConfig {
+                rate_per_s: 20.0,
+                mean_run: Duration::from_millis(2000),
+                max_running: 200,
+                apps: 4,
+                resource: Resource {
+                    memory_mb: 1024,
+                    vcores: 1,
+                },
+                seed: 0,
+            },
+            retry_interval: Duration::from_millis(1000),
+            dir: None,
+            rm_port: 0,
+            pin: false,
+        }
+    }
+}
+
+/// One sample of the running cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sample {
+    pub at: Option<Instant>,
+    pub nodes: usize,
+    /// Heartbeats answered NORMAL, all agents.
+    pub heartbeats: u64,
+    pub running: usize,
+    pub completed: u64,
+    pub acked: u64,
+    pub backlog: u64,
+    pub p99_us: u64,
+}
+
+/// The final accounting.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DemoReport {
+    pub nodes_registered: usize,
+    pub heartbeats: u64,
+    pub containers_completed: u64,
+    pub completions_acked: u64,
+    pub lost_completions: u64,
+    pub duplicate_log_records: u64,
+    pub completions_in_log: u64,
+    pub registrations: u64,
+    pub resyncs: u64,
+    pub p99_us: u64,
+    pub duration_s: f64,
+}
+
+/// An embedded rm-core and its agents (see the module docs).
+pub struct Cluster {
+    cfg: DemoConfig,
+    dir: PathBuf,
+    remove_dir: bool,
+    rm: Option<RmService>,
+    rm_addr: SocketAddr,
+    agents: Vec<Agent>,
+    journal: Vec<ContainerId>,
+    started: Instant,
+}
+
+fn rm_config(cfg: &DemoConfig, dir: &Path) -> RmConfig {
+    RmConfig {
+        heartbeat_interval_ms: cfg.heartbeat_ms,
+        nm_expiry_ms: cfg.nm_expiry_ms,
+        completion_log_dir: dir.join("completion-log"),
+        // key rolling is legal only above 3 × the expiry
+        container_key_roll_ms: (cfg.nm_expiry_ms * 4).max(86_400_000),
+        nm_key_roll_ms: (cfg.nm_expiry_ms * 4).max(86_400_000),
+        ..RmConfig::default()
+    }
+}
+
+fn start_rm(cfg: &DemoConfig, dir: &Path, addr: SocketAddr) -> Result<RmService, DemoError> {
+    let placement = if cfg.pin {
+        match hw::Topology::detect() {
+            Ok(t) => Placement::Plan(hw::Plan::for_rm(&t)),
+            Err(_) => Placement::Unpinned(2),
+        }
+    } else {
+        Placement::Unpinned(2)
+    };
+    Ok(RmService::start(
+        rm_config(cfg, dir),
+        addr,
+        &placement,
+        ServerConfig::default(),
+    )?)
+}
+
+/// The loopback address of agent `i`: 127.0.0.2, 127.0.0.3, …
+pub fn agent_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, (2 + i.min(250)) as u8))
+}
+
+impl Cluster {
+    /// Starts the RM and the agents.
+    pub fn start(cfg: DemoConfig) -> Result<Cluster, DemoError> {
+        let (dir, remove_dir) = match &cfg.dir {
+            Some(d) => (d.clone(), false),
+            None => {
+                let d = std::env::temp_dir().join(format!(
+                    "hotpath-demo-{}-{}",
+                    std::process::id(),
+                    crate::node::runtime::wall_ms()
+                ));
+                (d, true)
+            }
+        };
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| DemoError::Io(format!("{}: {e}", dir.display())))?;
+        let rm = start_rm(&cfg, &dir, SocketAddr::from(([127, 0, 0, 1], cfg.rm_port)))?;
+        let rm_addr = rm.local_addr();
+        let mut c = Cluster {
+            cfg,
+            dir,
+            remove_dir,
+            rm: Some(rm),
+            rm_addr,
+            agents: Vec::new(),
+            journal: Vec::new(),
+            started: Instant::now(),
+        };
+        for i in 0..c.cfg.agents {
+            c.add_agent(i)?;
+        }
+        Ok(c)
+    }
+
+    fn add_agent(&mut self, i: usize) -> Result<(), DemoError> {
+        let ip = agent_ip(i);
+        let adir = self.dir.join(format!("agent-{i}"));
+        std::fs::create_dir_all(&adir)
+            .map_err(|e| DemoError::Io(format!("{}: {e}", adir.display())))?;
+        let mut a = AgentConfig::local(self.rm_addr, ip, &adir)?;
+        a.default_interval_ms = self.cfg.heartbeat_ms;
+        a.retry_interval = self.cfg.retry_interval;
+        a.connect_max_wait = None;
+        a.call_timeout = Duration::from_secs(5);
+        a.journal = true;
+        a.pin = self.cfg.pin;
+        a.ipc_pool_chunks = 4;
+        let mut sim = self.cfg.sim.clone();
+        sim.seed = if sim.seed == 0 {
+            0
+        } else {
+            sim.seed + i as u64
+        };
+        a.simulate = Some(sim);
+        self.agents.push(Agent::start(a)?);
+        Ok(())
+    }
+
+    pub fn rm_addr(&self) -> SocketAddr {
+        self.rm_addr
+    }
+
+    pub fn rm(&self) -> Option<&RmService> {
+        self.rm.as_ref()
+    }
+
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Moves the agents' journals into the cluster's.
+    fn collect_journals(&mut self) {
+        for a in &self.agents {
+            let j = lock(&a.shared().table).take_journal();
+            self.journal.extend(j);
+        }
+    }
+
+    /// Completions journaled so far (all agents).
+    pub fn completions_made(&mut self) -> usize {
+        self.collect_journals();
+        self.journal.len()
+    }
+
+    /// Stops the RM (graceful: its shards finish their backlog and commit).
+    pub fn stop_rm(&mut self) {
+        if let Some(rm) = self.rm.take() {
+            rm.shutdown();
+        }
+    }
+
+    /// Starts the RM again on the same address and completion log.
+    pub fn start_rm_again(&mut self) -> Result<(), DemoError> {
+        if self.rm.is_none() {
+            // The old listener may linger a moment after shutdown.
+            let mut last = None;
+            for _ in 0..50 {
+                match start_rm(&self.cfg, &self.dir, self.rm_addr) {
+                    Ok(rm) => {
+                        self.rm = Some(rm);
+                        return Ok(());
+                    }
+                    Err(e) => last = Some(e),
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            return Err(last.expect("at least one attempt"));
+        }
+        Ok(())
+    }
+
+    /// A sample of the cluster now.
+    pub fn sample(&self) -> Sample {
+        let mut s = Sample {
+            at: Some(Instant::now()),
+            ..Sample::default()
+        };
+        let mut h: Option<hdrhistogram::Histogram<u64>> = None;
+        for a in &self.agents {
+            let sh = a.shared();
+            s.heartbeats += sh.metrics.heartbeats_ok.load(Relaxed);
+            let t = lock(&sh.table);
+            s.running += t.counts().running;
+            s.completed += t.totals().completed;
+            s.acked += t.totals().acked;
+            drop(t);
+            if let Ok(lh) = sh.metrics.rpc_latency_us.lock() {
+                match &mut h {
+                    None => h = Some(lh.clone()),
+                    Some(h) => {
+                        let _ = h.add(&*lh);
+                    }
+                }
+            }
+        }
+        s.p99_us = h
+            .filter(|h| !h.is_empty())
+            .map_or(0, |h| h.value_at_quantile(0.99));
+        if let Some(rm) = &self.rm {
+            s.nodes = lock(rm.tracker()).active_nodes();
+            s.backlog = rm.max_backlog();
+        }
+        s
+    }
+
+    /// The live status line.
+    pub fn status_line(prev: &Sample, now: &Sample) -> String {
+        let dt = match (prev.at, now.at) {
+            (Some(a), Some(b)) => b.duration_since(a).as_secs_f64().max(1e-3),
+            _ => 1.0,
+        };
+        format!(
+            "nodes {} | heartbeats/s {:.1} | containers running {} completed {} acked {} | dispatcher backlog (max) {} | p99 heartbeat {} µs",
+            now.nodes,
+            (now.heartbeats - prev.heartbeats) as f64 / dt,
+            now.running,
+            now.completed,
+            now.acked,
+            now.backlog,
+            now.p99_us
+        )
+    }
+
+    /// Stops new containers and waits (up to `timeout`) until every completion has been
+    /// acknowledged by the RM (`containers_to_be_removed_from_nm`) and no container runs.
+    /// Returns whether everything settled.
+    pub fn drain(&mut self, timeout: Duration) -> bool {
+        for a in &self.agents {
+            a.shared().sim_paused.store(true, Ordering::Relaxed);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let settled = self.agents.iter().all(|a| {
+                let t = lock(&a.shared().table);
+                let c = t.counts();
+                c.new == 0 && c.running == 0 && c.completing == 0 && c.delivered == 0
+            });
+            if settled {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the agents (they unregister) and the RM, reads the completion log back, and
+    /// accounts (see the module docs).
+    pub fn finish(mut self) -> Result<DemoReport, DemoError> {
+        let end = self.sample();
+        self.collect_journals();
+        let mut registrations = 0;
+        let mut resyncs = 0;
+        let mut acked = 0;
+        let nodes_registered = self
+            .agents
+            .iter()
+            .filter(|a| a.shared().metrics.registrations.load(Relaxed) > 0)
+            .count();
+        for a in self.agents.drain(..) {
+            registrations += a.shared().metrics.registrations.load(Relaxed);
+            resyncs += a.shared().metrics.resyncs.load(Relaxed);
+            acked += lock(&a.shared().table).totals().acked;
+            a.stop();
+            let _ = a.join();
+        }
+        self.stop_rm();
+        let records = rm_core::completion_log::read_dir_records(&self.dir.join("completion-log"))?;
+        let mut in_log: HashMap<ContainerId, u64> = HashMap::new();
+        for r in &records {
+            let c = r.container;
+            let id = ContainerId::new(
+                AppId::new(c.app.cluster_timestamp, c.app.id),
+                c.attempt,
+                c.id,
+            );
+            *in_log.entry(id).or_default() += 1;
+        }
+        let mut made: Vec<ContainerId> = self.journal.clone();
+        made.sort_unstable();
+        made.dedup();
+        let lost = made.iter().filter(|id| !in_log.contains_key(id)).count() as u64;
+        let dups = in_log.values().map(|&n| n.saturating_sub(1)).sum();
+        let report = DemoReport {
+            nodes_registered,
+            heartbeats: end.heartbeats,
+            containers_completed: made.len() as u64,
+            completions_acked: acked,
+            lost_completions: lost,
+            duplicate_log_records: dups,
+            completions_in_log: in_log.len() as u64,
+            registrations,
+            resyncs,
+            p99_us: end.p99_us,
+            duration_s: self.started.elapsed().as_secs_f64(),
+        };
+        if self.remove_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+        Ok(report)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for a in self.agents.drain(..) {
+            a.stop();
+            let _ = a.join();
+        }
+        self.stop_rm();
+        if self.remove_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `hotpath demo` flags.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Print one final JSON object instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Number of agents.
+    #[arg(long, default_value_t = 4)]
+    pub agents: usize,
+    /// Simulated containers started per second per agent.
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// Mean run time of a simulated container (ms).
+    #[arg(long, default_value_t = 2000)]
+    pub mean_ms: u64,
+    /// Heartbeat interval the RM hands out (ms).
+    #[arg(long, default_value_t = 1000)]
+    pub heartbeat_ms: u64,
+    /// Pin the RM's and agents' threads by the hw plan.
+    #[arg(long)]
+    pub pin: bool,
+}
+
+/// Runs `hotpath demo`.
+pub fn run(args: &DemoArgs) -> Result<DemoReport, DemoError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| DemoError::Io(format!("installing the signal handler: {e}")))?;
+    }
+    let mut cfg = DemoConfig {
+        agents: args.agents.clamp(1, 250),
+        heartbeat_ms: args.heartbeat_ms.max(10),
+        pin: args.pin,
+        ..DemoConfig::default()
+    };
+    cfg.sim.rate_per_s = args.rate.max(0.0);
+    cfg.sim.mean_run = Duration::from_millis(args.mean_ms);
+    let mut c = Cluster::start(cfg)?;
+    if !args.json {
+        eprintln!(
+            "hotpath demo: rm-core on {} with {} agents on {}..; Ctrl-C to stop",
+            c.rm_addr(),
+            c.agents().len(),
+            agent_ip(0)
+        );
+    }
+    let t0 = Instant::now();
+    let end = args
+        .duration
+        .map(|d| t0 + Duration::from_secs_f64(d.max(0.0)));
+    let mut prev = c.sample();
+    loop {
+        let next = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < next && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let now = c.sample();
+        if !args.json {
+            eprintln!("{}", Cluster::status_line(&prev, &now));
+        }
+        prev = now;
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e) {
+            break;
+        }
+    }
+    if !args.json {
+        eprintln!("draining: no new containers; waiting for every completion to be acknowledged");
+    }
+    let settled = c.drain(Duration::from_secs(15));
+    let report = c.finish()?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        println!("{}", json!({"settled": settled, "report": report}));
+    }
+    Ok(report)
+}
