@@ -34,7 +34,7 @@
 //!   `hw` plan and the housekeeping that goes with them.
 //! - [`completion_log`] is the durable, deduplicated record of completions, with torn-tail
 //!   handling; acknowledging only what is durable is our choice, not Java's.
-//! - [`metrics`] renders Prometheus text; [`bench`] is the measuring code behind
+//! - [`metrics`] renders Prometheus text; [`bench`](mod@bench) is the measuring code behind
 //!   `hotpath bench heartbeat` and the criterion bench.
 //! - [`service::RmService`] puts the tracker and the dispatcher on the `ipc` server
 //!   (ResourceTrackerPB, and our admin protocol: finish-app, kill-container, refresh-nodes).

@@ -48,6 +48,18 @@
 //! heartbeat as Java does: re-registration is the retry). `containers_to_cleanup` comes only
 //! from `kill-container`.
 //!
+//! # Reading a status (the hot loop)
+//!
+//! One pass over the `NodeStatusProto` fields; each container status is read with
+//! [`ContainerStatusView::summary`] (id, state, exit status, execution type in one pass; the
+//! capability and diagnostics are skipped by length). NodeManagers list their containers in
+//! the same order every heartbeat, so each node remembers, per position, the container id
+//! bytes it saw there and the launched slot they map to: when the bytes at a position are
+//! equal, the id is known without parsing it and the slot is reached without hashing. Any
+//! difference falls back to parsing the id and a hash lookup, and refreshes the entry. Equal
+//! bytes decode to the same id, so this changes nothing but the cost (28k instructions per
+//! 50-container heartbeat with hits, 51k with every position missing; see [`crate::bench`]).
+//!
 //! # Health
 //!
 //! A heartbeat reporting the node unhealthy takes it out (state UNHEALTHY): its launched
