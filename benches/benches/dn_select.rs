@@ -66,6 +66,6 @@ criterion_group!(benches, dn_select);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let r = measure(200_000, 15, Some(allocs));
+    let r = measure(1000, 15, Some(allocs));
     println!("{}", r.to_json());
 }

@@ -2,8 +2,9 @@
 //! needs from it: container id (application id, cluster timestamp, attempt, container id),
 //! state, exit status and execution type of every container status.
 //!
-//! - [`extract_view`]: `validate()` once, then one-pass summaries through the lazy views
-//!   (the capability, diagnostics and everything else are skipped by length).
+//! - [`extract_view`]: `validate()` once, then `ContainerStatusView::hot` per status: one
+//!   pass over the status and its container id (the capability, diagnostics and everything
+//!   else are skipped by length).
 //! - [`extract_prost`]: `NodeHeartbeatRequestProto::decode` (every field, every string and
 //!   Vec materialised), then the same reads.
 //!
@@ -151,27 +152,16 @@ pub fn extract_view_unvalidated(
         return Ok(());
     };
     for cs in status.containers_statuses() {
-        let s = cs?.summary()?;
-        let mut e = Extracted {
-            state: s.state_raw.unwrap_or(0),
-            exit_status: s.exit_status,
-            execution_type: s.execution_type as i32,
-            ..Extracted::default()
-        };
-        if let Some(id) = s.container_id {
-            let parts = id.parts()?;
-            e.container_id = parts.id.unwrap_or(0);
-            if let Some(attempt) = parts.app_attempt_id {
-                let (app, attempt_id) = attempt.parts()?;
-                e.attempt_id = attempt_id.unwrap_or(0);
-                if let Some(app) = app {
-                    let (app_id, ts) = app.parts()?;
-                    e.app_id = app_id.unwrap_or(0);
-                    e.cluster_timestamp = ts.unwrap_or(0);
-                }
-            }
-        }
-        out.push(e);
+        let h = cs?.hot()?;
+        out.push(Extracted {
+            app_id: h.app_id,
+            cluster_timestamp: h.cluster_timestamp,
+            attempt_id: h.attempt_id,
+            container_id: h.container_id,
+            state: h.state_raw,
+            exit_status: h.exit_status,
+            execution_type: h.execution_type as i32,
+        });
     }
     Ok(())
 }

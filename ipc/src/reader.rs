@@ -497,28 +497,20 @@ impl<'a> Reader<'a> {
 }
 
 /// Decodes a varint at the start of `b` (or fails). Returns the value and the number of
-/// bytes. Word at a time: the first byte without the continuation bit is found with one
-/// `trailing_zeros`, and the 7-bit groups are packed with three mask-and-shift steps. A pure
-/// function, so that callers keep their reader in registers.
+/// bytes. With 8 bytes or more at hand, word at a time: the first byte without the
+/// continuation bit is found with one `trailing_zeros`, and the 7-bit groups are packed with
+/// three mask-and-shift steps; shorter tails go byte by byte. A pure function, so that
+/// callers keep their reader in registers.
 #[inline(never)]
 fn varint_multi<E: Failure>(b: &[u8]) -> Result<(u64, usize), E> {
-    let (word, avail) = match b.first_chunk::<8>() {
-        Some(w) => (u64::from_le_bytes(*w), 8),
-        None => {
-            // Fewer than 8 bytes: zero padding stops any varint at the end of the input,
-            // and the length check below turns that into `Truncated`.
-            let mut tmp = [0u8; 8];
-            tmp[..b.len()].copy_from_slice(b);
-            (u64::from_le_bytes(tmp), b.len())
-        }
+    let Some(w) = b.first_chunk::<8>() else {
+        return varint_tail(b);
     };
+    let word = u64::from_le_bytes(*w);
     let stops = !word & 0x8080_8080_8080_8080;
     if stops != 0 {
         let bits = stops.trailing_zeros() + 1; // 8 × length
         let len = (bits / 8) as usize;
-        if len > avail {
-            return fail(|| DecodeError::Truncated);
-        }
         let masked = word & (u64::MAX >> (64 - bits));
         return Ok((pack7(masked), len));
     }
@@ -532,6 +524,19 @@ fn varint_multi<E: Failure>(b: &[u8]) -> Result<(u64, usize), E> {
         (Some(_), Some(_)) => fail(|| DecodeError::VarintOverflow),
         _ => fail(|| DecodeError::Truncated),
     }
+}
+
+/// [`varint_multi`] for fewer than 8 bytes of input: byte by byte.
+#[inline(always)]
+fn varint_tail<E: Failure>(b: &[u8]) -> Result<(u64, usize), E> {
+    let mut v: u64 = 0;
+    for (i, &x) in b.iter().enumerate() {
+        v |= u64::from(x & 0x7f) << (7 * i);
+        if x < 0x80 {
+            return Ok((v, i + 1));
+        }
+    }
+    fail(|| DecodeError::Truncated)
 }
 
 /// Packs the low 7 bits of each byte of `x` into 56 contiguous bits.

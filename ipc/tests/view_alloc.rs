@@ -207,6 +207,8 @@ fn view_everything(bytes: &[u8]) -> usize {
     n = n.wrapping_add(req.registering_collectors().count());
     for cs in status.containers_statuses() {
         let cs = cs.unwrap();
+        let h = cs.hot().unwrap();
+        n = n.wrapping_add(h.container_id as usize ^ h.cluster_timestamp as usize);
         n = n.wrapping_add(cs.diagnostics().unwrap().len());
         n = n.wrapping_add(cs.state().unwrap().unwrap() as usize);
         n = n.wrapping_add(cs.exit_status().unwrap() as usize);

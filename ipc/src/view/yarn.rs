@@ -191,7 +191,119 @@ pub struct ContainerStatusSummary<'a> {
     pub execution_type: ExecutionTypeProto,
 }
 
+/// The status update's fields of one container, flattened: what
+/// [`ContainerStatusView::hot`] reads in one pass over the status and its container id.
+/// Absent fields read as 0 (ids) or their proto2 defaults; the `has_*` flags keep presence.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContainerHot {
+    /// `container_id.app_attempt_id.application_id.id` (Java's ContainerId takes the
+    /// application from the attempt).
+    pub app_id: i32,
+    /// `container_id.app_attempt_id.application_id.cluster_timestamp`.
+    pub cluster_timestamp: i64,
+    /// `container_id.app_attempt_id.attemptId`.
+    pub attempt_id: i32,
+    /// `container_id.id` (epoch in the high bits).
+    pub container_id: i64,
+    /// True when `container_id`, its attempt and the attempt's application id are present.
+    pub has_full_id: bool,
+    /// `state` as on the wire, 0 when absent (ContainerStateProto starts at 1).
+    pub state_raw: i32,
+    /// `state`, last known value (Java semantics).
+    pub state: Option<ContainerStateProto>,
+    /// `exit_status`, −1000 when absent.
+    pub exit_status: i32,
+    /// `executionType`, last known value, GUARANTEED when absent.
+    pub execution_type: ExecutionTypeProto,
+}
+
 impl<'a> ContainerStatusView<'a> {
+    /// The hot path of the RM's status update in one pass: the container id (application id,
+    /// cluster timestamp, attempt, id), state, exit status and execution type. Nested
+    /// messages are read in place, without intermediate views; the capability and
+    /// diagnostics are skipped by length. Checks the wire types of the fields it reads
+    /// (last occurrence wins, as everywhere).
+    #[inline]
+    pub fn hot(&self) -> Result<ContainerHot, DecodeError> {
+        exact!(self.hot_g::<E>())
+    }
+
+    #[inline(always)]
+    fn hot_g<E: Failure>(&self) -> Result<ContainerHot, E> {
+        let mut h = ContainerHot {
+            exit_status: EXIT_STATUS_INVALID,
+            execution_type: ExecutionTypeProto::Guaranteed,
+            ..ContainerHot::default()
+        };
+        let mut id_bytes: Option<&[u8]> = None;
+        let mut r = Reader::new(self.bytes);
+        while !r.is_empty() {
+            let (n, wt) = match r.one_byte_tag() {
+                Some(0x0a) => {
+                    id_bytes = Some(r.len_delimited::<E>()?);
+                    continue;
+                }
+                Some(0x10) => {
+                    let x = r.varint::<E>()? as i32;
+                    h.state_raw = x;
+                    if let Ok(e) = ContainerStateProto::try_from(x) {
+                        h.state = Some(e);
+                    }
+                    continue;
+                }
+                Some(0x20) => {
+                    h.exit_status = r.varint::<E>()? as i32;
+                    continue;
+                }
+                Some(0x30) => {
+                    if let Ok(e) = ExecutionTypeProto::try_from(r.varint::<E>()? as i32) {
+                        h.execution_type = e;
+                    }
+                    continue;
+                }
+                Some(0x1a | 0x2a | 0x3a) => {
+                    r.len_delimited::<E>()?;
+                    continue;
+                }
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Len) => id_bytes = Some(r.len_delimited::<E>()?),
+                (2, WireType::Varint) => {
+                    let x = r.varint::<E>()? as i32;
+                    h.state_raw = x;
+                    if let Ok(e) = ContainerStateProto::try_from(x) {
+                        h.state = Some(e);
+                    }
+                }
+                (4, WireType::Varint) => h.exit_status = r.varint::<E>()? as i32,
+                (6, WireType::Varint) => {
+                    if let Ok(e) = ExecutionTypeProto::try_from(r.varint::<E>()? as i32) {
+                        h.execution_type = e;
+                    }
+                }
+                (1 | 2 | 4 | 6, other) => return fail(|| super::wrong_wire(CS, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
+            }
+        }
+        if let Some(id) = id_bytes {
+            let p = ContainerIdView::new(id).parts_g::<E>()?;
+            h.container_id = p.id.unwrap_or(0);
+            if let Some(attempt) = p.app_attempt_id {
+                let (app, attempt_id) = attempt.parts_g::<E>()?;
+                h.attempt_id = attempt_id.unwrap_or(0);
+                if let Some(app) = app {
+                    let (app_id, ts) = app.parts_g::<E>()?;
+                    h.app_id = app_id.unwrap_or(0);
+                    h.cluster_timestamp = ts.unwrap_or(0);
+                    h.has_full_id = true;
+                }
+            }
+        }
+        Ok(h)
+    }
+
     /// Reads container id, state, exit status and execution type in one pass over the
     /// status (the capability and diagnostics are skipped by length). Only these four
     /// fields' wire types are checked here; `validate()` checks all.

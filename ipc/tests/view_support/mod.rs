@@ -1043,6 +1043,36 @@ pub fn check_resource(v: ResourceView<'_>, p: &ResourceProto) -> R {
 }
 
 pub fn check_container_status(v: ContainerStatusView<'_>, p: &ContainerStatusProto) -> R {
+    let h = ok(v.hot())?;
+    let cid = p.container_id.as_ref();
+    let attempt = cid.and_then(|c| c.app_attempt_id.as_ref());
+    let app = attempt.and_then(|a| a.application_id.as_ref());
+    prop_assert_eq!(h.container_id, cid.and_then(|c| c.id).unwrap_or(0));
+    prop_assert_eq!(
+        h.attempt_id,
+        attempt.and_then(|a| a.attempt_id).unwrap_or(0)
+    );
+    prop_assert_eq!(h.app_id, app.and_then(|a| a.id).unwrap_or(0));
+    prop_assert_eq!(
+        h.cluster_timestamp,
+        app.and_then(|a| a.cluster_timestamp).unwrap_or(0)
+    );
+    prop_assert_eq!(h.has_full_id, app.is_some());
+    prop_assert_eq!(h.state_raw, p.state.unwrap_or(0));
+    enum_eq(
+        h.state,
+        known::<ContainerStateProto>(p.state),
+        p.state,
+        is_known::<ContainerStateProto>(p.state),
+    )?;
+    prop_assert_eq!(h.exit_status, p.exit_status());
+    enum_eq(
+        h.execution_type,
+        p.execution_type(),
+        p.execution_type,
+        is_known::<ExecutionTypeProto>(p.execution_type),
+    )?;
+
     let s = ok(v.summary())?;
     same_opt(s.container_id, &p.container_id, check_container_id)?;
     prop_assert_eq!(s.state_raw, p.state);
@@ -1505,6 +1535,7 @@ impl Visit {
             return;
         }
         let _ = v.validate();
+        self.r(v.hot());
         if let Some(s) = self.r(v.summary()) {
             if let Some(c) = s.container_id {
                 self.container_id(c);
