@@ -2,6 +2,6 @@
 //! bench for `allocs`): `cargo run --release -p hdfs-io --example dn_select_report`.
 
 fn main() {
-    let r = hdfs_io::measure::measure(200_000, 15, None);
+    let r = hdfs_io::measure::measure(1000, 15, None);
     println!("{}", r.to_json());
 }

@@ -14,7 +14,7 @@
 //!   (a synchronized map in Java), then the IP literal parse (`InetAddress.getByName` on a
 //!   literal) and the socket address. No DNS lookup.
 //!
-//! [`measure`] times each with rounds of a tight loop and reports the median round
+//! [`measure`] times each with rounds of a tight loop (thread CPU time) and reports the median round
 //! (`ours_ns`, `baseline_ns`, `ratio`) and, when given an allocation counter (a counting
 //! global allocator lives in the binary), allocations per call (`allocs`).
 
@@ -175,7 +175,7 @@ pub struct DnSelectReport {
     pub allocs: Option<f64>,
     /// Heap allocations per call of the baseline.
     pub baseline_allocs: Option<f64>,
-    /// Calls per round and rounds.
+    /// Calls per batch (rounds last at least [`MIN_ROUND`]) and rounds.
     pub iterations: u64,
     pub rounds: u32,
 }
@@ -211,24 +211,28 @@ pub fn thread_cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-/// Times `iterations` calls `rounds` times and returns the median ns per call: thread CPU time
-/// when available, else wall time.
-fn time_rounds(iterations: u64, rounds: u32, mut f: impl FnMut()) -> f64 {
-    let mut per = Vec::with_capacity(rounds as usize);
-    for _ in 0..rounds {
-        let c0 = thread_cpu_ns();
-        let t = Instant::now();
-        for _ in 0..iterations {
+/// Shortest round: `/proc/thread-self/schedstat` is brought up to date only at scheduler
+/// ticks and switches (up to 4 ms late at HZ=250), so a round must be much longer than that.
+pub const MIN_ROUND: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Runs `f` in batches of `batch` calls for at least [`MIN_ROUND`] and returns ns per call:
+/// thread CPU time when available, else wall time.
+fn time_round(batch: u64, mut f: impl FnMut()) -> f64 {
+    let c0 = thread_cpu_ns();
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed() < MIN_ROUND {
+        for _ in 0..batch {
             f();
         }
-        let wall = t.elapsed().as_nanos() as f64;
-        let ns = match (c0, thread_cpu_ns()) {
-            (Some(a), Some(b)) if b > a => (b - a) as f64,
-            _ => wall,
-        };
-        per.push(ns / iterations as f64);
+        n += batch;
     }
-    median(per)
+    let wall = t.elapsed().as_nanos() as f64;
+    let ns = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64,
+        _ => wall,
+    };
+    ns / n as f64
 }
 
 /// Allocations per call over `n` calls, by the counter's difference.
@@ -240,7 +244,8 @@ fn allocs_per_call(counter: fn() -> u64, n: u64, mut f: impl FnMut()) -> f64 {
     (counter() - a) as f64 / n as f64
 }
 
-/// Runs the measurement. `alloc_counter` reads a counting global allocator's total
+/// Runs the measurement: `rounds` rounds of each path, each at least [`MIN_ROUND`] long, in
+/// batches of `iterations` calls. `alloc_counter` reads a counting global allocator's total
 /// allocations (process-wide: run it on a quiet process).
 pub fn measure(iterations: u64, rounds: u32, alloc_counter: Option<fn() -> u64>) -> DnSelectReport {
     let iterations = iterations.max(1);
@@ -260,13 +265,13 @@ pub fn measure(iterations: u64, rounds: u32, alloc_counter: Option<fn() -> u64>)
     let (mut ours, mut base, mut dec) = (Vec::new(), Vec::new(), Vec::new());
     // interleave the three so that machine noise hits them alike
     for _ in 0..rounds {
-        ours.push(time_rounds(iterations, 1, || {
+        ours.push(time_round(iterations, || {
             black_box(s.ours(black_box(&reps)));
         }));
-        base.push(time_rounds(iterations, 1, || {
+        base.push(time_round(iterations, || {
             black_box(s.baseline(black_box(&reps)));
         }));
-        dec.push(time_rounds(iterations, 1, || {
+        dec.push(time_round(iterations, || {
             black_box(s.ours_with_decode(black_box(&bytes), &mut scratch));
         }));
     }
@@ -342,7 +347,7 @@ mod tests {
 
     #[test]
     fn report_json_has_the_cli_keys() {
-        let r = measure(200, 3, None);
+        let r = measure(100, 1, None);
         let j = r.to_json();
         for k in [
             "\"ours_ns\":",

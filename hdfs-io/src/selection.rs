@@ -288,13 +288,17 @@ impl Selector {
             }
             let loc = if self.is_local(r) {
                 if derived_rack.is_none() {
-                    derived_rack = Some(self.rack_of(r)).filter(|x| !x.is_empty());
+                    let x = self.rack_of(r);
+                    if !x.is_empty() {
+                        derived_rack = Some(x);
+                    }
                 }
                 Locality::LocalNode
-            } else if my_rack.is_some_and(|mr| bytes_eq(self.rack_of(r), mr)) {
-                Locality::LocalRack
             } else {
-                Locality::Remote
+                match my_rack {
+                    Some(mr) if bytes_eq(self.rack_of(r), mr) => Locality::LocalRack,
+                    _ => Locality::Remote,
+                }
             };
             keys[m] = key(health(r), loc, pos);
             m += 1;
