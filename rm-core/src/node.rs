@@ -327,6 +327,14 @@ struct PosEntry {
 /// Longest container id (encoded) the position cache keeps; Java's are 16–22 bytes.
 const POS_ID_BYTES: usize = 23;
 
+/// Positions the cache covers (statuses beyond are parsed every time), so that a peer's
+/// status count cannot size it.
+pub const POS_CACHE_MAX: usize = 4096;
+
+/// Most containers a node may have launched at once; RUNNING reports of further new
+/// containers are ignored (and counted), so that a peer cannot grow a node without bound.
+pub const MAX_LAUNCHED_PER_NODE: usize = 65_536;
+
 impl PosEntry {
     const EMPTY: PosEntry = PosEntry {
         len: 0,
@@ -561,6 +569,10 @@ impl NodeState {
         if !tracking || ctx.log.is_completed(&key) || ctx.finished_apps.contains(&key.app) {
             return (false, None);
         }
+        if self.launched.len() >= MAX_LAUNCHED_PER_NODE {
+            ctx.stats.ignored += 1;
+            return (false, None);
+        }
         let sg = self.launched.insert(key, exec, self.epoch);
         ctx.stats.launched += 1;
         (true, Some(sg))
@@ -588,7 +600,7 @@ impl NodeState {
             return Ok(false);
         };
         let (fresh, sg) = self.on_running(key, exec, tracking, ctx);
-        if raw.len() <= POS_ID_BYTES {
+        if raw.len() <= POS_ID_BYTES && pos < POS_CACHE_MAX {
             if self.pos.len() <= pos {
                 self.pos.resize(pos + 1, PosEntry::EMPTY);
             }
