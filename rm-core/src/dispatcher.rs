@@ -69,6 +69,10 @@ impl Placement {
                     })
                     .collect();
                 v.sort();
+                if v.is_empty() {
+                    // A plan without shard roles: one unpinned shard.
+                    return vec![None];
+                }
                 v.into_iter().map(|(_, c)| Some(c)).collect()
             }
             Placement::Unpinned(n) => vec![None; (*n).max(1)],
