@@ -343,9 +343,26 @@ impl PosEntry {
         gen: 0,
     };
 
+    /// Word-wise comparison (ids are ~18 bytes: a libc memcmp call costs more than this).
     #[inline]
     fn matches(&self, id: &[u8]) -> bool {
-        self.len as usize == id.len() && self.bytes[..id.len()] == *id
+        let n = id.len();
+        if self.len as usize != n {
+            return false;
+        }
+        let (mut a, mut b) = (id, &self.bytes[..n]);
+        while a.len() >= 8 {
+            let (x, ra) = a.split_at(8);
+            let (y, rb) = b.split_at(8);
+            if u64::from_ne_bytes(x.try_into().unwrap_or([0; 8]))
+                != u64::from_ne_bytes(y.try_into().unwrap_or([1; 8]))
+            {
+                return false;
+            }
+            a = ra;
+            b = rb;
+        }
+        a.iter().zip(b).all(|(x, y)| x == y)
     }
 }
 
