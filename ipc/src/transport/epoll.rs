@@ -456,7 +456,10 @@ impl<S: Service> Loop<S> {
                 continue;
             };
             c.dirty = false;
-            if c.state == State::Open {
+            // A connection parked on an empty pool is woken through `waiters` when a chunk
+            // frees; asking it to continue before that would only fail again.
+            let parked_on_empty = c.parked && self.pool.available() == 0;
+            if c.state == State::Open && !parked_on_empty {
                 let mut ob = Outbox::new(&mut self.pool, &mut c.tx);
                 let flow = c.session.on_send_progress(&mut ob);
                 let starved = ob.starved();
