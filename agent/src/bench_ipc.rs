@@ -279,7 +279,7 @@ fn baseline_accept(l: TcpListener, max: u64) {
 
 /// Bytes of `v` as a protobuf varint.
 fn varint_len(v: u64) -> usize {
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Writes `v` as a protobuf varint at the front of `w` and advances it.

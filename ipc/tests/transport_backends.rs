@@ -297,3 +297,46 @@ fn send_zc_on_loopback_reports_copies() {
     assert_eq!(m.zc_copied, m.zc_notifs, "loopback always copies: {m:?}");
     srv.shutdown();
 }
+
+/// Ring threads are named `hp-ring-<cpu>` and pinned to that CPU.
+#[test]
+fn ring_threads_are_named_and_pinned() {
+    for b in backends() {
+        let cpu = *hw_cpus().last().unwrap();
+        let srv = start(b, |c| c.cpus = vec![cpu]);
+        let name = format!("hp-ring-{cpu}");
+        let mut found = None;
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                found = Some(t.file_name().to_string_lossy().parse::<i32>().unwrap());
+            }
+        }
+        let tid = found.unwrap_or_else(|| panic!("{b:?}: no thread named {name}"));
+        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: see above; `set` is a live local of the size passed.
+        let r = unsafe {
+            libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+        };
+        assert_eq!(r, 0);
+        let on: Vec<u32> = (0..libc::CPU_SETSIZE as u32)
+            // SAFETY: reads a bit of a live cpu_set_t.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+            .collect();
+        assert_eq!(on, vec![cpu], "{b:?}");
+        srv.shutdown();
+    }
+}
+
+/// CPUs this process may run on.
+fn hw_cpus() -> Vec<u32> {
+    // SAFETY: as above.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, for the calling thread.
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (0..libc::CPU_SETSIZE as u32)
+        // SAFETY: reads a bit of a live cpu_set_t.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect()
+}

@@ -529,7 +529,7 @@ impl<S: Service> Loop<S> {
         for i in 0..n {
             let c = self.conns.get_mut(idx, gen).expect("conn");
             let seg = c.tx.unsubmitted_segment(i).expect("segment");
-            // SAFETY (pointer handed to the kernel): the segment's chunk holds a reference
+            // SAFETY: `add` stays inside the chunk (start <= chunk size). For the kernel: the segment's chunk holds a reference
             // owned by the queue until this send completes (and, for SEND_ZC, until its
             // notification), so the bytes stay mapped and unchanged while the kernel reads them.
             let ptr = unsafe { self.pool.ptr(seg.chunk).add(seg.start as usize) };
