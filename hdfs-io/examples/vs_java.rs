@@ -2,7 +2,8 @@
 //! in its own process for Java (the peer's drivers) and this process for ours:
 //!
 //! - `read`: a 256 MiB file written with 128 MiB blocks, read whole, runs alternated with
-//!   Java's `FileSystem.open` read (`ReadDriver`); throughput and process CPU per GB.
+//!   Java's `FileSystem.open` read (`ReadDriver`, one unmeasured warm-up read in its JVM
+//!   first); throughput and process CPU per GB.
 //! - `filestatus`: getFileInfo over N files with T threads at a fixed offered rate, ours
 //!   ([`hdfs_io::filestatus_bench`]) and Java's `FileStatusDriver`; client CPU per call.
 //!
@@ -69,7 +70,10 @@ fn main() {
                 cpu / gb
             );
             let j = peer
-                .run_driver(Driver::Read, &["--path", "/vs/big", "--runs", "1"])
+                .run_driver(
+                    Driver::Read,
+                    &["--path", "/vs/big", "--warmup-runs", "1", "--runs", "1"],
+                )
                 .expect("java read");
             println!(
                 "{{\"client\":\"java\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{:.3},\"cpu_s_per_gb\":{:.3}}}",
