@@ -390,6 +390,11 @@ fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clo
     let mut rate = 0.0;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
+        // The tick scans every node under the tracker lock: once a second is enough for the
+        // liveness monitor (Java checks every expiry/3) and keeps ring threads unblocked.
+        if last_rate.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
         let mut t = lock(&tracker);
         match t.tick(clock.now_ns()) {
             Ok(r) => {
@@ -404,10 +409,8 @@ fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clo
         let m = t.metrics().clone();
         let active = t.active_nodes();
         drop(t);
-        if last_rate.elapsed() >= Duration::from_secs(1) {
-            rate = m.sample_rate();
-            last_rate = Instant::now();
-        }
+        rate = m.sample_rate();
+        last_rate = Instant::now();
         if last_summary.elapsed() >= Duration::from_secs(10) {
             tracing::info!(
                 "summary: {active} active nodes, {rate:.0} heartbeats/s, {} heartbeats, {} resyncs",
