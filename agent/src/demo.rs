@@ -327,12 +327,14 @@ impl Cluster {
         )
     }
 
-    /// Stops new containers and waits (up to `timeout`) until every completion has been
-    /// acknowledged by the RM (`containers_to_be_removed_from_nm`) and no container runs.
+    /// Stops new containers, finishes the running ones (exit 0), and waits (up to `timeout`)
+    /// until every completion has been acknowledged by the RM
+    /// (`containers_to_be_removed_from_nm`).
     /// Returns whether everything settled.
     pub fn drain(&mut self, timeout: Duration) -> bool {
         for a in &self.agents {
             a.shared().sim_paused.store(true, Ordering::Relaxed);
+            a.shared().sim_finish_now.store(true, Ordering::Relaxed);
         }
         let deadline = Instant::now() + timeout;
         loop {
@@ -491,7 +493,7 @@ pub fn run(args: &DemoArgs) -> Result<DemoReport, DemoError> {
         }
     }
     if !args.json {
-        eprintln!("draining: no new containers; waiting for every completion to be acknowledged");
+        eprintln!("draining: running containers finish now; waiting for every completion to be acknowledged");
     }
     let settled = c.drain(Duration::from_secs(15));
     let report = c.finish()?;

@@ -647,6 +647,9 @@ fn housekeeping(
             if let Some(s) = &mut sim {
                 s.on_orders(&mut t, &orders);
                 s.set_paused(shared.sim_paused.load(Relaxed));
+                if shared.sim_finish_now.swap(false, Relaxed) {
+                    s.finish_all(&mut t);
+                }
                 s.tick(&mut t, now_ms, wall);
             }
             t.expire_cleanups(now_ms, grace.as_millis() as u64);

@@ -86,6 +86,8 @@ pub struct Shared {
     pub stop: Stopper,
     /// Pauses the simulator's new containers (running ones still finish).
     pub sim_paused: AtomicBool,
+    /// Makes the simulator finish its running containers now (exit 0).
+    pub sim_finish_now: AtomicBool,
 }
 
 impl Shared {
@@ -101,6 +103,7 @@ impl Shared {
             }),
             stop: Stopper::default(),
             sim_paused: AtomicBool::new(false),
+            sim_finish_now: AtomicBool::new(false),
         }
     }
 }
