@@ -387,7 +387,6 @@ fn register_admin(
 fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clock: Clock) {
     let mut last_summary = Instant::now();
     let mut last_rate = Instant::now();
-    let mut rate = 0.0;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(200));
         // The tick scans every node under the tracker lock: once a second is enough for the
@@ -409,7 +408,7 @@ fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clo
         let m = t.metrics().clone();
         let active = t.active_nodes();
         drop(t);
-        rate = m.sample_rate();
+        let rate = m.sample_rate();
         last_rate = Instant::now();
         if last_summary.elapsed() >= Duration::from_secs(10) {
             tracing::info!(
