@@ -559,3 +559,69 @@ pub fn located_block_name(b: &LocatedBlockView<'_>) -> Result<BlockName, Error> 
         source: e,
     })?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{located_block, Dn};
+    use ipc::pb::hadoop::hdfs::{
+        ErasureCodingPolicyProto, FileEncryptionInfoProto, LocatedBlockProto, LocatedBlocksProto,
+    };
+    use prost::Message;
+
+    fn blocks(ec: bool, crypt: bool, indices: bool) -> Vec<u8> {
+        let mut b = LocatedBlockProto::decode(&located_block(&[Dn::new(0, "/r1")])[..]).unwrap();
+        if indices {
+            b.block_indices = Some(vec![0, 1, 2]);
+        }
+        LocatedBlocksProto {
+            file_length: 10,
+            blocks: vec![b],
+            under_construction: false,
+            last_block: None,
+            is_last_block_complete: true,
+            file_encryption_info: crypt.then(|| FileEncryptionInfoProto {
+                key_name: "k".into(),
+                ..Default::default()
+            }),
+            ec_policy: ec.then(|| ErasureCodingPolicyProto {
+                id: 1,
+                ..Default::default()
+            }),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn refuses_erasure_coding_and_encryption_by_name() {
+        assert!(
+            check_supported("/p", &LocatedBlocksView::new(&blocks(false, false, false))).is_ok()
+        );
+        for (bytes, feature) in [
+            (blocks(true, false, false), "erasure coding (ecPolicy)"),
+            (
+                blocks(false, true, false),
+                "transparent encryption (fileEncryptionInfo)",
+            ),
+            (blocks(false, false, true), "erasure coding (blockIndices)"),
+        ] {
+            match check_supported("/p", &LocatedBlocksView::new(&bytes)) {
+                Err(e @ Error::Unsupported { .. }) => {
+                    assert!(e.to_string().contains(feature), "{e}");
+                    assert!(e.to_string().starts_with("/p: "), "{e}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn finds_blocks_by_offset() {
+        let bytes = blocks(false, false, false);
+        let v = LocatedBlocksView::new(&bytes);
+        assert_eq!(find_block(&v, 0).unwrap(), Some((0, 134_217_728)));
+        assert_eq!(find_block(&v, 134_217_728).unwrap(), None);
+        assert!(block_at(&v, 0).unwrap().is_some());
+        assert!(block_at(&v, 1).unwrap().is_none());
+    }
+}
