@@ -166,7 +166,7 @@ fn java_rm_runs_our_node_across_key_rolls_and_cleans_up_an_unknown_application()
     assert!(advances >= 3);
     assert_eq!(errs, 0, "IPC errors (trap 3: keys not echoed?)");
     assert_eq!(fail, 0);
-    assert!(ok as u64 >= secs * 8 / 10, "{ok} heartbeats in {secs} s");
+    assert!(ok >= secs * 8 / 10, "{ok} heartbeats in {secs} s");
     if secs >= 3 * ROLL_SECS {
         assert_ne!(keys.0, key0.0, "container-token key rolled");
         assert_ne!(keys.1, key0.1, "NM-token key rolled");

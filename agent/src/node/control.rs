@@ -114,27 +114,22 @@ impl ControlServer {
     /// Accepts, reads and answers what is ready. Returns whether it did anything.
     pub fn poll(&mut self, shared: &Shared, wall_ms: i64) -> bool {
         let mut busy = false;
-        loop {
-            match self.listener.accept() {
-                Ok((s, _)) => {
-                    busy = true;
-                    if self.conns.len() >= MAX_CONNS || s.set_nonblocking(true).is_err() {
-                        let mut s = s;
-                        let _ = s.write_all(b"{\"ok\":false,\"error\":\"too many connections\"}\n");
-                        continue;
-                    }
-                    self.conns.push(Conn {
-                        id: self.next_id,
-                        stream: s,
-                        input: Vec::new(),
-                        output: Vec::new(),
-                        watch: false,
-                        dead: false,
-                    });
-                    self.next_id += 1;
-                }
-                Err(_) => break,
+        while let Ok((s, _)) = self.listener.accept() {
+            busy = true;
+            if self.conns.len() >= MAX_CONNS || s.set_nonblocking(true).is_err() {
+                let mut s = s;
+                let _ = s.write_all(b"{\"ok\":false,\"error\":\"too many connections\"}\n");
+                continue;
             }
+            self.conns.push(Conn {
+                id: self.next_id,
+                stream: s,
+                input: Vec::new(),
+                output: Vec::new(),
+                watch: false,
+                dead: false,
+            });
+            self.next_id += 1;
         }
         for i in 0..self.conns.len() {
             let mut chunk = [0u8; 4096];
