@@ -166,10 +166,12 @@ impl Cluster {
         let (dir, remove_dir) = match &cfg.dir {
             Some(d) => (d.clone(), false),
             None => {
+                static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 let d = std::env::temp_dir().join(format!(
-                    "hotpath-demo-{}-{}",
+                    "hotpath-demo-{}-{}-{}",
                     std::process::id(),
-                    crate::node::runtime::wall_ms()
+                    crate::node::runtime::wall_ms(),
+                    SEQ.fetch_add(1, Ordering::Relaxed)
                 ));
                 (d, true)
             }
