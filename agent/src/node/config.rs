@@ -9,7 +9,7 @@
 //! | RM unreachable | `yarn.resourcemanager.connect.max-wait.ms` (-1: forever), `…retry-interval.ms` | 900000, 30000 |
 //! | completions tracked | `yarn.nodemanager.duration-to-track-stopped-containers` | 600000 |
 //! | health | `yarn.nodemanager.local-dirs`, `…disk-health-checker.*`, `…health-checker.script.*` | |
-//! | control socket | `hotpath.agent.control-socket` | `/tmp/hotpath-agent-<node port>.sock` |
+//! | control socket | `hotpath.agent.control-socket` | `/tmp/hotpath-agent.sock` |
 //! | cleanup grace | `hotpath.agent.cleanup-grace-ms` | 5000 |
 //! | table size | `hotpath.agent.max-containers` | 10000 |
 //!

@@ -42,6 +42,10 @@ use super::status_updater::{
 use super::table::{ContainerTable, Resource};
 use super::AgentError;
 
+/// The control socket when `hotpath.agent.control-socket` is not set (also the default of
+/// `hotpath container --socket`).
+pub const DEFAULT_CONTROL_SOCKET: &str = "/tmp/hotpath-agent.sock";
+
 /// Wall-clock milliseconds since the epoch.
 pub fn wall_ms() -> i64 {
     SystemTime::now()
@@ -189,7 +193,7 @@ impl Agent {
         let control_path = cfg
             .control_socket
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/hotpath-agent-{node_port}.sock")));
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
         let control = ControlServer::bind(
             &control_path,
             Resource {
