@@ -113,6 +113,15 @@ fn java_rm_runs_our_node_across_key_rolls_and_cleans_up_an_unknown_application()
         assert!(Instant::now() < deadline, "node {id} not RUNNING: {r}");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // the RM lists the node as soon as it has answered; our side publishes just after
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shared.status.lock().unwrap().phase != "registered" {
+        assert!(
+            Instant::now() < deadline,
+            "agent never saw its registration answered"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let reg_ms = agent_reg_ms(&shared);
     eprintln!(
         "registered {reg_ms:?} ms after start; RUNNING seen after {:?}",
