@@ -32,11 +32,17 @@ fn heartbeat(c: &mut Criterion) {
     let mut g = c.benchmark_group("heartbeat_50_containers");
     g.bench_function("ours", |b| b.iter(|| off.ours().expect("ours")));
     let mut cold = HeartbeatBench::new(&dir.path().join("cold"), false).expect("bench");
-    g.bench_function("ours_cold_ids", |b| b.iter(|| cold.ours_cold().expect("ours")));
-    g.bench_function("ours_opportunistic", |b| b.iter(|| on.ours().expect("ours")));
+    g.bench_function("ours_cold_ids", |b| {
+        b.iter(|| cold.ours_cold().expect("ours"))
+    });
+    g.bench_function("ours_opportunistic", |b| {
+        b.iter(|| on.ours().expect("ours"))
+    });
     g.bench_function("eager", |b| b.iter(|| eager.eager().expect("eager")));
     g.bench_function("end_to_end", |b| b.iter(|| e2e.end_to_end().expect("e2e")));
-    g.bench_function("tracker", |b| b.iter(|| tr.tracker_only().expect("tracker")));
+    g.bench_function("tracker", |b| {
+        b.iter(|| tr.tracker_only().expect("tracker"))
+    });
     g.finish();
 }
 
