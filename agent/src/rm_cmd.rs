@@ -1,0 +1,229 @@
+//! `hotpath rm …` and `hotpath bench heartbeat`: thin wiring of `rm-core` to the command line.
+//!
+//! `hotpath rm` runs the ResourceTracker service from `yarn-site.xml` (resource-tracker address,
+//! heartbeat interval, NM expiry, opportunistic flag, include/exclude lists), pins its threads by
+//! `hw::Plan::for_rm`, serves Prometheus text at `/metrics` from the main (housekeeping) thread,
+//! re-reads the host lists on SIGHUP and stops on SIGINT/SIGTERM. The admin subcommands talk to
+//! a running RM over our admin protocol on the same port.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use ipc::client::{Client, ClientConfig};
+use rm_core::dispatcher::Placement;
+use rm_core::service::{admin, RmService, ADMIN_PROTOCOL};
+use rm_core::RmConfig;
+
+#[derive(Args)]
+pub struct RmArgs {
+    /// Directory with yarn-site.xml (default: $HADOOP_CONF_DIR).
+    #[arg(long, global = true)]
+    conf_dir: Option<PathBuf>,
+    /// Override a configuration key (`key=value`, repeatable).
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// The RM to talk to (admin subcommands) or to listen on (server), overriding
+    /// `yarn.resourcemanager.resource-tracker.address`.
+    #[arg(long, global = true)]
+    address: Option<String>,
+    /// Prometheus `/metrics` port (overrides `hotpath.rm.metrics.port`; 0 = any free port).
+    #[arg(long)]
+    metrics_port: Option<u16>,
+    /// Print one `READY {json}` line on stdout once serving (for scripts and tests).
+    #[arg(long)]
+    ready_line: bool,
+    #[command(subcommand)]
+    cmd: Option<RmCmd>,
+}
+
+#[derive(Subcommand)]
+enum RmCmd {
+    /// Mark an application finished: it goes to applications_to_cleanup once on each node.
+    FinishApp { app_id: String },
+    /// Kill a container: it goes to containers_to_cleanup on its node.
+    KillContainer { container_id: String },
+    /// Re-read the include/exclude host lists (as SIGHUP does).
+    RefreshNodes,
+}
+
+fn configuration(conf_dir: &Option<PathBuf>, set: &[String]) -> Result<conf::Configuration> {
+    let mut c = match conf_dir {
+        Some(d) => conf::Configuration::load_dir(d)
+            .with_context(|| format!("reading Hadoop configuration from {}", d.display()))?,
+        None => conf::Configuration::from_env().context("reading $HADOOP_CONF_DIR")?,
+    };
+    for kv in set {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
+        c.set(k, v);
+    }
+    Ok(c)
+}
+
+fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<SocketAddr> {
+    let text = match flag {
+        Some(a) => a.clone(),
+        None => {
+            let hp = conf
+                .get_socket_addr("yarn.resourcemanager.resource-tracker.address", 8031)
+                .context("yarn.resourcemanager.resource-tracker.address")?;
+            format!("{}:{}", hp.host, hp.port)
+        }
+    };
+    text.to_socket_addrs()
+        .with_context(|| format!("resolving {text}"))?
+        .next()
+        .with_context(|| format!("{text} resolves to nothing"))
+}
+
+pub fn run(args: RmArgs) -> Result<()> {
+    let conf = configuration(&args.conf_dir, &args.set)?;
+    let addr = tracker_address(&conf, &args.address)?;
+    match args.cmd {
+        None => serve(&conf, addr, args.metrics_port, args.ready_line),
+        Some(RmCmd::FinishApp { app_id }) => {
+            admin_call(addr, admin::FINISH_APPLICATION, Some(app_id))
+        }
+        Some(RmCmd::KillContainer { container_id }) => {
+            admin_call(addr, admin::KILL_CONTAINER, Some(container_id))
+        }
+        Some(RmCmd::RefreshNodes) => admin_call(addr, admin::REFRESH_NODES, None),
+    }
+}
+
+fn admin_call(addr: SocketAddr, method: &str, id: Option<String>) -> Result<()> {
+    use prost::Message;
+    let client = Client::new(
+        addr,
+        ClientConfig {
+            protocol: ADMIN_PROTOCOL.into(),
+            call_timeout: Duration::from_secs(10),
+            ..ClientConfig::default()
+        },
+    );
+    let req = admin::AdminRequestProto { id }.encode_to_vec();
+    let resp = client
+        .call(method, &req)
+        .with_context(|| format!("{method} on {addr}"))?;
+    let resp: admin::AdminResponseProto = resp.decode().context("admin response")?;
+    println!("{}", resp.message.unwrap_or_default());
+    Ok(())
+}
+
+fn serve(
+    conf: &conf::Configuration,
+    addr: SocketAddr,
+    metrics_port: Option<u16>,
+    ready_line: bool,
+) -> Result<()> {
+    let cfg = RmConfig::from_conf(conf)?;
+    let placement = match hw::Topology::detect() {
+        Ok(t) => Placement::Plan(hw::Plan::for_rm(&t)),
+        Err(e) => {
+            tracing::warn!("no CPU topology ({e}); running 2 unpinned shards");
+            Placement::Unpinned(2)
+        }
+    };
+    let metrics_port = match metrics_port {
+        Some(p) => p,
+        None => match conf.get(rm_core::config::METRICS_PORT) {
+            Some(_) => u16::try_from(conf.get_u64(rm_core::config::METRICS_PORT)?)
+                .context("hotpath.rm.metrics.port")?,
+            None => 0,
+        },
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .context("installing the SIGHUP handler")?;
+
+    let rm = RmService::start(cfg, addr, &placement, ipc::server::ServerConfig::default())?;
+    let metrics_addr = SocketAddr::new(rm.local_addr().ip(), metrics_port);
+    let mut http = agent::node::metrics::MetricsHttp::bind(metrics_addr)
+        .with_context(|| format!("binding /metrics on {metrics_addr}"))?;
+    let metrics_addr = http.local_addr()?;
+    tracing::info!(
+        "hotpath rm serving ResourceTrackerPB on {}, /metrics on http://{metrics_addr}/metrics",
+        rm.local_addr()
+    );
+    if ready_line {
+        println!(
+            "READY {}",
+            serde_json::json!({
+                "resource_tracker": rm.local_addr().to_string(),
+                "metrics": metrics_addr.to_string(),
+                "pid": std::process::id(),
+            })
+        );
+    }
+    while !stop.load(Ordering::Relaxed) {
+        if hup.swap(false, Ordering::Relaxed) {
+            match rm.refresh_nodes() {
+                Ok(gone) => tracing::info!(
+                    "SIGHUP: host lists re-read, {} nodes decommissioned",
+                    gone.len()
+                ),
+                Err(e) => tracing::error!("SIGHUP: re-reading the host lists failed: {e}"),
+            }
+        }
+        if !http.poll(|| rm.metrics_text()) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    tracing::info!("stopping: finishing the dispatcher backlog and committing the completion log");
+    rm.shutdown();
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct HeartbeatBenchArgs {
+    /// Milliseconds per timed round (5 rounds per path, interleaved; the median is reported).
+    #[arg(long, default_value_t = 300)]
+    round_ms: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `hotpath bench heartbeat`: one NodeHeartbeatRequest with 50 container statuses — ours
+/// (opportunistic off and on) beside the eager, Java-shaped baseline, in one run.
+pub fn bench_heartbeat(args: HeartbeatBenchArgs) -> Result<()> {
+    let dir = tempfile::tempdir().context("a temp dir for the benches' completion logs")?;
+    // Allocation counting is switched on only when the closure is first called, which is after
+    // every timing: the timed paths, the eager baseline's ~1,000 allocations included, run
+    // without the counter's (small) cost.
+    let count = || {
+        crate::alloc_count::enable();
+        crate::alloc_count::allocs()
+    };
+    let f = rm_core::bench::measure(
+        dir.path(),
+        Duration::from_millis(args.round_ms.max(10)),
+        Some(&count),
+    )?;
+    if args.json {
+        println!("{}", f.to_json());
+        return Ok(());
+    }
+    let Some(allocs) = f.allocs_per_hb else {
+        bail!("allocation count missing");
+    };
+    println!("heartbeat with 50 container statuses (decode + state update):");
+    println!("  ours, opportunistic off   {:>10.0} ns", f.ours_ns);
+    println!(
+        "  ours, opportunistic on    {:>10.0} ns",
+        f.ours_opportunistic_ns
+    );
+    println!("  eager baseline (Java-like){:>10.0} ns", f.eager_ns);
+    println!("  ratio eager / ours        {:>10.1}x", f.ratio);
+    println!("  allocations per heartbeat {allocs:>10}");
+    Ok(())
+}
