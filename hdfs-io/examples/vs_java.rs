@@ -3,12 +3,17 @@
 //!
 //! - `read`: a 256 MiB file written with 128 MiB blocks, read whole, runs alternated with
 //!   Java's `FileSystem.open` read (`ReadDriver`, one unmeasured warm-up read in its JVM
-//!   first); throughput and process CPU per GB.
+//!   first); throughput and process CPU per GB, and the CPU of the peer's JVM (it hosts the
+//!   DataNodes and the NameNode; during a read it is the DataNodes serving the blocks) per GB
+//!   served, from `/proc/<pid>/stat` around each run. Java's run reads the file twice (the
+//!   warm-up read in the driver's JVM, then the measured one), so its peer CPU is divided by
+//!   the bytes of both reads.
 //! - `filestatus`: getFileInfo over N files with T threads at a fixed offered rate, ours
 //!   ([`hdfs_io::filestatus_bench`]) and Java's `FileStatusDriver`; client CPU per call.
 //!
-//! `cargo run --release -p hdfs-io --example vs_java -- [read|filestatus|all] [runs] [rate]`
-//! Prints JSON lines. The NameNode and DataNodes share the machine: compare CPU, not only speed.
+//! `cargo run --release -p hdfs-io --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
+//! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
+//! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::filestatus_bench::{self, process_cpu_ns};
@@ -29,11 +34,31 @@ impl Write for Count {
     }
 }
 
+/// CPU time (user + system, ns) of process `pid`, threads that exited included.
+fn pid_cpu_ns(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) * 10_000_000)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_else(|| "all".into());
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let rate: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000.0);
+    let files: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
     let mut peer = Peer::start(Mode::Hdfs, &[]).expect("hdfs peer");
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("conf");
     let nn = NameNodeClient::from_conf(&conf).expect("nn");
@@ -55,44 +80,70 @@ fn main() {
             .expect("warm read");
         peer.run_driver(Driver::Read, &["--path", "/vs/big", "--runs", "1"])
             .expect("warm java");
+        let peer_pid = peer.pid();
+        let mut m: [Vec<f64>; 6] = Default::default();
         for run in 0..runs {
+            let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
             let c0 = process_cpu_ns().unwrap_or(0);
             let t = Instant::now();
             let mut sink = Count(0);
             client.read("/vs/big", 0, None, &mut sink).expect("read");
             let secs = t.elapsed().as_secs_f64();
             let cpu = (process_cpu_ns().unwrap_or(0) - c0) as f64 / 1e9;
+            let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
             let gb = sink.0 as f64 / 1e9;
             println!(
-                "{{\"client\":\"hotpath\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3}}}",
+                "{{\"client\":\"hotpath\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3}}}",
                 sink.0,
                 gb / secs,
-                cpu / gb
+                cpu / gb,
+                dn_cpu / gb
             );
+            m[0].push(gb / secs);
+            m[1].push(cpu / gb);
+            m[2].push(dn_cpu / gb);
+            let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
             let j = peer
                 .run_driver(
                     Driver::Read,
                     &["--path", "/vs/big", "--warmup-runs", "1", "--runs", "1"],
                 )
                 .expect("java read");
-            println!(
-                "{{\"client\":\"java\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{:.3},\"cpu_s_per_gb\":{:.3}}}",
-                j["bytes"], j["gb_per_s"].as_f64().unwrap_or(0.0), j["cpu_s"].as_f64().unwrap_or(0.0),
-                j["cpu_s_per_gb"].as_f64().unwrap_or(0.0)
+            let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
+            let bytes = j["bytes"].as_f64().unwrap_or(0.0);
+            // the driver's warm-up read and its measured read
+            let served = 2.0 * bytes / 1e9;
+            let (gbs, cpg) = (
+                j["gb_per_s"].as_f64().unwrap_or(0.0),
+                j["cpu_s_per_gb"].as_f64().unwrap_or(0.0),
             );
+            println!(
+                "{{\"client\":\"java\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{gbs:.3},\"cpu_s\":{:.3},\"cpu_s_per_gb\":{cpg:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{served:.3},\"dn_cpu_s_per_gb\":{:.3}}}",
+                j["bytes"], j["cpu_s"].as_f64().unwrap_or(0.0),
+                dn_cpu / served
+            );
+            m[3].push(gbs);
+            m[4].push(cpg);
+            m[5].push(dn_cpu / served);
         }
+        let [a, b, c, d, e, f] = m;
+        println!(
+            "{{\"summary\":\"read\",\"runs\":{runs},\"hotpath\":{{\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s_per_gb\":{:.3}}},\"java\":{{\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s_per_gb\":{:.3}}}}}",
+            median(a), median(b), median(c), median(d), median(e), median(f)
+        );
     }
     if what == "filestatus" || what == "all" {
-        let files = 2000;
         peer.command(&format!("mkfiles /vs/fs {files}"))
             .expect("mkfiles");
         let paths: Vec<String> = (0..files).map(|i| format!("/vs/fs/f{i}")).collect();
+        let (mut ours, mut java) = (Vec::new(), Vec::new());
+        let (mut ours_ops, mut java_ops) = (Vec::new(), Vec::new());
         for run in 0..runs {
             let r = filestatus_bench::run(
                 client.namenode(),
                 &paths,
                 16,
-                Duration::from_secs(10),
+                Duration::from_secs(seconds),
                 Some(rate),
             )
             .expect("ours");
@@ -100,6 +151,8 @@ fn main() {
                 "{{\"client\":\"hotpath\",\"run\":{run},\"filestatus\":{}}}",
                 r.to_json()
             );
+            ours.push(r.cpu_ns_per_op.unwrap_or(f64::NAN) / 1e3);
+            ours_ops.push(r.ops_per_sec);
             let j = peer
                 .run_driver(
                     Driver::FileStatus,
@@ -113,13 +166,22 @@ fn main() {
                         "--rate",
                         &rate.to_string(),
                         "--duration",
-                        "10",
+                        &seconds.to_string(),
                         "--warmup",
                         "2",
                     ],
                 )
                 .expect("java filestatus");
             println!("{{\"client\":\"java\",\"run\":{run},\"filestatus\":{j}}}");
+            java.push(j["cpu_us_per_call"].as_f64().unwrap_or(f64::NAN));
+            java_ops.push(j["ops_per_s"].as_f64().unwrap_or(f64::NAN));
         }
+        let (o, jv) = (median(ours), median(java));
+        println!(
+            "{{\"summary\":\"filestatus\",\"files\":{files},\"threads\":16,\"rate\":{rate},\"runs\":{runs},\"hotpath_cpu_us_per_call\":{o:.1},\"java_cpu_us_per_call\":{jv:.1},\"ratio\":{:.3},\"hotpath_ops_per_s\":{:.1},\"java_ops_per_s\":{:.1}}}",
+            o / jv,
+            median(ours_ops),
+            median(java_ops)
+        );
     }
 }
