@@ -22,6 +22,9 @@
 //!                              checksum errors go to NameNodeClient::report_bad_blocks
 //! ```
 //!
+//! - `getFileInfo` on a single NameNode goes through `connection` (a pool of connections each
+//!   used by one caller at a time: no reader-thread handoff); everything else through
+//!   `ipc::client` (see [`namenode`]).
 //! - Sans-IO and pure: [`replica`], [`selection`], [`addr_cache`], [`topology`],
 //!   [`block_reader`], [`checksum`], [`file_status`]. I/O: [`datanode`] (std::net to
 //!   DataNodes), [`namenode`] (through `ipc::client`), [`dfs`] (the read loop).
@@ -44,6 +47,7 @@
 pub mod addr_cache;
 pub mod block_reader;
 pub mod checksum;
+mod connection;
 pub mod datanode;
 pub mod dead_nodes;
 pub mod dfs;

@@ -21,11 +21,18 @@
 //!   nameservice-wide stateId to the observer, which holds the call until it caught up; the
 //!   `ipc` client has no way yet to raise a connection's stateId: see
 //!   /work/notes/hdfsio-requests.md.)
+//! - **Direct calls**: with one NameNode (no HA), `getFileInfo` goes through a pool of
+//!   connections each used by one caller at a time (`crate::connection`): the calling thread
+//!   writes the call and reads its own response, so there is no reader thread and no condvar
+//!   handoff per call, and the request and response buffers are reused. Threads calling at once
+//!   use one connection each ([`NameNodeConfig::direct_calls`]; Java shares one connection).
+//!   A reused connection that turns out closed is replaced and the (idempotent) call resent.
 //! - **Retries**: RetriableException: the same NameNode again after a short, growing wait.
 //!   StandbyException / ObserverRetryOnActiveException / a connection failure: another
 //!   NameNode (reads fall back from the observer to the active; active calls re-discover the
 //!   active). Anything else is returned as [`Error::Remote`].
 
+use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
 use ipc::client::{Client, ClientConfig, ClientError, Response};
@@ -89,6 +96,9 @@ pub struct NameNodeConfig {
     pub retry_wait: Duration,
     /// Send reads to observers.
     pub observer_reads: bool,
+    /// With one NameNode, send `getFileInfo` over pooled connections each used by one caller
+    /// at a time (see the module docs) instead of the shared `ipc::client` connection.
+    pub direct_calls: bool,
 }
 
 impl Default for NameNodeConfig {
@@ -101,6 +111,7 @@ impl Default for NameNodeConfig {
             retries: 5,
             retry_wait: Duration::from_millis(100),
             observer_reads: false,
+            direct_calls: true,
         }
     }
 }
@@ -118,6 +129,15 @@ struct Node {
     role: AtomicU8,
     /// When this node's stateId was last refreshed by a probe (ms since the client's epoch).
     last_probe_ms: AtomicU64,
+    /// Connections for direct calls.
+    direct: Connections,
+}
+
+impl Node {
+    /// The highest stateId seen from this node, on any connection.
+    fn last_state_id(&self) -> Option<i64> {
+        self.client.last_state_id().max(self.direct.last_state_id())
+    }
 }
 
 /// A `getBlockLocations` answer kept in its receive buffer.
@@ -298,8 +318,24 @@ impl NameNodeClient {
                     backoff_max: Duration::from_secs(1),
                     ..ClientConfig::default()
                 };
+                let client = Client::new(ep.addr, icfg);
+                // its own clientId: callIds of the two paths are counted apart
+                let mut client_id = *client.client_id();
+                client_id[0] ^= 0x80;
+                let direct = Connections::new(ConnConfig {
+                    addr: ep.addr,
+                    protocol: CLIENT_PROTOCOL,
+                    version: 1,
+                    user: cfg.user.clone(),
+                    client_id,
+                    connect_timeout: cfg.connect_timeout,
+                    call_timeout: cfg.call_timeout,
+                    max_response: ipc::frame::DEFAULT_MAX_DATA_LENGTH,
+                    keep_idle: 64,
+                });
                 Node {
-                    client: Client::new(ep.addr, icfg),
+                    client,
+                    direct,
                     ep,
                     role: AtomicU8::new(if single {
                         Role::Active as u8
@@ -344,10 +380,7 @@ impl NameNodeClient {
 
     /// The highest stateId seen from any NameNode.
     pub fn state_id(&self) -> Option<i64> {
-        self.nodes
-            .iter()
-            .filter_map(|n| n.client.last_state_id())
-            .max()
+        self.nodes.iter().filter_map(|n| n.last_state_id()).max()
     }
 
     /// Asks every NameNode its HA state (`getHAServiceState`).
@@ -426,6 +459,65 @@ impl NameNodeClient {
         }
     }
 
+    /// An idempotent call on node `i` over a direct connection (see the module docs), with
+    /// RetriableException retries and `connect_attempts` connect attempts; `f` reads the
+    /// response message in place.
+    fn direct_call<R>(
+        &self,
+        i: usize,
+        method: &str,
+        req: &[u8],
+        f: impl FnOnce(&[u8]) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let n = &self.nodes[i];
+        let pool = &n.direct;
+        let mut wait = self.cfg.retry_wait;
+        let mut attempt = 0;
+        let mut connect_failures = 0;
+        loop {
+            let mut c = match pool.take() {
+                Ok(c) => c,
+                Err(reason) => {
+                    connect_failures += 1;
+                    if connect_failures >= self.cfg.connect_attempts.max(1) {
+                        return Err(Error::Connection {
+                            target: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                            reason,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(50) * connect_failures);
+                    continue;
+                }
+            };
+            match pool.call(&mut c, method, req) {
+                Ok(()) => {
+                    let r = f(c.payload());
+                    pool.put(c);
+                    return r;
+                }
+                // an idle connection the server closed: take another (each failure drops one)
+                Err(CallFailure::Io { reused: true, .. }) => continue,
+                Err(CallFailure::Io { reason, .. }) => {
+                    return Err(Error::Connection {
+                        target: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                        reason,
+                    })
+                }
+                Err(CallFailure::Fatal(e)) => return Err(Error::Remote(e)),
+                Err(CallFailure::Remote(e)) => {
+                    pool.put(c);
+                    if e.kind == RemoteKind::Retriable && attempt < self.cfg.retries {
+                        attempt += 1;
+                        std::thread::sleep(wait);
+                        wait = wait.saturating_mul(2);
+                        continue;
+                    }
+                    return Err(Error::Remote(e));
+                }
+            }
+        }
+    }
+
     /// A call for the active NameNode, failing over across the others.
     fn active_call(&self, method: &'static str, req: &[u8]) -> Result<Response, Error> {
         self.ensure_roles();
@@ -483,7 +575,7 @@ impl NameNodeClient {
                 if Role::from_u8(n.role.load(Ordering::Acquire)) != Role::Observer {
                     continue;
                 }
-                let fresh = |n: &Node| n.client.last_state_id().is_some_and(|s| s >= floor);
+                let fresh = |n: &Node| n.last_state_id().is_some_and(|s| s >= floor);
                 if !fresh(n) {
                     // behind (or unknown): a cheap call refreshes this connection's stateId
                     // (every response header carries the observer's), at most every PROBE_EVERY
@@ -535,6 +627,14 @@ impl NameNodeClient {
     ) -> Result<Option<R>, Error> {
         scratch.clear();
         encode_get_file_info(path, scratch);
+        if self.cfg.direct_calls && self.nodes.len() == 1 {
+            return self.direct_call(0, "getFileInfo", scratch, |payload| {
+                match field_range(payload, 1, "GetFileInfoResponseProto")? {
+                    None => Ok(None),
+                    Some(r) => Ok(Some(f(&FileStatusView::decode(&payload[r])?))),
+                }
+            });
+        }
         let resp = self.read_call("getFileInfo", scratch)?;
         let payload = resp.payload();
         match field_range(payload, 1, "GetFileInfoResponseProto")? {
