@@ -6,6 +6,7 @@ mod alloc_count;
 mod bench_ipc;
 mod decode;
 mod hdfs_cmd;
+mod loadgen;
 mod rm_cmd;
 
 /// Counts allocations per thread for the benches' allocation figures (see `alloc_count`).
@@ -68,6 +69,8 @@ enum Cmd {
     Rm(rm_cmd::RmArgs),
     /// HDFS client: stat, cat, and the fileStatus benchmark (fs.defaultFS from core-site.xml).
     Hdfs(hdfs_cmd::HdfsArgs),
+    /// Load generators: `loadgen heartbeats` simulates N NodeManagers against a ResourceTracker.
+    Loadgen(loadgen::LoadgenArgs),
     /// Internal: one server of `bench ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(bench_ipc::ServerChildArgs),
@@ -112,6 +115,7 @@ fn main() -> Result<()> {
         } => rm_cmd::bench_heartbeat(args),
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
         Cmd::Rm(args) => rm_cmd::run(args),
+        Cmd::Loadgen(args) => loadgen::run(args),
         Cmd::BenchIpcServer(args) => bench_ipc::run_server_child(args),
         Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
         Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
