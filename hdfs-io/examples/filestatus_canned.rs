@@ -4,17 +4,18 @@
 //! work is in the figure.
 //!
 //! The client is pointed at the server by a configuration with
-//! `fs.defaultFS = hdfs://127.0.0.1:PORT` ([`NameNodeClient::from_conf`]), and
+//! `fs.defaultFS = hdfs://127.0.0.1:PORT` ([`endpoints_from_conf`]), and
 //! [`filestatus_bench::run`] drives it (T threads, closed loop, or paced with a rate).
 //!
-//! `cargo run --release -p hdfs-io --example filestatus_canned -- [threads] [seconds] [runs] [rate]`
-//! (defaults 16, 5, 3, unpaced). Prints one JSON line per run and a summary line with the
-//! medians. The server's ring threads (`hp-ring-*`) run in this process: their CPU time, read
-//! per thread from `/proc/self/task/*/stat`, is the server's share (`server_cpu_ns_per_op`);
+//! `cargo run --release -p hdfs-io --example filestatus_canned -- [threads] [seconds] [runs] [rate|-] [direct|shared]`
+//! (defaults 16, 5, 3, unpaced, direct). `shared` turns [`NameNodeConfig::direct_calls`] off:
+//! every call goes through the one shared `ipc::client` connection and its reader thread.
+//! Prints one JSON line per run and a summary line with the medians. The server's ring
+//! threads (`hp-ring-*`) run in this process: their CPU time, read per thread from `/proc/self/task/*/stat`, is the server's share (`server_cpu_ns_per_op`);
 //! the process CPU per call minus that share is the client's (`client_cpu_ns_per_op`).
 
 use hdfs_io::filestatus_bench;
-use hdfs_io::namenode::{NameNodeClient, CLIENT_PROTOCOL};
+use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use ipc::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use prost::Message;
@@ -78,6 +79,7 @@ fn main() {
     let secs: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let rate: Option<f64> = args.next().and_then(|s| s.parse().ok());
+    let direct = args.next().is_none_or(|s| s != "shared");
 
     let answer = canned();
     let mut reg = Registry::new();
@@ -107,7 +109,15 @@ fn main() {
         "fs.defaultFS",
         &format!("hdfs://127.0.0.1:{}", server.local_addr().port()),
     );
-    let nn = NameNodeClient::from_conf(&conf).expect("client");
+    let (endpoints, _) = endpoints_from_conf(&conf).expect("endpoints");
+    let nn = NameNodeClient::new(
+        endpoints,
+        NameNodeConfig {
+            direct_calls: direct,
+            ..NameNodeConfig::default()
+        },
+    )
+    .expect("client");
     // the canned answer decodes as the status we sent
     let st = nn
         .get_file_info("/canned/f0")
@@ -139,7 +149,7 @@ fn main() {
         srv.push(server_ns);
     }
     println!(
-        "{{\"summary\":true,\"threads\":{threads},\"runs\":{runs},\"median_ops_per_sec\":{:.1},\"median_client_cpu_ns_per_op\":{:.1},\"median_server_cpu_ns_per_op\":{:.1}}}",
+        "{{\"summary\":true,\"direct_calls\":{direct},\"threads\":{threads},\"runs\":{runs},\"median_ops_per_sec\":{:.1},\"median_client_cpu_ns_per_op\":{:.1},\"median_server_cpu_ns_per_op\":{:.1}}}",
         median(ops),
         median(cpu),
         median(srv)
