@@ -67,23 +67,9 @@ enum HdfsBench {
     },
 }
 
-fn configuration(conf_dir: &Option<PathBuf>, set: &[String]) -> Result<conf::Configuration> {
-    let mut c = match conf_dir {
-        Some(d) => conf::Configuration::load_dir(d)
-            .with_context(|| format!("reading Hadoop configuration from {}", d.display()))?,
-        None => conf::Configuration::from_env().context("reading $HADOOP_CONF_DIR")?,
-    };
-    for kv in set {
-        let (k, v) = kv
-            .split_once('=')
-            .with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-        c.set(k, v);
-    }
-    Ok(c)
-}
-
 pub fn run(args: HdfsArgs) -> Result<()> {
-    let conf = configuration(&args.conf_dir, &args.set)?;
+    let conf = conf::Configuration::from_flags(args.conf_dir.as_deref(), &args.set)
+        .context("reading the Hadoop configuration")?;
     match args.cmd {
         HdfsCmd::Stat { path, json } => {
             let client = DfsClient::from_conf(&conf)?;

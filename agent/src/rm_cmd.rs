@@ -51,21 +51,6 @@ enum RmCmd {
     RefreshNodes,
 }
 
-fn configuration(conf_dir: &Option<PathBuf>, set: &[String]) -> Result<conf::Configuration> {
-    let mut c = match conf_dir {
-        Some(d) => conf::Configuration::load_dir(d)
-            .with_context(|| format!("reading Hadoop configuration from {}", d.display()))?,
-        None => conf::Configuration::from_env().context("reading $HADOOP_CONF_DIR")?,
-    };
-    for kv in set {
-        let (k, v) = kv
-            .split_once('=')
-            .with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-        c.set(k, v);
-    }
-    Ok(c)
-}
-
 fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<SocketAddr> {
     let text = match flag {
         Some(a) => a.clone(),
@@ -83,7 +68,8 @@ fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<
 }
 
 pub fn run(args: RmArgs) -> Result<()> {
-    let conf = configuration(&args.conf_dir, &args.set)?;
+    let conf = conf::Configuration::from_flags(args.conf_dir.as_deref(), &args.set)
+        .context("reading the Hadoop configuration")?;
     let addr = tracker_address(&conf, &args.address)?;
     match args.cmd {
         None => serve(&conf, addr, args.metrics_port, args.ready_line),

@@ -95,6 +95,25 @@ impl Configuration {
         Ok(Self::new())
     }
 
+    /// What every `hotpath` command does with its flags: the site files of `dir` when given
+    /// (`--conf-dir`), else [`from_env`](Self::from_env); then each `KEY=VALUE` of `overrides`
+    /// (`--set`, repeatable) set on top, overriding even `<final>` values as flags do.
+    pub fn from_flags(dir: Option<&Path>, overrides: &[String]) -> Result<Configuration, Error> {
+        let mut c = match dir {
+            Some(d) => Self::load_dir(d)?,
+            None => Self::from_env()?,
+        };
+        for kv in overrides {
+            let (k, v) = kv.split_once('=').ok_or_else(|| Error::Invalid {
+                key: "--set".into(),
+                value: kv.clone(),
+                expected: "KEY=VALUE",
+            })?;
+            c.set(k.trim(), v.trim());
+        }
+        Ok(c)
+    }
+
     /// The site files of `dir`, in [`SITE_FILES`] order. A missing file is skipped (as Hadoop
     /// does); a missing directory is an error.
     pub fn load_dir(dir: &Path) -> Result<Configuration, Error> {

@@ -69,16 +69,7 @@ pub struct AgentArgs {
 impl AgentArgs {
     /// The configuration these flags describe.
     pub fn configuration(&self) -> Result<Configuration, AgentError> {
-        let mut conf = match &self.conf_dir {
-            Some(d) => Configuration::load_dir(d)?,
-            None => Configuration::from_env()?,
-        };
-        for kv in &self.set {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| AgentError::Config(format!("--set {kv:?}: expected KEY=VALUE")))?;
-            conf.set(k.trim(), v.trim());
-        }
+        let mut conf = Configuration::from_flags(self.conf_dir.as_deref(), &self.set)?;
         let mut set = |k: &str, v: Option<String>| {
             if let Some(v) = v {
                 conf.set(k, &v);
