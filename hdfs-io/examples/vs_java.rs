@@ -9,7 +9,9 @@
 //!   warm-up read in the driver's JVM, then the measured one), so its peer CPU is divided by
 //!   the bytes of both reads.
 //! - `filestatus`: getFileInfo over N files with T threads at a fixed offered rate, ours
-//!   ([`hdfs_io::filestatus_bench`]) and Java's `FileStatusDriver`; client CPU per call.
+//!   ([`hdfs_io::filestatus_bench`]) and Java's `FileStatusDriver`; client CPU per call. Ours
+//!   runs twice per round: with direct calls (the default) and through the shared
+//!   `ipc::client` connection (`hotpath_shared`, [`NameNodeConfig::direct_calls`] off).
 //!
 //! `cargo run --release -p hdfs-io --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
@@ -17,7 +19,7 @@
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::filestatus_bench::{self, process_cpu_ns};
-use hdfs_io::namenode::NameNodeClient;
+use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig};
 use hdfs_io::topology::{LocalNode, RackMap};
 use peer_harness::{Driver, Mode, Peer};
 use std::io::Write;
@@ -138,6 +140,15 @@ fn main() {
         let paths: Vec<String> = (0..files).map(|i| format!("/vs/fs/f{i}")).collect();
         let (mut ours, mut java) = (Vec::new(), Vec::new());
         let (mut ours_ops, mut java_ops) = (Vec::new(), Vec::new());
+        let mut shared_cpu = Vec::new();
+        let shared = NameNodeClient::new(
+            endpoints_from_conf(&conf).expect("endpoints").0,
+            NameNodeConfig {
+                direct_calls: false,
+                ..NameNodeConfig::default()
+            },
+        )
+        .expect("nn");
         for run in 0..runs {
             let r = filestatus_bench::run(
                 client.namenode(),
@@ -153,6 +164,19 @@ fn main() {
             );
             ours.push(r.cpu_ns_per_op.unwrap_or(f64::NAN) / 1e3);
             ours_ops.push(r.ops_per_sec);
+            let r = filestatus_bench::run(
+                &shared,
+                &paths,
+                16,
+                Duration::from_secs(seconds),
+                Some(rate),
+            )
+            .expect("ours, shared connection");
+            println!(
+                "{{\"client\":\"hotpath_shared\",\"run\":{run},\"filestatus\":{}}}",
+                r.to_json()
+            );
+            shared_cpu.push(r.cpu_ns_per_op.unwrap_or(f64::NAN) / 1e3);
             let j = peer
                 .run_driver(
                     Driver::FileStatus,
@@ -178,7 +202,8 @@ fn main() {
         }
         let (o, jv) = (median(ours), median(java));
         println!(
-            "{{\"summary\":\"filestatus\",\"files\":{files},\"threads\":16,\"rate\":{rate},\"runs\":{runs},\"hotpath_cpu_us_per_call\":{o:.1},\"java_cpu_us_per_call\":{jv:.1},\"ratio\":{:.3},\"hotpath_ops_per_s\":{:.1},\"java_ops_per_s\":{:.1}}}",
+            "{{\"summary\":\"filestatus\",\"files\":{files},\"threads\":16,\"rate\":{rate},\"runs\":{runs},\"hotpath_cpu_us_per_call\":{o:.1},\"java_cpu_us_per_call\":{jv:.1},\"hotpath_shared_cpu_us_per_call\":{:.1},\"ratio\":{:.3},\"hotpath_ops_per_s\":{:.1},\"java_ops_per_s\":{:.1}}}",
+            median(shared_cpu),
             o / jv,
             median(ours_ops),
             median(java_ops)
