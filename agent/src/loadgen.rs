@@ -143,7 +143,7 @@ impl NodeReq {
             })
             .collect();
         let status = bench::node_status(&self.key, statuses, true);
-        let k = (keys != NO_KEYS).then(|| ((keys >> 32) as u32 as i32, keys as u32 as i32));
+        let k = (keys != NO_KEYS).then_some(((keys >> 32) as u32 as i32, keys as u32 as i32));
         let (buf, at) = bench::heartbeat_request(&status, 0, k);
         self.heartbeat = buf;
         self.rid_at = at;
