@@ -109,13 +109,18 @@ fn serve(
     ready_line: bool,
 ) -> Result<()> {
     let cfg = RmConfig::from_conf(conf)?;
-    let placement = match hw::Topology::detect() {
-        Ok(t) => Placement::Plan(hw::Plan::for_rm(&t)),
+    let plan = hw::Topology::detect().map(|t| hw::Plan::for_rm(&t));
+    let placement = match &plan {
+        Ok(p) => Placement::Plan(p.clone()),
         Err(e) => {
             tracing::warn!("no CPU topology ({e}); running 2 unpinned shards");
             Placement::Unpinned(2)
         }
     };
+    let housekeeping_cpu = plan
+        .as_ref()
+        .ok()
+        .and_then(|p| p.cpu_of(&hw::Role::Housekeeping));
     let metrics_port = match metrics_port {
         Some(p) => p,
         None => match conf.get(rm_core::config::METRICS_PORT) {
@@ -132,7 +137,27 @@ fn serve(
     signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
         .context("installing the SIGHUP handler")?;
 
-    let rm = RmService::start(cfg, addr, &placement, ipc::server::ServerConfig::default())?;
+    // The network rings go where the plan puts `ring-i` (one io_uring instance each).
+    let mut server_cfg = ipc::server::ServerConfig::default();
+    if let Ok(p) = &plan {
+        let rings: Vec<u32> = p
+            .assignments()
+            .iter()
+            .filter(|a| matches!(a.role, hw::Role::NetRing(_)))
+            .map(|a| a.cpu)
+            .collect();
+        if !rings.is_empty() {
+            server_cfg.transport.threads = rings.len();
+            server_cfg.transport.cpus = rings;
+        }
+    }
+    let rm = RmService::start(cfg, addr, &placement, server_cfg)?;
+    // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after
+    // the service started its threads, so that none of them inherits this one-CPU mask.
+    if let Some(cpu) = housekeeping_cpu {
+        hw::pin_current_thread(cpu)
+            .with_context(|| format!("pinning the housekeeping thread to CPU {cpu}"))?;
+    }
     let metrics_addr = SocketAddr::new(rm.local_addr().ip(), metrics_port);
     let mut http = agent::node::metrics::MetricsHttp::bind(metrics_addr)
         .with_context(|| format!("binding /metrics on {metrics_addr}"))?;
