@@ -349,6 +349,14 @@ impl Cluster {
                 return true;
             }
             if Instant::now() >= deadline {
+                for a in &self.agents {
+                    let t = lock(&a.shared().table);
+                    eprintln!(
+                        "drain timed out: agent {} has {:?}",
+                        a.node_id(),
+                        t.counts()
+                    );
+                }
                 return false;
             }
             std::thread::sleep(Duration::from_millis(50));
