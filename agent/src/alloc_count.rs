@@ -38,15 +38,18 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which we pass on.
         unsafe { System.alloc(layout) }
     }
+    // SAFETY: the caller upholds GlobalAlloc::dealloc's contract; we forward it to System.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from `System` through this allocator with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
+    // SAFETY: the caller upholds GlobalAlloc::alloc_zeroed's contract; we forward it to System.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
         // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
+    // SAFETY: the caller upholds GlobalAlloc::realloc's contract; we forward it to System.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
         // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s size rules.

@@ -21,15 +21,18 @@ static ALLOCS: AtomicU64 = AtomicU64::new(0);
 // SAFETY: forwards every call unchanged to the system allocator; the bookkeeping is one
 // relaxed atomic add, which neither allocates nor touches the memory handed out.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: the caller upholds GlobalAlloc::alloc's contract; we forward it to System.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: same layout contract as our caller's.
         unsafe { System.alloc(layout) }
     }
+    // SAFETY: the caller upholds GlobalAlloc::dealloc's contract; we forward it to System.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: ptr was allocated by System with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
+    // SAFETY: the caller upholds GlobalAlloc::realloc's contract; we forward it to System.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: ptr was allocated by System with this layout.
