@@ -20,7 +20,22 @@
 //!   call reconnects, waiting `initial × 2^(failures−1)` (capped) between failed attempts, up to
 //!   `max_connect_attempts`.
 //! - **Observer reads:** the client keeps the highest `stateId` seen in any response header and
-//!   sends it in every request header, as Hadoop's `ClientGSIContext` does.
+//!   sends it in every request header, as Hadoop's `ClientGSIContext` does. The value lives in a
+//!   [`StateIdCell`]; by default each client has its own. To share it across connections (the
+//!   active NameNode and its observers, or per-thread direct connections), create one cell and
+//!   put a clone in each [`ClientConfig::state_id`] (or take [`Client::state_id_cell`] from one
+//!   client): every response's `RpcResponseHeaderProto.stateId` on any of them is folded in
+//!   with a `fetch_max`, and every request header on any of them carries the current value.
+//!
+//!   ```no_run
+//!   # use ipc::client::{Client, ClientConfig, StateIdCell};
+//!   let cell = StateIdCell::new();
+//!   let cfg = ClientConfig { state_id: Some(cell.clone()), ..ClientConfig::default() };
+//!   let active = Client::new("127.0.0.1:8020".parse().unwrap(), cfg.clone());
+//!   let observer = Client::new("127.0.0.1:8021".parse().unwrap(), cfg);
+//!   // A write on `active` raises `cell`; the next read on `observer` sends that stateId.
+//!   # drop((active, observer));
+//!   ```
 //! - Response frames longer than `max_response_length` (`ipc.maximum.response.length`) close the
 //!   connection before anything is allocated for them.
 
@@ -60,6 +75,9 @@ pub struct ClientConfig {
     pub max_connect_attempts: u32,
     /// Response buffers kept for reuse.
     pub recycled_buffers: usize,
+    /// Where the highest stateId seen is kept. `None` (the default): a cell of this client's
+    /// own. `Some(cell)`: a cell shared with every other client given a clone of it.
+    pub state_id: Option<StateIdCell>,
 }
 
 impl Default for ClientConfig {
@@ -75,7 +93,52 @@ impl Default for ClientConfig {
             backoff_max: Duration::from_secs(10),
             max_connect_attempts: 10,
             recycled_buffers: 4,
+            state_id: None,
         }
+    }
+}
+
+/// The highest NameNode `stateId` seen, shareable across connections (observer reads).
+///
+/// Clones share one value. [`StateIdCell::observe`] only ever raises it (a `fetch_max`), so
+/// responses arriving out of order on different connections cannot move it back.
+#[derive(Clone)]
+pub struct StateIdCell(Arc<AtomicI64>);
+
+impl StateIdCell {
+    /// A cell that has seen no stateId yet.
+    pub fn new() -> Self {
+        Self(Arc::new(AtomicI64::new(i64::MIN)))
+    }
+
+    /// Folds in a stateId seen in a response header: the cell keeps the highest.
+    pub fn observe(&self, state_id: i64) {
+        self.0.fetch_max(state_id, Ordering::AcqRel);
+    }
+
+    /// The highest stateId seen, if any.
+    pub fn get(&self) -> Option<i64> {
+        match self.0.load(Ordering::Acquire) {
+            i64::MIN => None,
+            s => Some(s),
+        }
+    }
+
+    /// Whether `self` and `other` are the same shared cell.
+    pub fn same_cell(&self, other: &StateIdCell) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Default for StateIdCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for StateIdCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StateIdCell").field(&self.get()).finish()
     }
 }
 
@@ -252,8 +315,8 @@ struct Inner {
     cfg: ClientConfig,
     client_id: [u8; 16],
     next_call_id: AtomicI32,
-    /// Highest stateId seen; `i64::MIN` = none yet.
-    state_id: AtomicI64,
+    /// Highest stateId seen (maybe shared with other clients).
+    state_id: StateIdCell,
     conn: Mutex<Option<Arc<Conn>>>,
     backoff: Mutex<Backoff>,
     recycler: Arc<Recycler>,
@@ -333,13 +396,14 @@ impl Client {
     /// A client for `addr`. Connects lazily, on the first call (or [`Client::connect_now`]).
     pub fn new(addr: SocketAddr, cfg: ClientConfig) -> Self {
         let keep = cfg.recycled_buffers;
+        let state_id = cfg.state_id.clone().unwrap_or_default();
         Self {
             inner: Arc::new(Inner {
                 addr,
                 cfg,
                 client_id: random_client_id(),
                 next_call_id: AtomicI32::new(0),
-                state_id: AtomicI64::new(i64::MIN),
+                state_id,
                 conn: Mutex::new(None),
                 backoff: Mutex::new(Backoff {
                     failures: 0,
@@ -363,12 +427,16 @@ impl Client {
         &self.inner.client_id
     }
 
-    /// The highest stateId seen in a response header.
+    /// The highest stateId seen in a response header (on any client sharing this one's
+    /// [`StateIdCell`]).
     pub fn last_state_id(&self) -> Option<i64> {
-        match self.inner.state_id.load(Ordering::Acquire) {
-            i64::MIN => None,
-            s => Some(s),
-        }
+        self.inner.state_id.get()
+    }
+
+    /// The cell this client reads and raises the stateId in; give clones of it to other
+    /// clients (in [`ClientConfig::state_id`]) to share it.
+    pub fn state_id_cell(&self) -> &StateIdCell {
+        &self.inner.state_id
     }
 
     /// Whether a connection is open now.
@@ -600,7 +668,7 @@ fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, Stri
     let status = h.status().map_err(|e| e.to_string())?;
     let state_id = h.state_id().ok().flatten();
     if let Some(sid) = state_id {
-        client.state_id.fetch_max(sid, Ordering::AcqRel);
+        client.state_id.observe(sid);
     }
     let outcome = match status {
         RpcStatusProto::Success => {
