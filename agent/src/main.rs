@@ -9,7 +9,7 @@ mod hdfs_cmd;
 mod loadgen;
 mod rm_cmd;
 
-/// Counts allocations per thread for the benches' allocation figures (see `alloc_count`).
+/// Counts allocations for the benches' allocation figures (see `alloc_count`).
 #[global_allocator]
 static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 

@@ -1,8 +1,6 @@
 //! Steady state allocates nothing: 200 containers, heartbeats built into the updater's reused
 //! buffer and NORMAL responses (with acknowledgements and a completion per round) handled in
-//! place. Counted with a global counting allocator.
-
-use std::alloc::System;
+//! place. Counted on this thread by the alloc-counter allocator.
 
 use agent::node::ids::{AppId, ContainerId};
 use agent::node::status_updater::*;
@@ -12,10 +10,8 @@ use ipc::pb::hadoop::yarn::{
     MasterKeyProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
 };
 use prost::Message;
-use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
-
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 #[test]
 fn steady_state_heartbeats_allocate_nothing() {
@@ -119,7 +115,7 @@ fn steady_state_heartbeats_allocate_nothing() {
     }
     // The completion strings and table inserts are the workload, not the heartbeat: count
     // only the heartbeat path.
-    let mut counted = (0usize, 0usize);
+    let mut counted = (0u64, 0usize);
     for r in 100..rounds {
         t.complete(&cid(r), 0, diag).unwrap();
         t.launch(
@@ -133,19 +129,19 @@ fn steady_state_heartbeats_allocate_nothing() {
             true,
         )
         .unwrap();
-        let region = Region::new(GLOBAL);
-        let b = u.heartbeat_request(&mut t, &health).unwrap();
-        let len = b.len();
-        let o = u
-            .on_heartbeat_response(&responses[r as usize], &mut t, r as u64)
-            .unwrap();
-        let s = region.change();
+        let ((len, o), s) = alloc_counter::thread(|| {
+            let len = u.heartbeat_request(&mut t, &health).unwrap().len();
+            let o = u
+                .on_heartbeat_response(&responses[r as usize], &mut t, r as u64)
+                .unwrap();
+            (len, o)
+        });
         assert!(matches!(o, HeartbeatOutcome::Normal { .. }));
         assert!(
             len > 200 * 40,
             "a heartbeat of 200 containers is {len} bytes"
         );
-        counted.0 += s.allocations + s.reallocations;
+        counted.0 += s.allocs;
         counted.1 += 1;
     }
     assert_eq!(t.counts().running, N as usize);

@@ -32,7 +32,10 @@ fn counts_this_thread_and_ignores_others() {
             });
         });
     });
-    assert!(c.allocs < 1000, "the spawned thread's allocations leaked in: {c:?}");
+    assert!(
+        c.allocs < 1000,
+        "the spawned thread's allocations leaked in: {c:?}"
+    );
 
     // ...but the process-wide counter sees them
     let (_, p) = alloc_counter::process(|| {

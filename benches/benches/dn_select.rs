@@ -4,47 +4,20 @@
 //!
 //! `cargo bench -p benches --bench dn_select` (add `-- --quick --noplot` for a fast run).
 //! After criterion's groups it prints one JSON line with `ours_ns`, `baseline_ns`, `ratio`,
-//! `allocs` (per choice, from the counting allocator below) and friends.
+//! `allocs` (per choice, from the alloc-counter allocator, process-wide: nothing else runs) and friends.
 
 use criterion::{criterion_group, Criterion};
 use hdfs_io::measure::{measure, DnSelect};
 use hdfs_io::replica::decode_replicas;
 use ipc::view::hdfs::LocatedBlockView;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping is one
-// relaxed atomic add, which neither allocates nor touches the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    // SAFETY: the caller upholds GlobalAlloc::alloc's contract; we forward it to System.
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    // SAFETY: the caller upholds GlobalAlloc::dealloc's contract; we forward it to System.
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    // SAFETY: the caller upholds GlobalAlloc::realloc's contract; we forward it to System.
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
+/// Allocations counted so far in the process (enabled just before `measure`, which runs alone).
 fn allocs() -> u64 {
-    ALLOCS.load(Ordering::Relaxed)
+    alloc_counter::process_allocs()
 }
 
 fn dn_select(c: &mut Criterion) {
@@ -69,6 +42,7 @@ criterion_group!(benches, dn_select);
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
+    alloc_counter::enable_process();
     let r = measure(1000, 15, Some(allocs));
     println!("{}", r.to_json());
 }

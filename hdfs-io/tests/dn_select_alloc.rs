@@ -1,5 +1,5 @@
-//! The DataNode choice allocates nothing: a counting global allocator (this test binary only,
-//! one test so nothing runs beside it) counts every allocation made while the warm path runs.
+//! The DataNode choice allocates nothing: the alloc-counter allocator counts every allocation
+//! this thread makes while the warm path runs (other threads, like libtest's, are not counted).
 
 use hdfs_io::addr_cache::AddrCache;
 use hdfs_io::dead_nodes::{DeadNodes, Failure};
@@ -8,41 +8,14 @@ use hdfs_io::replica::decode_replicas;
 use hdfs_io::selection::{LazyNow, Selector};
 use hdfs_io::topology::{LocalNode, RackMap};
 use ipc::view::hdfs::LocatedBlockView;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping is one
-// relaxed atomic add, which neither allocates nor touches the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 fn count(f: impl FnOnce()) -> u64 {
-    let a = ALLOCS.load(Ordering::Relaxed);
-    f();
-    ALLOCS.load(Ordering::Relaxed) - a
+    alloc_counter::thread(f).1.allocs
 }
 
 #[test]

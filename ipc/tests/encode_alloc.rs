@@ -1,52 +1,16 @@
 //! The encoders allocate nothing when the buffer has the capacity: a counting global allocator
 //! (own test binary, one #[test]) watches every encoder on a pre-reserved `Vec`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ipc::encode::*;
 use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
 use ipc::pb::hadoop::hdfs::GetFileInfoRequestProto;
 
-struct Counting;
-static COUNT: AtomicUsize = AtomicUsize::new(0);
-thread_local! {
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping only touches an
-// atomic and a const-initialised thread-local (which does not allocate).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if TRACK.with(Cell::get) {
-            COUNT.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if TRACK.with(Cell::get) {
-            COUNT.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
+/// Allocations made by this thread while running `f`.
 fn allocations(f: impl FnOnce()) -> usize {
-    COUNT.store(0, Ordering::SeqCst);
-    TRACK.with(|t| t.set(true));
-    f();
-    TRACK.with(|t| t.set(false));
-    COUNT.load(Ordering::SeqCst)
+    alloc_counter::thread(f).1.allocs as usize
 }
 
 #[test]

@@ -3,62 +3,16 @@
 //!
 //! Its own binary, so no other test's allocations interfere; one #[test] so no parallel tests.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ipc::frame::{Decoded, FrameAccumulator, FrameDecoder};
 use ipc::FrameError;
 
-struct Counting;
-
-static COUNT: AtomicUsize = AtomicUsize::new(0);
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; the bookkeeping only touches
-// atomics and a const-initialised thread-local (which does not allocate).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if TRACK.with(Cell::get) {
-            COUNT.fetch_add(1, Ordering::Relaxed);
-            LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
-        }
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if TRACK.with(Cell::get) {
-            COUNT.fetch_add(1, Ordering::Relaxed);
-            LARGEST.fetch_max(new_size, Ordering::Relaxed);
-        }
-        // SAFETY: ptr was allocated by System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
-/// Runs `f` with tracking on; returns (allocations, largest size).
+/// Runs `f` counting this thread's allocations; returns (result, allocations, largest size).
 fn tracked<R>(f: impl FnOnce() -> R) -> (R, usize, usize) {
-    COUNT.store(0, Ordering::SeqCst);
-    LARGEST.store(0, Ordering::SeqCst);
-    TRACK.with(|t| t.set(true));
-    let r = f();
-    TRACK.with(|t| t.set(false));
-    (
-        r,
-        COUNT.load(Ordering::SeqCst),
-        LARGEST.load(Ordering::SeqCst),
-    )
+    let (r, c) = alloc_counter::thread(f);
+    (r, c.allocs as usize, c.largest)
 }
 
 #[test]

@@ -5,59 +5,15 @@ use ipc::pb::hadoop::common::TokenProto;
 use ipc::pb::hadoop::yarn::*;
 use ipc::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::hint::black_box;
 
-struct Counting;
-
-std::thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static COUNT: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note() {
-    // try_with: the thread-locals may be gone while a thread shuts down.
-    let _ = COUNTING.try_with(|c| {
-        if c.get() {
-            let _ = COUNT.try_with(|n| n.set(n.get() + 1));
-        }
-    });
-}
-
-// SAFETY: delegates every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 /// Allocations made by this thread while running `f`.
 fn allocations<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    COUNT.with(|n| n.set(0));
-    COUNTING.with(|c| c.set(true));
-    let r = f();
-    COUNTING.with(|c| c.set(false));
-    (COUNT.with(Cell::get), r)
+    let (r, c) = alloc_counter::thread(f);
+    (c.allocs as usize, r)
 }
 
 fn heartbeat(n: usize) -> NodeHeartbeatRequestProto {

@@ -1,22 +1,18 @@
 //! Zero allocations per heartbeat in steady state: decode + state update (opportunistic
 //! off, 50 container statuses, containers already known), and the whole sans-IO path
 //! (tracker answer + hand-over + shard). Its own test binary because it installs a counting
-//! global allocator (stats_alloc) and must run single-threaded.
-
-use std::alloc::System;
+//! global allocator (alloc-counter, process-wide) and runs single-threaded (no libtest harness).
 
 use rm_core::bench::{allocs_per_call, HeartbeatBench};
-use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
-
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 fn allocations() -> u64 {
-    let s = GLOBAL.stats();
-    (s.allocations + s.reallocations) as u64
+    alloc_counter::process_allocs()
 }
 
 fn main() {
+    alloc_counter::enable_process();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut b = HeartbeatBench::new(dir.path(), false).expect("bench");
     let decode_update = allocs_per_call(10_000, &allocations, || b.ours()).expect("ours");
