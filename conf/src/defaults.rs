@@ -442,6 +442,49 @@ pub const DEFAULTS: &[Default] = &[
         List,
         "Directories for container files (localized resources, work dirs).",
     ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.webapp.address",
+        Literal("${yarn.nodemanager.hostname}:8042"),
+        Address(8042),
+        "The NodeManager's web address; the agent serves /metrics there and registers its port \
+       as http_port.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
+        Literal("90.0"),
+        Text,
+        "A local dir fuller than this percentage (a decimal number) is unhealthy.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb",
+        Literal("0"),
+        Count,
+        "A local dir with less free space (MB) than this is unhealthy.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.disk-health-checker.interval-ms",
+        Literal("120000"),
+        Millis,
+        "How often the local dirs are checked for space and writability.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.health-checker.script.timeout-ms",
+        Literal("1200000"),
+        Millis,
+        "A health script running longer than this is killed and the node reported unhealthy.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.nodemanager.health-checker.script.opts",
+        Unset,
+        Text,
+        "Arguments passed to the health script.",
+    ),
 ];
 
 /// The table row of `key`, if the key is in it (pattern rows never match).
