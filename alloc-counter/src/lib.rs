@@ -12,7 +12,8 @@
 //! - **process-wide** ([`process`], [`enable_process`] / [`process_allocs`]): every thread,
 //!   gated by one relaxed load so the counter costs nothing measurable until enabled. Use it
 //!   only where no unrelated thread runs (a bench subcommand's single thread, or to include a
-//!   client's reader thread in a single-test binary after warm-up).
+//!   client's reader thread in a single-test binary after warm-up). A filter
+//!   ([`set_process_filter`]) narrows it to a class of threads, e.g. the server's ring threads.
 //!
 //! ```text
 //! #[global_allocator]
@@ -24,7 +25,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// What was counted during one measured section.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,10 +65,24 @@ static PROCESS_ON: AtomicBool = AtomicBool::new(false);
 static P_ALLOCS: AtomicU64 = AtomicU64::new(0);
 static P_BYTES: AtomicU64 = AtomicU64::new(0);
 static P_LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// A `fn() -> bool` deciding whether the current thread counts process-wide; null = all.
+static P_FILTER: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
+
+#[inline]
+fn process_counts_this_thread() -> bool {
+    let f = P_FILTER.load(Ordering::Relaxed);
+    if f.is_null() {
+        return true;
+    }
+    // SAFETY: the only non-null value ever stored is a `fn() -> bool` cast to a pointer by
+    // `set_process_filter`; function pointers and data pointers have the same size here.
+    let f: fn() -> bool = unsafe { std::mem::transmute::<*mut (), fn() -> bool>(f) };
+    f()
+}
 
 #[inline]
 fn record(size: usize) {
-    if PROCESS_ON.load(Ordering::Relaxed) {
+    if PROCESS_ON.load(Ordering::Relaxed) && process_counts_this_thread() {
         P_ALLOCS.fetch_add(1, Ordering::Relaxed);
         P_BYTES.fetch_add(size as u64, Ordering::Relaxed);
         P_LARGEST.fetch_max(size, Ordering::Relaxed);
@@ -165,4 +180,23 @@ pub fn process<R>(f: impl FnOnce() -> R) -> (R, Counts) {
         largest: P_LARGEST.load(Ordering::SeqCst),
     };
     (r, c)
+}
+
+/// Narrows the process-wide counter to threads for which `filter` returns true (`None`: every
+/// thread). The filter runs inside the allocator: it must not allocate (use const
+/// thread-locals and libc calls only).
+pub fn set_process_filter(filter: Option<fn() -> bool>) {
+    let p = filter.map_or(std::ptr::null_mut(), |f| f as *mut ());
+    P_FILTER.store(p, Ordering::SeqCst);
+}
+
+/// Forgets the largest process-wide request seen so far (the counts keep running).
+pub fn reset_process_largest() {
+    P_LARGEST.store(0, Ordering::SeqCst);
+}
+
+/// The largest single request counted process-wide since the last
+/// [`reset_process_largest`].
+pub fn process_largest() -> usize {
+    P_LARGEST.load(Ordering::SeqCst)
 }

@@ -49,6 +49,28 @@ fn counts_this_thread_and_ignores_others() {
     });
     assert!(p.allocs >= 1000, "{p:?}");
 
+    // a filter narrows the process-wide counter to one class of threads
+    thread_local! {
+        static MARKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    fn marked() -> bool {
+        MARKED.with(|m| m.get())
+    }
+    alloc_counter::set_process_filter(Some(marked));
+    alloc_counter::reset_process_largest();
+    let (_, p) = alloc_counter::process(|| {
+        std::thread::scope(|s| {
+            s.spawn(|| black_box(vec![0u8; 7777]));
+            s.spawn(|| {
+                MARKED.with(|m| m.set(true));
+                black_box(vec![0u8; 333]);
+            });
+        });
+    });
+    alloc_counter::set_process_filter(None);
+    assert!(p.allocs >= 1 && p.allocs < 10, "{p:?}");
+    assert_eq!(alloc_counter::process_largest(), 333, "only the marked thread counts");
+
     let (_, c) = alloc_counter::thread(|| black_box(1 + 1));
     assert_eq!(c, alloc_counter::Counts::default());
 }

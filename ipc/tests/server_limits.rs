@@ -2,18 +2,17 @@
 //! one): a 2 GiB frame claim, pool exhaustion, 2,000 idle connections, the idle timeout and the
 //! outstanding-call limit.
 //!
-//! A counting global allocator records the largest single allocation made on a ring thread
-//! (`hp-ring-*`), so "cut off before any allocation" and "backpressure, not allocation" are
+//! The alloc-counter allocator, filtered to ring threads (`hp-ring-*`), records the largest
+//! single allocation made on one, so "cut off before any allocation" and "backpressure, not allocation" are
 //! measured, not assumed. The tests in this binary run one at a time (they share the allocator
 //! counter and measure the process's RSS).
 
 mod server_support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -21,10 +20,6 @@ use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcS
 use ipc::server::bench;
 use ipc::transport::PoolConfig;
 use server_support::*;
-
-struct Counting;
-
-static MAX_RING_ALLOC: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// 0 = not checked yet, 1 = not a ring thread, 2 = a ring thread.
@@ -48,30 +43,20 @@ fn on_ring_thread() -> bool {
     })
 }
 
-// SAFETY: forwards to the system allocator unchanged; only records sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if on_ring_thread() {
-            MAX_RING_ALLOC.fetch_max(l.size(), Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        if on_ring_thread() {
-            MAX_RING_ALLOC.fetch_max(new, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(p, l, new) }
-    }
+#[global_allocator]
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
+
+/// Starts counting ring threads' allocations and forgets the largest one seen so far.
+fn reset_ring_max() {
+    alloc_counter::set_process_filter(Some(on_ring_thread));
+    alloc_counter::enable_process();
+    alloc_counter::reset_process_largest();
 }
 
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+/// The largest single allocation a ring thread made since [`reset_ring_max`].
+fn ring_max() -> usize {
+    alloc_counter::process_largest()
+}
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -98,7 +83,7 @@ fn a_2_gib_frame_claim_is_cut_off_before_any_allocation_and_others_keep_going() 
                 n
             });
             std::thread::sleep(Duration::from_millis(50));
-            MAX_RING_ALLOC.store(0, Ordering::Relaxed);
+            reset_ring_max();
             let mut bad = raw_connect(addr, true);
             // 0x80000000 = 2 GiB, a negative Java int; then some body bytes.
             bad.write_all(&[0x80, 0, 0, 0]).unwrap();
@@ -109,7 +94,7 @@ fn a_2_gib_frame_claim_is_cut_off_before_any_allocation_and_others_keep_going() 
             assert_eq!(r.detail, Some(RpcErrorCodeProto::FatalInvalidRpcHeader));
             assert!(r.message.contains("2147483648"), "{}", r.message);
             assert!(closed_by_server(&mut bad));
-            let biggest = MAX_RING_ALLOC.load(Ordering::Relaxed);
+            let biggest = ring_max();
             assert!(
                 biggest < 256 * 1024,
                 "a ring thread allocated {biggest} bytes at once"
@@ -150,7 +135,7 @@ fn pool_exhaustion_is_backpressure_not_allocation() {
             };
         });
         let addr = srv.local_addr();
-        MAX_RING_ALLOC.store(0, Ordering::Relaxed);
+        reset_ring_max();
         std::thread::scope(|s| {
             for t in 0..16 {
                 s.spawn(move || {
@@ -180,7 +165,7 @@ fn pool_exhaustion_is_backpressure_not_allocation() {
         let m = srv.metrics();
         assert!(m.transport.pool_exhausted > 0, "{m:?}");
         assert!(m.transport.pool_peak_chunks <= 8, "{m:?}");
-        let biggest = MAX_RING_ALLOC.load(Ordering::Relaxed);
+        let biggest = ring_max();
         assert!(
             biggest < 256 * 1024,
             "a ring thread allocated {biggest} bytes at once for 16 MB responses"
