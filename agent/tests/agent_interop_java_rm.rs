@@ -58,6 +58,8 @@ fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
         ipc_server: true,
         ipc_pool_chunks: 16,
         journal: false,
+        default_fs: "file:///".into(),
+        hdfs: None,
     }
 }
 

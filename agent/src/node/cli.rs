@@ -201,6 +201,23 @@ pub enum ContainerCmd {
     Status,
     /// Print cleanup orders as they arrive (one JSON line each) until interrupted.
     Watch,
+    /// Copy an HDFS file to a local path for a container (resource localization), through the
+    /// agent's HDFS reader. The file appears whole or not at all: it is read into a temp file
+    /// beside DEST (checksums verified), fsynced and renamed. DEST must lie inside the node's
+    /// `yarn.nodemanager.local-dirs`. Prints the agent's JSON answer (`bytes`, `elapsed_ms`;
+    /// on failure `error` and `kind`, and the command exits 1).
+    Localize {
+        /// The container the file is for.
+        #[arg(long)]
+        container: String,
+        /// `hdfs:///PATH`, `hdfs://NAMENODE:PORT/PATH` (on fs.defaultFS) or `/PATH`.
+        source: String,
+        /// Local destination file (relative paths are taken from this directory).
+        dest: PathBuf,
+        /// Replace DEST if it exists (by default an existing DEST is an error).
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// `getNodeReport` over the agent's IPC server.
     Report {
         /// The agent's IPC address (its node address).
@@ -227,6 +244,35 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
             diagnostics,
         } => json!({"op":"complete","container":container,"exit_status":exit_status,
                     "diagnostics":diagnostics}),
+        ContainerCmd::Localize {
+            container,
+            source,
+            dest,
+            overwrite,
+        } => {
+            let dest = std::path::absolute(dest)
+                .map_err(|e| AgentError::Config(format!("destination {}: {e}", dest.display())))?;
+            let dest = dest.to_str().ok_or_else(|| {
+                AgentError::Config(format!("destination {}: not UTF-8", dest.display()))
+            })?;
+            let mut c = ControlClient::connect(&args.socket)?;
+            let reply = c.request_raw(&json!({"op":"localize","container":container,
+                "source":source,"dest":dest,"overwrite":overwrite}))?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&reply).unwrap_or_default()
+            );
+            if reply["ok"].as_bool() == Some(true) {
+                return Ok(());
+            }
+            return Err(AgentError::Localize {
+                kind: reply["kind"].as_str().unwrap_or("unknown").to_string(),
+                error: reply["error"]
+                    .as_str()
+                    .unwrap_or("(no error text)")
+                    .to_string(),
+            });
+        }
         ContainerCmd::List => json!({"op":"list"}),
         ContainerCmd::Status => json!({"op":"status"}),
         ContainerCmd::Watch => {

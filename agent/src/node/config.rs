@@ -12,6 +12,8 @@
 //! | control socket | `hotpath.agent.control-socket` | `/tmp/hotpath-agent.sock` |
 //! | cleanup grace | `hotpath.agent.cleanup-grace-ms` | 5000 |
 //! | table size | `hotpath.agent.max-containers` | 10000 |
+//! | HDFS reader (resource localization) | `fs.defaultFS` = `hdfs://…` starts it; `dfs.*` as for `hotpath hdfs` | `file:///`: none |
+//! | localize requests that may wait | `hotpath.agent.localize.queue-depth` | 16 |
 //!
 //! A node host of `0.0.0.0` binds every address and registers the machine's host name, as a
 //! Java NodeManager does.
@@ -23,6 +25,7 @@ use std::time::Duration;
 use conf::Configuration;
 
 use super::health::HealthConfig;
+use super::localize::{self, HdfsSettings};
 use super::simulate::SimConfig;
 use super::AgentError;
 
@@ -60,6 +63,10 @@ pub struct AgentConfig {
     pub ipc_pool_chunks: usize,
     /// Record every completion's id (the demo's accounting).
     pub journal: bool,
+    /// `fs.defaultFS` as configured (named in the "HDFS not configured" answer).
+    pub default_fs: String,
+    /// The HDFS reader's settings when `fs.defaultFS` is `hdfs://…`; `None`: no reader thread.
+    pub hdfs: Option<HdfsSettings>,
 }
 
 fn resolve(what: &str, host: &str, port: u16) -> Result<SocketAddr, AgentError> {
@@ -215,6 +222,8 @@ impl AgentConfig {
             ipc_server: true,
             ipc_pool_chunks: 16,
             journal: false,
+            default_fs: localize::default_fs(conf),
+            hdfs: HdfsSettings::from_conf(conf)?,
         })
     }
 }

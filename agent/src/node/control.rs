@@ -12,6 +12,10 @@
 //! | `{"op":"list"}` | `containers`: id, state, exit_status, diagnostics, delivery |
 //! | `{"op":"status"}` | the node: phase, response id, counts, totals |
 //! | `{"op":"watch"}` | from now on this connection also receives every cleanup order |
+//! | `{"op":"localize","container":ID,"source":"hdfs:///p","dest":"/abs/path","overwrite":false}` | the HDFS reader copies the file (see [`super::localize`]); answered when done with `bytes`, `elapsed_ms`, ...; errors carry a `kind` |
+//!
+//! A connection waiting for a localize reply is not read further until the reply is sent, so
+//! replies come in request order.
 //!
 //! Cleanup orders are pushed as `{"event":"cleanup","container":ID,"reason":"containers_to_cleanup"}`
 //! (or `"applications_to_cleanup"`) to the container's owner and to every watcher. The
@@ -30,6 +34,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::ids::ContainerId;
+use super::localize::{self, Job, LocalizeError, Queue};
 use super::shared::{lock, Shared};
 use super::table::{CleanupOrder, Delivery, Resource, EXIT_INVALID};
 
@@ -62,6 +67,23 @@ struct Conn {
     output: Vec<u8>,
     watch: bool,
     dead: bool,
+    /// Waiting for a localize reply: no further line is handled meanwhile.
+    pending: bool,
+}
+
+/// Where localize requests go.
+#[derive(Debug)]
+pub enum Localizer {
+    /// No HDFS reader: `fs.defaultFS` (as configured) is not `hdfs://…`.
+    Off { default_fs: String },
+    /// The HDFS reader's queue; sources must be on `default_fs`.
+    On { queue: Queue, default_fs: String },
+}
+
+/// A request's answer: now, or later (a localize job in the reader's queue).
+enum Reply {
+    Now(Value),
+    Later,
 }
 
 /// The server side, polled by the housekeeping thread.
@@ -72,6 +94,7 @@ pub struct ControlServer {
     next_id: u64,
     owners: HashMap<ContainerId, u64>,
     default_resource: Resource,
+    localizer: Localizer,
 }
 
 fn err(e: impl std::fmt::Display) -> Value {
@@ -104,7 +127,16 @@ impl ControlServer {
             next_id: 1,
             owners: HashMap::new(),
             default_resource,
+            localizer: Localizer::Off {
+                default_fs: "file:///".into(),
+            },
         })
+    }
+
+    /// Routes localize requests (the agent sets this once its HDFS reader runs, or to `Off`
+    /// with the configured `fs.defaultFS`).
+    pub fn set_localizer(&mut self, l: Localizer) {
+        self.localizer = l;
     }
 
     pub fn path(&self) -> &Path {
@@ -128,13 +160,34 @@ impl ControlServer {
                 output: Vec::new(),
                 watch: false,
                 dead: false,
+                pending: false,
             });
             self.next_id += 1;
+        }
+        // finished localizations: answer, then handle what the connection sent meanwhile
+        if let Localizer::On { queue: q, .. } = &self.localizer {
+            let mut done = Vec::new();
+            while let Some(d) = q.try_done() {
+                done.push(d);
+            }
+            for d in done {
+                busy = true;
+                if let Some(i) = self.conns.iter().position(|c| c.id == d.conn) {
+                    let c = &mut self.conns[i];
+                    let _ = serde_json::to_writer(&mut c.output, &d.reply);
+                    c.output.push(b'\n');
+                    c.pending = false;
+                    self.handle_lines(i, shared, wall_ms);
+                }
+            }
         }
         for i in 0..self.conns.len() {
             let mut chunk = [0u8; 4096];
             loop {
                 let c = &mut self.conns[i];
+                if c.pending || c.dead {
+                    break;
+                }
                 match c.stream.read(&mut chunk) {
                     Ok(0) => {
                         c.dead = true;
@@ -143,28 +196,7 @@ impl ControlServer {
                     Ok(n) => {
                         busy = true;
                         c.input.extend_from_slice(&chunk[..n]);
-                        loop {
-                            let c = &mut self.conns[i];
-                            let Some(pos) = c.input.iter().position(|&b| b == b'\n') else {
-                                break;
-                            };
-                            let line: Vec<u8> = c.input.drain(..=pos).collect();
-                            let id = c.id;
-                            let reply = self.handle(id, &line[..line.len() - 1], shared, wall_ms);
-                            let c = &mut self.conns[i];
-                            let _ = serde_json::to_writer(&mut c.output, &reply);
-                            c.output.push(b'\n');
-                        }
-                        let c = &mut self.conns[i];
-                        if c.input.len() > MAX_LINE {
-                            let _ = serde_json::to_writer(
-                                &mut c.output,
-                                &err(format!("line longer than {MAX_LINE} bytes")),
-                            );
-                            c.output.push(b'\n');
-                            c.input.clear();
-                            c.dead = true;
-                        }
+                        self.handle_lines(i, shared, wall_ms);
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -184,6 +216,77 @@ impl ControlServer {
             self.owners.retain(|_, o| live.contains(o));
         }
         busy
+    }
+
+    /// Handles the complete lines in connection `i`'s input, up to a localize request that
+    /// waits for the reader.
+    fn handle_lines(&mut self, i: usize, shared: &Shared, wall_ms: i64) {
+        loop {
+            let c = &mut self.conns[i];
+            if c.pending {
+                return;
+            }
+            let Some(pos) = c.input.iter().position(|&b| b == b'\n') else {
+                break;
+            };
+            let line: Vec<u8> = c.input.drain(..=pos).collect();
+            let id = c.id;
+            let reply = self.handle(id, &line[..line.len() - 1], shared, wall_ms);
+            let c = &mut self.conns[i];
+            match reply {
+                Reply::Now(v) => {
+                    let _ = serde_json::to_writer(&mut c.output, &v);
+                    c.output.push(b'\n');
+                }
+                Reply::Later => c.pending = true,
+            }
+        }
+        let c = &mut self.conns[i];
+        if c.input.len() > MAX_LINE {
+            let _ = serde_json::to_writer(
+                &mut c.output,
+                &err(format!("line longer than {MAX_LINE} bytes")),
+            );
+            c.output.push(b'\n');
+            c.input.clear();
+            c.dead = true;
+        }
+    }
+
+    /// A localize request: parsed here, read by the HDFS reader.
+    fn localize(&mut self, conn: u64, v: &Value, shared: &Shared) -> Reply {
+        let m = &shared.metrics.localize;
+        let fail = |e: LocalizeError| {
+            m.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if matches!(e, LocalizeError::Busy { .. }) {
+                m.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            tracing::debug!("localize refused: {e}");
+            Reply::Now(e.to_reply())
+        };
+        let (q, default_fs) = match &self.localizer {
+            Localizer::Off { default_fs } => {
+                return fail(LocalizeError::NotConfigured {
+                    default_fs: default_fs.clone(),
+                })
+            }
+            Localizer::On { queue, default_fs } => (queue, default_fs),
+        };
+        let req = match localize::Request::from_json(v, default_fs) {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        match q.submit(
+            Job {
+                conn,
+                req,
+                queued: std::time::Instant::now(),
+            },
+            m,
+        ) {
+            Ok(()) => Reply::Later,
+            Err(e) => fail(e),
+        }
     }
 
     fn flush(&mut self) -> bool {
@@ -240,13 +343,16 @@ impl ControlServer {
         reached
     }
 
-    fn handle(&mut self, conn: u64, line: &[u8], shared: &Shared, wall_ms: i64) -> Value {
+    fn handle(&mut self, conn: u64, line: &[u8], shared: &Shared, wall_ms: i64) -> Reply {
         let v: Value = match serde_json::from_slice(line) {
             Ok(v @ Value::Object(_)) => v,
-            Ok(_) => return err("expected a JSON object"),
-            Err(e) => return err(format!("bad JSON: {e}")),
+            Ok(_) => return Reply::Now(err("expected a JSON object")),
+            Err(e) => return Reply::Now(err(format!("bad JSON: {e}"))),
         };
         let op = v["op"].as_str().unwrap_or("");
+        if op == "localize" {
+            return self.localize(conn, &v, shared);
+        }
         let container = || -> Result<ContainerId, Value> {
             v["container"]
                 .as_str()
@@ -320,7 +426,7 @@ impl ControlServer {
             }
             other => Err(err(format!("unknown op {other:?}"))),
         })();
-        r.unwrap_or_else(|e| e)
+        Reply::Now(r.unwrap_or_else(|e| e))
     }
 }
 
@@ -358,6 +464,10 @@ pub fn status_json(shared: &Shared) -> Value {
         "reconnects": l(&m.reconnects),
         "containers_to_cleanup": l(&m.containers_to_cleanup),
         "applications_to_cleanup": l(&m.applications_to_cleanup),
+        "localize": {"hdfs_reader": l(&m.localize.reader_running) == 1,
+                     "ok": l(&m.localize.ok), "failed": l(&m.localize.failed),
+                     "busy": l(&m.localize.busy), "bytes": l(&m.localize.bytes),
+                     "pending": l(&m.localize.pending), "active": l(&m.localize.active)},
     })
 }
 
@@ -387,6 +497,21 @@ impl ControlClient {
         ControlError::Io {
             path: self.path.clone(),
             source,
+        }
+    }
+
+    /// Sends one request and returns the reply as it is, `"ok":false` included (events
+    /// arriving first are skipped).
+    pub fn request_raw(&mut self, req: &Value) -> Result<Value, ControlError> {
+        let mut line =
+            serde_json::to_vec(req).map_err(|e| ControlError::BadReply(e.to_string()))?;
+        line.push(b'\n');
+        self.writer.write_all(&line).map_err(|e| self.io(e))?;
+        loop {
+            let v = self.read_line(None)?.ok_or(ControlError::Closed)?;
+            if v.get("event").is_none() {
+                return Ok(v);
+            }
         }
     }
 

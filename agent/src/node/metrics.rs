@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use super::localize::LocalizeMetrics;
 use super::table::{Counts, TableTotals};
 
 /// Counters shared by the agent's threads.
@@ -32,6 +33,8 @@ pub struct AgentMetrics {
     pub key_changes: AtomicU64,
     /// RPC latency in microseconds (register, heartbeat).
     pub rpc_latency_us: Mutex<Histogram<u64>>,
+    /// Resource localization (the HDFS reader).
+    pub localize: LocalizeMetrics,
 }
 
 impl Default for AgentMetrics {
@@ -53,6 +56,7 @@ impl Default for AgentMetrics {
             rpc_latency_us: Mutex::new(
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds"),
             ),
+            localize: LocalizeMetrics::default(),
         }
     }
 }
@@ -176,6 +180,41 @@ impl AgentMetrics {
         ] {
             let _ = writeln!(s, "hotpath_agent_containers{{state=\"{state}\"}} {v}");
         }
+        let lm = &self.localize;
+        c(
+            &mut s,
+            "hotpath_agent_localizations_ok_total",
+            "Files localized from HDFS (placed whole at their destination).",
+            l(&lm.ok),
+        );
+        c(
+            &mut s,
+            "hotpath_agent_localizations_failed_total",
+            "Localize requests answered with an error (busy and not configured included).",
+            l(&lm.failed),
+        );
+        c(
+            &mut s,
+            "hotpath_agent_localizations_busy_total",
+            "Localize requests refused because the HDFS reader's queue was full.",
+            l(&lm.busy),
+        );
+        c(
+            &mut s,
+            "hotpath_agent_localized_bytes_total",
+            "Bytes of localized files (checksum-verified).",
+            l(&lm.bytes),
+        );
+        let _ = writeln!(
+            s,
+            "# HELP hotpath_agent_localizations_pending Localize requests queued or being read.\n# TYPE hotpath_agent_localizations_pending gauge\nhotpath_agent_localizations_pending {}",
+            l(&lm.pending)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP hotpath_agent_hdfs_reader Whether the HDFS-reader thread runs (fs.defaultFS is hdfs://).\n# TYPE hotpath_agent_hdfs_reader gauge\nhotpath_agent_hdfs_reader {}",
+            l(&lm.reader_running)
+        );
         let _ = writeln!(
             s,
             "# HELP hotpath_agent_registered Whether the node is registered with the RM.\n# TYPE hotpath_agent_registered gauge\nhotpath_agent_registered {}",

@@ -18,12 +18,16 @@
 //! - [`table`]: the container table and the completion delivery rules (trap 1).
 //! - [`wire`]: heartbeat requests encoded into a reused buffer, responses read in place.
 //! - [`status_updater`]: `NodeStatusUpdaterImpl`'s protocol logic, no I/O.
+//! - [`localize`]: resource localization (HDFS file → local path) on the pinned HDFS-reader
+//!   thread, fed by the control socket through a bounded queue; only when `fs.defaultFS` is
+//!   `hdfs://…`.
 
 pub mod cli;
 pub mod config;
 pub mod control;
 pub mod health;
 pub mod ids;
+pub mod localize;
 pub mod metrics;
 pub mod report;
 pub mod runtime;
@@ -53,4 +57,7 @@ pub enum AgentError {
     Ipc(#[from] ipc::client::ClientError),
     #[error("the agent stopped: {0}")]
     Exited(String),
+    /// A localize request the agent answered with an error (`kind` as in the reply).
+    #[error("localize failed ({kind}): {error}")]
+    Localize { kind: String, error: String },
 }

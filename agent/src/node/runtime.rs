@@ -13,6 +13,10 @@
 //! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
 //!   the simulator, cleanup orders (to executors, then forced completion after the grace
 //!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
+//! - **HDFS-reader thread** (`hp-hdfs-<cpu>`, the plan's `HdfsReader`), only when
+//!   `fs.defaultFS` is `hdfs://…`: owns the `hdfs_io::DfsClient` and serves resource
+//!   localization requests from the control socket through a bounded queue
+//!   ([`super::localize`]). Without it, localize requests are answered "HDFS not configured".
 //!
 //! [`Agent::start`] returns once the servers are bound and the threads run; registration
 //! starts at once.
@@ -29,7 +33,7 @@ use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::{PoolConfig, TransportConfig};
 
 use super::config::AgentConfig;
-use super::control::ControlServer;
+use super::control::{ControlServer, Localizer};
 use super::health::HealthChecker;
 use super::metrics::MetricsHttp;
 use super::report;
@@ -69,6 +73,7 @@ pub struct Agent {
     shared: Arc<Shared>,
     ring: Option<JoinHandle<ExitReason>>,
     hk: Option<JoinHandle<()>>,
+    hdfs: Option<JoinHandle<()>>,
     server: Option<Server>,
     control_path: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
@@ -115,22 +120,23 @@ impl Agent {
     /// Starts an agent (see the module docs).
     pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
         let started = Instant::now();
-        let (ring_cpu, hk_cpu) = if cfg.pin {
+        let (ring_cpu, hk_cpu, hdfs_cpu) = if cfg.pin {
             match hw::Topology::detect() {
                 Ok(topo) => {
                     let plan = hw::Plan::for_agent(&topo);
                     (
                         plan.cpu_of(&hw::Role::NetRing(0)),
                         plan.cpu_of(&hw::Role::Housekeeping),
+                        plan.cpu_of(&hw::Role::HdfsReader),
                     )
                 }
                 Err(e) => {
                     tracing::warn!("no CPU topology ({e}); threads run unpinned");
-                    (None, None)
+                    (None, None, None)
                 }
             }
         } else {
-            (None, None)
+            (None, None, None)
         };
         let resource = Resource {
             memory_mb: cfg.memory_mb,
@@ -194,7 +200,7 @@ impl Agent {
             .control_socket
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
-        let control = ControlServer::bind(
+        let mut control = ControlServer::bind(
             &control_path,
             Resource {
                 memory_mb: 1024,
@@ -214,6 +220,29 @@ impl Agent {
             *lock(&shared.health) = h;
         }
         let ipc_addr = server.as_ref().map(|s| s.local_addr());
+        let hdfs = match &cfg.hdfs {
+            Some(settings) => {
+                let (queue, end) = super::localize::queue(settings.queue_depth);
+                let (shared, settings, dirs) = (
+                    shared.clone(),
+                    settings.clone(),
+                    cfg.health.local_dirs.clone(),
+                );
+                control.set_localizer(Localizer::On {
+                    queue,
+                    default_fs: settings.default_fs.clone(),
+                });
+                Some(spawn(hw::Role::HdfsReader, hdfs_cpu, move || {
+                    super::localize::run_reader(end, settings, dirs, shared)
+                })?)
+            }
+            None => {
+                control.set_localizer(Localizer::Off {
+                    default_fs: cfg.default_fs.clone(),
+                });
+                None
+            }
+        };
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
@@ -232,6 +261,7 @@ impl Agent {
             shared,
             ring: Some(ring),
             hk: Some(hk),
+            hdfs,
             server,
             control_path: Some(control_path),
             metrics_addr,
@@ -292,6 +322,7 @@ impl Agent {
         if let Some(h) = self.hk.take() {
             let _ = h.join();
         }
+        join_reader(self.hdfs.take());
         if let Some(s) = self.server.take() {
             s.shutdown();
         }
@@ -304,7 +335,7 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
-        if self.ring.is_some() || self.hk.is_some() {
+        if self.ring.is_some() || self.hk.is_some() || self.hdfs.is_some() {
             self.shared.stop.stop();
             if let Some(r) = self.ring.take() {
                 let _ = r.join();
@@ -312,10 +343,26 @@ impl Drop for Agent {
             if let Some(h) = self.hk.take() {
                 let _ = h.join();
             }
+            join_reader(self.hdfs.take());
             if let Some(p) = &self.control_path {
                 let _ = std::fs::remove_file(p);
             }
         }
+    }
+}
+
+/// Waits for the HDFS reader (the stop flag makes a running read fail at its next packet);
+/// one stuck in a NameNode or DataNode timeout is left behind after 5 s.
+fn join_reader(h: Option<JoinHandle<()>>) {
+    let Some(h) = h else { return };
+    let t0 = Instant::now();
+    while !h.is_finished() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if h.is_finished() {
+        let _ = h.join();
+    } else {
+        tracing::warn!("the HDFS reader is still in a call after 5 s; not waiting for it");
     }
 }
 

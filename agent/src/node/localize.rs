@@ -1,0 +1,886 @@
+//! Resource localization: HDFS files copied onto this node for a container, as a NodeManager's
+//! localizer does (`FSDownload`), by the agent's HDFS-reader thread.
+//!
+//! How the pieces connect:
+//!
+//! ```text
+//!  hotpath container localize ──control socket──> control::ControlServer (housekeeping thread)
+//!                                                   │ Request::from_json (syntax only)
+//!                                                   │ Queue::submit: bounded queue, full → Busy
+//!                                                   v
+//!                         reader thread hp-hdfs-<cpu> (the hw plan's HdfsReader), run_reader:
+//!                           one hdfs_io::DfsClient; per job: destination checks → getFileInfo →
+//!                           free space → CRC-verified read into a temp file beside the
+//!                           destination → fsync → atomic rename → fsync of the directory
+//!                                                   │ Done (the reply line)
+//!                                                   v
+//!                         ControlServer::poll picks it up (every 10 ms) and answers the caller
+//! ```
+//!
+//! The reader thread exists only when `fs.defaultFS` names an `hdfs://` file system
+//! ([`HdfsSettings::from_conf`]); otherwise a localize request is answered with
+//! [`LocalizeError::NotConfigured`].
+//!
+//! Rules a caller can rely on:
+//! - The destination appears whole or not at all: bytes go to `.<name>.hotpath-<pid>-<n>.tmp`
+//!   in the destination's directory, which is fsynced and then renamed over the destination
+//!   (`--overwrite`) or hard-linked to it and unlinked (the default: an existing destination is
+//!   never replaced, and the check cannot race). Every failure removes the temp file.
+//! - The destination must lie inside one of the node's `yarn.nodemanager.local-dirs` (after
+//!   resolving symlinks), its directory must exist, and it must be absolute.
+//! - Every byte was checked against the DataNode's CRC32C/CRC32 checksums; a replica that
+//!   fails is replaced by another (see `hdfs_io::dfs`). The byte count must equal the length
+//!   `getFileInfo` reported before the read.
+//! - At most `hotpath.agent.localize.queue-depth` requests wait; one more is refused with
+//!   [`LocalizeError::Busy`] at once (no unbounded memory). Requests on one control
+//!   connection are answered in order: the connection's next line is read only after the
+//!   localize reply.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use conf::Configuration;
+use hdfs_io::dfs::DfsClient;
+use hdfs_io::file_status::FileType;
+use serde_json::{json, Value};
+
+use super::ids::ContainerId;
+use super::shared::{Shared, Stopper};
+use super::AgentError;
+
+/// Localize requests that may wait for the reader when `hotpath.agent.localize.queue-depth`
+/// is not set.
+pub const DEFAULT_QUEUE_DEPTH: usize = 16;
+/// The largest queue depth accepted from the configuration.
+pub const MAX_QUEUE_DEPTH: usize = 1024;
+/// Write buffer between the block reader and the temp file.
+const WRITE_BUFFER: usize = 256 * 1024;
+
+/// What the HDFS reader needs: the configuration its `DfsClient` is built from.
+#[derive(Debug, Clone)]
+pub struct HdfsSettings {
+    /// The whole configuration (`fs.defaultFS`, `dfs.*`, HA keys).
+    pub conf: Configuration,
+    /// `fs.defaultFS` as configured, e.g. `hdfs://nn1:8020`.
+    pub default_fs: String,
+    /// `hotpath.agent.localize.queue-depth`.
+    pub queue_depth: usize,
+}
+
+impl HdfsSettings {
+    /// `Some` when `fs.defaultFS` is an `hdfs://` URI; `None` otherwise (no reader thread).
+    pub fn from_conf(conf: &Configuration) -> Result<Option<HdfsSettings>, AgentError> {
+        let fs = default_fs(conf);
+        if !fs.to_ascii_lowercase().starts_with("hdfs://") {
+            return Ok(None);
+        }
+        let depth = match conf.try_get("hotpath.agent.localize.queue-depth")? {
+            Some(_) => conf.get_i64("hotpath.agent.localize.queue-depth")?,
+            None => DEFAULT_QUEUE_DEPTH as i64,
+        };
+        if !(1..=MAX_QUEUE_DEPTH as i64).contains(&depth) {
+            return Err(AgentError::Config(format!(
+                "hotpath.agent.localize.queue-depth = {depth}: expected 1..={MAX_QUEUE_DEPTH}"
+            )));
+        }
+        Ok(Some(HdfsSettings {
+            conf: conf.clone(),
+            default_fs: fs,
+            queue_depth: depth as usize,
+        }))
+    }
+}
+
+/// `fs.defaultFS`, trimmed (`file:///` when unset).
+pub fn default_fs(conf: &Configuration) -> String {
+    conf.get("fs.defaultFS")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("file:///")
+        .to_string()
+}
+
+/// Why a localization failed. [`kind`](LocalizeError::kind) is the reply's `kind` field.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalizeError {
+    #[error("HDFS not configured: fs.defaultFS is {default_fs}; set it to hdfs://NAMENODE:PORT in core-site.xml (or --set fs.defaultFS=...) and restart the agent")]
+    NotConfigured { default_fs: String },
+    #[error("busy: {depth} localizations already wait for the HDFS reader; retry later")]
+    Busy { depth: usize },
+    #[error("the HDFS reader thread is not running")]
+    ReaderGone,
+    #[error("bad localize request: {0}")]
+    BadRequest(String),
+    #[error("{source_uri} is not on this node's file system {default_fs}")]
+    OtherFileSystem {
+        source_uri: String,
+        default_fs: String,
+    },
+    #[error("FileNotFound: {path} does not exist in HDFS")]
+    FileNotFound { path: String },
+    #[error("{path} is a {what} in HDFS, not a file (only files are localized)")]
+    NotAFile { path: String, what: &'static str },
+    #[error("checksum failure on every replica: {0}")]
+    Checksum(hdfs_io::Error),
+    #[error("block unreadable: {0}")]
+    BlockMissing(hdfs_io::Error),
+    #[error("NameNode unreachable: {0}")]
+    NameNodeUnreachable(hdfs_io::Error),
+    #[error("HDFS: {0}")]
+    Hdfs(hdfs_io::Error),
+    #[error("destination {dest} is outside the node's local dirs ({dirs})")]
+    DestinationNotAllowed { dest: PathBuf, dirs: String },
+    #[error("destination directory {0} does not exist")]
+    DestinationDirMissing(PathBuf),
+    #[error("destination {0} already exists (--overwrite replaces it)")]
+    DestinationExists(PathBuf),
+    #[error("destination {0} is a directory")]
+    DestinationIsDir(PathBuf),
+    #[error("not enough space in {dir}: {need} bytes needed, {available} available")]
+    NoSpace {
+        dir: PathBuf,
+        need: u64,
+        available: u64,
+    },
+    #[error(
+        "{path} changed during localization: getFileInfo said {expected} bytes, {got} were read"
+    )]
+    Changed {
+        path: String,
+        expected: u64,
+        got: u64,
+    },
+    #[error("{context}: {source}")]
+    Local {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the agent is stopping")]
+    Stopping,
+}
+
+impl LocalizeError {
+    /// A stable name for scripts (`"kind"` in the reply).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LocalizeError::NotConfigured { .. } => "not_configured",
+            LocalizeError::Busy { .. } => "busy",
+            LocalizeError::ReaderGone => "reader_gone",
+            LocalizeError::BadRequest(_) => "bad_request",
+            LocalizeError::OtherFileSystem { .. } => "other_filesystem",
+            LocalizeError::FileNotFound { .. } => "file_not_found",
+            LocalizeError::NotAFile { .. } => "not_a_file",
+            LocalizeError::Checksum(_) => "checksum",
+            LocalizeError::BlockMissing(_) => "block_missing",
+            LocalizeError::NameNodeUnreachable(_) => "namenode_unreachable",
+            LocalizeError::Hdfs(_) => "hdfs",
+            LocalizeError::DestinationNotAllowed { .. } => "dest_not_allowed",
+            LocalizeError::DestinationDirMissing(_) => "dest_dir_missing",
+            LocalizeError::DestinationExists(_) => "dest_exists",
+            LocalizeError::DestinationIsDir(_) => "dest_is_dir",
+            LocalizeError::NoSpace { .. } => "no_space",
+            LocalizeError::Changed { .. } => "changed",
+            LocalizeError::Local { .. } => "local_io",
+            LocalizeError::Stopping => "stopping",
+        }
+    }
+
+    /// The control socket's error reply.
+    pub fn to_reply(&self) -> Value {
+        json!({"ok": false, "error": self.to_string(), "kind": self.kind()})
+    }
+
+    fn local(context: impl Into<String>, source: std::io::Error) -> Self {
+        LocalizeError::Local {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Sorts an `hdfs_io` error by what the operator should look at.
+    fn from_hdfs(e: hdfs_io::Error, path: &str) -> Self {
+        use hdfs_io::Error as E;
+        if e.is_file_not_found() {
+            return LocalizeError::FileNotFound {
+                path: path.to_string(),
+            };
+        }
+        match &e {
+            E::NotAFile { .. } => LocalizeError::NotAFile {
+                path: path.to_string(),
+                what: "directory",
+            },
+            E::NoNameNode { .. } => LocalizeError::NameNodeUnreachable(e),
+            E::Connection { target, .. } if target.starts_with("NameNode") => {
+                LocalizeError::NameNodeUnreachable(e)
+            }
+            E::Io { context, .. } if context.starts_with("resolving NameNode") => {
+                LocalizeError::NameNodeUnreachable(e)
+            }
+            // every replica failed; the list says why each one did
+            E::BlockMissing { tried, .. } if tried.contains("checksum error") => {
+                LocalizeError::Checksum(e)
+            }
+            E::BlockMissing { .. } => LocalizeError::BlockMissing(e),
+            _ => LocalizeError::Hdfs(e),
+        }
+    }
+}
+
+/// One localization, as parsed from the control socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub container: ContainerId,
+    /// The source as given (`hdfs:///p`, `hdfs://nn:8020/p` or `/p`).
+    pub source: String,
+    /// The absolute HDFS path.
+    pub path: String,
+    /// The absolute local destination.
+    pub dest: PathBuf,
+    /// Replace an existing destination.
+    pub overwrite: bool,
+}
+
+impl Request {
+    /// `{"op":"localize","container":ID,"source":URI,"dest":PATH,"overwrite":false}`; `source`
+    /// must be on `default_fs`.
+    pub fn from_json(v: &Value, default_fs: &str) -> Result<Request, LocalizeError> {
+        let s = |k: &str| {
+            v[k].as_str()
+                .ok_or_else(|| LocalizeError::BadRequest(format!("missing \"{k}\"")))
+        };
+        let container: ContainerId = s("container")?
+            .parse()
+            .map_err(|e| LocalizeError::BadRequest(format!("{e}")))?;
+        let source = s("source")?.to_string();
+        let path = hdfs_path(&source, default_fs)?;
+        let dest = PathBuf::from(s("dest")?);
+        if !dest.is_absolute() {
+            return Err(LocalizeError::BadRequest(format!(
+                "destination {} is not an absolute path",
+                dest.display()
+            )));
+        }
+        if dest.file_name().is_none() || s("dest")?.ends_with('/') {
+            return Err(LocalizeError::BadRequest(format!(
+                "destination {} names no file",
+                dest.display()
+            )));
+        }
+        let overwrite = match &v["overwrite"] {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            _ => {
+                return Err(LocalizeError::BadRequest(
+                    "\"overwrite\" must be true or false".into(),
+                ))
+            }
+        };
+        Ok(Request {
+            container,
+            source,
+            path,
+            dest,
+            overwrite,
+        })
+    }
+}
+
+/// The authority of an `hdfs://` URI, lower-cased, with `:8020` added when no port is given.
+fn authority(uri: &str) -> Option<String> {
+    let rest = uri.get(7..).filter(|_| {
+        uri.get(..7)
+            .is_some_and(|p| p.eq_ignore_ascii_case("hdfs://"))
+    })?;
+    let a = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let a = a.to_ascii_lowercase();
+    if a.is_empty() || a.contains(':') || a.contains('[') {
+        Some(a)
+    } else {
+        Some(format!("{a}:{}", hdfs_io::namenode::DEFAULT_PORT))
+    }
+}
+
+/// The absolute HDFS path of `source` on the file system `default_fs`.
+pub fn hdfs_path(source: &str, default_fs: &str) -> Result<String, LocalizeError> {
+    let path = if source.starts_with('/') {
+        source
+    } else if let Some(src_auth) = authority(source) {
+        let rest = &source[7..];
+        let p = &rest[rest.find('/').unwrap_or(rest.len())..];
+        if !src_auth.is_empty() && authority(default_fs).as_deref() != Some(src_auth.as_str()) {
+            return Err(LocalizeError::OtherFileSystem {
+                source_uri: source.to_string(),
+                default_fs: default_fs.to_string(),
+            });
+        }
+        p
+    } else {
+        return Err(LocalizeError::BadRequest(format!(
+            "source {source:?}: expected hdfs:///PATH, hdfs://NAMENODE/PATH or /PATH"
+        )));
+    };
+    if path.is_empty() || !path.starts_with('/') {
+        return Err(LocalizeError::BadRequest(format!(
+            "source {source:?} names no path"
+        )));
+    }
+    if path.contains(['?', '#']) || path.contains('\0') {
+        return Err(LocalizeError::BadRequest(format!(
+            "source {source:?}: queries, fragments and NUL are not part of an HDFS path"
+        )));
+    }
+    if path.split('/').any(|c| c == "." || c == "..") {
+        return Err(LocalizeError::BadRequest(format!(
+            "source {source:?}: '.' and '..' are not allowed in HDFS paths"
+        )));
+    }
+    Ok(path.to_string())
+}
+
+/// A finished localization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Localized {
+    pub bytes: u64,
+    pub blocks: u64,
+    pub replica_failures: u64,
+    pub checksum_failures: u64,
+    /// The destination as placed (its directory with symlinks resolved).
+    pub dest: PathBuf,
+}
+
+/// A queued request: which control connection waits for the answer.
+#[derive(Debug)]
+pub struct Job {
+    pub conn: u64,
+    pub req: Request,
+    pub queued: Instant,
+}
+
+/// A reply for a control connection.
+#[derive(Debug)]
+pub struct Done {
+    pub conn: u64,
+    pub reply: Value,
+}
+
+/// Counters shared between the control socket, the reader thread and `/metrics`.
+#[derive(Debug, Default)]
+pub struct LocalizeMetrics {
+    pub ok: AtomicU64,
+    /// Every error reply to a localize request (busy and not-configured included).
+    pub failed: AtomicU64,
+    /// Refused because the queue was full (also counted in `failed`).
+    pub busy: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Queued or being read now.
+    pub pending: AtomicU64,
+    /// 1 while the reader works on a request.
+    pub active: AtomicU64,
+    /// 1 while the HDFS-reader thread runs.
+    pub reader_running: AtomicU64,
+}
+
+/// The control socket's end: submit jobs, collect replies.
+#[derive(Debug)]
+pub struct Queue {
+    tx: SyncSender<Job>,
+    done: Receiver<Done>,
+    depth: usize,
+}
+
+/// The reader thread's end.
+#[derive(Debug)]
+pub struct ReaderEnd {
+    rx: Receiver<Job>,
+    done: Sender<Done>,
+}
+
+/// A queue of `depth` waiting jobs. Replies travel back unbounded, but there is at most one
+/// per job accepted.
+pub fn queue(depth: usize) -> (Queue, ReaderEnd) {
+    let (tx, rx) = mpsc::sync_channel(depth);
+    let (dtx, drx) = mpsc::channel();
+    (
+        Queue {
+            tx,
+            done: drx,
+            depth,
+        },
+        ReaderEnd { rx, done: dtx },
+    )
+}
+
+impl Queue {
+    /// Queues `job` for the reader; [`LocalizeError::Busy`] at once when `depth` jobs wait.
+    pub fn submit(&self, job: Job, m: &LocalizeMetrics) -> Result<(), LocalizeError> {
+        m.pending.fetch_add(1, Relaxed);
+        match self.tx.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                m.pending.fetch_sub(1, Relaxed);
+                Err(match e {
+                    TrySendError::Full(_) => LocalizeError::Busy { depth: self.depth },
+                    TrySendError::Disconnected(_) => LocalizeError::ReaderGone,
+                })
+            }
+        }
+    }
+
+    /// A finished job's reply, if one is ready.
+    pub fn try_done(&self) -> Option<Done> {
+        self.done.try_recv().ok()
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+}
+
+/// The HDFS-reader thread's body: serves jobs until the control end is gone or the agent
+/// stops. The `DfsClient` is built once (again on the next job if building failed, e.g. an
+/// unresolvable NameNode host).
+pub fn run_reader(
+    end: ReaderEnd,
+    settings: HdfsSettings,
+    local_dirs: Vec<PathBuf>,
+    shared: Arc<Shared>,
+) {
+    let m = &shared.metrics.localize;
+    m.reader_running.store(1, Relaxed);
+    let mut client = match DfsClient::from_conf(&settings.conf) {
+        Ok(c) => {
+            tracing::info!(
+                "HDFS reader for {} ready ({} localizations may wait)",
+                settings.default_fs,
+                settings.queue_depth
+            );
+            Some(c)
+        }
+        Err(e) => {
+            tracing::warn!(
+                "HDFS reader: no client for {} yet ({e}); retrying on the first request",
+                settings.default_fs
+            );
+            None
+        }
+    };
+    let mut seq = 0u64;
+    loop {
+        let job = match end.rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(j) => j,
+            Err(RecvTimeoutError::Timeout) => {
+                if shared.stop.is_stopped() {
+                    break;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        m.active.store(1, Relaxed);
+        let t0 = Instant::now();
+        let queued_ms = t0.duration_since(job.queued).as_secs_f64() * 1e3;
+        seq += 1;
+        let result = if shared.stop.is_stopped() {
+            Err(LocalizeError::Stopping)
+        } else {
+            let c = match client.take() {
+                Some(c) => Ok(c),
+                None => DfsClient::from_conf(&settings.conf)
+                    .map_err(|e| LocalizeError::from_hdfs(e, &job.req.path)),
+            };
+            match c {
+                Ok(c) => {
+                    let r = localize(&c, &job.req, &local_dirs, &shared.stop, seq);
+                    client = Some(c);
+                    r
+                }
+                Err(e) => Err(e),
+            }
+        };
+        let elapsed = t0.elapsed();
+        let r = &job.req;
+        let reply = match result {
+            Ok(done) => {
+                m.ok.fetch_add(1, Relaxed);
+                m.bytes.fetch_add(done.bytes, Relaxed);
+                tracing::info!(
+                    "localized {} for {} to {}: {} bytes in {elapsed:?}",
+                    r.source,
+                    r.container,
+                    done.dest.display(),
+                    done.bytes
+                );
+                json!({
+                    "ok": true,
+                    "container": r.container.to_string(),
+                    "source": r.source,
+                    "dest": done.dest.display().to_string(),
+                    "bytes": done.bytes,
+                    "blocks": done.blocks,
+                    "elapsed_ms": round3(elapsed.as_secs_f64() * 1e3),
+                    "queued_ms": round3(queued_ms),
+                    "replica_failures": done.replica_failures,
+                    "checksum_failures": done.checksum_failures,
+                })
+            }
+            Err(e) => {
+                m.failed.fetch_add(1, Relaxed);
+                tracing::warn!(
+                    "localizing {} for {} to {} failed after {elapsed:?}: {e}",
+                    r.source,
+                    r.container,
+                    r.dest.display()
+                );
+                let mut v = e.to_reply();
+                v["container"] = json!(r.container.to_string());
+                v["elapsed_ms"] = json!(round3(elapsed.as_secs_f64() * 1e3));
+                v
+            }
+        };
+        m.active.store(0, Relaxed);
+        m.pending.fetch_sub(1, Relaxed);
+        if end
+            .done
+            .send(Done {
+                conn: job.conn,
+                reply,
+            })
+            .is_err()
+        {
+            break;
+        }
+    }
+    m.reader_running.store(0, Relaxed);
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Removes the temp file unless it was placed.
+struct TempFile {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Err(e) = std::fs::remove_file(&self.path) {
+                tracing::warn!("removing {}: {e}", self.path.display());
+            }
+        }
+    }
+}
+
+/// The temp file's writer: counts bytes and fails the read once the agent stops (the block
+/// reader then gives up at once).
+struct Sink<'a> {
+    out: BufWriter<File>,
+    stop: &'a Stopper,
+}
+
+impl Write for Sink<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.stop.is_stopped() {
+            return Err(std::io::Error::other("the agent is stopping"));
+        }
+        self.out.write(b)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The destination's directory, with symlinks resolved, checked against the local dirs.
+fn check_destination(
+    dest: &Path,
+    local_dirs: &[PathBuf],
+    overwrite: bool,
+) -> Result<PathBuf, LocalizeError> {
+    let (Some(dir), Some(name)) = (dest.parent(), dest.file_name()) else {
+        return Err(LocalizeError::BadRequest(format!(
+            "destination {} names no file",
+            dest.display()
+        )));
+    };
+    let dir = match dir.canonicalize() {
+        Ok(d) if d.is_dir() => d,
+        Ok(_) => {
+            return Err(LocalizeError::DestinationDirMissing(dir.to_path_buf()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LocalizeError::DestinationDirMissing(dir.to_path_buf()));
+        }
+        Err(e) => return Err(LocalizeError::local(format!("{}", dir.display()), e)),
+    };
+    let allowed = local_dirs
+        .iter()
+        .filter_map(|d| d.canonicalize().ok())
+        .any(|d| dir.starts_with(&d));
+    if !allowed {
+        return Err(LocalizeError::DestinationNotAllowed {
+            dest: dest.to_path_buf(),
+            dirs: local_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        });
+    }
+    let dest = dir.join(name);
+    match std::fs::symlink_metadata(&dest) {
+        Ok(md) if md.is_dir() => return Err(LocalizeError::DestinationIsDir(dest)),
+        Ok(_) if !overwrite => return Err(LocalizeError::DestinationExists(dest)),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(LocalizeError::local(format!("{}", dest.display()), e)),
+    }
+    Ok(dest)
+}
+
+/// Copies `req.path` to `req.dest` (see the module docs). Nothing is left behind on failure.
+pub fn localize(
+    client: &DfsClient,
+    req: &Request,
+    local_dirs: &[PathBuf],
+    stop: &Stopper,
+    seq: u64,
+) -> Result<Localized, LocalizeError> {
+    let dest = check_destination(&req.dest, local_dirs, req.overwrite)?;
+    let dir = dest.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let st = client
+        .stat(&req.path)
+        .map_err(|e| LocalizeError::from_hdfs(e, &req.path))?;
+    match st.file_type {
+        FileType::File => {}
+        FileType::Dir => {
+            return Err(LocalizeError::NotAFile {
+                path: req.path.clone(),
+                what: "directory",
+            })
+        }
+        FileType::Symlink => {
+            return Err(LocalizeError::NotAFile {
+                path: req.path.clone(),
+                what: "symlink",
+            })
+        }
+    }
+    if let Ok(available) = fs4::available_space(&dir) {
+        if available < st.length {
+            return Err(LocalizeError::NoSpace {
+                dir,
+                need: st.length,
+                available,
+            });
+        }
+    }
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp_path = dir.join(format!(
+        ".{name}.hotpath-{}-{seq}-{}.tmp",
+        std::process::id(),
+        TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp_path)
+        .map_err(|e| LocalizeError::local(format!("creating {}", tmp_path.display()), e))?;
+    let mut tmp = TempFile {
+        path: tmp_path,
+        armed: true,
+    };
+    let mut sink = Sink {
+        out: BufWriter::with_capacity(WRITE_BUFFER, file),
+        stop,
+    };
+    let stats = match client.read(&req.path, 0, None, &mut sink) {
+        Ok(s) => s,
+        Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
+        Err(hdfs_io::Error::Io { context, source }) if context.starts_with("writing the data") => {
+            return Err(LocalizeError::local(
+                format!("writing {}", tmp.path.display()),
+                source,
+            ))
+        }
+        Err(e) => return Err(LocalizeError::from_hdfs(e, &req.path)),
+    };
+    if stats.bytes != st.length {
+        return Err(LocalizeError::Changed {
+            path: req.path.clone(),
+            expected: st.length,
+            got: stats.bytes,
+        });
+    }
+    let file = sink.out.into_inner().map_err(|e| {
+        LocalizeError::local(format!("writing {}", tmp.path.display()), e.into_error())
+    })?;
+    file.sync_all()
+        .map_err(|e| LocalizeError::local(format!("fsync {}", tmp.path.display()), e))?;
+    drop(file);
+    if req.overwrite {
+        std::fs::rename(&tmp.path, &dest).map_err(|e| {
+            LocalizeError::local(
+                format!("renaming {} to {}", tmp.path.display(), dest.display()),
+                e,
+            )
+        })?;
+        tmp.armed = false;
+    } else {
+        // link(2) fails if the destination appeared meanwhile: never replaces
+        std::fs::hard_link(&tmp.path, &dest).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                LocalizeError::DestinationExists(dest.clone())
+            } else {
+                LocalizeError::local(
+                    format!("linking {} to {}", tmp.path.display(), dest.display()),
+                    e,
+                )
+            }
+        })?;
+        // the temp name goes (the drop guard unlinks it); the destination keeps the data
+    }
+    drop(tmp);
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LocalizeError::local(format!("fsync of directory {}", dir.display()), e))?;
+    Ok(Localized {
+        bytes: stats.bytes,
+        blocks: stats.blocks,
+        replica_failures: stats.replica_failures,
+        checksum_failures: stats.checksum_failures,
+        dest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CID: &str = "container_1700000000000_0001_01_000002";
+
+    #[test]
+    fn sources_on_the_default_file_system() {
+        let fs = "hdfs://nn.example.com:8020";
+        assert_eq!(hdfs_path("hdfs:///a/b", fs).unwrap(), "/a/b");
+        assert_eq!(hdfs_path("/a/b", fs).unwrap(), "/a/b");
+        assert_eq!(hdfs_path("hdfs://nn.example.com:8020/a", fs).unwrap(), "/a");
+        assert_eq!(hdfs_path("HDFS://NN.example.com/a", fs).unwrap(), "/a");
+        assert!(matches!(
+            hdfs_path("hdfs://other:8020/a", fs),
+            Err(LocalizeError::OtherFileSystem { .. })
+        ));
+        for bad in [
+            "s3a://b/k",
+            "a/b",
+            "hdfs://nn.example.com:8020",
+            "/a/../b",
+            "/a?x",
+        ] {
+            let e = hdfs_path(bad, fs).unwrap_err();
+            assert_eq!(e.kind(), "bad_request", "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn requests_are_checked_before_queueing() {
+        let fs = "hdfs://127.0.0.1:9000";
+        let ok = json!({"container": CID, "source": "hdfs:///x", "dest": "/tmp/d/x"});
+        let r = Request::from_json(&ok, fs).unwrap();
+        assert_eq!(r.path, "/x");
+        assert!(!r.overwrite);
+        for (v, what) in [
+            (json!({"source": "/x", "dest": "/d/x"}), "container"),
+            (
+                json!({"container": "c_1", "source": "/x", "dest": "/d/x"}),
+                "container",
+            ),
+            (json!({"container": CID, "dest": "/d/x"}), "source"),
+            (
+                json!({"container": CID, "source": "/x", "dest": "d/x"}),
+                "absolute",
+            ),
+            (
+                json!({"container": CID, "source": "/x", "dest": "/d/"}),
+                "names no file",
+            ),
+            (
+                json!({"container": CID, "source": "/x", "dest": "/d/x", "overwrite": 1}),
+                "overwrite",
+            ),
+        ] {
+            let e = Request::from_json(&v, fs).unwrap_err();
+            assert_eq!(e.kind(), "bad_request");
+            assert!(e.to_string().contains(what), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_full_queue_refuses_at_once_and_a_gone_reader_is_reported() {
+        let m = LocalizeMetrics::default();
+        let (q, end) = queue(2);
+        let job = || Job {
+            conn: 1,
+            req: Request::from_json(
+                &json!({"container": CID, "source": "/x", "dest": "/d/x"}),
+                "hdfs://h:1",
+            )
+            .unwrap(),
+            queued: Instant::now(),
+        };
+        q.submit(job(), &m).unwrap();
+        q.submit(job(), &m).unwrap();
+        let e = q.submit(job(), &m).unwrap_err();
+        assert_eq!(e.kind(), "busy");
+        assert!(
+            e.to_string().contains("2 localizations already wait"),
+            "{e}"
+        );
+        assert_eq!(m.pending.load(Relaxed), 2);
+        // the reader takes one: room for one more
+        let first = end.rx.try_recv().unwrap();
+        assert_eq!(first.conn, 1);
+        q.submit(job(), &m).unwrap();
+        drop(end);
+        assert_eq!(q.submit(job(), &m).unwrap_err().kind(), "reader_gone");
+    }
+
+    #[test]
+    fn destination_rules() {
+        let d = tempfile::tempdir().unwrap();
+        let local = d.path().join("local");
+        std::fs::create_dir_all(local.join("app")).unwrap();
+        let dirs = vec![local.clone()];
+        let ok = check_destination(&local.join("app/f"), &dirs, false).unwrap();
+        assert_eq!(ok, local.canonicalize().unwrap().join("app/f"));
+        let e = check_destination(&d.path().join("f"), &dirs, false).unwrap_err();
+        assert_eq!(e.kind(), "dest_not_allowed");
+        // a symlink out of the local dirs does not get around it
+        std::os::unix::fs::symlink(d.path(), local.join("out")).unwrap();
+        let e = check_destination(&local.join("out/f"), &dirs, false).unwrap_err();
+        assert_eq!(e.kind(), "dest_not_allowed");
+        let e = check_destination(&local.join("nope/f"), &dirs, false).unwrap_err();
+        assert_eq!(e.kind(), "dest_dir_missing");
+        std::fs::write(local.join("app/f"), b"x").unwrap();
+        let e = check_destination(&local.join("app/f"), &dirs, false).unwrap_err();
+        assert_eq!(e.kind(), "dest_exists");
+        assert!(check_destination(&local.join("app/f"), &dirs, true).is_ok());
+        let e = check_destination(&local.join("app"), &dirs, true).unwrap_err();
+        assert_eq!(e.kind(), "dest_is_dir");
+    }
+}
