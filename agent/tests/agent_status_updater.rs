@@ -492,3 +492,242 @@ fn garbage_responses_are_errors_never_panics() {
     }
     assert!(ok > 0 && err > 0, "ok {ok} err {err}");
 }
+
+fn launch_running(t: &mut ContainerTable, n: i64) {
+    t.launch(
+        cid(n),
+        Resource {
+            memory_mb: 1024,
+            vcores: 1,
+        },
+        0,
+        0,
+        true,
+    )
+    .unwrap();
+}
+
+/// Regression (issue 6: the RM-restart fault test left one container "delivered" and never
+/// acknowledged about 1 run in 5). The registration request is built under the table lock,
+/// the RPC runs without it, and a container can complete meanwhile: that completion was not
+/// in the request, so the NORMAL answer must not mark it delivered. Before the fix
+/// `on_register_response` marked every pending completion delivered, so it was never sent
+/// to the RM, never logged and never acknowledged.
+#[test]
+fn a_completion_made_while_the_registration_is_in_flight_goes_in_the_next_heartbeat() {
+    let mut u = updater();
+    let mut t = ContainerTable::new(100);
+    let h = NodeHealth::default();
+    for n in 1..=3 {
+        launch_running(&mut t, n);
+    }
+    t.complete(&cid(1), 0, "").unwrap();
+    let mut reg = Vec::new();
+    u.encode_register(&t, &h, &mut reg).unwrap();
+    let req = RegisterNodeManagerRequestProto::decode(&reg[..]).unwrap();
+    let mut reported: Vec<_> = req
+        .container_statuses
+        .iter()
+        .map(|s| {
+            (
+                s.container_id.unwrap().id.unwrap(),
+                s.container_state.unwrap(),
+            )
+        })
+        .collect();
+    reported.sort();
+    assert_eq!(reported, vec![(1, 3), (2, 2), (3, 2)]);
+    // the executor reports container 2 complete while the registration RPC is in flight
+    t.complete(&cid(2), 7, "finished mid-registration").unwrap();
+    u.on_register_response(&register_ok(), &mut t, 100).unwrap();
+    assert_eq!(
+        t.get(&cid(1)).unwrap().delivery,
+        Delivery::Delivered { at_ms: 100 },
+        "reported in the registration"
+    );
+    assert_eq!(
+        t.get(&cid(2)).unwrap().delivery,
+        Delivery::Pending,
+        "not in the registration request: not delivered by its answer"
+    );
+    assert_eq!(
+        t.counts(),
+        Counts {
+            new: 0,
+            running: 1,
+            completing: 1,
+            delivered: 1
+        }
+    );
+    let next = decode_hb(u.heartbeat_request(&mut t, &h).unwrap());
+    assert_eq!(ids_in(&next), vec![(2, 3), (3, 2)]);
+    u.on_heartbeat_response(&hb(1).encode_to_vec(), &mut t, 200)
+        .unwrap();
+    assert_eq!(
+        t.get(&cid(2)).unwrap().delivery,
+        Delivery::Delivered { at_ms: 200 }
+    );
+
+    // A registration that got no answer is built again: what completed meanwhile is in the
+    // second request, and its answer delivers it.
+    let mut u = updater();
+    let mut t = ContainerTable::new(100);
+    launch_running(&mut t, 4);
+    reg.clear();
+    u.encode_register(&t, &h, &mut reg).unwrap();
+    t.complete(&cid(4), 0, "").unwrap();
+    reg.clear();
+    u.encode_register(&t, &h, &mut reg).unwrap();
+    u.on_register_response(&register_ok(), &mut t, 300).unwrap();
+    assert_eq!(
+        t.get(&cid(4)).unwrap().delivery,
+        Delivery::Delivered { at_ms: 300 }
+    );
+}
+
+/// The same interleaving end to end against rm-core's real tracker, shard and completion log
+/// (sans-IO, no sockets), around an RM restart as in `demo_faults.rs`: the restarted RM
+/// answers RESYNC, the agent re-registers, a container completes while that registration is
+/// in flight, and afterwards every completion is in the log exactly once and every one is
+/// named in `containers_to_be_removed_from_nm` (the table ends empty).
+#[test]
+fn rm_restart_completion_during_reregistration_is_logged_once_and_acknowledged() {
+    use rm_core::completion_log::read_dir_records;
+    use rm_core::hosts::HostLists;
+    use rm_core::mailbox::Mailbox;
+    use rm_core::master_key::SeededEntropy;
+    use rm_core::shard::Shard;
+    use rm_core::tracker::{HeartbeatOutcome as RmOutcome, ResourceTracker};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    struct Rm {
+        tracker: ResourceTracker,
+        shard: Shard,
+        mailbox: Arc<Mailbox>,
+    }
+    fn rm_at(dir: &std::path::Path, rm_id: i64, now_ns: u64) -> Rm {
+        let cfg = rm_core::RmConfig {
+            completion_log_dir: dir.to_path_buf(),
+            ..rm_core::RmConfig::default()
+        };
+        let mailbox = Arc::new(Mailbox::new(usize::MAX));
+        let tracker = ResourceTracker::new(
+            cfg,
+            HostLists::default(),
+            vec![mailbox.clone()],
+            rm_id,
+            Box::new(SeededEntropy(3)),
+            now_ns,
+        )
+        .unwrap();
+        let (shard, _) = Shard::open(dir, 0, 1, false).unwrap();
+        Rm {
+            tracker,
+            shard,
+            mailbox,
+        }
+    }
+    impl Rm {
+        /// The shard's turn: apply the inbox, commit the log, publish the acknowledgements.
+        fn drain(&mut self, now_ns: u64) {
+            self.shard
+                .run_once(&self.mailbox, Duration::ZERO, &move || {
+                    (now_ns / 1_000_000, now_ns)
+                })
+                .unwrap();
+        }
+    }
+    // One heartbeat round trip, the shard running between heartbeats.
+    fn beat(u: &mut StatusUpdater, rm: &mut Rm, t: &mut ContainerTable, now_ns: u64) -> RmOutcome {
+        let req = u
+            .heartbeat_request(t, &NodeHealth::default())
+            .unwrap()
+            .to_vec();
+        let mut resp = Vec::new();
+        let o = rm.tracker.node_heartbeat(&req, now_ns, &mut resp).unwrap();
+        u.on_heartbeat_response(&resp, t, now_ns / 1_000_000)
+            .unwrap();
+        rm.drain(now_ns);
+        o
+    }
+    fn register(u: &mut StatusUpdater, rm: &mut Rm, t: &mut ContainerTable, now_ns: u64) {
+        let mut req = Vec::new();
+        u.encode_register(t, &NodeHealth::default(), &mut req)
+            .unwrap();
+        let mut resp = Vec::new();
+        rm.tracker
+            .register_node_manager(&req, now_ns, &mut resp)
+            .unwrap();
+        u.on_register_response(&resp, t, now_ns / 1_000_000)
+            .unwrap();
+        rm.drain(now_ns);
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let h = NodeHealth::default();
+    let mut now = 1_000_000_000u64;
+    let mut u = updater();
+    let mut t = ContainerTable::new(100);
+    t.enable_journal();
+    for n in 1..=4 {
+        launch_running(&mut t, n);
+    }
+    let mut rm = rm_at(dir.path(), 1, now);
+    register(&mut u, &mut rm, &mut t, now);
+    t.complete(&cid(1), 0, "").unwrap();
+    for _ in 0..3 {
+        now += 100_000_000;
+        assert!(matches!(
+            beat(&mut u, &mut rm, &mut t, now),
+            RmOutcome::Normal { .. }
+        ));
+    }
+    assert!(t.get(&cid(1)).is_none(), "acknowledged before the restart");
+
+    // The RM restarts on the same log. Container 3 completes while it is down.
+    drop(rm);
+    t.complete(&cid(3), 0, "").unwrap();
+    let mut rm = rm_at(dir.path(), 2, now);
+    now += 100_000_000;
+    assert_eq!(beat(&mut u, &mut rm, &mut t, now), RmOutcome::ResyncUnknown);
+    // Re-registration, with container 2 completing while the registration RPC is in flight.
+    let mut req = Vec::new();
+    u.encode_register(&t, &h, &mut req).unwrap();
+    t.complete(&cid(2), 0, "finished mid-registration").unwrap();
+    let mut resp = Vec::new();
+    rm.tracker
+        .register_node_manager(&req, now, &mut resp)
+        .unwrap();
+    u.on_register_response(&resp, &mut t, now / 1_000_000)
+        .unwrap();
+    rm.drain(now);
+    t.complete(&cid(4), 0, "").unwrap();
+    for _ in 0..4 {
+        now += 100_000_000;
+        assert!(matches!(
+            beat(&mut u, &mut rm, &mut t, now),
+            RmOutcome::Normal { .. }
+        ));
+    }
+    assert_eq!(
+        t.counts(),
+        Counts::default(),
+        "every completion named in containers_to_be_removed_from_nm"
+    );
+    assert_eq!(t.totals().acked, 4);
+    let mut logged: Vec<i64> = read_dir_records(dir.path())
+        .unwrap()
+        .iter()
+        .map(|r| r.container.id)
+        .collect();
+    logged.sort();
+    assert_eq!(
+        logged,
+        vec![1, 2, 3, 4],
+        "each completion logged exactly once"
+    );
+    let mut made: Vec<i64> = t.take_journal().iter().map(|c| c.id).collect();
+    made.sort();
+    assert_eq!(made, logged);
+}

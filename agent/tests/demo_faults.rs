@@ -34,12 +34,10 @@ fn membership(c: &Cluster, host: &str, port: i32) -> Option<Membership> {
 }
 
 #[test]
-// Known bug, found at the end of the session that wrote this test: about 1 run in 5 one
-// container stays "delivered" on its agent and is never named in containers_to_be_removed_from_nm
-// after the RM restart, so `drain` times out (the drain diagnostic prints the agent's counts).
-// Ignored so that CI stays meaningful; run it with `cargo test -p agent --test demo_faults --
-// --ignored` while fixing the ack path (rm-core registration re-report / mailbox reset order).
-#[ignore = "known flaky: a completion delivered around the RM restart is sometimes never acknowledged"]
+// This caught a lost completion about 1 run in 5: a container that completed while an agent's
+// re-registration RPC was in flight was marked delivered by the registration's answer without
+// having been in the request, so it was never sent, logged or acknowledged. The sans-IO
+// regressions are in `agent_status_updater.rs`.
 fn rm_restart_mid_run_every_completion_logged_exactly_once() {
     let mut cfg = DemoConfig {
         heartbeat_ms: 300,

@@ -22,7 +22,10 @@
 //! - **Master keys** (trap 3): the last container-token and NM-token master keys received are
 //!   echoed in every heartbeat.
 //! - **Completions** (trap 1): see [`super::table`]. The registration reports every container
-//!   the table holds as `NMContainerStatusProto`; completions it carried count as delivered.
+//!   the table holds as `NMContainerStatusProto`; the completions that request carried (noted
+//!   when it is built) count as delivered once it is answered NORMAL. A container that
+//!   completes while the registration RPC is in flight is not among them: it goes in the next
+//!   heartbeat.
 //! - **Forgetting**: `containers_to_be_removed_from_nm`, application cleanup, and
 //!   [`StatusUpdater::expire`] after `yarn.nodemanager.duration-to-track-stopped-containers`.
 //!
@@ -39,6 +42,7 @@ use ipc::pb::hadoop::yarn::{
 };
 use prost::Message;
 
+use super::ids::ContainerId;
 use super::table::{ContainerState, ContainerTable, Resource};
 use super::wire::{
     self, app_id_proto, container_id_proto, resource_proto, HeartbeatHead, HeartbeatResponse,
@@ -157,6 +161,8 @@ pub struct StatusUpdater {
     rm_identifier: Option<i64>,
     request: Vec<u8>,
     outstanding: bool,
+    /// The completions the last registration request built reports (delivered by its answer).
+    registration_completions: Vec<ContainerId>,
     stats: UpdaterStats,
 }
 
@@ -200,6 +206,7 @@ impl StatusUpdater {
             rm_identifier: None,
             request: Vec::with_capacity(4096),
             outstanding: false,
+            registration_completions: Vec::new(),
             stats: UpdaterStats::default(),
         }
     }
@@ -271,6 +278,7 @@ impl StatusUpdater {
         if let Phase::Stopped(why) = &self.phase {
             return Err(UpdaterError::Stopped(why.clone()));
         }
+        table.undelivered_completions(&mut self.registration_completions);
         let id = &self.cfg.identity;
         let mut apps = BTreeSet::new();
         let statuses = table
@@ -319,8 +327,9 @@ impl StatusUpdater {
     }
 
     /// Handles the registration response. NORMAL: registered with the RM's keys, responseId 0,
-    /// completions in the table count as delivered. SHUTDOWN: stopped with the RM's
-    /// diagnostics.
+    /// the completions the request reported count as delivered (not those made after
+    /// [`Self::encode_register`] built it: they go in the next heartbeat). SHUTDOWN: stopped
+    /// with the RM's diagnostics.
     pub fn on_register_response(
         &mut self,
         payload: &[u8],
@@ -358,7 +367,8 @@ impl StatusUpdater {
                 }
                 self.phase = Phase::Registered;
                 self.stats.registrations += 1;
-                table.registered(now_ms);
+                table.registered(&self.registration_completions, now_ms);
+                self.registration_completions.clear();
                 Ok(RegisterOutcome::Registered {
                     rm_identifier: r.rm_identifier,
                     rm_version: r.rm_version,

@@ -11,6 +11,9 @@
 //!     └──── RESYNC (re-sent in the registration instead) ────┘                  └─ duration-to-track-stopped-containers > forgotten
 //! ```
 //!
+//! A registration answered NORMAL also delivers the completions its request reported, and only
+//! those: one that completed while the registration was in flight goes in the next heartbeat.
+//!
 //! A delivered container is no longer sent in heartbeats but stays in the table, and every
 //! registration re-reports it (`NMContainerStatusProto`), until one of the three forgetting
 //! rules applies. Delivery is therefore at least once; the RM deduplicates by container id.
@@ -436,11 +439,35 @@ impl ContainerTable {
         }
     }
 
-    /// A registration reporting every container succeeded: completions are delivered.
-    pub(crate) fn registered(&mut self, now_ms: u64) {
-        for c in self.map.values_mut() {
-            if matches!(c.delivery, Delivery::Pending | Delivery::InFlight) {
-                c.delivery = Delivery::Delivered { at_ms: now_ms };
+    /// Ids of the completions a registration request built now reports and its success will
+    /// deliver (complete, not yet delivered), into `into` (cleared first).
+    pub(crate) fn undelivered_completions(&self, into: &mut Vec<ContainerId>) {
+        into.clear();
+        into.extend(
+            self.map
+                .values()
+                .filter(|c| {
+                    c.state == ContainerState::Complete
+                        && matches!(c.delivery, Delivery::Pending | Delivery::InFlight)
+                })
+                .map(|c| c.id),
+        );
+    }
+
+    /// A registration succeeded: the completions it reported (`reported`, collected by
+    /// [`Self::undelivered_completions`] when its request was built) are delivered.
+    ///
+    /// Only those: the request is built under the table lock but the RPC runs without it, so a
+    /// container can complete while the registration is in flight. That completion was not in
+    /// the request; it stays pending and goes in the next heartbeat. (Marking every pending
+    /// completion delivered here lost it: never sent, never logged by the RM, never named in
+    /// `containers_to_be_removed_from_nm`.)
+    pub(crate) fn registered(&mut self, reported: &[ContainerId], now_ms: u64) {
+        for id in reported {
+            if let Some(c) = self.map.get_mut(id) {
+                if matches!(c.delivery, Delivery::Pending | Delivery::InFlight) {
+                    c.delivery = Delivery::Delivered { at_ms: now_ms };
+                }
             }
         }
     }
