@@ -1,8 +1,9 @@
 //! Our client against Java's on the same real MiniDFSCluster (peer-harness `hdfs` mode), each
 //! in its own process for Java (the peer's drivers) and this process for ours:
 //!
-//! - `read`: a 256 MiB file written with 128 MiB blocks, read whole, runs alternated with
-//!   Java's `FileSystem.open` read (`ReadDriver`, one unmeasured warm-up read in its JVM
+//! - `read`: a 256 MiB file written with 128 MiB blocks, read whole, runs alternated between
+//!   ours with io_uring receive (`hotpath`), ours with the blocking receive
+//!   (`hotpath_blocking`, `HOTPATH_IO=epoll`'s path) and Java's `FileSystem.open` read (`ReadDriver`, one unmeasured warm-up read in its JVM
 //!   first); throughput and process CPU per GB, and the CPU of the peer's JVM (it hosts the
 //!   DataNodes and the NameNode; during a read it is the DataNodes serving the blocks) per GB
 //!   served, from `/proc/<pid>/stat` around each run. Java's run reads the file twice (the
@@ -21,6 +22,7 @@ use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::filestatus_bench::{self, process_cpu_ns};
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig};
 use hdfs_io::topology::{LocalNode, RackMap};
+use ipc::transport::BackendChoice;
 use peer_harness::{Driver, Mode, Peer};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -76,34 +78,57 @@ fn main() {
         let len: u64 = 256 << 20;
         peer.command(&format!("write /vs/big {len} {}", 128u64 << 20))
             .expect("write");
-        // warm the page cache and both clients
-        client
-            .read("/vs/big", 0, None, &mut Count(0))
-            .expect("warm read");
+        // ours twice per round: io_uring receive into pooled buffers, and the blocking path
+        let with_io = |io: BackendChoice| {
+            let mut cfg = DfsConfig::from_conf(&conf).expect("cfg");
+            cfg.io = io;
+            DfsClient::new(
+                NameNodeClient::from_conf(&conf).expect("nn"),
+                cfg,
+                LocalNode::default(),
+                RackMap::default(),
+                None,
+            )
+        };
+        let mut ours: Vec<(&str, DfsClient)> =
+            vec![("hotpath_blocking", with_io(BackendChoice::Epoll))];
+        match with_io(BackendChoice::Uring).recv_path() {
+            Ok(_) => ours.insert(0, ("hotpath", with_io(BackendChoice::Uring))),
+            Err(e) => eprintln!("io_uring receive unavailable ({e}): blocking only"),
+        }
+        // warm the page cache and every client
+        for (_, c) in &ours {
+            c.read("/vs/big", 0, None, &mut Count(0))
+                .expect("warm read");
+        }
         peer.run_driver(Driver::Read, &["--path", "/vs/big", "--runs", "1"])
             .expect("warm java");
         let peer_pid = peer.pid();
-        let mut m: [Vec<f64>; 6] = Default::default();
+        // per client: gb/s, cpu s/GB, DataNode cpu s/GB
+        let mut m: Vec<[Vec<f64>; 3]> = vec![Default::default(); ours.len() + 1];
         for run in 0..runs {
-            let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
-            let c0 = process_cpu_ns().unwrap_or(0);
-            let t = Instant::now();
-            let mut sink = Count(0);
-            client.read("/vs/big", 0, None, &mut sink).expect("read");
-            let secs = t.elapsed().as_secs_f64();
-            let cpu = (process_cpu_ns().unwrap_or(0) - c0) as f64 / 1e9;
-            let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
-            let gb = sink.0 as f64 / 1e9;
-            println!(
-                "{{\"client\":\"hotpath\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3}}}",
-                sink.0,
-                gb / secs,
-                cpu / gb,
-                dn_cpu / gb
-            );
-            m[0].push(gb / secs);
-            m[1].push(cpu / gb);
-            m[2].push(dn_cpu / gb);
+            for (i, (name, c)) in ours.iter().enumerate() {
+                let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
+                let c0 = process_cpu_ns().unwrap_or(0);
+                let t = Instant::now();
+                let mut sink = Count(0);
+                let st = c.read("/vs/big", 0, None, &mut sink).expect("read");
+                let secs = t.elapsed().as_secs_f64();
+                let cpu = (process_cpu_ns().unwrap_or(0) - c0) as f64 / 1e9;
+                let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
+                let gb = sink.0 as f64 / 1e9;
+                println!(
+                    "{{\"client\":\"{name}\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3},\"uring_reads\":{}}}",
+                    sink.0,
+                    gb / secs,
+                    cpu / gb,
+                    dn_cpu / gb,
+                    st.uring_reads
+                );
+                m[i][0].push(gb / secs);
+                m[i][1].push(cpu / gb);
+                m[i][2].push(dn_cpu / gb);
+            }
             let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
             let j = peer
                 .run_driver(
@@ -124,14 +149,27 @@ fn main() {
                 j["bytes"], j["cpu_s"].as_f64().unwrap_or(0.0),
                 dn_cpu / served
             );
-            m[3].push(gbs);
-            m[4].push(cpg);
-            m[5].push(dn_cpu / served);
+            let k = ours.len();
+            m[k][0].push(gbs);
+            m[k][1].push(cpg);
+            m[k][2].push(dn_cpu / served);
         }
-        let [a, b, c, d, e, f] = m;
+        let names: Vec<&str> = ours.iter().map(|(n, _)| *n).chain(["java"]).collect();
+        let parts: Vec<String> = names
+            .iter()
+            .zip(m)
+            .map(|(n, [a, b, c])| {
+                format!(
+                    "\"{n}\":{{\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s_per_gb\":{:.3}}}",
+                    median(a),
+                    median(b),
+                    median(c)
+                )
+            })
+            .collect();
         println!(
-            "{{\"summary\":\"read\",\"runs\":{runs},\"hotpath\":{{\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s_per_gb\":{:.3}}},\"java\":{{\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s_per_gb\":{:.3}}}}}",
-            median(a), median(b), median(c), median(d), median(e), median(f)
+            "{{\"summary\":\"read\",\"runs\":{runs},{}}}",
+            parts.join(",")
         );
     }
     if what == "filestatus" || what == "all" {

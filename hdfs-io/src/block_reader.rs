@@ -116,6 +116,16 @@ pub enum Event<'a> {
     Done { consumed: usize },
 }
 
+/// What [`BlockRead::recv_hint`] asks the I/O edge to receive next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvHint {
+    /// Exactly this many bytes: the rest of the current packet (and the next one's prefix).
+    /// Receiving more could run into a packet whose length is not known yet.
+    Exact(usize),
+    /// At least this many; more is welcome (and is kept as pending input).
+    AtLeast(usize),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Response,
@@ -206,6 +216,24 @@ impl BlockRead {
             datanode: self.datanode.clone(),
             reason: reason.into(),
         }
+    }
+
+    /// How to receive more after [`Self::poll`] returned `NeedMore(need)` on `pending` (the
+    /// unconsumed bytes). When the next packet's length is known (its 6-byte prefix is in
+    /// `pending`), exactly the rest of it, plus the following packet's prefix when a packet
+    /// must follow (this one carries data or checksums; only the empty last packet has
+    /// neither), so that a receive never runs into a packet whose length is unknown. Otherwise
+    /// (the response, or a prefix not yet complete) at least `need` bytes.
+    ///
+    /// A DataNode that sends a packet with data and nothing after it breaks the protocol; a
+    /// receive asking for that lookahead then waits for the socket timeout.
+    pub fn recv_hint(&self, pending: &[u8], need: usize) -> RecvHint {
+        if self.state != State::Packets || pending.len() < 6 {
+            return RecvHint::AtLeast(need);
+        }
+        let packet_len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]);
+        let lookahead = if packet_len > 4 { 6 } else { 0 };
+        RecvHint::Exact(need + lookahead)
     }
 
     /// Consumes what it can of `buf` (received bytes, starting where the last call's

@@ -1,11 +1,10 @@
 //! The DataNode I/O edge: one blocking `std::net` connection per block read, the
 //! [`BlockRead`] state machine driven over it, and a [`PeerCache`] of idle connections.
 //!
-//! Receive path: bytes land in a reused [`RecvBuf`] (one allocation per reader, sized for
-//! several 64 KiB packets so one `read` often brings more than one), the state machine cuts
-//! packets in place and hands verified data to the caller's sink as slices of that buffer.
-//! io_uring receive into pooled buffers is left for when the reader moves onto the `ipc`
-//! transport's ring.
+//! Blocking receive path (the fallback; io_uring receive is in [`crate::receive`]): bytes
+//! land in a reused [`RecvBuf`] (one allocation per reader, sized for several 64 KiB packets
+//! so one `read` often brings more than one), the state machine cuts packets in place and
+//! hands verified data to the caller's sink as slices of that buffer.
 //!
 //! After a clean read (the empty last packet consumed, CHECKSUM_OK sent) the DataNode waits
 //! for another op on the same socket (`dfs.datanode.socket.reuse.keepalive`, 4 s), so the
@@ -19,12 +18,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A receive buffer: bytes `[start, end)` are received and not yet consumed.
+/// A receive buffer: bytes `[start, end)` are received and not yet consumed. Its memory is
+/// allocated on first use (a reader on the io_uring path never touches it).
 #[derive(Debug)]
 pub struct RecvBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    size: usize,
     max: usize,
 }
 
@@ -35,9 +36,10 @@ impl RecvBuf {
     /// A buffer of `size` bytes that may grow to `max` for one oversized packet.
     pub fn new(size: usize, max: usize) -> RecvBuf {
         RecvBuf {
-            buf: vec![0; size.max(64)],
+            buf: Vec::new(),
             start: 0,
             end: 0,
+            size: size.max(64),
             max: max.max(size),
         }
     }
@@ -49,6 +51,9 @@ impl RecvBuf {
 
     /// Makes room for at least `need` more bytes after `end`.
     fn reserve(&mut self, need: usize) -> io::Result<()> {
+        if self.buf.is_empty() {
+            self.buf.resize(self.size, 0);
+        }
         if self.buf.len() - self.end >= need {
             return Ok(());
         }

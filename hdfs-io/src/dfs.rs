@@ -26,12 +26,14 @@ use crate::dead_nodes::{DeadNodes, Failure};
 use crate::error::{BlockName, Error};
 use crate::file_status::{FileStatus, FileType};
 use crate::namenode::{BadBlock, LocatedBlocksBuf, NameNodeClient};
+use crate::receive::{read_block_uring, RecvPath};
 use crate::replica::{decode_replicas, Replica};
 use crate::selection::{LazyNow, Ranked, Selector};
 use crate::topology::{LocalNode, RackMap};
+use ipc::transport::BackendChoice;
 use ipc::view::hdfs::{LocatedBlockView, LocatedBlocksView};
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Read-path settings (Hadoop keys in the field docs).
@@ -56,6 +58,9 @@ pub struct DfsConfig {
     pub dns_ttl: Duration,
     /// Client name sent to DataNodes.
     pub client_name: String,
+    /// How block data is received: `Auto` follows `HOTPATH_IO` (`uring` / `epoll`), then the
+    /// io_uring probe; see [`crate::receive`]. `Epoll` selects the blocking fallback.
+    pub io: BackendChoice,
 }
 
 impl Default for DfsConfig {
@@ -70,6 +75,7 @@ impl Default for DfsConfig {
             dead_node_ttl: DeadNodes::DEFAULT_TTL,
             dns_ttl: AddrCache::DEFAULT_TTL,
             client_name: format!("DFSClient_hotpath_{}", std::process::id()),
+            io: BackendChoice::Auto,
         }
     }
 }
@@ -111,6 +117,8 @@ pub struct ReadStats {
     pub reported_bad: u64,
     /// Reads served on a cached connection.
     pub reused_connections: u64,
+    /// Block reads (replica attempts) received through io_uring; the others were blocking.
+    pub uring_reads: u64,
 }
 
 /// An HDFS client for stat and reads. Share it across threads.
@@ -121,6 +129,7 @@ pub struct DfsClient {
     dead: Arc<DeadNodes>,
     addrs: Mutex<AddrCache>,
     peers: PeerCache,
+    recv: OnceLock<RecvPath>,
 }
 
 impl std::fmt::Debug for DfsClient {
@@ -164,6 +173,7 @@ impl DfsClient {
             dead: Arc::new(DeadNodes::new(cfg.dead_node_ttl)),
             addrs: Mutex::new(AddrCache::new(cfg.dns_ttl)),
             peers: PeerCache::default(),
+            recv: OnceLock::new(),
             nn,
             cfg,
         }
@@ -191,6 +201,16 @@ impl DfsClient {
     /// The NameNode client.
     pub fn namenode(&self) -> &NameNodeClient {
         &self.nn
+    }
+
+    /// How this client receives block data (decided on first use, see [`crate::receive`]).
+    /// A forced `uring` that the probe refuses is an error.
+    pub fn recv_path(&self) -> Result<RecvPath, Error> {
+        if let Some(p) = self.recv.get() {
+            return Ok(*p);
+        }
+        let p = crate::receive::choose(self.cfg.io)?;
+        Ok(*self.recv.get_or_init(|| p))
     }
 
     /// The shared dead-node memory.
@@ -230,6 +250,7 @@ impl DfsClient {
         out: &mut dyn Write,
     ) -> Result<ReadStats, Error> {
         let mut stats = ReadStats::default();
+        let recv = self.recv_path()?;
         let mut locs = self.fetch(path, offset, &mut stats)?;
         let v = locs.view();
         let d = |e| Error::Decode {
@@ -273,6 +294,7 @@ impl DfsClient {
             };
             let stop = end.min(block_off + block_len);
             let n = self.read_block(
+                recv,
                 path,
                 &mut locs,
                 block_off,
@@ -297,6 +319,7 @@ impl DfsClient {
     #[allow(clippy::too_many_arguments)]
     fn read_block(
         &self,
+        recv: RecvPath,
         path: &str,
         locs: &mut LocatedBlocksBuf,
         block_off: u64,
@@ -402,7 +425,9 @@ impl DfsClient {
             let mut result = None;
             if let Some(mut s) = self.peers.take(addr, t) {
                 let mut read = BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
-                let res = read_block_on(&mut s, &req, &mut read, buf, scratch, sink, &dn);
+                let res = self.read_on(
+                    recv, &mut s, &req, &mut read, buf, scratch, sink, &dn, stats,
+                );
                 if res.error.is_none() || res.got_bytes || res.delivered > 0 {
                     stats.reused_connections += u64::from(res.error.is_none());
                     result = Some((res, read.is_done(), s));
@@ -414,7 +439,9 @@ impl DfsClient {
                     Ok(mut s) => {
                         let mut read =
                             BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
-                        let res = read_block_on(&mut s, &req, &mut read, buf, scratch, sink, &dn);
+                        let res = self.read_on(
+                            recv, &mut s, &req, &mut read, buf, scratch, sink, &dn, stats,
+                        );
                         let clean = read.is_done();
                         (res, clean, s)
                     }
@@ -475,6 +502,34 @@ impl DfsClient {
                 }
             }
         }
+    }
+}
+
+impl DfsClient {
+    /// One block read over `s`: io_uring into this thread's pooled buffers, or the blocking
+    /// path (when chosen, or when this thread has no ring).
+    #[allow(clippy::too_many_arguments)]
+    fn read_on(
+        &self,
+        recv: RecvPath,
+        s: &mut std::net::TcpStream,
+        req: &ReadBlockRequest<'_>,
+        read: &mut BlockRead,
+        buf: &mut RecvBuf,
+        scratch: &mut Vec<u8>,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+        dn: &str,
+        stats: &mut ReadStats,
+    ) -> crate::datanode::BlockReadResult {
+        if recv == RecvPath::Uring {
+            if let Some(r) =
+                read_block_uring(s, req, read, scratch, sink, dn, self.cfg.socket_timeout)
+            {
+                stats.uring_reads += 1;
+                return r;
+            }
+        }
+        read_block_on(s, req, read, buf, scratch, sink, dn)
     }
 }
 

@@ -14,9 +14,10 @@
 //!                                         │
 //!                          addr_cache::AddrCache::get / resolve ──> SocketAddr (no parse on a hit)
 //!                                         │
-//!   datanode::PeerCache / connect ──> datanode::read_block_on ──drives──> block_reader::BlockRead
-//!                                         │          (sans-IO OP_READ_BLOCK: response, packets,
-//!                                         │           checksum::DataChecksum CRC32C/CRC32, status)
+//!   datanode::PeerCache / connect ──> receive::read_block_uring ──drives──> block_reader::BlockRead
+//!    (std TcpStream, timeouts)        (io_uring, pooled chunks;   (sans-IO OP_READ_BLOCK: response,
+//!                                      fallback: datanode::        packets parsed in place,
+//!                                      read_block_on, blocking)    checksum::DataChecksum, status)
 //!                                         v
 //!                              verified bytes to the caller's sink; failures mark DeadNodes,
 //!                              checksum errors go to NameNodeClient::report_bad_blocks
@@ -26,8 +27,11 @@
 //!   used by one caller at a time: no reader-thread handoff); everything else through
 //!   `ipc::client` (see [`namenode`]).
 //! - Sans-IO and pure: [`replica`], [`selection`], [`addr_cache`], [`topology`],
-//!   [`block_reader`], [`checksum`], [`file_status`]. I/O: [`datanode`] (std::net to
-//!   DataNodes), [`namenode`] (through `ipc::client`), [`dfs`] (the read loop).
+//!   [`block_reader`], [`checksum`], [`file_status`]. I/O: [`receive`] (block data by
+//!   io_uring into the `ipc` transport's pooled buffers, one ring per reading thread;
+//!   `HOTPATH_IO=epoll` or no io_uring: blocking reads), [`datanode`] (connections, peer
+//!   cache, the blocking receive), [`namenode`] (through `ipc::client`), [`dfs`] (the read
+//!   loop).
 //! - [`measure`] is the `dn-select` measurement shared by `benches/benches/dn_select.rs` and
 //!   the CLI; [`fixtures`] builds realistic NameNode and DataNode messages for tests and benches.
 //! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
@@ -42,7 +46,7 @@
 //! Not done: short-circuit local reads (Java reads local replicas through a Unix socket and
 //! file descriptors; this client always uses TCP), erasure-coded and encrypted files (refused
 //! with [`Error::Unsupported`]), the visible length of a block under construction (reads that
-//! reach into it are refused), io_uring receive for block data.
+//! reach into it are refused).
 
 pub mod addr_cache;
 pub mod block_reader;
@@ -58,6 +62,7 @@ pub mod fixtures;
 mod hash;
 pub mod measure;
 pub mod namenode;
+pub mod receive;
 pub mod replica;
 pub mod selection;
 pub mod topology;

@@ -299,3 +299,70 @@ fn filestatus_bench_runs_against_the_namenode() {
     .expect("paced");
     assert!(p.ops_per_sec < 260.0 && p.ops_per_sec > 50.0, "{p:?}");
 }
+
+#[test]
+fn both_receive_paths_read_identical_bytes_and_reuse_connections() {
+    use hdfs_io::receive::{self, RecvPath};
+    use ipc::transport::BackendChoice;
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = (3u64 << 20) + 4321;
+    let w = write(&mut peer, "/interop/paths/f4", len);
+    let uring_ok = ipc::transport::uring::probe().is_ok();
+    for (io, want) in [
+        (BackendChoice::Uring, RecvPath::Uring),
+        (BackendChoice::Epoll, RecvPath::Blocking),
+    ] {
+        if want == RecvPath::Uring && !uring_ok {
+            eprintln!("io_uring unavailable here: only the blocking path runs");
+            continue;
+        }
+        let c = conf_of(&peer);
+        let mut cfg = DfsConfig::from_conf(&c).expect("dfs config");
+        cfg.io = io;
+        let client = DfsClient::new(
+            NameNodeClient::from_conf(&c).expect("namenode client"),
+            cfg,
+            LocalNode::default(),
+            RackMap::default(),
+            None,
+        );
+        assert_eq!(client.recv_path().expect("path"), want);
+        // on a fresh thread: its own ring and pool
+        let (out, stats, again, rx) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut out = Vec::new();
+                let stats = client
+                    .read("/interop/paths/f4", 0, None, &mut out)
+                    .expect("read");
+                let mut part = Vec::new();
+                let again = client
+                    .read("/interop/paths/f4", 1_000_001, Some(2_000_000), &mut part)
+                    .expect("range read");
+                assert_eq!(part, content::range(1_000_001, 2_000_000));
+                (out, stats, again, receive::thread_stats())
+            })
+            .join()
+            .expect("reader thread")
+        });
+        assert_eq!(sha256_hex(&out), w["sha256"].as_str().expect("sha256"));
+        assert_eq!(stats.blocks, 4);
+        assert_eq!(stats.replica_failures, 0, "{stats:?}");
+        assert!(again.reused_connections >= 1, "{io:?}: {again:?}");
+        match want {
+            RecvPath::Uring => {
+                assert_eq!(stats.uring_reads, 4, "{stats:?}");
+                let rx = rx.expect("the reading thread made a receiver");
+                assert_eq!(rx.reads, 4 + again.uring_reads);
+                assert!(rx.bytes >= len + 2_000_000, "{rx:?}");
+                // 64 KiB packets: only their 6-byte prefixes (and a response's tail) move
+                assert!(rx.moved < 64 * 8, "{rx:?}");
+                assert_eq!((rx.overflows, rx.timeouts), (0, 0), "{rx:?}");
+                eprintln!("io_uring receive: {rx:?}");
+            }
+            RecvPath::Blocking => {
+                assert_eq!(stats.uring_reads, 0, "{stats:?}");
+                assert!(rx.is_none(), "no ring on the blocking path");
+            }
+        }
+    }
+}

@@ -1,0 +1,670 @@
+//! Receiving block data from a DataNode: io_uring into pooled buffers, or blocking `std::net`.
+//!
+//! **io_uring** (the default where the kernel allows it): each reading thread owns one ring
+//! and one [`BufferPool`] (the `ipc` transport's bounded pool of page-aligned fixed-size
+//! chunks, [`CHUNK_SIZE`] × [`CHUNKS`]), both made on the thread's first read and kept for its
+//! life. The pool is registered as io_uring fixed buffers where `RLIMIT_MEMLOCK` allows (root,
+//! or a limit above the pool's size), else it is used unregistered, with one warning per
+//! process. A block read takes one chunk and receives the DataNode's stream into it with
+//! exact framing ([`BlockRead::recv_hint`]): once a packet's 6-byte prefix has arrived, one
+//! receive (`MSG_WAITALL`) brings exactly the rest of that packet plus the next packet's
+//! prefix. So every packet lies whole in the chunk, placed where its length says it fits, and
+//! [`BlockRead::poll`] parses it in place (zerocopy prefix, header view), verifies its CRC32C
+//! chunks from the pooled bytes and hands the caller slices of them: the data is copied once,
+//! into the caller's output. When the next packet does not fit behind the last one, the few
+//! bytes already received of it (its prefix) move to the chunk's start. A packet larger than a
+//! chunk (only with a non-default DataNode packet size) goes through an overflow buffer that
+//! grows at most to the packet cap ([`OVERFLOW_CAP`]) and is kept for the thread's next ones.
+//!
+//! Timeouts: each receive waits at most the socket timeout (`io_uring_enter` with a timeout);
+//! then it is cancelled, its completion reaped (the kernel no longer writes into the chunk),
+//! and the read fails with `TimedOut`. Connects stay blocking with a timeout; the request and
+//! the final status are small blocking writes with `SO_SNDTIMEO`. A read on a thread already
+//! inside a read (the caller's sink reading HDFS again) uses the blocking path.
+//!
+//! **Blocking** ([`datanode::read_block_on`](crate::datanode::read_block_on)): `read` into a
+//! reused heap buffer, several packets per call, a partial packet moved to the front when the
+//! buffer fills. It runs when io_uring is unavailable (the `ipc` transport's probe fails, or
+//! the ring cannot be set up on this thread) or when [`BACKEND_ENV`]`=epoll` (the transport's
+//! switch: `uring` forces io_uring, `epoll` the fallback).
+//!
+//! Either way the connection is a plain [`TcpStream`], so the peer cache holds it between
+//! reads whichever path received on it.
+
+use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest, RecvHint};
+use crate::datanode::BlockReadResult;
+use crate::error::Error;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use ipc::transport::{uring, BackendChoice, BufferPool, ChunkId, PoolConfig, BACKEND_ENV};
+use std::cell::RefCell;
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Bytes per pooled receive chunk: 256 KiB holds three default DataNode packets (64 KiB of
+/// data, 512 B of CRCs and a header each), so the prefix move happens once every three.
+pub const CHUNK_SIZE: usize = 256 * 1024;
+/// Chunks per reading thread. A read holds one; the pool's minimum is two.
+pub const CHUNKS: usize = 2;
+/// Largest packet or response the overflow buffer grows to hold (the packet decoder's cap,
+/// 16 MiB, plus room for the prefix and header).
+pub const OVERFLOW_CAP: usize = 17 << 20;
+/// A receive whose length is not known exactly asks for at least this much.
+const SMALL_RECV: usize = 64;
+
+/// `IORING_RECVSEND_FIXED_BUF` (kernel uapi; the crate keeps it private): the receive uses
+/// the registered buffer named by `buf_index`.
+const IORING_RECVSEND_FIXED_BUF: u16 = 1 << 2;
+
+const UD_RECV: u64 = 1;
+const UD_CANCEL: u64 = 2;
+
+/// How block data is received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvPath {
+    /// io_uring into pooled buffers.
+    Uring,
+    /// Blocking `std::net` reads (io_uring unavailable or `HOTPATH_IO=epoll`).
+    Blocking,
+}
+
+impl RecvPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvPath::Uring => "io_uring",
+            RecvPath::Blocking => "blocking",
+        }
+    }
+}
+
+static PROBE: OnceLock<Result<String, String>> = OnceLock::new();
+static BAD_ENV_WARNED: AtomicBool = AtomicBool::new(false);
+static RING_WARNED: AtomicBool = AtomicBool::new(false);
+static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The `ipc` transport's io_uring probe, run once per process.
+fn probe() -> &'static Result<String, String> {
+    PROBE.get_or_init(uring::probe)
+}
+
+/// Decides the receive path the way the `ipc` transport decides its backend: `choice`, then
+/// [`BACKEND_ENV`] when `choice` is `Auto`, then the io_uring probe. A forced io_uring that
+/// the probe refuses is an error; an unreadable `HOTPATH_IO` is warned about once and ignored.
+pub fn choose(choice: BackendChoice) -> Result<RecvPath, Error> {
+    let choice = match choice {
+        BackendChoice::Auto => match std::env::var(BACKEND_ENV) {
+            Ok(v) => BackendChoice::parse(&v).unwrap_or_else(|| {
+                if !BAD_ENV_WARNED.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("{BACKEND_ENV}={v:?}: expected `uring` or `epoll`; ignored");
+                }
+                BackendChoice::Auto
+            }),
+            Err(_) => BackendChoice::Auto,
+        },
+        c => c,
+    };
+    match choice {
+        BackendChoice::Epoll => Ok(RecvPath::Blocking),
+        BackendChoice::Uring => match probe() {
+            Ok(_) => Ok(RecvPath::Uring),
+            Err(why) => Err(Error::io(
+                "io_uring receive was requested",
+                io::Error::new(io::ErrorKind::Unsupported, why.clone()),
+            )),
+        },
+        BackendChoice::Auto => match probe() {
+            Ok(desc) => {
+                tracing::debug!("hdfs block reads: io_uring receive ({desc})");
+                Ok(RecvPath::Uring)
+            }
+            Err(why) => {
+                tracing::info!("hdfs block reads: blocking receive (io_uring unavailable: {why})");
+                Ok(RecvPath::Blocking)
+            }
+        },
+    }
+}
+
+/// Counters of this thread's io_uring receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecvStats {
+    /// Block reads received through io_uring on this thread.
+    pub reads: u64,
+    /// Receive operations submitted.
+    pub recvs: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Bytes moved inside the buffers to keep a packet whole (prefixes, a response's tail).
+    pub moved: u64,
+    /// Packets or responses that needed the overflow buffer (larger than a chunk).
+    pub overflows: u64,
+    /// Receives that timed out (and were cancelled).
+    pub timeouts: u64,
+    /// The pool is registered as fixed buffers.
+    pub registered: bool,
+    /// Registered receives use `IORING_OP_READ_FIXED` (the kernel refused fixed-buffer `RECV`).
+    pub read_fixed: bool,
+}
+
+/// This thread's receiver counters, if it has made one.
+pub fn thread_stats() -> Option<RecvStats> {
+    RX.with(|c| match c.try_borrow() {
+        Ok(r) => match &*r {
+            Some(Some(rx)) => Some(rx.stats),
+            _ => None,
+        },
+        Err(_) => None,
+    })
+}
+
+thread_local! {
+    /// `None`: not tried yet; `Some(None)`: the ring could not be set up on this thread.
+    static RX: RefCell<Option<Option<Receiver>>> = const { RefCell::new(None) };
+}
+
+/// How registered receives are issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FixedMode {
+    /// Not registered: plain `RECV` into the chunk's user memory.
+    No,
+    /// `RECV` with `IORING_RECVSEND_FIXED_BUF` (buffer index = chunk index), not yet confirmed.
+    RecvTry,
+    /// `RECV` with the fixed buffer works here.
+    Recv,
+    /// The kernel refused fixed-buffer `RECV`: `READ_FIXED` (no `MSG_WAITALL`; short reads
+    /// are asked again).
+    ReadFixed,
+}
+
+/// Where the pending bytes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Region {
+    Chunk,
+    Overflow,
+}
+
+/// One thread's ring and pool. Field order matters: the ring (and its registration of the
+/// pool) is dropped before the pool is unmapped.
+struct Receiver {
+    ring: IoUring,
+    pool: BufferPool,
+    fixed: FixedMode,
+    overflow: Vec<u8>,
+    stats: RecvStats,
+}
+
+fn build_ring(entries: u32) -> io::Result<IoUring> {
+    type Setup = fn(&mut io_uring::Builder);
+    let attempts: [Setup; 3] = [
+        |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        },
+        |b| {
+            b.setup_coop_taskrun();
+        },
+        |_| {},
+    ];
+    let mut last = io::Error::from_raw_os_error(libc::EINVAL);
+    for set in attempts {
+        let mut b = IoUring::builder();
+        set(&mut b);
+        match b.build(entries) {
+            Ok(r) => return Ok(r),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+impl Receiver {
+    fn new(register: bool) -> Result<Receiver, String> {
+        let ring = build_ring(8).map_err(|e| format!("io_uring_setup: {e}"))?;
+        let mut pool = BufferPool::new(&PoolConfig {
+            chunk_size: CHUNK_SIZE,
+            chunks: CHUNKS,
+            per_conn_chunks: CHUNKS,
+            register,
+        })
+        .map_err(|e| e.to_string())?;
+        let mut stats = RecvStats::default();
+        let mut fixed = FixedMode::No;
+        if register {
+            // the chunks' addresses, by index (the fixed-buffer index is the chunk index)
+            let ids: Vec<ChunkId> = (0..CHUNKS).filter_map(|_| pool.try_acquire()).collect();
+            let mut iov: Vec<libc::iovec> = ids
+                .iter()
+                .map(|&id| libc::iovec {
+                    iov_base: pool.slice_mut(id, 0, CHUNK_SIZE).as_mut_ptr().cast(),
+                    iov_len: CHUNK_SIZE,
+                })
+                .collect();
+            let mut order: Vec<(u32, usize)> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.index(), i))
+                .collect();
+            order.sort_unstable();
+            iov = order.iter().map(|&(_, i)| iov[i]).collect();
+            for id in ids {
+                pool.release(id);
+            }
+            // SAFETY: the iovecs describe the pool's mapping, which lives in this Receiver and
+            // is dropped after `ring` (field order), so it outlives the registration.
+            match unsafe { ring.submitter().register_buffers(&iov) } {
+                Ok(()) => {
+                    fixed = FixedMode::RecvTry;
+                    stats.registered = true;
+                }
+                Err(e) => {
+                    if !REGISTER_WARNED.swap(true, Ordering::Relaxed) {
+                        let why = match e.raw_os_error() {
+                            Some(libc::ENOMEM) | Some(libc::EPERM) => {
+                                " (RLIMIT_MEMLOCK too low: raise it, e.g. LimitMEMLOCK= in the systemd unit)"
+                            }
+                            _ => "",
+                        };
+                        tracing::warn!(
+                            "hdfs block reads: registering the {} byte receive pool as io_uring fixed buffers failed: {e}{why}; using unregistered buffers",
+                            pool.bytes()
+                        );
+                    }
+                }
+            }
+        }
+        Ok(Receiver {
+            ring,
+            pool,
+            fixed,
+            overflow: Vec::new(),
+            stats,
+        })
+    }
+}
+
+/// Runs `f` with this thread's receiver, making it on first use. `None` when the ring cannot
+/// be set up here (warned once per process) or when this thread is already inside a read.
+fn with_receiver<R>(f: impl FnOnce(&mut Receiver) -> R) -> Option<R> {
+    RX.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            *slot = Some(match Receiver::new(true) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    if !RING_WARNED.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            "hdfs block reads: io_uring receiver unavailable on this thread ({e}); using blocking reads"
+                        );
+                    }
+                    None
+                }
+            });
+        }
+        slot.as_mut()?.as_mut().map(f)
+    })
+}
+
+/// Sends the request on `s` and drives `read` to the end over this thread's io_uring
+/// receiver, handing verified bytes to `sink`; `None` when this thread has no receiver (the
+/// caller then uses the blocking path). On success the status is sent and the connection is
+/// ready for another op.
+#[allow(clippy::too_many_arguments)]
+pub fn read_block_uring(
+    s: &mut TcpStream,
+    req: &ReadBlockRequest<'_>,
+    read: &mut BlockRead,
+    scratch: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    datanode: &str,
+    timeout: Duration,
+) -> Option<BlockReadResult> {
+    with_receiver(|rx| {
+        rx.stats.reads += 1;
+        let Some(chunk) = rx.pool.try_acquire() else {
+            // one chunk per read and one read per thread at a time: cannot happen
+            return BlockReadResult {
+                delivered: 0,
+                error: Some(Error::io(
+                    format!("receiving from DataNode {datanode}"),
+                    io::Error::new(io::ErrorKind::OutOfMemory, "receive pool exhausted"),
+                )),
+                got_bytes: false,
+            };
+        };
+        let r = drive(rx, chunk, s, req, read, scratch, sink, datanode, timeout);
+        rx.pool.release(chunk);
+        r
+    })
+}
+
+/// The received-but-unconsumed window `[start, end)` of the current region.
+struct Window {
+    region: Region,
+    start: usize,
+    end: usize,
+}
+
+impl Receiver {
+    fn bytes(&self, chunk: ChunkId, w: &Window) -> &[u8] {
+        match w.region {
+            Region::Chunk => self.pool.slice(chunk, w.start, w.end),
+            Region::Overflow => &self.overflow[w.start..w.end],
+        }
+    }
+
+    /// Makes room for `need` more bytes behind the pending ones, keeping them contiguous:
+    /// in place if they fit, else at the start of the chunk (moving the pending bytes), else
+    /// in the overflow buffer (grown up to [`OVERFLOW_CAP`]).
+    fn place(&mut self, chunk: ChunkId, w: &mut Window, need: usize) -> io::Result<()> {
+        let pend = w.end - w.start;
+        if w.region == Region::Chunk && w.end + need <= CHUNK_SIZE {
+            return Ok(());
+        }
+        if pend + need <= CHUNK_SIZE {
+            match w.region {
+                Region::Chunk => {
+                    let b = self.pool.slice_mut(chunk, 0, CHUNK_SIZE);
+                    b.copy_within(w.start..w.end, 0);
+                }
+                Region::Overflow => {
+                    let src = &self.overflow[w.start..w.end];
+                    self.pool.slice_mut(chunk, 0, pend).copy_from_slice(src);
+                }
+            }
+            self.stats.moved += pend as u64;
+            *w = Window {
+                region: Region::Chunk,
+                start: 0,
+                end: pend,
+            };
+            return Ok(());
+        }
+        if pend + need > OVERFLOW_CAP {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a packet of {} bytes exceeds the receive cap of {OVERFLOW_CAP}",
+                    pend + need
+                ),
+            ));
+        }
+        if w.region == Region::Overflow && w.end + need <= self.overflow.len() {
+            return Ok(());
+        }
+        self.stats.overflows += 1;
+        if self.overflow.len() < pend + need {
+            // capped above: at most OVERFLOW_CAP, whatever the peer announces
+            self.overflow.resize(pend + need, 0);
+        }
+        match w.region {
+            Region::Chunk => {
+                let src = self.pool.slice(chunk, w.start, w.end);
+                self.overflow[..pend].copy_from_slice(src);
+            }
+            Region::Overflow => self.overflow.copy_within(w.start..w.end, 0),
+        }
+        self.stats.moved += pend as u64;
+        *w = Window {
+            region: Region::Overflow,
+            start: 0,
+            end: pend,
+        };
+        Ok(())
+    }
+
+    /// One receive of `len` bytes at the end of the window (all of them with `waitall`, else
+    /// at least one), waiting at most `timeout`. `Ok(0)` is end of stream.
+    fn recv(
+        &mut self,
+        fd: i32,
+        chunk: ChunkId,
+        w: &Window,
+        len: usize,
+        waitall: bool,
+        timeout: Duration,
+    ) -> io::Result<usize> {
+        let flags = if waitall { libc::MSG_WAITALL } else { 0 };
+        loop {
+            let fixed = if w.region == Region::Chunk {
+                self.fixed
+            } else {
+                FixedMode::No
+            };
+            let ptr = match w.region {
+                Region::Chunk => self.pool.slice_mut(chunk, w.end, w.end + len).as_mut_ptr(),
+                Region::Overflow => self.overflow[w.end..w.end + len].as_mut_ptr(),
+            };
+            let sqe = match fixed {
+                FixedMode::No => opcode::Recv::new(types::Fd(fd), ptr, len as u32)
+                    .flags(flags)
+                    .build(),
+                FixedMode::RecvTry | FixedMode::Recv => {
+                    // buf_group shares the SQE field with buf_index: the fixed buffer's index
+                    opcode::Recv::new(types::Fd(fd), ptr, len as u32)
+                        .flags(flags)
+                        .ioprio(IORING_RECVSEND_FIXED_BUF)
+                        .buf_group(chunk.index() as u16)
+                        .build()
+                }
+                FixedMode::ReadFixed => {
+                    opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, chunk.index() as u16)
+                        .offset(0) // a socket has no position
+                        .build()
+                }
+            };
+            let res = self.submit_one(sqe.user_data(UD_RECV), timeout)?;
+            self.stats.recvs += 1;
+            if res == -libc::EINVAL && fixed == FixedMode::RecvTry {
+                tracing::debug!("io_uring RECV with a fixed buffer refused; using READ_FIXED");
+                self.fixed = FixedMode::ReadFixed;
+                self.stats.read_fixed = true;
+                continue;
+            }
+            if fixed == FixedMode::RecvTry && res >= 0 {
+                self.fixed = FixedMode::Recv;
+            }
+            if res == -libc::EINTR || res == -libc::EAGAIN {
+                continue;
+            }
+            if res < 0 {
+                return Err(io::Error::from_raw_os_error(-res));
+            }
+            self.stats.bytes += res as u64;
+            return Ok(res as usize);
+        }
+    }
+
+    /// Submits `sqe` and waits for its completion, at most `timeout`; on timeout the operation
+    /// is cancelled and both completions are reaped before returning `TimedOut`, so the kernel
+    /// no longer writes into the buffer.
+    fn submit_one(&mut self, sqe: squeue::Entry, timeout: Duration) -> io::Result<i32> {
+        // SAFETY: the SQE's buffer (a chunk of the pool or the overflow Vec, both owned by
+        // `self`) stays valid and unaliased until its completion is reaped below: this function
+        // does not return before that (on timeout it cancels and waits for the completion).
+        unsafe { self.ring.submission().push(&sqe) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(res) = self.reap(UD_RECV) {
+                return Ok(res);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => {
+                    // the operation may be in flight: cancel it and reap before returning
+                    self.cancel_and_reap();
+                    return Err(e);
+                }
+            }
+        }
+        self.stats.timeouts += 1;
+        self.cancel_and_reap();
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no data for {} ms", timeout.as_millis()),
+        ))
+    }
+
+    /// The result of the completion tagged `ud`, if it has arrived (other completions — a
+    /// cancel's — are dropped).
+    fn reap(&mut self, ud: u64) -> Option<i32> {
+        let mut found = None;
+        for cqe in self.ring.completion() {
+            let c: cqueue::Entry = cqe;
+            if c.user_data() == ud {
+                found = Some(c.result());
+            }
+        }
+        found
+    }
+
+    fn cancel_and_reap(&mut self) {
+        let c = opcode::AsyncCancel::new(UD_RECV)
+            .build()
+            .user_data(UD_CANCEL);
+        // SAFETY: a cancel carries no buffer.
+        if unsafe { self.ring.submission().push(&c) }.is_err() {
+            let _ = self.ring.submit();
+            // SAFETY: as above; the queue was just flushed.
+            let _ = unsafe { self.ring.submission().push(&c) };
+        }
+        // the cancelled operation completes promptly (-ECANCELED, or its result if it won)
+        loop {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(_) => return,
+            }
+            if self.reap(UD_RECV).is_some() {
+                return;
+            }
+        }
+    }
+}
+
+/// The read itself (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    rx: &mut Receiver,
+    chunk: ChunkId,
+    s: &mut TcpStream,
+    req: &ReadBlockRequest<'_>,
+    read: &mut BlockRead,
+    scratch: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    datanode: &str,
+    timeout: Duration,
+) -> BlockReadResult {
+    let mut got_bytes = false;
+    let io_err = |what: &str, e: io::Error| Error::io(format!("{what} DataNode {datanode}"), e);
+    let fail = |read: &BlockRead, error: Error, got_bytes: bool| BlockReadResult {
+        delivered: read.delivered(),
+        error: Some(error),
+        got_bytes,
+    };
+    scratch.clear();
+    encode_read_block(req, scratch);
+    if let Err(e) = s.write_all(scratch) {
+        return fail(read, io_err("sending OP_READ_BLOCK to", e), got_bytes);
+    }
+    let fd = s.as_raw_fd();
+    let mut w = Window {
+        region: Region::Chunk,
+        start: 0,
+        end: 0,
+    };
+    enum Step {
+        Recv(RecvHint),
+        Consumed(usize),
+        Done,
+        Failed(Error),
+    }
+    loop {
+        let step = {
+            let pending = rx.bytes(chunk, &w);
+            match read.poll(pending) {
+                Ok(Event::NeedMore(n)) => Step::Recv(read.recv_hint(pending, n)),
+                Ok(Event::Data { data, consumed }) => {
+                    if !data.is_empty() {
+                        if let Err(e) = sink(data) {
+                            return BlockReadResult {
+                                delivered: read.delivered() - data.len() as u64,
+                                error: Some(Error::io("writing the data read", e)),
+                                got_bytes,
+                            };
+                        }
+                    }
+                    Step::Consumed(consumed)
+                }
+                Ok(Event::Done { consumed }) => {
+                    w.start += consumed;
+                    Step::Done
+                }
+                Err(e) => Step::Failed(e),
+            }
+        };
+        match step {
+            Step::Consumed(c) => {
+                w.start += c;
+                if w.start == w.end {
+                    w.start = 0;
+                    w.end = 0;
+                }
+            }
+            Step::Failed(e) => return fail(read, e, got_bytes),
+            Step::Done => {
+                let st = read.status_bytes();
+                let error = s
+                    .write_all(&st)
+                    .err()
+                    .map(|e| io_err("sending the read status to", e));
+                return BlockReadResult {
+                    delivered: read.delivered(),
+                    error,
+                    got_bytes,
+                };
+            }
+            Step::Recv(hint) => {
+                let (len, waitall) = match hint {
+                    RecvHint::Exact(n) => (n, true),
+                    RecvHint::AtLeast(n) => (n.max(SMALL_RECV), false),
+                };
+                if let Err(e) = rx.place(chunk, &mut w, len) {
+                    return fail(read, io_err("receiving from", e), got_bytes);
+                }
+                // a READ_FIXED may return short; the state machine asks again for the rest
+                match rx.recv(fd, chunk, &w, len, waitall, timeout) {
+                    Ok(0) => {
+                        let e = Error::Truncated {
+                            block: read.block().clone(),
+                            datanode: datanode.to_string(),
+                            received: read.delivered(),
+                            expected: read.delivered() + read.remaining(),
+                        };
+                        return fail(read, e, got_bytes);
+                    }
+                    Ok(k) => {
+                        got_bytes = true;
+                        w.end += k;
+                    }
+                    Err(e) => return fail(read, io_err("reading from", e), got_bytes),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
