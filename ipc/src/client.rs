@@ -1,18 +1,29 @@
 //! A blocking IPC v9 client over `std::net`: one TCP connection carries many pipelined calls,
 //! matched by callId.
 //!
-//! How it fits together: [`Client`] owns the current [`Conn`] (a socket, the table of pending
-//! calls, and a reader thread). [`Client::start_call`] encodes the call frame, registers a slot
-//! under a fresh callId and writes the frame; [`PendingCall::wait`] blocks until the reader
-//! thread delivers the response for that callId, or the call's timeout passes. Any number of
-//! threads may call through one `Client` at once, and one thread may have many calls in flight.
+//! How it fits together: [`Client`] owns the current `Conn` (a socket, the table of pending
+//! calls, and a reader thread). [`Client::start_call`] takes a call slot, registers it under a
+//! fresh callId, encodes the call frame and writes it; [`PendingCall::wait`] blocks until the
+//! reader thread delivers the response for that callId, or the call's timeout passes. Any number
+//! of threads may call through one `Client` at once, and one thread may have many calls in
+//! flight.
 //!
 //! - **Why blocking threads, not the io_uring backend:** a client holds one connection (or a
 //!   few), where a ring buys nothing over a blocked `read`; the server is where thousands of
 //!   connections share a core. A plain client also works in tests and benchmarks without a ring
-//!   thread, and behaves the same whichever backend the server runs. Responses are read into
-//!   buffers that are recycled when the [`Response`] is dropped, so a benchmark fetching 10 MB
-//!   responses does not fault in fresh memory per call.
+//!   thread, and behaves the same whichever backend the server runs.
+//! - **No allocation per call in the steady state:** each connection keeps a request-frame
+//!   buffer (encoded into under the write lock, kept up to [`ClientConfig::keep_frame_buffer`]),
+//!   a free list of call slots and a pending table sized for [`ClientConfig::call_slots`] calls
+//!   in flight; the reader thread reads through one 64 KiB buffer (several small responses per
+//!   `read`) into response buffers that are recycled when the [`Response`] is dropped (up to
+//!   [`ClientConfig::recycled_buffers`] of them), so a benchmark fetching 10 MB responses does
+//!   not fault in fresh memory per call either. `ipc/tests/client_alloc.rs` counts it: zero
+//!   allocations on the calling thread and on the reader thread per call after warm-up, as long
+//!   as responses are dropped before more than `recycled_buffers` are held. Errors (remote
+//!   exceptions, timeouts) still allocate their messages.
+//! - **Reader thread placement:** named [`ClientConfig::reader_thread_name`] (`hp-ipc-client`),
+//!   optionally pinned to [`ClientConfig::reader_cpu`].
 //! - **Timeouts:** per call ([`ClientConfig::call_timeout`] or [`Client::call_timeout`]). A call
 //!   that times out is forgotten; a late response for it is discarded.
 //! - **Reconnect with backoff:** when the connection breaks, pending calls fail with
@@ -41,7 +52,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
@@ -78,6 +89,18 @@ pub struct ClientConfig {
     /// Where the highest stateId seen is kept. `None` (the default): a cell of this client's
     /// own. `Some(cell)`: a cell shared with every other client given a clone of it.
     pub state_id: Option<StateIdCell>,
+    /// Calls in flight a connection is prepared for: call slots and pending-table room made
+    /// when it opens, and the most idle slots kept. Up to this many calls in flight allocate
+    /// nothing; more work, their slots are allocated and freed.
+    pub call_slots: usize,
+    /// Longest request-frame buffer kept between calls (bytes). A longer request is encoded
+    /// into a buffer freed after its write.
+    pub keep_frame_buffer: usize,
+    /// Name of the connection's reader thread (Linux shows 15 bytes).
+    pub reader_thread_name: String,
+    /// CPU to pin the reader thread to (checked with `hw::pin_current_thread`; a refused CPU
+    /// fails the connect with [`ClientError::ReaderThread`]). `None`: not pinned.
+    pub reader_cpu: Option<u32>,
 }
 
 impl Default for ClientConfig {
@@ -94,6 +117,10 @@ impl Default for ClientConfig {
             max_connect_attempts: 10,
             recycled_buffers: 4,
             state_id: None,
+            call_slots: 64,
+            keep_frame_buffer: 1 << 20,
+            reader_thread_name: "hp-ipc-client".into(),
+            reader_cpu: None,
         }
     }
 }
@@ -169,6 +196,9 @@ pub enum ClientError {
     /// The server sent bytes that are not a valid response.
     #[error("malformed response: {0}")]
     Protocol(String),
+    /// The connection's reader thread could not be started or pinned (not retried).
+    #[error("reader thread: {0}")]
+    ReaderThread(String),
     /// The request could not be encoded.
     #[error("encoding the request failed: {0}")]
     Encode(#[from] crate::error::EncodeError),
@@ -264,22 +294,119 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 type Outcome = Result<Response, ClientError>;
 
 /// Where the reader thread leaves a call's outcome.
+///
+/// Slots are reused (see [`CallTable`]): whoever removes a slot from the table of pending calls
+/// (the reader for a response, [`Conn::fail`], or the caller giving up at its timeout) is the
+/// one that delivers into it, so once the caller has taken an outcome nobody writes to the slot
+/// again and it can go back to the free list even while a deliverer still holds a reference.
 struct Slot {
     outcome: Mutex<Option<Outcome>>,
     ready: Condvar,
 }
 
 impl Slot {
+    fn new() -> Arc<Slot> {
+        Arc::new(Slot {
+            outcome: Mutex::new(None),
+            ready: Condvar::new(),
+        })
+    }
+
     fn deliver(&self, o: Outcome) {
         *lock(&self.outcome) = Some(o);
         self.ready.notify_all();
     }
 }
 
+/// A `BuildHasher` for callIds: they are sequential, so one multiply spreads them over the
+/// table (SipHash's DoS resistance buys nothing for ids we choose ourselves).
+#[derive(Clone, Copy, Default)]
+struct CallIdHash;
+
+struct CallIdHasher(u64);
+
+impl BuildHasher for CallIdHash {
+    type Hasher = CallIdHasher;
+    fn build_hasher(&self) -> CallIdHasher {
+        CallIdHasher(0)
+    }
+}
+
+impl Hasher for CallIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_i32(&mut self, i: i32) {
+        self.0 = (u64::from(i as u32) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The pending calls of one connection and the free call slots.
+///
+/// Both are sized when the connection opens ([`ClientConfig::call_slots`]), so a call takes a
+/// slot and a table entry without allocating while no more than that many are in flight.
+struct CallTable {
+    pending: HashMap<i32, Arc<Slot>, CallIdHash>,
+    free: Vec<Arc<Slot>>,
+    /// Most free slots kept.
+    keep: usize,
+}
+
+impl CallTable {
+    fn new(slots: usize) -> Self {
+        let mut free = Vec::with_capacity(slots);
+        free.extend((0..slots).map(|_| Slot::new()));
+        Self {
+            pending: HashMap::with_capacity_and_hasher(slots, CallIdHash),
+            free,
+            keep: slots,
+        }
+    }
+
+    /// Puts a slot whose outcome has been taken back on the free list.
+    fn recycle(&mut self, slot: Arc<Slot>) {
+        if self.free.len() < self.keep {
+            self.free.push(slot);
+        }
+    }
+}
+
+/// The sending half: the socket and the buffer call frames are encoded into.
+struct Writer {
+    stream: TcpStream,
+    frame: Vec<u8>,
+    /// Longest frame buffer kept after a write.
+    keep: usize,
+}
+
+impl Writer {
+    /// Encodes one frame with `encode` into the reused buffer and writes it.
+    fn send(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<usize, crate::error::EncodeError>,
+    ) -> Result<Result<(), io::Error>, crate::error::EncodeError> {
+        self.frame.clear();
+        let encoded = encode(&mut self.frame);
+        let written = match encoded {
+            Ok(_) => Ok(self.stream.write_all(&self.frame)),
+            Err(e) => Err(e),
+        };
+        if self.frame.capacity() > self.keep {
+            self.frame = Vec::new();
+        }
+        written
+    }
+}
+
 /// One TCP connection with its pending calls.
 struct Conn {
-    writer: Mutex<TcpStream>,
-    pending: Mutex<HashMap<i32, Arc<Slot>>>,
+    writer: Mutex<Writer>,
+    table: Mutex<CallTable>,
     broken: AtomicBool,
     why: Mutex<String>,
 }
@@ -297,8 +424,8 @@ impl Conn {
             *w = why.to_string();
             self.broken.store(true, Ordering::Release);
         }
-        let _ = lock(&self.writer).shutdown(Shutdown::Both);
-        let pending: Vec<_> = lock(&self.pending).drain().collect();
+        let _ = lock(&self.writer).stream.shutdown(Shutdown::Both);
+        let pending: Vec<_> = lock(&self.table).pending.drain().collect();
         for (_, slot) in pending {
             slot.deliver(Err(ClientError::ConnectionLost(why.to_string())));
         }
@@ -322,16 +449,33 @@ struct Inner {
     recycler: Arc<Recycler>,
 }
 
-/// A pipelining IPC client. Cheap to clone (clones share the connection).
+impl Drop for Inner {
+    /// The last clone of a client closes its connection (the reader thread sees it and ends).
+    fn drop(&mut self) {
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(c) = conn {
+            c.fail("client dropped");
+        }
+    }
+}
+
+/// A pipelining IPC client. Cheap to clone (clones share the connection); dropping the last
+/// clone closes it.
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
 }
 
-/// A call in flight.
+/// A call in flight. Dropping it without [`PendingCall::wait`] abandons the call (a late
+/// response is discarded).
 pub struct PendingCall {
     call_id: i32,
-    slot: Arc<Slot>,
+    /// `None` once the outcome has been taken (the slot went back to the free list).
+    slot: Option<Arc<Slot>>,
     conn: Weak<Conn>,
     deadline: Instant,
     timeout: Duration,
@@ -344,33 +488,88 @@ impl PendingCall {
     }
 
     /// Waits for the response or the call's timeout.
-    pub fn wait(self) -> Outcome {
-        let mut g = lock(&self.slot.outcome);
+    pub fn wait(mut self) -> Outcome {
+        let slot = self
+            .slot
+            .take()
+            .expect("a PendingCall holds its slot until it is waited for");
+        let (outcome, reusable) = self.wait_slot(&slot);
+        if reusable {
+            self.recycle(slot);
+        }
+        outcome
+    }
+
+    /// The outcome, and whether the slot is free of any later delivery.
+    fn wait_slot(&self, slot: &Slot) -> (Outcome, bool) {
+        let mut g = lock(&slot.outcome);
         loop {
             if let Some(o) = g.take() {
-                return o;
+                return (o, true);
             }
             let now = Instant::now();
             if now >= self.deadline {
                 drop(g);
-                if let Some(c) = self.conn.upgrade() {
-                    lock(&c.pending).remove(&self.call_id);
-                }
-                // The reader may have delivered between the timeout and the removal.
-                if let Some(o) = lock(&self.slot.outcome).take() {
-                    return o;
-                }
-                return Err(ClientError::Timeout {
+                let timeout = ClientError::Timeout {
                     call_id: self.call_id,
                     timeout: self.timeout,
-                });
+                };
+                if self.unregister() {
+                    return (Err(timeout), true);
+                }
+                // The reader (or a failing connection) took the call out of the table just
+                // now and is delivering its outcome; wait for it (boundedly, in case the
+                // deliverer died, when the slot is not reused).
+                let grace = Instant::now() + DELIVERY_GRACE;
+                let mut g = lock(&slot.outcome);
+                loop {
+                    if let Some(o) = g.take() {
+                        return (o, true);
+                    }
+                    let now = Instant::now();
+                    if now >= grace {
+                        return (Err(timeout), false);
+                    }
+                    g = slot
+                        .ready
+                        .wait_timeout(g, grace - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
             }
-            g = self
-                .slot
+            g = slot
                 .ready
                 .wait_timeout(g, self.deadline - now)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
+        }
+    }
+
+    /// Takes this call out of the table; `false` if someone else already did (and so is
+    /// delivering its outcome).
+    fn unregister(&self) -> bool {
+        self.conn
+            .upgrade()
+            .is_some_and(|c| lock(&c.table).pending.remove(&self.call_id).is_some())
+    }
+
+    /// Returns a slot whose outcome has been taken (or that was never delivered into) to the
+    /// free list.
+    fn recycle(&self, slot: Arc<Slot>) {
+        if let Some(c) = self.conn.upgrade() {
+            lock(&c.table).recycle(slot);
+        }
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        // Abandoned without waiting: if the call is still pending, take it out (nobody will
+        // deliver into the slot then) and reuse the slot.
+        if let Some(slot) = self.slot.take() {
+            if self.unregister() {
+                self.recycle(slot);
+            }
         }
     }
 }
@@ -410,7 +609,7 @@ impl Client {
                     next_attempt: None,
                 }),
                 recycler: Arc::new(Recycler {
-                    free: Mutex::new(Vec::new()),
+                    free: Mutex::new(Vec::with_capacity(keep)),
                     keep,
                 }),
             }),
@@ -483,9 +682,29 @@ impl Client {
     ) -> Result<PendingCall, ClientError> {
         let conn = self.conn()?;
         let call_id = self.inner.next_call_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let state = self.last_state_id();
+        let slot = {
+            // Checked under the lock: `fail` marks the connection broken before it drains the
+            // table, so a slot inserted here is either drained by it or refused here.
+            let mut table = lock(&conn.table);
+            if conn.broken.load(Ordering::Acquire) {
+                drop(table);
+                return Err(ClientError::ConnectionLost(lock(&conn.why).clone()));
+            }
+            let slot = table.free.pop().unwrap_or_else(Slot::new);
+            table.pending.insert(call_id, slot.clone());
+            slot
+        };
+        let call = PendingCall {
+            call_id,
+            slot: Some(slot),
+            conn: Arc::downgrade(&conn),
+            deadline: Instant::now() + timeout,
+            timeout,
+        };
+        // Read after registering: a response raising the stateId before this point is
+        // reflected in the header.
         let header = RpcRequestHeader {
-            state_id: state,
+            state_id: self.last_state_id(),
             ..RpcRequestHeader::call(call_id, &self.inner.client_id, 0)
         };
         let rh = RequestHeader {
@@ -493,40 +712,23 @@ impl Client {
             declaring_class_protocol_name: protocol,
             client_protocol_version: version,
         };
-        let mut frame = Vec::with_capacity(64 + method.len() + protocol.len() + request.len());
-        encode::call_frame(&mut frame, &header, &rh, request)?;
-        let slot = Arc::new(Slot {
-            outcome: Mutex::new(None),
-            ready: Condvar::new(),
-        });
-        {
-            // Checked under the lock: `fail` marks the connection broken before it drains the
-            // table, so a slot inserted here is either drained by it or refused here.
-            let mut pending = lock(&conn.pending);
-            if conn.broken.load(Ordering::Acquire) {
-                return Err(ClientError::ConnectionLost(lock(&conn.why).clone()));
+        let sent = lock(&conn.writer).send(|f| encode::call_frame(f, &header, &rh, request));
+        match sent {
+            // Dropping `call` takes it out of the table again.
+            Err(e) => Err(e.into()),
+            Ok(Err(e)) => {
+                conn.fail(&format!("write failed: {e}"));
+                Ok(call)
             }
-            pending.insert(call_id, slot.clone());
+            Ok(Ok(())) => Ok(call),
         }
-        let written = lock(&conn.writer).write_all(&frame);
-        if let Err(e) = written {
-            conn.fail(&format!("write failed: {e}"));
-        }
-        Ok(PendingCall {
-            call_id,
-            slot,
-            conn: Arc::downgrade(&conn),
-            deadline: Instant::now() + timeout,
-            timeout,
-        })
     }
 
     /// Sends a ping frame (callId −4); the server answers nothing.
     pub fn ping(&self) -> Result<(), ClientError> {
         let conn = self.conn()?;
-        let mut frame = Vec::with_capacity(32);
-        encode::ping_frame(&mut frame, &self.inner.client_id)?;
-        let r = lock(&conn.writer).write_all(&frame);
+        let client_id = &self.inner.client_id;
+        let r = lock(&conn.writer).send(|f| encode::ping_frame(f, client_id))?;
         r.map_err(|e| {
             conn.fail(&format!("write failed: {e}"));
             ClientError::ConnectionLost(e.to_string())
@@ -566,7 +768,8 @@ impl Client {
                     *guard = Some(c.clone());
                     return Ok(c);
                 }
-                Err(e) => {
+                Err(Opened::Thread(e)) => return Err(e),
+                Err(Opened::Io(e)) => {
                     last = e.to_string();
                     let mut b = lock(&self.inner.backoff);
                     b.failures += 1;
@@ -588,7 +791,7 @@ impl Client {
         })
     }
 
-    fn open(&self) -> io::Result<Arc<Conn>> {
+    fn open(&self) -> Result<Arc<Conn>, Opened> {
         let cfg = &self.inner.cfg;
         let mut s = TcpStream::connect_timeout(&self.inner.addr, cfg.connect_timeout)?;
         s.set_nodelay(true)?;
@@ -602,23 +805,72 @@ impl Client {
         encode::connection_context_frame(&mut hello, &self.inner.client_id, &ctx)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         s.write_all(&hello)?;
-        let reader = s.try_clone()?;
+        let reader = BufReader::with_capacity(READ_BUFFER, s.try_clone()?);
         let conn = Arc::new(Conn {
-            writer: Mutex::new(s),
-            pending: Mutex::new(HashMap::new()),
+            writer: Mutex::new(Writer {
+                stream: s,
+                frame: Vec::with_capacity(FRAME_BUFFER),
+                keep: cfg.keep_frame_buffer.max(FRAME_BUFFER),
+            }),
+            table: Mutex::new(CallTable::new(cfg.call_slots)),
             broken: AtomicBool::new(false),
             why: Mutex::new(String::new()),
         });
         let (c, inner) = (conn.clone(), Arc::downgrade(&self.inner));
-        std::thread::Builder::new()
-            .name("hp-ipc-client".into())
-            .spawn(move || read_loop(reader, c, inner))?;
-        Ok(conn)
+        let cpu = cfg.reader_cpu;
+        let (pinned_tx, pinned_rx) = std::sync::mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name(cfg.reader_thread_name.clone())
+            .spawn(move || {
+                if let Some(cpu) = cpu {
+                    let pinned = hw::pin_current_thread(cpu);
+                    let failed = pinned.is_err();
+                    let _ = pinned_tx.send(pinned);
+                    if failed {
+                        return;
+                    }
+                } else {
+                    let _ = pinned_tx.send(Ok(()));
+                }
+                read_loop(reader, c, inner)
+            });
+        let thread_error = |why: String| {
+            conn.fail(&why);
+            Opened::Thread(ClientError::ReaderThread(why))
+        };
+        if let Err(e) = spawned {
+            return Err(thread_error(format!("spawning the reader thread: {e}")));
+        }
+        match pinned_rx.recv() {
+            Ok(Ok(())) => Ok(conn),
+            Ok(Err(e)) => Err(thread_error(format!("pinning the reader thread: {e}"))),
+            Err(_) => Err(thread_error("the reader thread exited at start".into())),
+        }
+    }
+}
+
+/// How long a caller past its deadline waits for an outcome already being delivered.
+const DELIVERY_GRACE: Duration = Duration::from_secs(1);
+/// Bytes read from the socket at a time by the reader thread (many small responses per
+/// `read`; responses longer than this are read straight into their own buffer).
+const READ_BUFFER: usize = 64 << 10;
+/// Initial capacity of a connection's frame buffer.
+const FRAME_BUFFER: usize = 4 << 10;
+
+/// Why opening a connection failed: I/O is retried with backoff, the reader thread is not.
+enum Opened {
+    Io(io::Error),
+    Thread(ClientError),
+}
+
+impl From<io::Error> for Opened {
+    fn from(e: io::Error) -> Self {
+        Opened::Io(e)
     }
 }
 
 /// Reads response frames and hands each to its pending call.
-fn read_loop(mut s: TcpStream, conn: Arc<Conn>, inner: Weak<Inner>) {
+fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, inner: Weak<Inner>) {
     let why = loop {
         let Some(client) = inner.upgrade() else {
             break "client dropped".to_string();
@@ -636,7 +888,7 @@ fn read_loop(mut s: TcpStream, conn: Arc<Conn>, inner: Weak<Inner>) {
 }
 
 /// Reads one response frame. `Ok(false)` on a clean EOF at a frame boundary.
-fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, String> {
+fn read_one(s: &mut BufReader<TcpStream>, conn: &Conn, client: &Inner) -> Result<bool, String> {
     let mut len = [0u8; 4];
     match s.read_exact(&mut len) {
         Ok(()) => {}
@@ -653,7 +905,13 @@ fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, Stri
     let n = n as usize;
     let mut buf = client.recycler.take();
     // Grow (zeroing only new bytes) or cut back; a recycled buffer of the same size is reused
-    // as is.
+    // as is. A buffer too small is replaced by one with room up to the next power of two, so
+    // that responses growing by a few bytes (callIds and stateIds get longer varints) do not
+    // reallocate it again; the room past `n` is reserved, not touched.
+    if buf.capacity() < n {
+        buf.clear();
+        buf.reserve_exact(n.next_power_of_two());
+    }
     if buf.len() < n {
         buf.resize(n, 0);
     } else {
@@ -702,7 +960,7 @@ fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, Stri
             if st == RpcStatusProto::Fatal {
                 // The server closes the connection: the FATAL goes to its call (if it names
                 // one) and to every other pending call.
-                let pending: Vec<_> = lock(&conn.pending).drain().collect();
+                let pending: Vec<_> = lock(&conn.table).pending.drain().collect();
                 for (_, slot) in pending {
                     slot.deliver(Err(err.clone()));
                 }
@@ -711,7 +969,7 @@ fn read_one(s: &mut TcpStream, conn: &Conn, client: &Inner) -> Result<bool, Stri
             Err(err)
         }
     };
-    let slot = lock(&conn.pending).remove(&call_id);
+    let slot = lock(&conn.table).pending.remove(&call_id);
     match slot {
         Some(slot) => slot.deliver(outcome),
         None => tracing::debug!("response for unknown or timed-out call {call_id} dropped"),
