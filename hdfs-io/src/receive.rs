@@ -16,6 +16,12 @@
 //! chunk (only with a non-default DataNode packet size) goes through an overflow buffer that
 //! grows at most to the packet cap ([`OVERFLOW_CAP`]) and is kept for the thread's next ones.
 //!
+//! While the chunk has room for two more packets past the received bytes, a receive is
+//! *greedy* instead: no `MSG_WAITALL`, as long as the free space minus one packet, so one
+//! receive takes every packet that has arrived (several per call when the DataNode is ahead)
+//! and the packet in progress at its end still completes in place. Near the chunk's end the
+//! exact receives above finish the packet in progress, and the next one starts at the front.
+//!
 //! Timeouts: each receive waits at most the socket timeout (`io_uring_enter` with a timeout);
 //! then it is cancelled, its completion reaped (the kernel no longer writes into the chunk),
 //! and the read fails with `TimedOut`. Connects stay blocking with a timeout; the request and
@@ -44,9 +50,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Bytes per pooled receive chunk: 256 KiB holds three default DataNode packets (64 KiB of
-/// data, 512 B of CRCs and a header each), so the prefix move happens once every three.
-pub const CHUNK_SIZE: usize = 256 * 1024;
+/// Bytes per pooled receive chunk: 512 KiB holds seven default DataNode packets (64 KiB of
+/// data, 512 B of CRCs and a header each); a greedy receive takes up to six at once.
+pub const CHUNK_SIZE: usize = 512 * 1024;
 /// Chunks per reading thread. A read holds one; the pool's minimum is two.
 pub const CHUNKS: usize = 2;
 /// Largest packet or response the overflow buffer grows to hold (the packet decoder's cap,
@@ -54,6 +60,10 @@ pub const CHUNKS: usize = 2;
 pub const OVERFLOW_CAP: usize = 17 << 20;
 /// A receive whose length is not known exactly asks for at least this much.
 const SMALL_RECV: usize = 64;
+/// Room kept free at the end of a chunk by a greedy receive, until a larger packet is seen:
+/// a default DataNode packet (64 KiB of data, 512 B of CRCs, header, prefix) and the next
+/// packet's prefix.
+const MARGIN: usize = 68 * 1024;
 
 /// `IORING_RECVSEND_FIXED_BUF` (kernel uapi; the crate keeps it private): the receive uses
 /// the registered buffer named by `buf_index`.
@@ -283,6 +293,22 @@ impl Receiver {
             stats,
         })
     }
+}
+
+/// Replaces this thread's receiver by a new one, registered or not (for measurements and
+/// tests; reads make one, registered where allowed, on first use). `false` when io_uring
+/// cannot be set up here or this thread is inside a read.
+pub fn renew_thread_receiver(register: bool) -> bool {
+    RX.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => match Receiver::new(register) {
+            Ok(r) => {
+                *slot = Some(Some(r));
+                true
+            }
+            Err(_) => false,
+        },
+        Err(_) => false,
+    })
 }
 
 /// Runs `f` with this thread's receiver, making it on first use. `None` when the ring cannot
@@ -585,6 +611,8 @@ fn drive(
         start: 0,
         end: 0,
     };
+    // the largest packet (with the next prefix) seen so far in this read
+    let mut margin = MARGIN;
     enum Step {
         Recv(RecvHint),
         Consumed(usize),
@@ -637,9 +665,30 @@ fn drive(
                 };
             }
             Step::Recv(hint) => {
-                let (len, waitall) = match hint {
-                    RecvHint::Exact(n) => (n, true),
-                    RecvHint::AtLeast(n) => (n.max(SMALL_RECV), false),
+                if let RecvHint::Exact(n) = hint {
+                    // the packet in progress, whole (and the next prefix)
+                    margin = margin.max(w.end - w.start + n);
+                }
+                let pend = w.end - w.start;
+                if pend <= SMALL_RECV
+                    && (w.region == Region::Overflow || CHUNK_SIZE - w.end < 2 * margin)
+                {
+                    // only a prefix (or nothing) pending near the end: to the front, for a
+                    // greedy receive
+                    if let Err(e) = rx.place(chunk, &mut w, CHUNK_SIZE - pend) {
+                        return fail(read, io_err("receiving from", e), got_bytes);
+                    }
+                }
+                let free = CHUNK_SIZE - w.end;
+                let (len, waitall) = if w.region == Region::Chunk && free >= 2 * margin {
+                    // greedy: whatever has arrived, several packets at once, leaving room for
+                    // the packet that will be in progress at the end to complete in place
+                    (free - margin, false)
+                } else {
+                    match hint {
+                        RecvHint::Exact(n) => (n, true),
+                        RecvHint::AtLeast(n) => (n.max(SMALL_RECV), false),
+                    }
                 };
                 if let Err(e) = rx.place(chunk, &mut w, len) {
                     return fail(read, io_err("receiving from", e), got_bytes);
