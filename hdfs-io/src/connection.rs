@@ -11,10 +11,13 @@
 //! The request frame and the response buffer belong to the connection and are reused, so a
 //! call allocates nothing once they have grown to size. A response frame longer than the
 //! configured cap is refused before anything is allocated for it, and the connection is
-//! dropped. The stateId is tracked per pool (highest seen in any response header) and sent in
-//! every request.
+//! dropped. The stateId lives in a [`StateIdCell`] shared with the NameNode client's other
+//! connections (every node's `ipc::client` and direct pool): each response header's stateId
+//! is folded into it, and every request carries its current value, the highest seen on any
+//! connection.
 
 use crate::error::{RemoteException, RemoteKind};
+use ipc::client::StateIdCell;
 use ipc::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use ipc::frame::ResponseFrame;
 use ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
@@ -22,7 +25,7 @@ use ipc::view::rpc::RpcResponseHeaderView;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::ops::Range;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -79,8 +82,8 @@ pub(crate) struct Connections {
     cfg: ConnConfig,
     idle: Mutex<Vec<Conn>>,
     next_call_id: AtomicI32,
-    /// Highest stateId seen; `i64::MIN` = none.
-    state_id: AtomicI64,
+    /// Highest stateId seen, shared with the client's other connections.
+    state_id: StateIdCell,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -88,21 +91,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Connections {
-    pub fn new(cfg: ConnConfig) -> Connections {
+    /// A pool whose calls fold response stateIds into `state_id` and send its value.
+    pub fn new(cfg: ConnConfig, state_id: StateIdCell) -> Connections {
         Connections {
             cfg,
             idle: Mutex::new(Vec::new()),
             next_call_id: AtomicI32::new(0),
-            state_id: AtomicI64::new(i64::MIN),
+            state_id,
         }
     }
 
-    /// The highest stateId seen on these connections.
+    /// The highest stateId seen (on any connection sharing the cell).
     pub fn last_state_id(&self) -> Option<i64> {
-        match self.state_id.load(Ordering::Acquire) {
-            i64::MIN => None,
-            s => Some(s),
-        }
+        self.state_id.get()
     }
 
     fn connect(&self) -> Result<Conn, String> {
@@ -185,7 +186,7 @@ impl Connections {
             let id = h.call_id_i32().map_err(|e| io(e.to_string()))?;
             let status = h.status().map_err(|e| io(e.to_string()))?;
             if let Ok(Some(sid)) = h.state_id() {
-                self.state_id.fetch_max(sid, Ordering::AcqRel);
+                self.state_id.observe(sid);
             }
             if id != call_id && status != RpcStatusProto::Fatal {
                 // not ours (cannot happen with one call at a time); skip it

@@ -11,16 +11,16 @@
 //!   again after a StandbyException or a broken connection. Writes, `msync` and `reportBadBlocks`
 //!   go to the active; with `dfs.client.failover.proxy.provider.<ns>` =
 //!   `…ObserverReadProxyProvider`, reads (`getFileInfo`, `getBlockLocations`) go to an observer.
-//! - **stateId**: the nameservice-wide highest stateId is the maximum over every connection's
-//!   (each `ipc` client keeps the highest it saw in response headers and sends it). As Java's
-//!   `ObserverReadProxyProvider`, the first read `msync`s the active. A read goes to an observer
-//!   only when that connection's stateId is at least the nameservice-wide one, so that it never
-//!   sees state older than what this client already saw; otherwise it goes to the active. A
-//!   lagging observer connection is refreshed by a cheap probe call (`msync`, answered with the
-//!   observer's stateId in the header) at most every [`PROBE_EVERY`]. (Java instead sends the
-//!   nameservice-wide stateId to the observer, which holds the call until it caught up; the
-//!   `ipc` client has no way yet to raise a connection's stateId: see
-//!   /work/notes/hdfsio-requests.md.)
+//! - **stateId**: one [`StateIdCell`] per client, shared by every connection to every
+//!   NameNode (each node's `ipc::client` and its direct-call pool), as Java's `ClientGSIContext`
+//!   is shared by a client's proxies. Every response header's stateId is folded in (a
+//!   `fetch_max`: an observer's older stateId never lowers it) and every request carries the
+//!   highest seen on any connection. So a read on an observer after a write on the active
+//!   carries the write's stateId, and the observer holds the call until it has applied that
+//!   far (or answers RetriableException when too far behind; the read then tries the next
+//!   observer, then the active): a read never sees state older than this client already saw.
+//!   As Java's `ObserverReadProxyProvider`, the first read `msync`s the active, so writes by
+//!   other clients before it are seen too; [`NameNodeClient::msync`] does it again on demand.
 //! - **Direct calls**: with one NameNode (no HA), `getFileInfo` goes through a pool of
 //!   connections each used by one caller at a time (`crate::connection`): the calling thread
 //!   writes the call and reads its own response, so there is no reader thread and no condvar
@@ -35,16 +35,13 @@
 use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
-use ipc::client::{Client, ClientConfig, ClientError, Response};
+use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
 use ipc::reader::{Reader, WireType};
 use ipc::view::hdfs::LocatedBlocksView;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-/// Shortest time between two stateId probes of a lagging observer.
-pub const PROBE_EVERY: Duration = Duration::from_millis(20);
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
 pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
@@ -127,17 +124,8 @@ struct Node {
     ep: Endpoint,
     client: Client,
     role: AtomicU8,
-    /// When this node's stateId was last refreshed by a probe (ms since the client's epoch).
-    last_probe_ms: AtomicU64,
     /// Connections for direct calls.
     direct: Connections,
-}
-
-impl Node {
-    /// The highest stateId seen from this node, on any connection.
-    fn last_state_id(&self) -> Option<i64> {
-        self.client.last_state_id().max(self.direct.last_state_id())
-    }
 }
 
 /// A `getBlockLocations` answer kept in its receive buffer.
@@ -183,7 +171,8 @@ pub struct NameNodeClient {
     active: AtomicUsize,
     roles_known: AtomicBool,
     msynced: AtomicBool,
-    epoch: Instant,
+    /// The highest stateId seen, shared by every connection (see the module docs).
+    state_id: StateIdCell,
 }
 
 impl std::fmt::Debug for NameNodeClient {
@@ -226,6 +215,16 @@ pub fn encode_get_block_locations(path: &str, offset: u64, length: u64, out: &mu
     put_varint(out, offset);
     out.push(3 << 3);
     put_varint(out, length);
+}
+
+/// `MkdirsRequestProto{src, masked: FsPermissionProto{perm}, createParent: true}`.
+pub fn encode_mkdirs(path: &str, permission: u32, out: &mut Vec<u8>) {
+    put_bytes(out, 1, path.as_bytes());
+    let mut perm = Vec::with_capacity(4);
+    perm.push(1 << 3);
+    put_varint(&mut perm, u64::from(permission));
+    put_bytes(out, 2, &perm);
+    out.extend_from_slice(&[3 << 3, 1]);
 }
 
 /// `ReportBadBlocksRequestProto{blocks: [LocatedBlockProto{b, offset, locs: [dn], corrupt:
@@ -304,6 +303,7 @@ impl NameNodeClient {
             return Err(Error::Config("no NameNode address".into()));
         }
         let single = endpoints.len() == 1;
+        let state_id = StateIdCell::new();
         let nodes = endpoints
             .into_iter()
             .map(|ep| {
@@ -316,23 +316,27 @@ impl NameNodeClient {
                     max_connect_attempts: cfg.connect_attempts.max(1),
                     backoff_initial: Duration::from_millis(50),
                     backoff_max: Duration::from_secs(1),
+                    state_id: Some(state_id.clone()),
                     ..ClientConfig::default()
                 };
                 let client = Client::new(ep.addr, icfg);
                 // its own clientId: callIds of the two paths are counted apart
                 let mut client_id = *client.client_id();
                 client_id[0] ^= 0x80;
-                let direct = Connections::new(ConnConfig {
-                    addr: ep.addr,
-                    protocol: CLIENT_PROTOCOL,
-                    version: 1,
-                    user: cfg.user.clone(),
-                    client_id,
-                    connect_timeout: cfg.connect_timeout,
-                    call_timeout: cfg.call_timeout,
-                    max_response: ipc::frame::DEFAULT_MAX_DATA_LENGTH,
-                    keep_idle: 64,
-                });
+                let direct = Connections::new(
+                    ConnConfig {
+                        addr: ep.addr,
+                        protocol: CLIENT_PROTOCOL,
+                        version: 1,
+                        user: cfg.user.clone(),
+                        client_id,
+                        connect_timeout: cfg.connect_timeout,
+                        call_timeout: cfg.call_timeout,
+                        max_response: ipc::frame::DEFAULT_MAX_DATA_LENGTH,
+                        keep_idle: 64,
+                    },
+                    state_id.clone(),
+                );
                 Node {
                     client,
                     direct,
@@ -342,7 +346,6 @@ impl NameNodeClient {
                     } else {
                         Role::Unknown as u8
                     }),
-                    last_probe_ms: AtomicU64::new(0),
                 }
             })
             .collect();
@@ -352,7 +355,7 @@ impl NameNodeClient {
             active: AtomicUsize::new(0),
             roles_known: AtomicBool::new(single),
             msynced: AtomicBool::new(false),
-            epoch: Instant::now(),
+            state_id,
         })
     }
 
@@ -378,9 +381,14 @@ impl NameNodeClient {
             .collect()
     }
 
-    /// The highest stateId seen from any NameNode.
+    /// The highest stateId seen from any NameNode (the value every request carries).
     pub fn state_id(&self) -> Option<i64> {
-        self.nodes.iter().filter_map(|n| n.last_state_id()).max()
+        self.state_id.get()
+    }
+
+    /// The cell holding it, shared by every connection of this client.
+    pub fn state_id_cell(&self) -> &StateIdCell {
+        &self.state_id
     }
 
     /// Asks every NameNode its HA state (`getHAServiceState`).
@@ -438,6 +446,17 @@ impl NameNodeClient {
 
     /// One call on node `i`, with RetriableException retries.
     fn call_on(&self, i: usize, method: &str, req: &[u8]) -> Result<Response, Error> {
+        self.call_on_retrying(i, method, req, self.cfg.retries)
+    }
+
+    /// One call on node `i`, with at most `retries` RetriableException retries.
+    fn call_on_retrying(
+        &self,
+        i: usize,
+        method: &str,
+        req: &[u8],
+        retries: u32,
+    ) -> Result<Response, Error> {
         let n = &self.nodes[i];
         let mut wait = self.cfg.retry_wait;
         let mut attempt = 0;
@@ -446,8 +465,7 @@ impl NameNodeClient {
                 Ok(r) => return Ok(r),
                 Err(e) => {
                     let e = remote(e, &n.ep);
-                    if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < self.cfg.retries
-                    {
+                    if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < retries {
                         attempt += 1;
                         std::thread::sleep(wait);
                         wait = wait.saturating_mul(2);
@@ -563,41 +581,26 @@ impl NameNodeClient {
         }))
     }
 
-    /// A read: an up-to-date observer when observer reads are on, else the active.
+    /// A read: an observer when observer reads are on, else the active. The call carries the
+    /// shared stateId; an observer behind it holds the call until it caught up, or refuses it
+    /// (RetriableException when too far behind, StandbyException / ObserverRetryOnActive):
+    /// then the next observer, then the active.
     fn read_call(&self, method: &'static str, req: &[u8]) -> Result<Response, Error> {
         if self.cfg.observer_reads && self.nodes.len() > 1 {
             self.ensure_roles();
             if !self.msynced.load(Ordering::Acquire) {
                 self.msync()?;
             }
-            let floor = self.state_id().unwrap_or(i64::MIN);
             for (i, n) in self.nodes.iter().enumerate() {
                 if Role::from_u8(n.role.load(Ordering::Acquire)) != Role::Observer {
                     continue;
                 }
-                let fresh = |n: &Node| n.last_state_id().is_some_and(|s| s >= floor);
-                if !fresh(n) {
-                    // behind (or unknown): a cheap call refreshes this connection's stateId
-                    // (every response header carries the observer's), at most every PROBE_EVERY
-                    let now = self.epoch.elapsed().as_millis() as u64 + 1;
-                    let last = n.last_probe_ms.load(Ordering::Acquire);
-                    if last == 0 || now.saturating_sub(last) >= PROBE_EVERY.as_millis() as u64 {
-                        n.last_probe_ms.store(now, Ordering::Release);
-                        let _ = n.client.call_timeout("msync", &[], self.cfg.call_timeout);
+                match self.call_on_retrying(i, method, req, 0) {
+                    Ok(r) => return Ok(r),
+                    Err(e) if is_failover(&e) || e.remote_kind() == Some(RemoteKind::Retriable) => {
+                        tracing::debug!("observer {} declined {method}: {e}", n.ep.id);
                     }
-                }
-                // up to date: the read carries a stateId >= everything this client saw
-                if fresh(n) {
-                    match self.call_on(i, method, req) {
-                        Ok(r) => return Ok(r),
-                        Err(e)
-                            if is_failover(&e)
-                                || e.remote_kind() == Some(RemoteKind::Retriable) =>
-                        {
-                            tracing::debug!("observer {} declined {method}: {e}", n.ep.id);
-                        }
-                        Err(e) => return Err(e),
-                    }
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -667,6 +670,32 @@ impl NameNodeClient {
                 path: path.to_string(),
             }),
         }
+    }
+
+    /// `mkdirs(path, permission, createParent=true)` on the active: whether the directory now
+    /// exists (Java's `FileSystem.mkdirs`). The response's stateId is the write's: a read after
+    /// it, on any NameNode, carries it.
+    pub fn mkdirs(&self, path: &str, permission: u32) -> Result<bool, Error> {
+        let mut req = Vec::with_capacity(path.len() + 12);
+        encode_mkdirs(path, permission, &mut req);
+        let resp = self.active_call("mkdirs", &req)?;
+        // MkdirsResponseProto{result = 1 (bool)}
+        let mut r = Reader::new(resp.payload());
+        let bad = |e| Error::Decode {
+            what: "MkdirsResponseProto",
+            source: e,
+        };
+        let mut result = None;
+        while !r.is_empty() {
+            match r.read_tag().map_err(bad)? {
+                (1, WireType::Varint) => result = Some(r.read_varint().map_err(bad)? != 0),
+                (f, wt) => r.skip(f, wt, 0).map_err(bad)?,
+            }
+        }
+        result.ok_or(Error::Malformed {
+            what: "MkdirsResponseProto",
+            reason: "no result",
+        })
     }
 
     /// `reportBadBlocks` to the active.

@@ -1,8 +1,10 @@
 //! Observer reads against the real HA MiniDFSCluster (peer-harness `hdfs-ha`: active nn0,
-//! standby nn1, observer nn2, ObserverReadProxyProvider in the written hdfs-site.xml).
+//! standby nn1, observer nn2, ObserverReadProxyProvider in the written hdfs-site.xml), and a
+//! read on the observer right after a write on the active seeing the write (the stateId is
+//! shared by every connection; `shared_state_id.rs` shows the value sent).
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
-use hdfs_io::namenode::{NameNodeClient, Role};
+use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, Role};
 use hdfs_io::topology::{LocalNode, RackMap};
 use peer_harness::{Mode, Peer};
 use sha2::{Digest, Sha256};
@@ -89,4 +91,52 @@ fn reads_go_to_the_observer_and_msync_to_the_active() {
         c.stat("/ha/late").is_ok(),
         "a file created before msync is visible"
     );
+
+    // a write on the active, then at once a read on the observer, no msync between: the
+    // read carries the write's stateId (one cell shared by every connection), so the observer
+    // holds it until it has applied the write (it tails the active's edits every 100 ms; with
+    // its own connection's older stateId it would answer at once, without the directory)
+    // (as the cluster's superuser, the owner of /: this client's user may not write there)
+    let owner = c.stat("/").expect("stat /").owner;
+    let nn = NameNodeClient::new(
+        endpoints_from_conf(&conf).expect("endpoints").0,
+        NameNodeConfig {
+            user: owner,
+            observer_reads: true,
+            ..NameNodeConfig::default()
+        },
+    )
+    .expect("client");
+    assert!(nn
+        .get_file_info("/ha/f0")
+        .expect("first read (msync)")
+        .is_some());
+    let (obs0, act0) = (
+        rpc_requests(&mut peer, "observer"),
+        rpc_requests(&mut peer, "active"),
+    );
+    for i in 0..5 {
+        let before = nn.state_id().expect("stateId");
+        let dir = format!("/ha/written/d{i}");
+        assert!(nn.mkdirs(&dir, 0o755).expect("mkdirs on the active"));
+        let write = nn.state_id().expect("stateId");
+        assert!(write > before, "the write's stateId {write} after {before}");
+        let st = nn
+            .get_file_info(&dir)
+            .expect("getFileInfo")
+            .expect("the observer sees the write");
+        assert_eq!(st.file_type, hdfs_io::file_status::FileType::Dir);
+        assert!(nn.state_id().expect("stateId") >= write);
+    }
+    let (obs1, act1) = (
+        rpc_requests(&mut peer, "observer"),
+        rpc_requests(&mut peer, "active"),
+    );
+    eprintln!(
+        "write then read x5: observer +{} active +{}",
+        obs1 - obs0,
+        act1 - act0
+    );
+    assert!(obs1 - obs0 >= 5, "the reads went to the observer");
+    assert!(act1 - act0 >= 5, "the writes went to the active");
 }
