@@ -280,9 +280,19 @@ fn a_checksum_failure_on_every_replica_leaves_no_file() {
         .command(&format!("write /localize/corrupt/c.bin {len}"))
         .expect("write");
     assert_eq!(w["blocks"], 3, "{w}");
-    for r in 0..3 {
-        peer.command(&format!("corrupt /localize/corrupt/c.bin 1 {r}"))
+    // `corrupt PATH BLOCK I` flips bytes of the I-th replica in the NameNode's order of that
+    // call, and the NameNode shuffles replicas at equal distance: a replica may be hit twice
+    // (flipped back). Keep going until each of the 3 DataNodes' copies was flipped an odd
+    // number of times.
+    let mut flips = [0u32; 3];
+    let mut calls = 0;
+    while flips.iter().any(|f| f % 2 == 0) {
+        assert!(calls < 200, "could not corrupt every replica: {flips:?}");
+        let r = peer
+            .command(&format!("corrupt /localize/corrupt/c.bin 1 {}", calls % 3))
             .expect("corrupt");
+        flips[r["dn_index"].as_u64().unwrap() as usize] += 1;
+        calls += 1;
     }
     let rm = Cluster::start(DemoConfig {
         agents: 0,
@@ -308,4 +318,64 @@ fn a_checksum_failure_on_every_replica_leaves_no_file() {
     a.stop();
     a.join();
     peer.command("delete /localize/corrupt").expect("delete");
+}
+
+#[test]
+fn stopping_the_agent_mid_localization_leaves_the_file_whole_or_absent() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = 48u64 << 20;
+    let w = peer
+        .command(&format!("write /localize/big/b.bin {len}"))
+        .expect("write");
+    let rm = Cluster::start(DemoConfig {
+        agents: 0,
+        heartbeat_ms: 200,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_agent(&peer, &rm, "127.0.0.27", dir.path());
+    let sock = a.control_path().unwrap().to_owned();
+    let app = dir.path().join("local/filecache");
+    std::fs::create_dir_all(&app).unwrap();
+    let dest = app.join("b.bin");
+    let cli = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .arg("container")
+        .arg("--socket")
+        .arg(&sock)
+        .args(["localize", "--container", CID, "hdfs:///localize/big/b.bin"])
+        .arg(&dest)
+        .env("HOTPATH_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sh = a.shared().clone();
+    let lm = &sh.metrics.localize;
+    wait_for("the reader took it", Duration::from_secs(10), || {
+        lm.active.load(Relaxed) == 1 || lm.ok.load(Relaxed) + lm.failed.load(Relaxed) > 0
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = Instant::now();
+    a.stop();
+    a.join();
+    let stopped_in = t0.elapsed();
+    let out = cli.wait_with_output().unwrap();
+    let left = entries(&app);
+    let whole = dest.exists();
+    eprintln!(
+        "stop took {stopped_in:?}; destination {}; CLI: {} {}",
+        if whole { "whole" } else { "absent" },
+        String::from_utf8_lossy(&out.stdout).trim(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    assert!(stopped_in < Duration::from_secs(6), "{stopped_in:?}");
+    if whole {
+        assert_eq!(left, ["b.bin"]);
+        assert_eq!(sha256_file(&dest), w["sha256"].as_str().unwrap());
+    } else {
+        assert!(left.is_empty(), "no temp file: {left:?}");
+        assert!(!out.status.success());
+    }
+    peer.command("delete /localize/big").expect("delete");
 }
