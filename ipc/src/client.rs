@@ -816,7 +816,12 @@ impl Client {
             broken: AtomicBool::new(false),
             why: Mutex::new(String::new()),
         });
-        let (c, inner) = (conn.clone(), Arc::downgrade(&self.inner));
+        let c = conn.clone();
+        let ctx = ReaderContext {
+            max_response_length: cfg.max_response_length,
+            recycler: self.inner.recycler.clone(),
+            state_id: self.inner.state_id.clone(),
+        };
         let cpu = cfg.reader_cpu;
         let (pinned_tx, pinned_rx) = std::sync::mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
@@ -832,7 +837,7 @@ impl Client {
                 } else {
                     let _ = pinned_tx.send(Ok(()));
                 }
-                read_loop(reader, c, inner)
+                read_loop(reader, c, ctx)
             });
         let thread_error = |why: String| {
             conn.fail(&why);
@@ -870,12 +875,9 @@ impl From<io::Error> for Opened {
 }
 
 /// Reads response frames and hands each to its pending call.
-fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, inner: Weak<Inner>) {
+fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, ctx: ReaderContext) {
     let why = loop {
-        let Some(client) = inner.upgrade() else {
-            break "client dropped".to_string();
-        };
-        match read_one(&mut s, &conn, &client) {
+        match read_one(&mut s, &conn, &ctx) {
             Ok(true) => {}
             Ok(false) => break "closed by the server".to_string(),
             Err(e) => break e,
@@ -887,8 +889,20 @@ fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, inner: Weak<Inner>) {
     conn.fail(&why);
 }
 
+/// What the reader thread needs from its client. It holds no reference to the client
+/// itself, so dropping the last `Client` closes the connection, which ends the thread.
+struct ReaderContext {
+    max_response_length: u32,
+    recycler: Arc<Recycler>,
+    state_id: StateIdCell,
+}
+
 /// Reads one response frame. `Ok(false)` on a clean EOF at a frame boundary.
-fn read_one(s: &mut BufReader<TcpStream>, conn: &Conn, client: &Inner) -> Result<bool, String> {
+fn read_one(
+    s: &mut BufReader<TcpStream>,
+    conn: &Conn,
+    client: &ReaderContext,
+) -> Result<bool, String> {
     let mut len = [0u8; 4];
     match s.read_exact(&mut len) {
         Ok(()) => {}
@@ -896,10 +910,10 @@ fn read_one(s: &mut BufReader<TcpStream>, conn: &Conn, client: &Inner) -> Result
         Err(e) => return Err(format!("read failed: {e}")),
     }
     let n = u32::from_be_bytes(len);
-    if n > client.cfg.max_response_length || n > i32::MAX as u32 {
+    if n > client.max_response_length || n > i32::MAX as u32 {
         return Err(format!(
             "response frame of {n} bytes exceeds the limit of {}",
-            client.cfg.max_response_length
+            client.max_response_length
         ));
     }
     let n = n as usize;

@@ -220,3 +220,76 @@ fn sixty_four_concurrent_clients() {
         .is_some());
     srv.shutdown();
 }
+
+/// The `/proc/self/task/<tid>/status` of the thread called `name`, if one runs.
+fn thread_status(name: &str) -> Option<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .and_then(|t| std::fs::read_to_string(t.path().join("status")).ok())
+}
+
+#[test]
+fn the_reader_thread_has_the_configured_name_and_cpu() {
+    let srv = start(backends()[0], bench_registry(), |_| {});
+    let cpus = hw::affinity::current_cpus().unwrap();
+    let cpu = *cpus.last().unwrap();
+    let c = Client::new(
+        srv.local_addr(),
+        ClientConfig {
+            reader_thread_name: "hp-test-rdr".into(),
+            reader_cpu: Some(cpu),
+            ..client_config()
+        },
+    );
+    get_buffer_checked(&c, 1000);
+    let status = thread_status("hp-test-rdr").expect("a thread named hp-test-rdr");
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    assert_eq!(allowed, cpu.to_string());
+    // Dropping the client closes the connection and ends its reader thread.
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while thread_status("hp-test-rdr").is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the reader thread is still running"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Unpinned by default, under the default name.
+    let c = client(srv.local_addr());
+    get_buffer_checked(&c, 1000);
+    assert!(thread_status("hp-ipc-client").is_some());
+    drop(c);
+    srv.shutdown();
+}
+
+#[test]
+fn a_reader_cpu_that_cannot_be_used_fails_the_connect_at_once() {
+    let srv = start(backends()[0], bench_registry(), |_| {});
+    let t0 = Instant::now();
+    let c = Client::new(
+        srv.local_addr(),
+        ClientConfig {
+            reader_cpu: Some(100_000),
+            max_connect_attempts: 5,
+            backoff_initial: Duration::from_secs(1),
+            ..client_config()
+        },
+    );
+    match c.call(bench::ECHO, b"").unwrap_err() {
+        ClientError::ReaderThread(why) => assert!(why.contains("pinning"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // Not retried with backoff: a CPU that is refused once is refused again.
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert!(!c.is_connected());
+    srv.shutdown();
+}

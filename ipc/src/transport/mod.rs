@@ -5,7 +5,8 @@
 //! - A [`Service`] makes one [`Session`] per accepted connection. A session is a connection
 //!   state machine (the IPC server's lives in [`crate::server`]): bytes in through
 //!   [`Session::on_recv`], response bytes out through an [`Outbox`]. It never touches a socket.
-//! - [`start`] runs the service on `threads` ring threads (`hp-ring-<cpu>`), each with its own
+//! - [`start`] runs the service on `threads` ring threads (`hp-ring-<cpu>`, or the names in
+//!   [`TransportConfig::thread_names`], e.g. the `hw` plan's `hp-ring0-<cpu>`), each with its own
 //!   event loop, its own [`BufferPool`] and its own connections. All threads accept from one
 //!   listening socket.
 //! - Two backends drive the same sessions: [`uring`] (io_uring: multishot accept, multishot recv
@@ -148,8 +149,13 @@ pub struct TransportConfig {
     /// Ring threads. Default 1.
     pub threads: usize,
     /// CPUs to pin ring thread `i` to (`cpus[i % len]`); empty = not pinned. The thread is named
-    /// `hp-ring-<cpu>` (or `hp-ring-<i>` unpinned).
+    /// `hp-ring-<cpu>` (or `hp-ring-<i>` unpinned) unless [`TransportConfig::thread_names`]
+    /// names it.
     pub cpus: Vec<u32>,
+    /// Names of the ring threads: thread `i` is called `thread_names[i]` when present (Linux
+    /// keeps 15 bytes). [`TransportConfig::name_threads_by_plan`] fills it with the `hw` plan's
+    /// names (`hp-ring0-<cpu>`). Empty: the default names above.
+    pub thread_names: Vec<String>,
     /// Backend selection.
     pub backend: BackendChoice,
     /// The per-thread send buffer pool.
@@ -175,6 +181,7 @@ impl Default for TransportConfig {
         Self {
             threads: 1,
             cpus: Vec::new(),
+            thread_names: Vec::new(),
             backend: BackendChoice::Auto,
             pool: PoolConfig::default(),
             recv_buf_size: 16 * 1024,
@@ -185,6 +192,32 @@ impl Default for TransportConfig {
             linger: Duration::from_secs(1),
             send_zc: SendZc::Auto,
             ring_entries: 1024,
+        }
+    }
+}
+
+impl TransportConfig {
+    /// Names ring thread `i` as the `hw` plan names network ring `i` on the CPU it is pinned
+    /// to: `hw::thread_name(&Role::NetRing(i), cpus[i % len])`, e.g. `hp-ring0-3`. Does nothing
+    /// when no CPUs are set (unpinned threads keep `hp-ring-<i>`).
+    pub fn name_threads_by_plan(&mut self) {
+        if self.cpus.is_empty() {
+            return;
+        }
+        self.thread_names = (0..self.threads)
+            .map(|i| {
+                let ring = hw::Role::NetRing(u16::try_from(i).unwrap_or(u16::MAX));
+                hw::thread_name(&ring, self.cpus[i % self.cpus.len()])
+            })
+            .collect();
+    }
+
+    /// The name of ring thread `i` pinned to `cpu`.
+    fn thread_name(&self, i: usize, cpu: Option<u32>) -> String {
+        match (self.thread_names.get(i), cpu) {
+            (Some(n), _) => n.clone(),
+            (None, Some(c)) => format!("hp-ring-{c}"),
+            (None, None) => format!("hp-ring-{i}"),
         }
     }
 }
@@ -497,10 +530,7 @@ pub fn start<S: Service>(
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), TransportError>>();
     for i in 0..config.threads {
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
-        let name = match cpu {
-            Some(c) => format!("hp-ring-{c}"),
-            None => format!("hp-ring-{i}"),
-        };
+        let name = config.thread_name(i, cpu);
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
         let wake_fd = waker.raw();
         running.wakers.push(waker);
