@@ -1,6 +1,7 @@
 //! The block receive path alone: one 128 MiB block (CRC32C, 64 KiB packets, as a DataNode
 //! sends it) served from memory by a thread standing in for the DataNode over loopback TCP,
-//! read whole by this thread through each receive path in turn; wall time and this thread's
+//! read whole by this thread through each receive path in turn (io_uring with the pool
+//! registered, unregistered, registered with READ_FIXED; blocking); wall time and this thread's
 //! CPU (from `/proc/thread-self/schedstat`, ns) per GB.
 //!
 //! `cargo run --release -p hdfs-io --example recv_rate -- [rounds] [MiB] [packet KiB]`
@@ -11,7 +12,7 @@ use hdfs_io::datanode::{connect, read_block_on, RecvBuf};
 use hdfs_io::error::BlockName;
 use hdfs_io::fixtures::dn_stream;
 use hdfs_io::measure::thread_cpu_ns;
-use hdfs_io::receive::{read_block_uring, renew_thread_receiver, thread_stats};
+use hdfs_io::receive::{read_block_uring, renew_thread_receiver, thread_stats, PoolMode};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -75,13 +76,23 @@ fn main() {
         offset: 0,
         len: len as u64,
     };
-    let paths = ["uring_registered", "uring_unregistered", "blocking"];
+    let paths = [
+        "uring_registered",
+        "uring_unregistered",
+        "uring_read_fixed",
+        "blocking",
+    ];
+    let modes = [
+        PoolMode::Registered,
+        PoolMode::Unregistered,
+        PoolMode::ReadFixed,
+    ];
     let mut res: Vec<(Vec<f64>, Vec<f64>)> = vec![Default::default(); paths.len()];
     let mut buf = RecvBuf::default();
     let mut scratch = Vec::new();
     for round in 0..=rounds {
         for (i, p) in paths.iter().enumerate() {
-            if i < 2 && !renew_thread_receiver(i == 0) {
+            if i < 3 && !renew_thread_receiver(modes[i]) {
                 continue;
             }
             let mut read = BlockRead::new(name.clone(), "dn".into(), 0, len as u64);
@@ -93,7 +104,7 @@ fn main() {
             };
             let c0 = thread_cpu_ns().unwrap_or(0);
             let t = Instant::now();
-            let r = if i < 2 {
+            let r = if i < 3 {
                 read_block_uring(
                     &mut s,
                     &req,
@@ -123,14 +134,14 @@ fn main() {
             if round > 0 {
                 res[i].0.push(gb / wall);
                 res[i].1.push(cpu / gb);
-                let st = if i < 2 { thread_stats() } else { None };
+                let st = if i < 3 { thread_stats() } else { None };
                 println!(
                     "{{\"path\":\"{p}\",\"round\":{round},\"gb_per_s\":{:.3},\"cpu_s_per_gb\":{:.3}{}}}",
                     gb / wall,
                     cpu / gb,
                     st.map_or(String::new(), |s| format!(
-                        ",\"recvs\":{},\"moved\":{},\"read_fixed\":{}",
-                        s.recvs, s.moved, s.read_fixed
+                        ",\"recvs\":{},\"moved\":{},\"fixed\":{}",
+                        s.recvs, s.moved, s.fixed
                     ))
                 );
             }

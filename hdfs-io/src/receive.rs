@@ -5,7 +5,9 @@
 //! chunks, [`CHUNK_SIZE`] × [`CHUNKS`]), both made on the thread's first read and kept for its
 //! life. The pool is registered as io_uring fixed buffers where `RLIMIT_MEMLOCK` allows (root,
 //! or a limit above the pool's size), else it is used unregistered, with one warning per
-//! process. A block read takes one chunk and receives the DataNode's stream into it with
+//! process. Receives use the fixed buffer where the kernel accepts it for `RECV`; 6.18 does
+//! not, and `READ_FIXED` (which it does accept on sockets) measured about 10 % more CPU per
+//! GB than plain `RECV`, so there the registered chunks take plain `RECV` ([`PoolMode`]). A block read takes one chunk and receives the DataNode's stream into it with
 //! exact framing ([`BlockRead::recv_hint`]): once a packet's 6-byte prefix has arrived, one
 //! receive (`MSG_WAITALL`) brings exactly the rest of that packet plus the next packet's
 //! prefix. So every packet lies whole in the chunk, placed where its length says it fits, and
@@ -155,8 +157,23 @@ pub struct RecvStats {
     pub timeouts: u64,
     /// The pool is registered as fixed buffers.
     pub registered: bool,
-    /// Registered receives use `IORING_OP_READ_FIXED` (the kernel refused fixed-buffer `RECV`).
-    pub read_fixed: bool,
+    /// Receives into the pool use the fixed buffers (`RECV` with `IORING_RECVSEND_FIXED_BUF`,
+    /// or `READ_FIXED` in [`PoolMode::ReadFixed`]). Kernel 6.18 refuses fixed-buffer `RECV`
+    /// (EINVAL): then a registered pool is received into with plain `RECV`.
+    pub fixed: bool,
+}
+
+/// How a thread's receive pool is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolMode {
+    /// Not registered: plain `RECV`.
+    Unregistered,
+    /// Registered as fixed buffers where `RLIMIT_MEMLOCK` allows (the default): `RECV` with
+    /// the fixed buffer where the kernel accepts it, else plain `RECV`.
+    Registered,
+    /// Registered, received with `READ_FIXED` (no `MSG_WAITALL`; short reads are asked again).
+    /// Measured at about 10 % more CPU per GB than plain `RECV` here: for measurements only.
+    ReadFixed,
 }
 
 /// This thread's receiver counters, if it has made one.
@@ -180,12 +197,12 @@ thread_local! {
 enum FixedMode {
     /// Not registered: plain `RECV` into the chunk's user memory.
     No,
-    /// `RECV` with `IORING_RECVSEND_FIXED_BUF` (buffer index = chunk index), not yet confirmed.
+    /// `RECV` with `IORING_RECVSEND_FIXED_BUF` (buffer index = chunk index), not yet confirmed;
+    /// refused: plain `RECV`.
     RecvTry,
     /// `RECV` with the fixed buffer works here.
     Recv,
-    /// The kernel refused fixed-buffer `RECV`: `READ_FIXED` (no `MSG_WAITALL`; short reads
-    /// are asked again).
+    /// `READ_FIXED` ([`PoolMode::ReadFixed`]).
     ReadFixed,
 }
 
@@ -231,7 +248,8 @@ fn build_ring(entries: u32) -> io::Result<IoUring> {
 }
 
 impl Receiver {
-    fn new(register: bool) -> Result<Receiver, String> {
+    fn new(mode: PoolMode) -> Result<Receiver, String> {
+        let register = mode != PoolMode::Unregistered;
         let ring = build_ring(8).map_err(|e| format!("io_uring_setup: {e}"))?;
         let mut pool = BufferPool::new(&PoolConfig {
             chunk_size: CHUNK_SIZE,
@@ -266,8 +284,13 @@ impl Receiver {
             // is dropped after `ring` (field order), so it outlives the registration.
             match unsafe { ring.submitter().register_buffers(&iov) } {
                 Ok(()) => {
-                    fixed = FixedMode::RecvTry;
+                    fixed = if mode == PoolMode::ReadFixed {
+                        FixedMode::ReadFixed
+                    } else {
+                        FixedMode::RecvTry
+                    };
                     stats.registered = true;
+                    stats.fixed = true;
                 }
                 Err(e) => {
                     if !REGISTER_WARNED.swap(true, Ordering::Relaxed) {
@@ -295,12 +318,12 @@ impl Receiver {
     }
 }
 
-/// Replaces this thread's receiver by a new one, registered or not (for measurements and
-/// tests; reads make one, registered where allowed, on first use). `false` when io_uring
+/// Replaces this thread's receiver by a new one using its pool as `mode` says (for
+/// measurements and tests; reads make a [`PoolMode::Registered`] one on first use). `false` when io_uring
 /// cannot be set up here or this thread is inside a read.
-pub fn renew_thread_receiver(register: bool) -> bool {
+pub fn renew_thread_receiver(mode: PoolMode) -> bool {
     RX.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut slot) => match Receiver::new(register) {
+        Ok(mut slot) => match Receiver::new(mode) {
             Ok(r) => {
                 *slot = Some(Some(r));
                 true
@@ -317,7 +340,7 @@ fn with_receiver<R>(f: impl FnOnce(&mut Receiver) -> R) -> Option<R> {
     RX.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
-            *slot = Some(match Receiver::new(true) {
+            *slot = Some(match Receiver::new(PoolMode::Registered) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     if !RING_WARNED.swap(true, Ordering::Relaxed) {
@@ -484,9 +507,9 @@ impl Receiver {
             let res = self.submit_one(sqe.user_data(UD_RECV), timeout)?;
             self.stats.recvs += 1;
             if res == -libc::EINVAL && fixed == FixedMode::RecvTry {
-                tracing::debug!("io_uring RECV with a fixed buffer refused; using READ_FIXED");
-                self.fixed = FixedMode::ReadFixed;
-                self.stats.read_fixed = true;
+                tracing::debug!("io_uring RECV with a fixed buffer refused; plain RECV");
+                self.fixed = FixedMode::No;
+                self.stats.fixed = false;
                 continue;
             }
             if fixed == FixedMode::RecvTry && res >= 0 {

@@ -143,9 +143,13 @@ fn read_with(
     (out, r, done)
 }
 
-fn receiver(register: bool) -> Receiver {
-    let r = Receiver::new(register).expect("io_uring receiver");
-    assert_eq!(r.stats.registered, register, "root can register 512 KiB");
+fn receiver(mode: PoolMode) -> Receiver {
+    let r = Receiver::new(mode).expect("io_uring receiver");
+    assert_eq!(
+        r.stats.registered,
+        mode != PoolMode::Unregistered,
+        "root can register 1 MiB"
+    );
     r
 }
 
@@ -165,15 +169,20 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
         return;
     }
     let data = block_data(1_200_000);
-    for register in [true, false] {
-        let mut rx = receiver(register);
+    for mode in [
+        PoolMode::Registered,
+        PoolMode::Unregistered,
+        PoolMode::ReadFixed,
+    ] {
+        let mut rx = receiver(mode);
         // (packet data bytes, offset, len, write piece)
         for (packet, off, len, piece) in [
             (64 * 1024, 0u64, 1_200_000u64, 1 << 20),
             (64 * 1024, 700, 1_000_000, 1500),
             (1024, 3, 70_000, 333),
             (512, 5000, 2000, 7),
-            (300 * 1024, 0, 1_200_000, 65_536), // larger than a chunk: overflow
+            (300 * 1024, 0, 1_200_000, 65_536), // two per chunk: exact receives only
+            (600 * 1024, 1000, 1_199_000, 65_536), // larger than a chunk: overflow
         ] {
             let stream = dn_stream(&data, off, len, CRC32C, packet);
             let packets = stream.len() / (packet + 40) + 2;
@@ -205,10 +214,14 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
                 );
             }
         }
-        eprintln!("register {register}: {:?} fixed {:?}", rx.stats, rx.fixed);
+        eprintln!("{mode:?}: {:?} fixed {:?}", rx.stats, rx.fixed);
         assert_eq!(rx.pool.available(), CHUNKS as u32, "every chunk back");
-        if register {
-            assert!(rx.fixed == FixedMode::Recv || rx.fixed == FixedMode::ReadFixed);
+        match mode {
+            PoolMode::Registered => {
+                assert!(rx.fixed == FixedMode::Recv || rx.fixed == FixedMode::No)
+            }
+            PoolMode::Unregistered => assert_eq!(rx.fixed, FixedMode::No),
+            PoolMode::ReadFixed => assert_eq!(rx.fixed, FixedMode::ReadFixed),
         }
     }
 }
@@ -223,7 +236,7 @@ fn a_connection_carries_consecutive_reads() {
     let b = dn_stream(&data, 150_000, 150_000, CRC32C, 64 * 1024);
     let (addr, dn) = fake_dn(vec![Answer::Stream(a, 4096), Answer::Stream(b, 100_000)]);
     let mut s = connect(addr);
-    let mut rx = receiver(true);
+    let mut rx = receiver(PoolMode::Registered);
     let (o1, r1, d1) = read_with(&mut rx, &mut s, 0, 100_000, Duration::from_secs(10));
     assert!(r1.error.is_none() && d1, "{:?}", r1.error);
     let (o2, r2, d2) = read_with(&mut rx, &mut s, 150_000, 150_000, Duration::from_secs(10));
@@ -240,8 +253,8 @@ fn a_stalled_datanode_times_out_and_the_ring_stays_usable() {
     }
     let data = block_data(200_000);
     let stream = dn_stream(&data, 0, 200_000, CRC32C, 64 * 1024);
-    for register in [true, false] {
-        let mut rx = receiver(register);
+    for mode in [PoolMode::Registered, PoolMode::ReadFixed] {
+        let mut rx = receiver(mode);
         // the response and 1.5 packets, then nothing
         let (addr, dn) = fake_dn(vec![Answer::Stall(stream[..100_000].to_vec())]);
         let mut s = connect(addr);
@@ -278,7 +291,7 @@ fn a_closed_connection_is_truncated_and_corruption_is_caught() {
     }
     let data = block_data(200_000);
     let stream = dn_stream(&data, 0, 200_000, CRC32C, 64 * 1024);
-    let mut rx = receiver(true);
+    let mut rx = receiver(PoolMode::Registered);
     let (addr, dn) = fake_dn(vec![Answer::Close(stream[..150_000].to_vec())]);
     let mut s = connect(addr);
     let (out, r, _) = read_with(&mut rx, &mut s, 0, 200_000, Duration::from_secs(10));
