@@ -94,6 +94,7 @@ pub struct Sample {
     pub running: usize,
     pub completed: u64,
     pub acked: u64,
+    /// Dispatcher backlog now: pending node entries summed over the RM's shard mailboxes.
     pub backlog: u64,
     pub p99_us: u64,
 }
@@ -306,7 +307,7 @@ impl Cluster {
             .map_or(0, |h| h.value_at_quantile(0.99));
         if let Some(rm) = &self.rm {
             s.nodes = lock(rm.tracker()).active_nodes();
-            s.backlog = rm.max_backlog();
+            s.backlog = rm.backlog();
         }
         s
     }
@@ -318,7 +319,7 @@ impl Cluster {
             _ => 1.0,
         };
         format!(
-            "nodes {} | heartbeats/s {:.1} | containers running {} completed {} acked {} | dispatcher backlog (max) {} | p99 heartbeat {} µs",
+            "nodes {} | heartbeats/s {:.1} | containers running {} completed {} acked {} | dispatcher backlog {} | p99 heartbeat {} µs",
             now.nodes,
             (now.heartbeats - prev.heartbeats) as f64 / dt,
             now.running,

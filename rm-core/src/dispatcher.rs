@@ -1,5 +1,7 @@
 //! The running dispatcher: one thread per shard, each pinned to a `shard-i` core of the `hw`
-//! plan (or unpinned, for tests and small machines), looping on [`Shard::run_once`].
+//! plan (or unpinned, for tests and small machines), looping on [`Shard::run_once`]. A busy
+//! shard wakes once per batch interval; an idle one parks until the next heartbeat, or for a
+//! second at most ([`crate::mailbox::Mailbox::take_inbox`]).
 //!
 //! A node belongs to shard `shard_of(host, port, N)` ([`crate::ids::shard_of`]); only that
 //! thread touches its state. Each thread, once a second, publishes node gauges and prunes the
@@ -186,6 +188,12 @@ impl Dispatcher {
             .map(|m| m.counters.max_depth.load(Ordering::Relaxed))
             .max()
             .unwrap_or(0)
+    }
+
+    /// Pending node entries now, summed over the shards' mailboxes (each counts at most one
+    /// per node: see [`crate::mailbox`]).
+    pub fn backlog(&self) -> u64 {
+        self.mailboxes.iter().map(|m| m.depth()).sum()
     }
 
     /// Finishes the backlog, commits, and joins the threads.

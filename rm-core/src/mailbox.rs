@@ -37,6 +37,13 @@
 //! heartbeat; the shard locks it twice per batch, to swap the filled inbox with its empty spare
 //! and to publish responses' items to the outbox. Node state itself is touched only by its
 //! shard's thread: no locks there.
+//!
+//! A heartbeat push does not signal the shard (a futex wake per heartbeat on the network
+//! side): the shard waits out its batch interval and takes what arrived, or is woken early
+//! when the backlog reaches the wake depth. A shard that found nothing for
+//! [`PARK_AFTER_IDLE_POLLS`] intervals in a row **parks** ([`Mailbox::take_inbox`]): the
+//! first push that finds it parked signals it, so an idle RM's shards sleep instead of
+//! polling, and a parked shard starts on the first heartbeat at once.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -273,7 +280,18 @@ pub(crate) struct Shared {
     pub(crate) inbox: Inbox,
     pub(crate) outbox: Vec<(u32, OutItem)>,
     pub(crate) shutdown: bool,
+    /// The shard is parked (idle): the next push wakes it.
+    parked: bool,
+    /// Consecutive batch-interval waits that found nothing.
+    idle_polls: u32,
 }
+
+/// Consecutive empty batch-interval waits after which an idle shard parks (about 10 ms at the
+/// default 1 ms interval).
+pub const PARK_AFTER_IDLE_POLLS: u32 = 10;
+
+/// Longest a parked shard sleeps without a push (its once-a-second housekeeping).
+pub const PARK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// One shard's hand-over point (see the module docs).
 #[derive(Debug)]
@@ -281,18 +299,40 @@ pub struct Mailbox {
     shared: Mutex<Shared>,
     cond: Condvar,
     wake_depth: usize,
+    park_after: u32,
+    park_timeout: Duration,
     pub counters: MailboxCounters,
 }
 
 impl Mailbox {
     /// `wake_depth`: backlog at which a push wakes the shard before its batch interval ends.
+    /// An idle shard parks after [`PARK_AFTER_IDLE_POLLS`] empty waits (see
+    /// [`Mailbox::take_inbox`]).
     pub fn new(wake_depth: usize) -> Mailbox {
+        Mailbox::with_parking(wake_depth, PARK_AFTER_IDLE_POLLS, PARK_TIMEOUT)
+    }
+
+    /// [`Mailbox::new`] with the parking rule spelled out: park after `park_after` empty
+    /// batch-interval waits, for at most `park_timeout` per wait.
+    pub fn with_parking(wake_depth: usize, park_after: u32, park_timeout: Duration) -> Mailbox {
         Mailbox {
             shared: Mutex::new(Shared::default()),
             cond: Condvar::new(),
             wake_depth: wake_depth.max(1),
+            park_after,
+            park_timeout,
             counters: MailboxCounters::default(),
         }
+    }
+
+    /// Pending node entries now (0 after the shard took its inbox).
+    pub fn depth(&self) -> u64 {
+        self.counters.depth.load(Ordering::Relaxed)
+    }
+
+    /// Whether the shard is parked now (tests, diagnostics).
+    pub fn is_parked(&self) -> bool {
+        self.lock().parked
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -316,20 +356,23 @@ impl Mailbox {
             std::mem::swap(&mut g.outbox, outbox);
         }
         let depth = g.inbox.depth();
+        let unpark = std::mem::take(&mut g.parked);
         drop(g);
         self.counters.enqueued.fetch_add(1, Ordering::Relaxed);
         if merged {
             self.counters.merged.fetch_add(1, Ordering::Relaxed);
         }
-        self.note_depth(depth);
+        self.note_depth(depth, unpark);
     }
 
-    fn note_depth(&self, depth: usize) {
+    /// Publishes the depth; wakes the shard at the wake depth, or if it was parked (the one
+    /// futex wake an idle shard costs the network side: none while the shard is polling).
+    fn note_depth(&self, depth: usize, unpark: bool) {
         self.counters.depth.store(depth as u64, Ordering::Relaxed);
         self.counters
             .max_depth
             .fetch_max(depth as u64, Ordering::Relaxed);
-        if depth == self.wake_depth {
+        if unpark || depth == self.wake_depth {
             self.cond.notify_one();
         }
     }
@@ -350,31 +393,50 @@ impl Mailbox {
         }
         g.inbox.push_reset(node, kind, now_ns);
         let depth = g.inbox.depth();
+        g.parked = false;
         drop(g);
-        self.note_depth(depth);
-        self.cond.notify_one();
+        self.note_depth(depth, true);
     }
 
     /// Control: a broadcast.
     pub fn push_global(&self, gl: Global) {
-        self.lock().inbox.push_global(gl);
+        let mut g = self.lock();
+        g.inbox.push_global(gl);
+        g.parked = false;
+        drop(g);
         self.cond.notify_one();
     }
 
     /// Shard side: swap the filled inbox with `spare` (which must be empty), waiting up to
     /// `wait` for work. Returns false on shutdown.
+    ///
+    /// Heartbeat pushes do not wake the shard (that would cost the network side a futex wake
+    /// per heartbeat): it waits out `wait` (the batch interval) and takes what arrived. After
+    /// `park_after` consecutive waits that found nothing it **parks** instead: it waits up to
+    /// `park_timeout`, and the first push that finds it parked wakes it at once. So a busy
+    /// shard batches without any wake-ups, and an idle one sleeps (one wake-up a second for
+    /// housekeeping) instead of polling every batch interval. A zero `wait` never waits.
     pub fn take_inbox(&self, spare: &mut Inbox, wait: Duration) -> bool {
         let mut g = self.lock();
         if g.inbox.is_empty() && !g.shutdown && !wait.is_zero() {
+            let park = g.idle_polls >= self.park_after;
+            g.parked = park;
+            let timeout = if park { self.park_timeout } else { wait };
             g = self
                 .cond
-                .wait_timeout(g, wait)
+                .wait_timeout(g, timeout)
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
+            g.parked = false;
         }
         if g.shutdown && g.inbox.is_empty() {
             return false;
         }
+        g.idle_polls = if g.inbox.is_empty() {
+            g.idle_polls.saturating_add(1)
+        } else {
+            0
+        };
         std::mem::swap(&mut g.inbox, spare);
         drop(g);
         self.counters.depth.store(0, Ordering::Relaxed);
@@ -476,5 +538,70 @@ mod tests {
         ib.clear();
         assert!(ib.is_empty());
         assert!(!ib.push_status(7, &h2, 9), "cleared: a fresh entry");
+    }
+
+    fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+        let t0 = std::time::Instant::now();
+        while !f() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "{what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn an_idle_shard_parks_and_the_first_push_wakes_it() {
+        use std::sync::atomic::AtomicUsize;
+        use std::sync::Arc;
+        // A park timeout far beyond the test: only a push (or shutdown) can end the park.
+        let mb = Arc::new(Mailbox::with_parking(
+            usize::MAX,
+            3,
+            Duration::from_secs(600),
+        ));
+        let (takes, taken) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicUsize::new(0)));
+        let shard = {
+            let (mb, takes, taken) = (mb.clone(), takes.clone(), taken.clone());
+            std::thread::spawn(move || {
+                let mut spare = Inbox::default();
+                while mb.take_inbox(&mut spare, Duration::from_millis(1)) {
+                    takes.fetch_add(1, Ordering::SeqCst);
+                    taken.fetch_add(spare.depth(), Ordering::SeqCst);
+                    spare.clear();
+                }
+            })
+        };
+        wait_until("parked after 3 empty polls", || mb.is_parked());
+        assert!(takes.load(Ordering::SeqCst) >= 3);
+        // Parked: no polling. (Without parking this would be ~100 returns.)
+        let before = takes.load(Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(100));
+        let polls = takes.load(Ordering::SeqCst) - before;
+        assert!(polls <= 2, "{polls} returns while parked");
+        // The first heartbeat wakes it at once (not after the 600 s park timeout).
+        let mut out = Vec::new();
+        mb.push_status(4, &hb(vec![]), 1, &mut out);
+        wait_until("the parked shard took the heartbeat", || {
+            taken.load(Ordering::SeqCst) == 1
+        });
+        assert_eq!(mb.depth(), 0);
+        // It polls again, then parks again; shutdown wakes it too.
+        wait_until("parked again", || mb.is_parked());
+        mb.shutdown();
+        shard.join().unwrap();
+    }
+
+    #[test]
+    fn depth_is_the_pending_entries_now() {
+        let mb = Mailbox::new(usize::MAX);
+        let mut out = Vec::new();
+        mb.push_status(1, &hb(vec![]), 1, &mut out);
+        mb.push_status(2, &hb(vec![]), 2, &mut out);
+        mb.push_status(1, &hb(vec![]), 3, &mut out);
+        assert_eq!(mb.depth(), 2, "one entry per node");
+        let mut spare = Inbox::default();
+        assert!(mb.take_inbox(&mut spare, Duration::ZERO));
+        assert_eq!(spare.depth(), 2);
+        assert_eq!(mb.depth(), 0);
+        assert_eq!(mb.counters.max_depth.load(Ordering::Relaxed), 2);
     }
 }

@@ -175,6 +175,11 @@ impl RmService {
         render_prometheus(&t, &views)
     }
 
+    /// The dispatcher backlog now: pending node entries summed over the shards' mailboxes.
+    pub fn backlog(&self) -> u64 {
+        self.dispatcher.as_ref().map(|d| d.backlog()).unwrap_or(0)
+    }
+
     /// Largest shard backlog seen.
     pub fn max_backlog(&self) -> u64 {
         self.dispatcher
