@@ -17,6 +17,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::pool::BufferPool;
+use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn};
 use super::slab::Slab;
 use super::tx::{Outbox, Starved, TxQueue};
 use super::{Flow, Service, Session, Shared, TransportError};
@@ -54,8 +55,7 @@ struct Conn<S> {
     read_queued: bool,
     /// Backpressure: the session refused input (counted once per pause).
     paused: bool,
-    parked: bool,
-    dirty: bool,
+    marks: Marks,
 }
 
 struct Loop<S: Service> {
@@ -67,8 +67,7 @@ struct Loop<S: Service> {
     listen_fd: RawFd,
     wake_fd: RawFd,
     scratch: Vec<u8>,
-    waiters: VecDeque<(u32, u16)>,
-    dirty: Vec<(u32, u16)>,
+    queues: Queues,
     to_read: VecDeque<(u32, u16)>,
     tick: Duration,
     accept_paused_until: Option<Instant>,
@@ -152,8 +151,7 @@ impl<S: Service> Loop<S> {
             listen_fd,
             wake_fd,
             scratch: vec![0u8; cfg.recv_buf_size.max(64 * 1024)],
-            waiters: VecDeque::new(),
-            dirty: Vec::new(),
+            queues: Queues::default(),
             to_read: VecDeque::new(),
             tick,
             accept_paused_until: None,
@@ -224,8 +222,7 @@ impl<S: Service> Loop<S> {
                 writable: true,
                 read_queued: false,
                 paused: false,
-                parked: false,
-                dirty: false,
+                marks: Marks::default(),
             });
             let ev = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
             if let Err(e) = ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, ev, token(idx, gen)) {
@@ -249,12 +246,7 @@ impl<S: Service> Loop<S> {
     }
 
     fn mark_dirty(&mut self, idx: u32, gen: u16) {
-        if let Some(c) = self.conns.get_mut(idx, gen) {
-            if !c.dirty {
-                c.dirty = true;
-                self.dirty.push((idx, gen));
-            }
-        }
+        self.queues.mark_dirty(&mut self.conns, idx, gen);
     }
 
     fn queue_read(&mut self, idx: u32, gen: u16) {
@@ -381,24 +373,8 @@ impl<S: Service> Loop<S> {
 
     fn after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>) {
         let now = Instant::now();
-        match flow {
-            Flow::CloseNow => return self.close_now(idx, gen),
-            Flow::CloseAfterFlush => {
-                if let Some(c) = self.conns.get_mut(idx, gen) {
-                    if c.state == State::Open {
-                        c.state = State::Flushing(now);
-                    }
-                }
-            }
-            Flow::Continue => {}
-        }
-        if starved == Some(Starved::Pool) {
-            if let Some(c) = self.conns.get_mut(idx, gen) {
-                if !c.parked {
-                    c.parked = true;
-                    self.waiters.push_back((idx, gen));
-                }
-            }
+        if !sched::apply_flow(self, idx, gen, flow, starved, now) {
+            return;
         }
         if !self.write_out(idx, gen) {
             return;
@@ -441,60 +417,8 @@ impl<S: Service> Loop<S> {
         }
     }
 
-    fn run_dirty(&mut self) {
-        while self.pool.available() > 0 {
-            let Some((idx, gen)) = self.waiters.pop_front() else {
-                break;
-            };
-            if let Some(c) = self.conns.get_mut(idx, gen) {
-                c.parked = false;
-                self.mark_dirty(idx, gen);
-            }
-        }
-        while let Some((idx, gen)) = self.dirty.pop() {
-            let Some(c) = self.conns.get_mut(idx, gen) else {
-                continue;
-            };
-            c.dirty = false;
-            // A connection parked on an empty pool is woken through `waiters` when a chunk
-            // frees; asking it to continue before that would only fail again.
-            let parked_on_empty = c.parked && self.pool.available() == 0;
-            if c.state == State::Open && !parked_on_empty {
-                let mut ob = Outbox::new(&mut self.pool, &mut c.tx);
-                let flow = c.session.on_send_progress(&mut ob);
-                let starved = ob.starved();
-                self.after(idx, gen, flow, starved);
-            } else {
-                self.after(idx, gen, Flow::Continue, None);
-            }
-        }
-    }
-
     fn sweep(&mut self, now: Instant) {
-        let idle = self.shared.config.idle_timeout;
-        let linger = self.shared.config.linger;
-        for idx in self.conns.indexes() {
-            let Some(c) = self.conns.get_mut_any(idx) else {
-                continue;
-            };
-            let gen = c.gen;
-            let expired = match c.state {
-                State::Open => {
-                    idle.is_some_and(|t| now.duration_since(c.last_active) >= t)
-                        && c.session.is_idle()
-                        && c.tx.is_empty()
-                }
-                State::Flushing(since) | State::Draining(since) => {
-                    now.duration_since(since) >= linger
-                }
-            };
-            if expired {
-                if c.state == State::Open {
-                    self.shared.add(&self.shared.metrics.idle_closed, 1);
-                }
-                self.close_now(idx, gen);
-            }
-        }
+        sched::sweep(self, now);
         if self.accept_paused_until.is_some_and(|t| now >= t) {
             self.accept_paused_until = None;
             self.accept_all();
@@ -502,24 +426,14 @@ impl<S: Service> Loop<S> {
     }
 
     fn sync_stats(&mut self) {
-        let s = self.pool.stats();
-        if s.exhausted != self.synced.exhausted {
-            self.shared.add(
-                &self.shared.metrics.pool_exhausted,
-                s.exhausted - self.synced.exhausted,
-            );
-        }
-        if s.peak_in_use != self.synced.peak_in_use {
-            self.shared.peak(s.peak_in_use);
-        }
-        self.synced = s;
+        sched::sync_stats(&self.pool, &self.shared, &mut self.synced);
     }
 
     fn run(mut self) {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let mut last_sweep = Instant::now();
         loop {
-            let timeout = if self.to_read.is_empty() && self.dirty.is_empty() {
+            let timeout = if self.to_read.is_empty() && !self.queues.has_dirty() {
                 self.tick.as_millis() as i32
             } else {
                 0
@@ -577,7 +491,7 @@ impl<S: Service> Loop<S> {
                     self.read_some(idx, gen);
                 }
             }
-            self.run_dirty();
+            sched::run_dirty(&mut self);
             let now = Instant::now();
             if now.duration_since(last_sweep) >= self.tick {
                 last_sweep = now;
@@ -588,5 +502,51 @@ impl<S: Service> Loop<S> {
                 return;
             }
         }
+    }
+}
+
+impl<S: Session> SchedConn for Conn<S> {
+    type Session = S;
+    fn gen(&self) -> u16 {
+        self.gen
+    }
+    fn phase(&self) -> Phase {
+        match self.state {
+            State::Open => Phase::Open,
+            State::Flushing(t) | State::Draining(t) => Phase::Lingering(t),
+        }
+    }
+    fn begin_flush(&mut self, now: Instant) {
+        if self.state == State::Open {
+            self.state = State::Flushing(now);
+        }
+    }
+    fn quiet(&self) -> bool {
+        self.session.is_idle() && self.tx.is_empty()
+    }
+    fn last_active(&self) -> Instant {
+        self.last_active
+    }
+    fn marks(&mut self) -> &mut Marks {
+        &mut self.marks
+    }
+    fn session_and_tx(&mut self) -> (&mut S, &mut TxQueue) {
+        (&mut self.session, &mut self.tx)
+    }
+}
+
+impl<S: Service> EventLoop for Loop<S> {
+    type Conn = Conn<S::Session>;
+    fn parts(&mut self) -> (&mut Slab<Self::Conn>, &mut BufferPool, &mut Queues) {
+        (&mut self.conns, &mut self.pool, &mut self.queues)
+    }
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+    fn continue_after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>) {
+        self.after(idx, gen, flow, starved);
+    }
+    fn close(&mut self, idx: u32, gen: u16) {
+        self.close_now(idx, gen);
     }
 }

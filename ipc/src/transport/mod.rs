@@ -21,9 +21,13 @@
 //!   pushes back on the client. Nothing is allocated around an exhausted pool.
 //! - Limits enforced here: the connection limit (new connections over it are closed at once),
 //!   the idle timeout (connections with nothing outstanding and no traffic are closed).
+//! - The scheduling both backends share (which connections continue when a send completes or a
+//!   chunk frees, parking on an empty pool, the idle/linger sweep) is one sans-IO module,
+//!   `sched`; the backends keep only their I/O.
 
 pub mod epoll;
 pub mod pool;
+mod sched;
 mod slab;
 pub mod tx;
 pub mod uring;

@@ -62,6 +62,12 @@ impl<T> Slab<T> {
         Some(t)
     }
 
+    /// Slots ever made (occupied or free): indexes below this are valid for
+    /// [`Slab::get_mut_any`]. Removing entries does not lower it.
+    pub(crate) fn slot_count(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
     /// Indexes of occupied slots.
     pub(crate) fn indexes(&self) -> Vec<u32> {
         self.slots

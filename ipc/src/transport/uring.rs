@@ -20,7 +20,6 @@
 //! - A wake-up eventfd (polled) tells the thread to shut down; waits are bounded by a tick that
 //!   drives the idle timeout and the linger of closing connections.
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
@@ -31,6 +30,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
 use super::pool::{BufferPool, MAX_REGISTERED_CHUNKS};
+use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn};
 use super::slab::Slab;
 use super::tx::{Outbox, Starved, TxQueue};
 use super::{Flow, SendZc, Service, Session, Shared, TransportError, ZC_MIN_BYTES};
@@ -301,8 +301,7 @@ struct Conn<S> {
     /// Send result completions outstanding (the current chain).
     sends_inflight: u32,
     zc: bool,
-    parked: bool,
-    dirty: bool,
+    marks: Marks,
 }
 
 static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
@@ -320,8 +319,7 @@ struct Loop<S: Service> {
     wake_fd: RawFd,
     accept_armed: bool,
     accept_retry: Option<Instant>,
-    waiters: VecDeque<(u32, u16)>,
-    dirty: Vec<(u32, u16)>,
+    queues: Queues,
     cqes: Vec<(u64, i32, u32)>,
     tick: Duration,
     stopping: bool,
@@ -420,8 +418,7 @@ impl<S: Service> Loop<S> {
             wake_fd,
             accept_armed: false,
             accept_retry: None,
-            waiters: VecDeque::new(),
-            dirty: Vec::new(),
+            queues: Queues::default(),
             cqes: Vec::with_capacity(1024),
             tick,
             stopping: false,
@@ -568,12 +565,7 @@ impl<S: Service> Loop<S> {
     }
 
     fn mark_dirty(&mut self, idx: u32, gen: u16) {
-        if let Some(c) = self.conns.get_mut(idx, gen) {
-            if !c.dirty {
-                c.dirty = true;
-                self.dirty.push((idx, gen));
-            }
-        }
+        self.queues.mark_dirty(&mut self.conns, idx, gen);
     }
 
     /// Shuts the socket down and frees the slot once no operation is outstanding.
@@ -618,24 +610,8 @@ impl<S: Service> Loop<S> {
     /// stop receiving.
     fn after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>) {
         let now = Instant::now();
-        match flow {
-            Flow::CloseNow => return self.close_now(idx, gen),
-            Flow::CloseAfterFlush => {
-                if let Some(c) = self.conns.get_mut(idx, gen) {
-                    if c.state == State::Open {
-                        c.state = State::Flushing(now);
-                    }
-                }
-            }
-            Flow::Continue => {}
-        }
-        if starved == Some(Starved::Pool) {
-            if let Some(c) = self.conns.get_mut(idx, gen) {
-                if !c.parked {
-                    c.parked = true;
-                    self.waiters.push_back((idx, gen));
-                }
-            }
+        if !sched::apply_flow(self, idx, gen, flow, starved, now) {
+            return;
         }
         self.flush(idx, gen);
         let Some(c) = self.conns.get_mut(idx, gen) else {
@@ -705,8 +681,7 @@ impl<S: Service> Loop<S> {
                     ops: 0,
                     sends_inflight: 0,
                     zc,
-                    parked: false,
-                    dirty: false,
+                    marks: Marks::default(),
                 });
                 debug_assert_eq!(self.conns.get_mut(idx, gen).map(|c| c.gen), Some(gen));
                 self.shared.add(&self.shared.metrics.accepted, 1);
@@ -861,64 +836,8 @@ impl<S: Service> Loop<S> {
         }
     }
 
-    /// Wakes parked connections while chunks are free, then lets every dirty connection
-    /// continue.
-    fn run_dirty(&mut self) {
-        while self.pool.available() > 0 {
-            let Some((idx, gen)) = self.waiters.pop_front() else {
-                break;
-            };
-            if let Some(c) = self.conns.get_mut(idx, gen) {
-                c.parked = false;
-                self.mark_dirty(idx, gen);
-            }
-        }
-        while let Some((idx, gen)) = self.dirty.pop() {
-            let Some(c) = self.conns.get_mut(idx, gen) else {
-                continue;
-            };
-            c.dirty = false;
-            // A connection parked on an empty pool is woken through `waiters` when a chunk
-            // frees; asking it to continue before that would only fail again.
-            let parked_on_empty = c.parked && self.pool.available() == 0;
-            if c.state == State::Open && !parked_on_empty {
-                let mut ob = Outbox::new(&mut self.pool, &mut c.tx);
-                let flow = c.session.on_send_progress(&mut ob);
-                let starved = ob.starved();
-                self.after(idx, gen, flow, starved);
-            } else {
-                self.after(idx, gen, Flow::Continue, None);
-            }
-        }
-    }
-
     fn sweep(&mut self, now: Instant) {
-        let idle = self.shared.config.idle_timeout;
-        let linger = self.shared.config.linger;
-        for idx in self.conns.indexes() {
-            let Some(c) = self.conns.get_mut_any(idx) else {
-                continue;
-            };
-            let gen = c.gen;
-            let expired = match c.state {
-                State::Open => {
-                    idle.is_some_and(|t| now.duration_since(c.last_active) >= t)
-                        && c.session.is_idle()
-                        && c.tx.is_empty()
-                        && c.sends_inflight == 0
-                }
-                State::Flushing(since) | State::Draining(since) => {
-                    now.duration_since(since) >= linger
-                }
-                State::Closing => false,
-            };
-            if expired {
-                if c.state == State::Open {
-                    self.shared.add(&self.shared.metrics.idle_closed, 1);
-                }
-                self.close_now(idx, gen);
-            }
-        }
+        sched::sweep(self, now);
         if let Some(t) = self.accept_retry {
             if now >= t {
                 self.accept_retry = None;
@@ -928,17 +847,7 @@ impl<S: Service> Loop<S> {
     }
 
     fn sync_stats(&mut self) {
-        let s = self.pool.stats();
-        if s.exhausted != self.synced.exhausted {
-            self.shared.add(
-                &self.shared.metrics.pool_exhausted,
-                s.exhausted - self.synced.exhausted,
-            );
-        }
-        if s.peak_in_use != self.synced.peak_in_use {
-            self.shared.peak(s.peak_in_use);
-        }
-        self.synced = s;
+        sched::sync_stats(&self.pool, &self.shared, &mut self.synced);
     }
 
     fn run(mut self) {
@@ -975,7 +884,7 @@ impl<S: Service> Loop<S> {
                     _ => {}
                 }
             }
-            self.run_dirty();
+            sched::run_dirty(&mut self);
             let now = Instant::now();
             if now.duration_since(last_sweep) >= self.tick {
                 last_sweep = now;
@@ -1001,5 +910,52 @@ impl<S: Service> Loop<S> {
                 self.shared.close_one();
             }
         }
+    }
+}
+
+impl<S: Session> SchedConn for Conn<S> {
+    type Session = S;
+    fn gen(&self) -> u16 {
+        self.gen
+    }
+    fn phase(&self) -> Phase {
+        match self.state {
+            State::Open => Phase::Open,
+            State::Flushing(t) | State::Draining(t) => Phase::Lingering(t),
+            State::Closing => Phase::Closing,
+        }
+    }
+    fn begin_flush(&mut self, now: Instant) {
+        if self.state == State::Open {
+            self.state = State::Flushing(now);
+        }
+    }
+    fn quiet(&self) -> bool {
+        self.session.is_idle() && self.tx.is_empty() && self.sends_inflight == 0
+    }
+    fn last_active(&self) -> Instant {
+        self.last_active
+    }
+    fn marks(&mut self) -> &mut Marks {
+        &mut self.marks
+    }
+    fn session_and_tx(&mut self) -> (&mut S, &mut TxQueue) {
+        (&mut self.session, &mut self.tx)
+    }
+}
+
+impl<S: Service> EventLoop for Loop<S> {
+    type Conn = Conn<S::Session>;
+    fn parts(&mut self) -> (&mut Slab<Self::Conn>, &mut BufferPool, &mut Queues) {
+        (&mut self.conns, &mut self.pool, &mut self.queues)
+    }
+    fn shared(&self) -> &Shared {
+        &self.shared
+    }
+    fn continue_after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>) {
+        self.after(idx, gen, flow, starved);
+    }
+    fn close(&mut self, idx: u32, gen: u16) {
+        self.close_now(idx, gen);
     }
 }

@@ -1,0 +1,209 @@
+//! Connection scheduling shared by both event loops, sans-IO: which connections continue after
+//! a send completes or a pool chunk frees, which ones park on an empty pool, and which ones the
+//! periodic sweep closes (idle, or lingering after a FATAL past the linger).
+//!
+//! How it connects: each backend's connection implements [`SchedConn`] (its phase, whether it
+//! is quiet, its [`Marks`]), and each backend's loop implements [`EventLoop`] (its slab, pool
+//! and [`Queues`], plus its own `after` step and close). [`run_dirty`], [`sweep`] and
+//! [`apply_flow`] hold the decisions; the backends keep only their I/O (io_uring submissions,
+//! epoll reads and writes). Nothing here touches a socket.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use super::pool::{BufferPool, PoolStats};
+use super::slab::Slab;
+use super::tx::{Outbox, Starved, TxQueue};
+use super::{Flow, Session, Shared};
+
+/// Where a connection is in its life, as far as scheduling cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Open,
+    /// Flushing before a half-close, or draining after it, since the instant: closed once the
+    /// linger has passed.
+    Lingering(Instant),
+    /// Being torn down (io_uring waits for outstanding operations); left alone.
+    Closing,
+}
+
+/// Per-connection scheduling marks.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Marks {
+    /// Waiting in [`Queues`] for a pool chunk.
+    pub parked: bool,
+    /// Queued to continue in the next [`run_dirty`].
+    pub dirty: bool,
+}
+
+/// A backend's connection, seen by the scheduler.
+pub(crate) trait SchedConn {
+    type Session: Session;
+    fn gen(&self) -> u16;
+    fn phase(&self) -> Phase;
+    /// An open connection starts flushing (then half-closes) at `now`; others are unchanged.
+    fn begin_flush(&mut self, now: Instant);
+    /// Nothing of its own in flight: the session idle, nothing queued, no send outstanding.
+    fn quiet(&self) -> bool;
+    fn last_active(&self) -> Instant;
+    fn marks(&mut self) -> &mut Marks;
+    fn session_and_tx(&mut self) -> (&mut Self::Session, &mut TxQueue);
+}
+
+/// A loop's scheduling queues.
+#[derive(Debug, Default)]
+pub(crate) struct Queues {
+    /// Connections parked on an empty pool, woken in order as chunks free.
+    waiters: VecDeque<(u32, u16)>,
+    /// Connections to let continue.
+    dirty: Vec<(u32, u16)>,
+}
+
+impl Queues {
+    /// Queues the connection to continue (once, however often it is marked).
+    pub(crate) fn mark_dirty<C: SchedConn>(&mut self, conns: &mut Slab<C>, idx: u32, gen: u16) {
+        if let Some(c) = conns.get_mut(idx, gen) {
+            let m = c.marks();
+            if !m.dirty {
+                m.dirty = true;
+                self.dirty.push((idx, gen));
+            }
+        }
+    }
+
+    /// Parks the connection until a pool chunk frees (once).
+    pub(crate) fn park<C: SchedConn>(&mut self, conns: &mut Slab<C>, idx: u32, gen: u16) {
+        if let Some(c) = conns.get_mut(idx, gen) {
+            let m = c.marks();
+            if !m.parked {
+                m.parked = true;
+                self.waiters.push_back((idx, gen));
+            }
+        }
+    }
+
+    /// Whether a connection waits to continue.
+    pub(crate) fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+}
+
+/// A backend's event loop, seen by the scheduler.
+pub(crate) trait EventLoop {
+    type Conn: SchedConn;
+    /// The connections, the send pool and the queues, borrowed together.
+    fn parts(&mut self) -> (&mut Slab<Self::Conn>, &mut BufferPool, &mut Queues);
+    fn shared(&self) -> &Shared;
+    /// The backend's step after a session callback (it starts with [`apply_flow`]).
+    fn continue_after(&mut self, idx: u32, gen: u16, flow: Flow, starved: Option<Starved>);
+    /// Closes the connection now.
+    fn close(&mut self, idx: u32, gen: u16);
+}
+
+/// The first part of a backend's `after` step: acts on the session's flow and parks the
+/// connection if the pool ran dry. `false` if the connection was closed.
+pub(crate) fn apply_flow<L: EventLoop>(
+    l: &mut L,
+    idx: u32,
+    gen: u16,
+    flow: Flow,
+    starved: Option<Starved>,
+    now: Instant,
+) -> bool {
+    match flow {
+        Flow::CloseNow => {
+            l.close(idx, gen);
+            return false;
+        }
+        Flow::CloseAfterFlush => {
+            if let Some(c) = l.parts().0.get_mut(idx, gen) {
+                c.begin_flush(now);
+            }
+        }
+        Flow::Continue => {}
+    }
+    if starved == Some(Starved::Pool) {
+        let (conns, _, queues) = l.parts();
+        queues.park(conns, idx, gen);
+    }
+    true
+}
+
+/// Wakes parked connections while chunks are free, then lets every dirty connection continue.
+pub(crate) fn run_dirty<L: EventLoop>(l: &mut L) {
+    let (conns, pool, queues) = l.parts();
+    while pool.available() > 0 {
+        let Some((idx, gen)) = queues.waiters.pop_front() else {
+            break;
+        };
+        if let Some(c) = conns.get_mut(idx, gen) {
+            c.marks().parked = false;
+            queues.mark_dirty(conns, idx, gen);
+        }
+    }
+    loop {
+        let (conns, pool, queues) = l.parts();
+        let Some((idx, gen)) = queues.dirty.pop() else {
+            break;
+        };
+        let Some(c) = conns.get_mut(idx, gen) else {
+            continue;
+        };
+        c.marks().dirty = false;
+        // A connection parked on an empty pool is woken through `waiters` when a chunk
+        // frees; asking it to continue before that would only fail again.
+        let parked_on_empty = c.marks().parked && pool.available() == 0;
+        if c.phase() == Phase::Open && !parked_on_empty {
+            let (session, tx) = c.session_and_tx();
+            let mut ob = Outbox::new(pool, tx);
+            let flow = session.on_send_progress(&mut ob);
+            let starved = ob.starved();
+            l.continue_after(idx, gen, flow, starved);
+        } else {
+            l.continue_after(idx, gen, Flow::Continue, None);
+        }
+    }
+}
+
+/// Closes connections idle past `idle_timeout` (and quiet) and those lingering past `linger`.
+pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant) {
+    let idle = l.shared().config.idle_timeout;
+    let linger = l.shared().config.linger;
+    let slots = l.parts().0.slot_count();
+    for idx in 0..slots {
+        let Some(c) = l.parts().0.get_mut_any(idx) else {
+            continue;
+        };
+        let gen = c.gen();
+        let phase = c.phase();
+        let expired = match phase {
+            Phase::Open => {
+                idle.is_some_and(|t| now.duration_since(c.last_active()) >= t) && c.quiet()
+            }
+            Phase::Lingering(since) => now.duration_since(since) >= linger,
+            Phase::Closing => false,
+        };
+        if expired {
+            if phase == Phase::Open {
+                let s = l.shared();
+                s.add(&s.metrics.idle_closed, 1);
+            }
+            l.close(idx, gen);
+        }
+    }
+}
+
+/// Publishes the pool's exhaustion count and peak use into the shared metrics.
+pub(crate) fn sync_stats(pool: &BufferPool, shared: &Shared, synced: &mut PoolStats) {
+    let s = pool.stats();
+    if s.exhausted != synced.exhausted {
+        shared.add(
+            &shared.metrics.pool_exhausted,
+            s.exhausted - synced.exhausted,
+        );
+    }
+    if s.peak_in_use != synced.peak_in_use {
+        shared.peak(s.peak_in_use);
+    }
+    *synced = s;
+}
