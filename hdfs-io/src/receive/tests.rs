@@ -186,6 +186,7 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
         ] {
             let stream = dn_stream(&data, off, len, CRC32C, packet);
             let packets = stream.len() / (packet + 40) + 2;
+            let stream_len = stream.len();
             let (addr, dn) = fake_dn(vec![Answer::Stream(stream, piece)]);
             let mut s = connect(addr);
             let before = rx.stats;
@@ -200,9 +201,16 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
                 assert!(overflows > 0, "{packet}");
             } else {
                 assert_eq!(overflows, 0, "{packet}");
-                // only prefixes (and the bytes of the first receive) ever move: no data
+                // only prefixes (or a few bytes pending near a chunk's end) move, no data in
+                // bulk; with packets larger than MARGIN, the first greedy receive (before
+                // any packet length is known) may leave one packet to move
+                let compactions = (stream_len / (CHUNK_SIZE / 2) + 2) as u64;
+                let mut bound = packets as u64 * 6 + compactions * SMALL_RECV as u64;
+                if packet + 1024 > MARGIN {
+                    bound += (packet + 1024) as u64;
+                }
                 assert!(
-                    moved <= (packets as u64) * 6 + SMALL_RECV as u64,
+                    moved <= bound,
                     "packet {packet}: moved {moved} bytes over {packets} packets"
                 );
             }
@@ -255,9 +263,21 @@ fn a_stalled_datanode_times_out_and_the_ring_stays_usable() {
     let stream = dn_stream(&data, 0, 200_000, CRC32C, 64 * 1024);
     for mode in [PoolMode::Registered, PoolMode::ReadFixed] {
         let mut rx = receiver(mode);
-        // the response and 1.5 packets, then nothing
-        let (addr, dn) = fake_dn(vec![Answer::Stall(stream[..100_000].to_vec())]);
+        // the response and 1.5 packets, sent before the read starts (so that a slow
+        // scheduler cannot delay them into the timeout), then nothing
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let early = stream[..100_000].to_vec();
+        let (sent_tx, sent) = std::sync::mpsc::channel();
+        let dn = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.write_all(&early).unwrap();
+            sent_tx.send(()).unwrap();
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        });
         let mut s = connect(addr);
+        sent.recv().unwrap();
         let t = Instant::now();
         let (out, r, done) = read_with(&mut rx, &mut s, 0, 200_000, Duration::from_millis(300));
         let took = t.elapsed();
