@@ -92,6 +92,33 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
         "{names:?}"
     );
     assert!(names.iter().any(|n| n.starts_with("hp-hk-")), "{names:?}");
+    // the network role's three threads (heartbeats, the RM client's reader, the IPC server's
+    // ring) are pinned to one CPU, the plan's ring CPU
+    let allowed = |prefix: &str| -> String {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.ok()?.path();
+                let comm = std::fs::read_to_string(p.join("comm")).ok()?;
+                if !comm.trim().starts_with(prefix) {
+                    return None;
+                }
+                let status = std::fs::read_to_string(p.join("status")).ok()?;
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string())
+            })
+            .next()
+            .unwrap_or_else(|| panic!("no thread named {prefix}*: {names:?}"))
+    };
+    let ring = allowed("hp-ring0-");
+    assert!(
+        !ring.contains(',') && !ring.contains('-'),
+        "pinned to one CPU: {ring}"
+    );
+    assert_eq!(allowed("hp-ring0rx-"), ring, "the RM client's reader");
+    assert_eq!(allowed("hp-ring0srv-"), ring, "the agent's IPC server ring");
 
     // container lifecycle through the CLI
     let cid = "container_1700000000000_0007_01_000001";

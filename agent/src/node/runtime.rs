@@ -9,7 +9,8 @@
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
 //!   (`unRegisterNodeManager`). The agent's IPC server (`getNodeReport`, `getBuffer`) runs on
-//!   an `ipc::server` ring pinned to the same CPU.
+//!   an `ipc::server` ring pinned to the same CPU (`hp-ring0srv-<cpu>`), and so does the RM
+//!   client's reader thread (`hp-ring0rx-<cpu>`): the whole network role shares one core.
 //! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
 //!   the simulator, cleanup orders (to executors, then forced completion after the grace
 //!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
@@ -160,6 +161,9 @@ impl Agent {
                 recv_buf_size: 16 * 1024,
                 recv_bufs: 8,
                 max_connections: 256,
+                thread_names: ring_cpu
+                    .map(|c| vec![format!("hp-ring0srv-{c}")])
+                    .unwrap_or_default(),
                 ..TransportConfig::default()
             };
             let s = Server::start(
@@ -246,7 +250,7 @@ impl Agent {
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
-                ring_loop(&shared, &cfg, identity, started)
+                ring_loop(&shared, &cfg, identity, started, ring_cpu)
             })?
         };
         let hk = {
@@ -397,6 +401,7 @@ fn ring_loop(
     cfg: &AgentConfig,
     identity: NodeIdentity,
     started: Instant,
+    ring_cpu: Option<u32>,
 ) -> ExitReason {
     let client = Client::new(
         cfg.rm_addr,
@@ -409,6 +414,9 @@ fn ring_loop(
             backoff_max: Duration::from_millis(1),
             max_connect_attempts: 1,
             recycled_buffers: 2,
+            reader_thread_name: ring_cpu
+                .map_or_else(|| "hp-ring0rx".to_string(), |c| format!("hp-ring0rx-{c}")),
+            reader_cpu: ring_cpu,
             ..ClientConfig::default()
         },
     );
