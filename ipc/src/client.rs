@@ -934,11 +934,14 @@ fn read_one(
     s.read_exact(&mut buf)
         .map_err(|e| format!("read failed: {e}"))?;
     let frame = ResponseFrame::split(&buf).map_err(|e| e.to_string())?;
-    let h = RpcResponseHeaderView::new(frame.header);
-    h.validate().map_err(|e| e.to_string())?;
-    let call_id = h.call_id_i32().map_err(|e| e.to_string())?;
-    let status = h.status().map_err(|e| e.to_string())?;
-    let state_id = h.state_id().ok().flatten();
+    // One pass over the header: validates it (same errors as `validate()`) and reads every
+    // field, where validate + accessors scanned it once per field.
+    let h = RpcResponseHeaderView::new(frame.header)
+        .summary()
+        .map_err(|e| e.to_string())?;
+    let call_id = h.call_id_i32();
+    let status = h.status;
+    let state_id = h.state_id;
     if let Some(sid) = state_id {
         client.state_id.observe(sid);
     }
@@ -968,7 +971,7 @@ fn read_one(
                     .unwrap_or("")
                     .to_string(),
                 message: h.error_msg().ok().flatten().unwrap_or("").to_string(),
-                detail: h.error_detail().ok().flatten(),
+                detail: h.error_detail,
             };
             client.recycler.put(buf);
             if st == RpcStatusProto::Fatal {
