@@ -216,6 +216,10 @@ fn localizes_a_multi_block_file_through_the_cli_on_the_pinned_reader() {
         (allowed.as_str(), last_cpu),
         (cpu.to_string().as_str(), cpu)
     );
+    // ...and so does its NameNode connection's reader thread
+    let rx = format!("hp-hdfsrx-{cpu}");
+    let (_, allowed, _) = find_thread(&rx).unwrap_or_else(|| panic!("no {rx} thread"));
+    assert_eq!(allowed, cpu.to_string(), "{rx} affinity");
 
     // a missing file: FileNotFound, nothing created
     let missing = app.join("missing.jar");

@@ -181,11 +181,12 @@ impl Connections {
         loop {
             let body = self.read_frame(c).map_err(io)?;
             let frame = ResponseFrame::split(&c.buf[body]).map_err(|e| io(e.to_string()))?;
-            let h = RpcResponseHeaderView::new(frame.header);
-            h.validate().map_err(|e| io(e.to_string()))?;
-            let id = h.call_id_i32().map_err(|e| io(e.to_string()))?;
-            let status = h.status().map_err(|e| io(e.to_string()))?;
-            if let Ok(Some(sid)) = h.state_id() {
+            // one pass over the header: validation and every field (same errors as validate())
+            let h = RpcResponseHeaderView::new(frame.header)
+                .summary()
+                .map_err(|e| io(e.to_string()))?;
+            let (id, status) = (h.call_id_i32(), h.status);
+            if let Some(sid) = h.state_id {
                 self.state_id.observe(sid);
             }
             if id != call_id && status != RpcStatusProto::Fatal {
@@ -212,7 +213,7 @@ impl Connections {
                     let e = RemoteException {
                         kind: RemoteKind::from_class(&class),
                         message: h.error_msg().ok().flatten().unwrap_or("").to_string(),
-                        code: h.error_detail().ok().flatten().map(|d| d as i32),
+                        code: h.error_detail.map(|d| d as i32),
                         fatal: st == RpcStatusProto::Fatal,
                         class,
                     };

@@ -25,7 +25,7 @@ use crate::datanode::{block_name, connect, read_block_on, PeerCache, RecvBuf};
 use crate::dead_nodes::{DeadNodes, Failure};
 use crate::error::{BlockName, Error};
 use crate::file_status::{FileStatus, FileType};
-use crate::namenode::{BadBlock, LocatedBlocksBuf, NameNodeClient};
+use crate::namenode::{BadBlock, LocatedBlocksBuf, NameNodeClient, NameNodeConfig};
 use crate::receive::{read_block_uring, RecvPath};
 use crate::replica::{decode_replicas, Replica};
 use crate::selection::{LazyNow, Ranked, Selector};
@@ -183,7 +183,16 @@ impl DfsClient {
     /// ([`LocalNode::detect`]) and the rack table of `net.topology.table.file.name` when
     /// `net.topology.node.switch.mapping.impl` is `TableMapping`.
     pub fn from_conf(conf: &conf::Configuration) -> Result<DfsClient, Error> {
-        let nn = NameNodeClient::from_conf(conf)?;
+        Self::from_conf_with(conf, NameNodeConfig::default())
+    }
+
+    /// As [`DfsClient::from_conf`], with the NameNode client's other settings (e.g. where its
+    /// connections' reader threads run) taken from `nn`.
+    pub fn from_conf_with(
+        conf: &conf::Configuration,
+        nn: NameNodeConfig,
+    ) -> Result<DfsClient, Error> {
+        let nn = NameNodeClient::from_conf_with(conf, nn)?;
         let cfg = DfsConfig::from_conf(conf)?;
         let mut racks = RackMap::default();
         let imp = conf

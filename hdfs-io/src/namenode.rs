@@ -96,6 +96,11 @@ pub struct NameNodeConfig {
     /// With one NameNode, send `getFileInfo` over pooled connections each used by one caller
     /// at a time (see the module docs) instead of the shared `ipc::client` connection.
     pub direct_calls: bool,
+    /// Name of each NameNode connection's `ipc::client` reader thread (`None`: the client's
+    /// default, `hp-ipc-client`).
+    pub reader_thread_name: Option<String>,
+    /// CPU to pin those reader threads to, e.g. the caller's own planned CPU (`None`: unpinned).
+    pub reader_cpu: Option<u32>,
 }
 
 impl Default for NameNodeConfig {
@@ -109,6 +114,8 @@ impl Default for NameNodeConfig {
             retry_wait: Duration::from_millis(100),
             observer_reads: false,
             direct_calls: true,
+            reader_thread_name: None,
+            reader_cpu: None,
         }
     }
 }
@@ -317,7 +324,15 @@ impl NameNodeClient {
                     backoff_initial: Duration::from_millis(50),
                     backoff_max: Duration::from_secs(1),
                     state_id: Some(state_id.clone()),
+                    reader_cpu: cfg.reader_cpu,
                     ..ClientConfig::default()
+                };
+                let icfg = match &cfg.reader_thread_name {
+                    Some(n) => ClientConfig {
+                        reader_thread_name: n.clone(),
+                        ..icfg
+                    },
+                    None => icfg,
                 };
                 let client = Client::new(ep.addr, icfg);
                 // its own clientId: callIds of the two paths are counted apart
@@ -361,6 +376,15 @@ impl NameNodeClient {
 
     /// From a configuration: `fs.defaultFS` and the HA keys (see the module docs).
     pub fn from_conf(conf: &conf::Configuration) -> Result<NameNodeClient, Error> {
+        Self::from_conf_with(conf, NameNodeConfig::default())
+    }
+
+    /// As [`NameNodeClient::from_conf`], with the fields the configuration does not decide
+    /// (user, retries, reader-thread placement, …) taken from `base`.
+    pub fn from_conf_with(
+        conf: &conf::Configuration,
+        base: NameNodeConfig,
+    ) -> Result<NameNodeClient, Error> {
         let (eps, observer) = endpoints_from_conf(conf)?;
         let cfg = NameNodeConfig {
             observer_reads: observer,
@@ -368,7 +392,7 @@ impl NameNodeClient {
                 conf.get_duration_ms("ipc.client.connect.timeout")
                     .unwrap_or(20_000),
             ),
-            ..NameNodeConfig::default()
+            ..base
         };
         NameNodeClient::new(eps, cfg)
     }

@@ -452,10 +452,19 @@ pub fn run_reader(
     settings: HdfsSettings,
     local_dirs: Vec<PathBuf>,
     shared: Arc<Shared>,
+    cpu: Option<u32>,
 ) {
+    // The NameNode connections' reader threads sit on this thread's CPU, named after it.
+    let nn_placement = || hdfs_io::namenode::NameNodeConfig {
+        reader_thread_name: Some(
+            cpu.map_or_else(|| "hp-hdfsrx".into(), |c| format!("hp-hdfsrx-{c}")),
+        ),
+        reader_cpu: cpu,
+        ..Default::default()
+    };
     let m = &shared.metrics.localize;
     m.reader_running.store(1, Relaxed);
-    let mut client = match DfsClient::from_conf(&settings.conf) {
+    let mut client = match DfsClient::from_conf_with(&settings.conf, nn_placement()) {
         Ok(c) => {
             tracing::info!(
                 "HDFS reader for {} ready ({} localizations may wait)",
@@ -493,7 +502,7 @@ pub fn run_reader(
         } else {
             let c = match client.take() {
                 Some(c) => Ok(c),
-                None => DfsClient::from_conf(&settings.conf)
+                None => DfsClient::from_conf_with(&settings.conf, nn_placement())
                     .map_err(|e| LocalizeError::from_hdfs(e, &job.req.path)),
             };
             match c {

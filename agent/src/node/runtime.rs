@@ -237,7 +237,7 @@ impl Agent {
                     default_fs: settings.default_fs.clone(),
                 });
                 Some(spawn(hw::Role::HdfsReader, hdfs_cpu, move || {
-                    super::localize::run_reader(end, settings, dirs, shared)
+                    super::localize::run_reader(end, settings, dirs, shared, hdfs_cpu)
                 })?)
             }
             None => {
