@@ -8,7 +8,6 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,13 +128,11 @@ fn serve(
             None => 0,
         },
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
-    }
-    let hup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
-        .context("installing the SIGHUP handler")?;
+    // SIGTERM/SIGINT stop, SIGHUP re-reads the host lists. The main thread blocks on them
+    // (signal-hook's iterator), so an idle RM wakes for nothing.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .context("installing signal handlers")?;
 
     // The network rings go where the plan puts `ring-i` (one io_uring instance each).
     let mut server_cfg = ipc::server::ServerConfig::default();
@@ -159,7 +156,7 @@ fn serve(
             .with_context(|| format!("pinning the housekeeping thread to CPU {cpu}"))?;
     }
     let metrics_addr = SocketAddr::new(rm.local_addr().ip(), metrics_port);
-    let mut http = agent::node::metrics::MetricsHttp::bind(metrics_addr)
+    let http = agent::node::metrics::MetricsHttp::bind(metrics_addr)
         .with_context(|| format!("binding /metrics on {metrics_addr}"))?;
     let metrics_addr = http.local_addr()?;
     tracing::info!(
@@ -176,22 +173,47 @@ fn serve(
             })
         );
     }
-    while !stop.load(Ordering::Relaxed) {
-        if hup.swap(false, Ordering::Relaxed) {
-            match rm.refresh_nodes() {
-                Ok(gone) => tracing::info!(
-                    "SIGHUP: host lists re-read, {} nodes decommissioned",
-                    gone.len()
-                ),
-                Err(e) => tracing::error!("SIGHUP: re-reading the host lists failed: {e}"),
-            }
+    // Shared with the /metrics thread; taken out of the slot for the shutdown.
+    let rm = Arc::new(std::sync::Mutex::new(Some(rm)));
+    let with_rm = |f: &dyn Fn(&RmService)| {
+        if let Some(rm) = rm.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            f(rm)
         }
-        if !http.poll(|| rm.metrics_text()) {
-            std::thread::sleep(Duration::from_millis(20));
+    };
+    {
+        // /metrics on a thread of its own, blocking in accept; it inherits the housekeeping
+        // CPU mask and ends with the process.
+        let rm = rm.clone();
+        std::thread::Builder::new()
+            .name(match housekeeping_cpu {
+                Some(c) => format!("hp-hk-http-{c}"),
+                None => "hp-hk-http".into(),
+            })
+            .spawn(move || {
+                http.serve_blocking(|| {
+                    let g = rm.lock().unwrap_or_else(|p| p.into_inner());
+                    g.as_ref().map(|rm| rm.metrics_text()).unwrap_or_default()
+                })
+            })
+            .context("spawning the /metrics thread")?;
+    }
+    for sig in signals.forever() {
+        if sig != SIGHUP {
+            break;
         }
+        with_rm(&|rm| match rm.refresh_nodes() {
+            Ok(gone) => tracing::info!(
+                "SIGHUP: host lists re-read, {} nodes decommissioned",
+                gone.len()
+            ),
+            Err(e) => tracing::error!("SIGHUP: re-reading the host lists failed: {e}"),
+        });
     }
     tracing::info!("stopping: finishing the dispatcher backlog and committing the completion log");
-    rm.shutdown();
+    let rm = rm.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(rm) = rm {
+        rm.shutdown();
+    }
     Ok(())
 }
 

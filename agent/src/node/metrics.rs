@@ -290,23 +290,7 @@ impl MetricsHttp {
                 Ok(n) => {
                     busy = true;
                     buf.extend_from_slice(&chunk[..n]);
-                    if buf.windows(4).any(|w| w == b"\r\n\r\n")
-                        || buf.windows(2).any(|w| w == b"\n\n")
-                    {
-                        let line = buf.split(|&b| b == b'\n').next().unwrap_or(&[]);
-                        let line = String::from_utf8_lossy(line);
-                        let mut parts = line.split_whitespace();
-                        let (m, p) = (parts.next(), parts.next());
-                        let resp = if m == Some("GET") && matches!(p, Some("/metrics") | Some("/"))
-                        {
-                            let b = body();
-                            format!(
-                                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
-                                b.len()
-                            )
-                        } else {
-                            "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
-                        };
+                    if let Some(resp) = answer(buf, &body) {
                         let _ = s.set_nonblocking(false);
                         let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
                         let _ = s.write_all(resp.as_bytes());
@@ -330,4 +314,58 @@ impl MetricsHttp {
         }
         busy
     }
+
+    /// Serves on the calling thread until the process ends, blocking in `accept` (no polling:
+    /// an idle endpoint costs no CPU). One connection at a time, each with the same 2 s and
+    /// 8 KiB limits as [`MetricsHttp::poll`]; meant for a thread of its own.
+    pub fn serve_blocking(self, body: impl Fn() -> String) {
+        if let Err(e) = self.listener.set_nonblocking(false) {
+            tracing::error!("/metrics: {e}");
+            return;
+        }
+        for s in self.listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let _ = s.set_nonblocking(false);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while buf.len() <= MAX_REQUEST && Instant::now() < deadline {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(resp) = answer(&buf, &body) {
+                            let _ = s.write_all(resp.as_bytes());
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The response to a complete request head in `buf` (`None` while the head is incomplete):
+/// `GET /metrics` (or `/`) gets the rendered metrics, anything else a 404.
+fn answer(buf: &[u8], body: &impl Fn() -> String) -> Option<String> {
+    if !(buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n")) {
+        return None;
+    }
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_whitespace();
+    let (m, p) = (parts.next(), parts.next());
+    Some(
+        if m == Some("GET") && matches!(p, Some("/metrics") | Some("/")) {
+            let b = body();
+            format!(
+                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                b.len()
+            )
+        } else {
+            "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
+        },
+    )
 }
