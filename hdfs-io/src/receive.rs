@@ -223,34 +223,11 @@ struct Receiver {
     stats: RecvStats,
 }
 
-fn build_ring(entries: u32) -> io::Result<IoUring> {
-    type Setup = fn(&mut io_uring::Builder);
-    let attempts: [Setup; 3] = [
-        |b| {
-            b.setup_single_issuer().setup_defer_taskrun();
-        },
-        |b| {
-            b.setup_coop_taskrun();
-        },
-        |_| {},
-    ];
-    let mut last = io::Error::from_raw_os_error(libc::EINVAL);
-    for set in attempts {
-        let mut b = IoUring::builder();
-        set(&mut b);
-        match b.build(entries) {
-            Ok(r) => return Ok(r),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last)
-}
-
 impl Receiver {
     fn new(mode: PoolMode) -> Result<Receiver, String> {
         let register = mode != PoolMode::Unregistered;
-        let ring = build_ring(8).map_err(|e| format!("io_uring_setup: {e}"))?;
+        let (ring, _) =
+            ipc::transport::uring::build_ring(8).map_err(|e| format!("io_uring_setup: {e}"))?;
         let mut pool = BufferPool::new(&PoolConfig {
             chunk_size: CHUNK_SIZE,
             chunks: CHUNKS,
@@ -262,24 +239,7 @@ impl Receiver {
         let mut fixed = FixedMode::No;
         if register {
             // the chunks' addresses, by index (the fixed-buffer index is the chunk index)
-            let ids: Vec<ChunkId> = (0..CHUNKS).filter_map(|_| pool.try_acquire()).collect();
-            let mut iov: Vec<libc::iovec> = ids
-                .iter()
-                .map(|&id| libc::iovec {
-                    iov_base: pool.slice_mut(id, 0, CHUNK_SIZE).as_mut_ptr().cast(),
-                    iov_len: CHUNK_SIZE,
-                })
-                .collect();
-            let mut order: Vec<(u32, usize)> = ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.index(), i))
-                .collect();
-            order.sort_unstable();
-            iov = order.iter().map(|&(_, i)| iov[i]).collect();
-            for id in ids {
-                pool.release(id);
-            }
+            let iov = pool.iovecs();
             // SAFETY: the iovecs describe the pool's mapping, which lives in this Receiver and
             // is dropped after `ring` (field order), so it outlives the registration.
             match unsafe { ring.submitter().register_buffers(&iov) } {
@@ -290,6 +250,7 @@ impl Receiver {
                         FixedMode::RecvTry
                     };
                     stats.registered = true;
+                    pool.set_registered(true);
                     stats.fixed = true;
                 }
                 Err(e) => {

@@ -231,12 +231,15 @@ impl BufferPool {
         self.registered
     }
 
-    pub(crate) fn set_registered(&mut self, registered: bool) {
+    /// Records whether the chunks are registered (for callers that register [`Self::iovecs`]
+    /// with a ring of their own).
+    pub fn set_registered(&mut self, registered: bool) {
         self.registered = registered;
     }
 
-    /// One `iovec` per chunk, in index order, for fixed-buffer registration.
-    pub(crate) fn iovecs(&self) -> Vec<libc::iovec> {
+    /// One `iovec` per chunk, in index order (the fixed-buffer index is the chunk index), for
+    /// fixed-buffer registration. The pool must outlive the registration.
+    pub fn iovecs(&self) -> Vec<libc::iovec> {
         (0..self.count)
             .map(|i| libc::iovec {
                 iov_base: self.ptr(ChunkId(i)).cast(),
@@ -302,8 +305,10 @@ impl BufferPool {
     pub fn slice(&self, id: ChunkId, start: usize, end: usize) -> &[u8] {
         assert!(start <= end && end <= self.chunk_size);
         // SAFETY: the range lies inside the chunk (checked above), the mapping lives as long as
-        // `self`, and no `&mut` into the pool can coexist with this `&self` borrow. The kernel
-        // only ever reads pool memory (sends), so the bytes cannot change under the slice.
+        // `self`, and no `&mut` into the pool can coexist with this `&self` borrow. The IPC
+        // transport's kernel operations only read pool memory (sends); a receiving user (the
+        // hdfs-io block receiver) never holds a slice of a chunk while a receive into it is in
+        // flight, so the bytes cannot change under the slice.
         unsafe { std::slice::from_raw_parts(self.ptr(id).add(start), end - start) }
     }
 

@@ -67,7 +67,10 @@ fn ud_parts(u: u64) -> (u64, u32, u16, u32) {
 }
 
 /// Builds a ring with the best setup flags the kernel accepts; returns it and a description.
-fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
+/// A ring of `entries` SQEs (CQ 4× as large) with the best setup flags the kernel accepts:
+/// SINGLE_ISSUER|DEFER_TASKRUN, else COOP_TASKRUN, else none. Returns the ring and which
+/// setup it got (for a log line). Public for other per-thread rings (hdfs-io's receiver).
+pub fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
     let cq = entries.saturating_mul(4);
     type Setup = fn(&mut io_uring::Builder);
     let attempts: [(&'static str, Setup); 3] = [
