@@ -103,23 +103,27 @@ fn record(size: usize) {
 // bookkeeping only touches atomics and a const thread-local, never the memory handed out.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
+    // SAFETY: the caller's `GlobalAlloc::alloc` contract is passed on to `System` unchanged.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         record(layout.size());
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which we pass on.
         unsafe { System.alloc(layout) }
     }
     #[inline]
+    // SAFETY: the caller's `GlobalAlloc::alloc_zeroed` contract is passed on to `System` unchanged.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         record(layout.size());
         // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
     #[inline]
+    // SAFETY: the caller's `GlobalAlloc::dealloc` contract is passed on to `System` unchanged.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from `System` (through this allocator) with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
     #[inline]
+    // SAFETY: the caller's `GlobalAlloc::realloc` contract is passed on to `System` unchanged.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         record(new_size);
         // SAFETY: as for `dealloc`, and the caller upholds `realloc`'s size rules.

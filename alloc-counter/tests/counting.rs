@@ -69,7 +69,11 @@ fn counts_this_thread_and_ignores_others() {
     });
     alloc_counter::set_process_filter(None);
     assert!(p.allocs >= 1 && p.allocs < 10, "{p:?}");
-    assert_eq!(alloc_counter::process_largest(), 333, "only the marked thread counts");
+    assert_eq!(
+        alloc_counter::process_largest(),
+        333,
+        "only the marked thread counts"
+    );
 
     let (_, c) = alloc_counter::thread(|| black_box(1 + 1));
     assert_eq!(c, alloc_counter::Counts::default());

@@ -151,6 +151,26 @@ pub struct BlockReadResult {
     pub got_bytes: bool,
 }
 
+/// The end of a block read, for both receive paths: CHECKSUM_OK goes back to the DataNode
+/// (so it may keep the connection for another read); failing to send it is the read's error,
+/// and what was delivered stays delivered.
+pub(crate) fn finish_read(
+    s: &mut TcpStream,
+    read: &BlockRead,
+    got_bytes: bool,
+    datanode: &str,
+) -> BlockReadResult {
+    let error = s
+        .write_all(&read.status_bytes())
+        .err()
+        .map(|e| Error::io(format!("sending the read status to DataNode {datanode}"), e));
+    BlockReadResult {
+        delivered: read.delivered(),
+        error,
+        got_bytes,
+    }
+}
+
 /// Sends the request on `s` and drives `read` to the end, handing verified bytes to `sink`.
 /// On success the status is sent and the connection is ready for another op.
 pub fn read_block_on(
@@ -229,16 +249,7 @@ pub fn read_block_on(
             }
             Ok(Event::Done { consumed }) => {
                 buf.start += consumed;
-                let st = read.status_bytes();
-                let error = s
-                    .write_all(&st)
-                    .err()
-                    .map(|e| io_err("sending the read status to", e));
-                return BlockReadResult {
-                    delivered: read.delivered(),
-                    error,
-                    got_bytes,
-                };
+                return finish_read(s, read, got_bytes, datanode);
             }
             Err(e) => {
                 return BlockReadResult {

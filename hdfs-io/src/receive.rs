@@ -40,7 +40,7 @@
 //! reads whichever path received on it.
 
 use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest, RecvHint};
-use crate::datanode::BlockReadResult;
+use crate::datanode::{finish_read, BlockReadResult};
 use crate::error::Error;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use ipc::transport::{uring, BackendChoice, BufferPool, ChunkId, PoolConfig, BACKEND_ENV};
@@ -491,9 +491,10 @@ impl Receiver {
     /// is cancelled and both completions are reaped before returning `TimedOut`, so the kernel
     /// no longer writes into the buffer.
     fn submit_one(&mut self, sqe: squeue::Entry, timeout: Duration) -> io::Result<i32> {
-        // SAFETY: the SQE's buffer (a chunk of the pool or the overflow Vec, both owned by
-        // `self`) stays valid and unaliased until its completion is reaped below: this function
-        // does not return before that (on timeout it cancels and waits for the completion).
+        // The SQE's buffer is a chunk of the pool or the overflow Vec, both owned by `self`. This
+        // function does not return before the completion is reaped (on timeout it cancels and
+        // waits for the completion), so the kernel is done with the buffer by then.
+        // SAFETY: the SQE's buffer stays valid and unaliased until its completion is reaped.
         unsafe { self.ring.submission().push(&sqe) }
             .map_err(|_| io::Error::other("io_uring submission queue full"))?;
         let deadline = Instant::now() + timeout;
@@ -636,18 +637,7 @@ fn drive(
                 }
             }
             Step::Failed(e) => return fail(read, e, got_bytes),
-            Step::Done => {
-                let st = read.status_bytes();
-                let error = s
-                    .write_all(&st)
-                    .err()
-                    .map(|e| io_err("sending the read status to", e));
-                return BlockReadResult {
-                    delivered: read.delivered(),
-                    error,
-                    got_bytes,
-                };
-            }
+            Step::Done => return finish_read(s, read, got_bytes, datanode),
             Step::Recv(hint) => {
                 if let RecvHint::Exact(n) = hint {
                     // the packet in progress, whole (and the next prefix)

@@ -304,11 +304,10 @@ impl BufferPool {
     /// Bytes `start..end` of a chunk.
     pub fn slice(&self, id: ChunkId, start: usize, end: usize) -> &[u8] {
         assert!(start <= end && end <= self.chunk_size);
-        // SAFETY: the range lies inside the chunk (checked above), the mapping lives as long as
-        // `self`, and no `&mut` into the pool can coexist with this `&self` borrow. The IPC
-        // transport's kernel operations only read pool memory (sends); a receiving user (the
-        // hdfs-io block receiver) never holds a slice of a chunk while a receive into it is in
-        // flight, so the bytes cannot change under the slice.
+        // The IPC transport's kernel operations only read pool memory (sends); a receiving user
+        // (the hdfs-io block receiver) never holds a slice of a chunk while a receive into it is
+        // in flight, so the bytes cannot change under the slice.
+        // SAFETY: in-bounds (checked above), mapped while `self` lives, no `&mut` alias.
         unsafe { std::slice::from_raw_parts(self.ptr(id).add(start), end - start) }
     }
 
