@@ -7,7 +7,9 @@
 //!    duplicate, resync and bad-request counters stay 0 — a stale or repeated responseId would
 //!    show up in exactly those counters.
 //! 2. A graceful `nm-stop` unregisters it: `hotpath_rm_unregistrations_total` 1, no active node,
-//!    and the RM log says so.
+//!    and the RM log says so. The Java NM's heartbeat thread can race its own unregistration;
+//!    at most one late heartbeat is allowed, and a RESYNC must be the RM's answer to a
+//!    heartbeat after the unregistration (what the Java RM answers too).
 //! 3. A second NM registers, is killed with SIGKILL, and is LOST once the shortened expiry
 //!    (5 s) has passed — not before: `hotpath_rm_nodes_expired_total` 1, no active node.
 //!
@@ -126,12 +128,27 @@ fn java_nodemanager_registers_heartbeats_unregisters_and_is_lost_after_kill() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
     let rm = start_rm();
-    let clean = |rm: &Rm| {
-        assert_eq!(metric(rm, "hotpath_rm_heartbeat_duplicates_total"), 0);
-        assert_eq!(metric(rm, "hotpath_rm_resyncs_total"), 0);
-        assert_eq!(metric(rm, "hotpath_rm_bad_requests_total"), 0);
-        assert_eq!(metric(rm, "hotpath_rm_registrations_refused_total"), 0);
+    // Counters that must not move while a NodeManager heartbeats steadily: a stale or repeated
+    // responseId, or a request we could not parse, shows up in exactly these.
+    let anomalies = |rm: &Rm| -> [u64; 4] {
+        [
+            "hotpath_rm_heartbeat_duplicates_total",
+            "hotpath_rm_resyncs_total",
+            "hotpath_rm_bad_requests_total",
+            "hotpath_rm_registrations_refused_total",
+        ]
+        .map(|name| metric(rm, name))
     };
+    let clean_since = |rm: &Rm, base: [u64; 4], phase: &str| {
+        let now = anomalies(rm);
+        assert!(
+            now == base,
+            "{phase}: [duplicates, resyncs, bad requests, refused registrations] went from \
+             {base:?} to {now:?}; RM log:\n{}",
+            std::fs::read_to_string(&rm.log).unwrap_or_default()
+        );
+    };
+    let clean = |rm: &Rm| clean_since(rm, [0; 4], "steady heartbeats");
 
     // 1. Register and heartbeat.
     let mut nm = start_nm(&rm);
@@ -171,8 +188,38 @@ fn java_nodemanager_registers_heartbeats_unregisters_and_is_lost_after_kill() {
         log.contains(&format!("node {node_id} unregistered")),
         "no unregistration of {node_id} in the RM log:\n{log}"
     );
+    // The one allowance: Java's NodeStatusUpdaterImpl.serviceStop unregisters from the main
+    // thread while its status-updater thread may already be sending its next heartbeat. When
+    // that heartbeat lands after the unregistration, the RM must answer RESYNC ("Node not found
+    // resyncing", as the Java RM does) and the NM logs "Currently being shutdown. Aborting
+    // reboot"; when the client's retry proxy resends one it never got an answer to, the RM
+    // answers from the cache. At most one such heartbeat, never a bad request or a refusal.
+    let nm_log = std::fs::read_to_string(nm.log_path()).unwrap_or_default();
     drop(nm);
-    clean(&rm);
+    let after_stop = anomalies(&rm);
+    let [dups, resyncs, bad, refused] = after_stop;
+    assert!(
+        bad == 0 && refused == 0 && dups + resyncs <= 1,
+        "around nm-stop: {dups} duplicates, {resyncs} resyncs, {bad} bad requests, {refused} \
+         refused registrations; RM log:\n{}",
+        std::fs::read_to_string(&rm.log).unwrap_or_default()
+    );
+    if resyncs == 1 {
+        let log = std::fs::read_to_string(&rm.log).unwrap();
+        let unreg = log.find(&format!("node {node_id} unregistered")).unwrap();
+        assert!(
+            log[unreg..].contains("heartbeat from an unknown node: RESYNC"),
+            "the resync was not a heartbeat after the unregistration; RM log:\n{log}"
+        );
+        assert!(
+            nm_log.contains("Currently being shutdown. Aborting reboot"),
+            "the NM did not resync from its shutdown race; NM log:\n{nm_log}"
+        );
+        eprintln!("{node_id}: one heartbeat raced the unregistration and was answered RESYNC");
+    }
+    if dups == 1 {
+        eprintln!("{node_id}: one heartbeat around nm-stop was answered from the cache");
+    }
 
     // 3. kill -9: LOST after the expiry, not before.
     let nm2 = start_nm(&rm);
@@ -209,5 +256,5 @@ fn java_nodemanager_registers_heartbeats_unregisters_and_is_lost_after_kill() {
         "LOST after {lost_after:?}, before the {EXPIRY_MS} ms expiry"
     );
     assert_eq!(metric(&rm, "hotpath_rm_unregistrations_total"), 1);
-    clean(&rm);
+    clean_since(&rm, after_stop, "second NM, kill -9 and expiry");
 }

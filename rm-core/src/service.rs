@@ -246,7 +246,16 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
                     .node_heartbeat(call.request, clock.now_ns(), &mut out)
                     .map_err(bad_request)?;
                 match o {
-                    HeartbeatOutcome::Normal { .. } | HeartbeatOutcome::Duplicate => {}
+                    HeartbeatOutcome::Normal { .. } => {}
+                    // The Java RM logs this at INFO too. The RPC's call id and retry count say
+                    // whether the client's retry proxy resent the call or the NM sent a new one
+                    // with a stale responseId (a response it never received).
+                    HeartbeatOutcome::Duplicate => tracing::info!(
+                        "duplicate heartbeat answered from the cache (call id {}, retry {}, client {})",
+                        call.call_id,
+                        call.retry_count,
+                        hex(call.client_id)
+                    ),
                     HeartbeatOutcome::ResyncUnknown => {
                         tracing::info!("heartbeat from an unknown node: RESYNC")
                     }
@@ -424,4 +433,9 @@ fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clo
             last_summary = Instant::now();
         }
     }
+}
+
+/// Lowercase hex of a short id (the 16-byte IPC client id), for log lines only.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
