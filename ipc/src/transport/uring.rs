@@ -8,10 +8,16 @@
 //!   it must keep) and the buffer goes straight back to the ring. ENOBUFS (the ring ran dry) and
 //!   any completion without `F_MORE` end the multishot, and it is re-armed. Backpressure cancels
 //!   it (`AsyncCancel` by `user_data`).
-//! - Send: the connection's queued segments go out as one chain of linked sends (`IO_LINK`,
-//!   `MSG_WAITALL`, so each completes whole or fails), at most one chain per connection in flight
-//!   so that chains cannot reorder. Each completion returns its chunk reference; the next chain
-//!   starts when the last one completes. Segments of [`ZC_MIN_BYTES`](super::ZC_MIN_BYTES) or more
+//! - Send: at most one send operation (or chain) per connection is in flight, so that sends
+//!   cannot reorder. Without SEND_ZC, the queued segments (up to [`MAX_IOV`]) go out as ONE
+//!   SENDMSG whose iovecs cover them, like the epoll backend's `writev`; the header and iovecs
+//!   live in a per-connection box ([`MsgBuf`]) that stays put until the completion. The
+//!   completion is accounted by bytes: the queue's front advances by what was sent (a short send
+//!   ends mid-segment), each finished segment returns its chunk reference, and the rest is
+//!   resubmitted. With SEND_ZC the segments go out as one chain of linked sends (`IO_LINK`,
+//!   `MSG_WAITALL`, so each completes whole or fails); each completion returns its chunk
+//!   reference and the next chain starts when the last one completes. Segments of
+//!   [`ZC_MIN_BYTES`](super::ZC_MIN_BYTES) or more
 //!   use SEND_ZC when the connection's policy says so, with `IORING_SEND_ZC_REPORT_USAGE`: the
 //!   chunk is held until the notification, whose "copied" bit is counted in the metrics. With a
 //!   registered pool, SEND_ZC uses the fixed buffer (`buf_index` = chunk index).
@@ -48,9 +54,35 @@ const OP_RECV: u64 = 3;
 const OP_SEND: u64 = 4;
 const OP_SENDZC: u64 = 5;
 const OP_CANCEL: u64 = 6;
+const OP_SENDMSG: u64 = 7;
 
-/// Longest chain of linked sends submitted for one connection at once.
+/// Longest chain of linked sends submitted for one connection at once (SEND_ZC connections).
 const MAX_CHAIN: usize = 16;
+
+/// Most segments one SENDMSG covers (as the epoll backend's `writev`).
+const MAX_IOV: usize = 64;
+
+/// The message header and iovecs of a connection's SENDMSG. Boxed once per connection at
+/// accept (its size is fixed, not chosen by the peer) so that it stays put while the kernel may
+/// read it, even when the connection slab reallocates; rewritten only when no send of the
+/// connection is in flight.
+struct MsgBuf {
+    hdr: libc::msghdr,
+    iov: [libc::iovec; MAX_IOV],
+}
+
+impl MsgBuf {
+    fn new() -> Box<Self> {
+        Box::new(Self {
+            // SAFETY: an all-zero msghdr is a valid "no address, no iovecs, no control" header.
+            hdr: unsafe { std::mem::zeroed() },
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; MAX_IOV],
+        })
+    }
+}
 
 fn ud(op: u64, idx: u32, gen: u16, chunk: u32) -> u64 {
     debug_assert!(idx < 1 << 24 && chunk < 1 << 16);
@@ -129,6 +161,7 @@ fn probe_here() -> Result<String, String> {
         (opcode::AcceptMulti::CODE, "ACCEPT"),
         (opcode::RecvMulti::CODE, "RECV"),
         (opcode::Send::CODE, "SEND"),
+        (opcode::SendMsg::CODE, "SENDMSG"),
         (opcode::SendZc::CODE, "SEND_ZC (kernel 6.0+)"),
         (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
         (opcode::PollAdd::CODE, "POLL_ADD"),
@@ -305,6 +338,8 @@ struct Conn<S> {
     sends_inflight: u32,
     zc: bool,
     marks: Marks,
+    /// The SENDMSG header and iovecs (non-ZC connections); see [`MsgBuf`].
+    msg: Box<MsgBuf>,
 }
 
 static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
@@ -315,6 +350,11 @@ struct Loop<S: Service> {
     ring: IoUring,
     bufs: BufRing,
     pool: BufferPool,
+    /// SENDMSG headers of connections dropped at exit with a send possibly outstanding: kept
+    /// until the ring (declared first) has been dropped.
+    /// (Boxes, not values: the kernel may hold the boxed address.)
+    #[allow(clippy::vec_box)]
+    retired: Vec<Box<MsgBuf>>,
     conns: Slab<Conn<S::Session>>,
     service: Arc<S>,
     shared: Arc<Shared>,
@@ -414,6 +454,7 @@ impl<S: Service> Loop<S> {
             ring,
             bufs,
             pool,
+            retired: Vec::new(),
             conns: Slab::new(),
             service,
             shared,
@@ -439,7 +480,9 @@ impl<S: Service> Loop<S> {
         loop {
             // SAFETY: every entry we build points only at memory that outlives its completion:
             // pool chunks (held by a reference until the send and its notification complete),
-            // the buffer ring (registered, lives in this Loop), or nothing at all.
+            // a connection's boxed SENDMSG header and iovecs (freed with the connection only
+            // once no operation is outstanding, or after the ring is dropped: `retired`), the
+            // buffer ring (registered, lives in this Loop), or nothing at all.
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
                 return;
             }
@@ -515,6 +558,9 @@ impl<S: Service> Loop<S> {
         if c.sends_inflight > 0 || c.state == State::Closing {
             return;
         }
+        if !c.zc {
+            return self.flush_sendmsg(idx, gen);
+        }
         let n = c.tx.unsubmitted().min(MAX_CHAIN);
         if n == 0 {
             return;
@@ -565,6 +611,42 @@ impl<S: Service> Loop<S> {
         if zc_count > 0 {
             self.shared.add(&m.zc_sends, zc_count);
         }
+    }
+
+    /// Submits one SENDMSG whose iovecs cover the connection's queued segments (up to
+    /// [`MAX_IOV`]), like the epoll backend's `writev`. No send of the connection is in flight.
+    fn flush_sendmsg(&mut self, idx: u32, gen: u16) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        debug_assert_eq!(c.tx.submitted(), 0);
+        let n = c.tx.unsubmitted().min(MAX_IOV);
+        if n == 0 {
+            return;
+        }
+        let m = &mut *c.msg;
+        for i in 0..n {
+            let seg = c.tx.unsubmitted_segment(i).expect("segment");
+            let bytes = self
+                .pool
+                .slice(seg.chunk, seg.start as usize, seg.end as usize);
+            m.iov[i] = libc::iovec {
+                iov_base: bytes.as_ptr() as *mut libc::c_void,
+                iov_len: bytes.len(),
+            };
+        }
+        m.hdr.msg_iov = m.iov.as_mut_ptr();
+        m.hdr.msg_iovlen = n as _;
+        let hdr: *const libc::msghdr = &m.hdr;
+        let e = opcode::SendMsg::new(types::Fd(c.fd), hdr)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(ud(OP_SENDMSG, idx, gen, 0));
+        c.tx.mark_submitted(n);
+        c.sends_inflight += 1;
+        c.ops += 1;
+        self.push(e);
+        self.shared.add(&self.shared.metrics.sends, 1);
     }
 
     fn mark_dirty(&mut self, idx: u32, gen: u16) {
@@ -685,6 +767,7 @@ impl<S: Service> Loop<S> {
                     sends_inflight: 0,
                     zc,
                     marks: Marks::default(),
+                    msg: MsgBuf::new(),
                 });
                 debug_assert_eq!(self.conns.get_mut(idx, gen).map(|c| c.gen), Some(gen));
                 self.shared.add(&self.shared.metrics.accepted, 1);
@@ -800,6 +883,36 @@ impl<S: Service> Loop<S> {
         self.mark_dirty(idx, gen);
     }
 
+    /// A SENDMSG completed: `res` bytes (possibly fewer than submitted) left the queue's front;
+    /// the rest goes out with the next SENDMSG.
+    fn on_sendmsg(&mut self, idx: u32, gen: u16, res: i32) {
+        let Some(c) = self.conns.get_mut(idx, gen) else {
+            return;
+        };
+        c.ops -= 1;
+        c.sends_inflight -= 1;
+        let mut failed = false;
+        if res >= 0 {
+            let mut n = res as usize;
+            while n > 0 {
+                let Some(seg) = c.tx.front() else { break };
+                let k = n.min(seg.len());
+                c.tx.complete_front(&mut self.pool, k);
+                n -= k;
+            }
+            c.last_active = Instant::now();
+            self.shared.add(&self.shared.metrics.bytes_out, res as u64);
+        } else if res != -libc::ECANCELED {
+            failed = true;
+        }
+        // What was submitted and not sent (a short send) is resubmitted.
+        c.tx.unsubmit_all();
+        if failed || c.state == State::Closing {
+            return self.close_now(idx, gen);
+        }
+        self.mark_dirty(idx, gen);
+    }
+
     fn on_cancel(&mut self, idx: u32, gen: u16) {
         if let Some(c) = self.conns.get_mut(idx, gen) {
             c.ops -= 1;
@@ -883,6 +996,7 @@ impl<S: Service> Loop<S> {
                     OP_RECV => self.on_recv(idx, gen, res, flags),
                     OP_SEND => self.on_send(idx, gen, chunk, res, flags, false),
                     OP_SENDZC => self.on_send(idx, gen, chunk, res, flags, true),
+                    OP_SENDMSG => self.on_sendmsg(idx, gen, res),
                     OP_CANCEL => self.on_cancel(idx, gen),
                     _ => {}
                 }
@@ -911,6 +1025,7 @@ impl<S: Service> Loop<S> {
                 // for any request still outstanding.
                 unsafe { libc::close(c.fd) };
                 self.shared.close_one();
+                self.retired.push(c.msg);
             }
         }
     }
