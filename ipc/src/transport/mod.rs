@@ -7,8 +7,10 @@
 //!   [`Session::on_recv`], response bytes out through an [`Outbox`]. It never touches a socket.
 //! - [`start`] runs the service on `threads` ring threads (`hp-ring-<cpu>`, or the names in
 //!   [`TransportConfig::thread_names`], e.g. the `hw` plan's `hp-ring0-<cpu>`), each with its own
-//!   event loop, its own [`BufferPool`] and its own connections. All threads accept from one
-//!   listening socket.
+//!   event loop, its own [`BufferPool`] and its own connections. With more than one thread, each
+//!   has its own listening socket on the same address (`SO_REUSEPORT`), so the kernel spreads
+//!   new connections over the rings by their 4-tuple hash; several rings arming multishot
+//!   accept on one shared socket would see almost every connection land on the first.
 //! - Two backends drive the same sessions: [`uring`] (io_uring: multishot accept, multishot recv
 //!   into a provided buffer ring, sends straight from pool chunks, SEND_ZC where it pays) and
 //!   [`epoll`] (non-blocking sockets, `recv` into a per-thread buffer, `writev` from pool chunks).
@@ -390,7 +392,8 @@ pub struct Running {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     wakers: Vec<Waker>,
-    _listener: TcpListener,
+    /// One per ring thread (see [`bind_listeners`]).
+    _listeners: Vec<TcpListener>,
 }
 
 /// Wakes one ring thread (an eventfd it watches).
@@ -509,11 +512,8 @@ pub fn start<S: Service>(
     }
     config.pool.validate()?;
     let backend = choose_backend(config.backend)?;
-    let listener = TcpListener::bind(addr).map_err(|e| TransportError::io("bind", e))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| TransportError::io("set_nonblocking(listener)", e))?;
-    let local_addr = listener
+    let listeners = bind_listeners(addr, config.threads)?;
+    let local_addr = listeners[0]
         .local_addr()
         .map_err(|e| TransportError::io("local_addr", e))?;
     let shared = Arc::new(Shared {
@@ -528,13 +528,13 @@ pub fn start<S: Service>(
         shared: shared.clone(),
         threads: Vec::new(),
         wakers: Vec::new(),
-        _listener: listener,
+        _listeners: listeners,
     };
-    let listen_fd = running._listener.as_raw_fd();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), TransportError>>();
     for i in 0..config.threads {
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
         let name = config.thread_name(i, cpu);
+        let listen_fd = running._listeners[i].as_raw_fd();
         let waker = Waker::new().map_err(|e| TransportError::io("eventfd", e))?;
         let wake_fd = waker.raw();
         running.wakers.push(waker);
@@ -564,6 +564,43 @@ pub fn start<S: Service>(
         }
     }
     Ok(running)
+}
+
+/// The listening sockets of `threads` ring threads, non-blocking. One thread: a plain bind.
+/// More: every socket sets `SO_REUSEPORT` before binding, the first binds `addr` (port 0 picks
+/// a port) and the others bind the port it got, so the kernel spreads incoming connections over
+/// the rings by their 4-tuple hash. (`SO_REUSEPORT` lets only a socket of the same effective
+/// user join the group.)
+fn bind_listeners(addr: SocketAddr, threads: usize) -> Result<Vec<TcpListener>, TransportError> {
+    use socket2::{Domain, Socket, Type};
+    let bind = |a: SocketAddr, reuse_port: bool| -> io::Result<TcpListener> {
+        if !reuse_port {
+            return TcpListener::bind(a);
+        }
+        let s = Socket::new(Domain::for_address(a), Type::STREAM, None)?;
+        s.set_reuse_address(true)?;
+        s.set_reuse_port(true)?;
+        s.bind(&a.into())?;
+        // std's backlog for TcpListener::bind.
+        s.listen(128)?;
+        Ok(s.into())
+    };
+    let first = bind(addr, threads > 1).map_err(|e| TransportError::io("bind", e))?;
+    let port = first
+        .local_addr()
+        .map_err(|e| TransportError::io("local_addr", e))?
+        .port();
+    let mut all = vec![first];
+    for _ in 1..threads {
+        let mut a = addr;
+        a.set_port(port);
+        all.push(bind(a, true).map_err(|e| TransportError::io("bind (SO_REUSEPORT)", e))?);
+    }
+    for l in &all {
+        l.set_nonblocking(true)
+            .map_err(|e| TransportError::io("set_nonblocking(listener)", e))?;
+    }
+    Ok(all)
 }
 
 /// Whether `addr` is a loopback peer.
