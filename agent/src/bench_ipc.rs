@@ -5,7 +5,8 @@
 //! `bench-ipc-server` subcommand), one child per variant, so that the figures do not mix:
 //!
 //! - **ours**: `ipc::server::Server` with the benchmark `BufferProtocol`; `getBuffer(size)` is
-//!   streamed into pool chunks (io_uring or epoll backend).
+//!   streamed into pool chunks (io_uring or epoll backend), one ring thread per CPU by default
+//!   (`--threads`), each with its own pool and its own `SO_REUSEPORT` listener.
 //! - **baseline**: the same protocol, served the way Hadoop's Java server does it: a thread per
 //!   connection on blocking `std::net` sockets, an exactly sized response `Vec` allocated (zeroed,
 //!   like a Java `byte[]`) per call, filled, and written in 8 KiB slices (`NIO_BUFFER_LIMIT`).
@@ -57,15 +58,20 @@ pub struct IpcLargeArgs {
     /// Backend of our server: auto (probe io_uring, fall back to epoll), uring or epoll.
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: BackendArg,
-    /// Ring threads of our server.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// Ring threads of our server (one ring per core). Default: the CPUs this process may use,
+    /// since the raw and baseline servers run a thread per connection on every core too.
+    /// `--threads 1` measures a single ring.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Pool chunks per ring thread (default: the library default).
     #[arg(long)]
     pub pool_chunks: Option<usize>,
     /// Pool chunk size in KiB (default: the library default).
     #[arg(long)]
     pub chunk_kib: Option<usize>,
+    /// Most pool chunks one connection may hold (default: the library default).
+    #[arg(long)]
+    pub per_conn_chunks: Option<usize>,
     /// Use SEND_ZC for large segments even on loopback (to measure it; the default policy keeps
     /// it off for loopback peers).
     #[arg(long)]
@@ -124,6 +130,8 @@ pub struct ServerChildArgs {
     pub pool_chunks: Option<usize>,
     #[arg(long)]
     pub chunk_kib: Option<usize>,
+    #[arg(long)]
+    pub per_conn_chunks: Option<usize>,
     #[arg(long)]
     pub send_zc: bool,
     /// Largest response size served.
@@ -186,6 +194,9 @@ pub fn run_server_child(args: ServerChildArgs) -> Result<()> {
             }
             if let Some(k) = args.chunk_kib {
                 pool.chunk_size = k * 1024;
+            }
+            if let Some(n) = args.per_conn_chunks {
+                pool.per_conn_chunks = n;
             }
             cfg.transport.pool = pool;
             if args.send_zc {
@@ -401,7 +412,7 @@ fn spawn_server(variant: Variant, args: &IpcLargeArgs) -> Result<ChildServer> {
             BackendArg::Epoll => "epoll",
         })
         .arg("--threads")
-        .arg(args.threads.to_string())
+        .arg(ring_threads(args).to_string())
         .arg("--max-size")
         .arg(args.size.to_string());
     if let Some(n) = args.pool_chunks {
@@ -409,6 +420,9 @@ fn spawn_server(variant: Variant, args: &IpcLargeArgs) -> Result<ChildServer> {
     }
     if let Some(k) = args.chunk_kib {
         cmd.arg("--chunk-kib").arg(k.to_string());
+    }
+    if let Some(n) = args.per_conn_chunks {
+        cmd.arg("--per-conn-chunks").arg(n.to_string());
     }
     if args.send_zc {
         cmd.arg("--send-zc");
@@ -583,6 +597,13 @@ fn median(figs: &[Figures]) -> Figures {
     }
 }
 
+/// Ring threads our server runs: `--threads`, else one per CPU this process may use.
+fn ring_threads(args: &IpcLargeArgs) -> usize {
+    args.threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
 /// `hotpath bench ipc-large`.
 pub fn run(args: IpcLargeArgs) -> Result<()> {
     if args.clients == 0 || args.size == 0 {
@@ -632,6 +653,7 @@ pub fn run(args: IpcLargeArgs) -> Result<()> {
             "ours_rss_growth_mb": num(ours, |f| f.rss_growth_mib),
             "pool_mb": num(ours, |f| f.pool_mib),
             "backend": backend,
+            "threads": ring_threads(&args),
             "baseline_rss_growth_mb": num(baseline, |f| f.rss_growth_mib),
             "raw_cpu_ms_per_resp": num(raw, |f| f.cpu_ms_per_resp),
             "clients": args.clients,
@@ -643,11 +665,12 @@ pub fn run(args: IpcLargeArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "ipc-large: {} clients x {} requests x {} bytes over loopback, median of {} rounds; our backend: {backend}",
+        "ipc-large: {} clients x {} requests x {} bytes over loopback, median of {} rounds; our backend: {backend}, {} ring thread(s)",
         args.clients,
         args.requests,
         args.size,
-        args.rounds.max(1)
+        args.rounds.max(1),
+        ring_threads(&args)
     );
     println!(
         "{:<9} {:>8} {:>20} {:>28} {:>8}",
