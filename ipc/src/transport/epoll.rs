@@ -1,8 +1,9 @@
 //! The epoll backend: the fallback when io_uring is not usable, behind the same [`Session`]
 //! interface.
 //!
-//! Non-blocking sockets registered edge-triggered (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`). The
-//! listening socket is shared by all ring threads with `EPOLLEXCLUSIVE`. Reads go into one
+//! Non-blocking sockets registered edge-triggered (`EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET`). Each
+//! ring thread has its own listening socket on the same address (`SO_REUSEPORT`; see
+//! [`super::start`]), registered with `EPOLLEXCLUSIVE` as before. Reads go into one
 //! per-thread buffer and straight into the session; at most [`READS_PER_TURN`] reads per
 //! connection per turn keep one busy sender from starving the rest. Writes are `sendmsg` with an
 //! iovec per queued segment (pool chunks, no copy), `MSG_NOSIGNAL`. Backpressure is simply not

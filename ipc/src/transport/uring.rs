@@ -1,7 +1,8 @@
 //! The io_uring backend: one ring per ring thread.
 //!
-//! - Accept: one multishot accept on the shared listening socket, re-armed when a completion
-//!   arrives without `IORING_CQE_F_MORE`.
+//! - Accept: one multishot accept on this ring's listening socket (each ring has its own on the
+//!   same address, `SO_REUSEPORT`; see [`super::start`]), re-armed when a completion arrives
+//!   without `IORING_CQE_F_MORE`.
 //! - Receive: one multishot recv per connection, into a provided buffer ring
 //!   (`register_buf_ring_with_flags`) of `recv_bufs × recv_buf_size` bytes owned by this thread.
 //!   Each completion names the buffer it filled; the session consumes the bytes (copying only what
