@@ -237,7 +237,7 @@ pub fn read_block_on(
             Ok(Event::Data { data, consumed }) => {
                 if !data.is_empty() {
                     if let Err(e) = sink(data) {
-                        let e = Error::io("writing the data read", e);
+                        let e = Error::Sink { source: e };
                         return BlockReadResult {
                             delivered: read.delivered() - data.len() as u64,
                             error: Some(e),

@@ -343,6 +343,7 @@ impl DfsClient {
         let mut failures = 0u32;
         let mut tried: Vec<Vec<u8>> = Vec::new();
         let mut tried_names: Vec<String> = Vec::new();
+        let mut checksum_failures = 0u32;
         let mut corrupt: Vec<BadBlock> = Vec::new();
         let mut order: Vec<Ranked> = Vec::new();
         let mut fetched_ms = now_ms();
@@ -384,6 +385,7 @@ impl DfsClient {
                         } else {
                             tried_names.join(", ")
                         },
+                        checksum_failures,
                     });
                 }
                 // Java's DFSInputStream.refetchLocations back-off
@@ -488,6 +490,7 @@ impl DfsClient {
                     stats.replica_failures += 1;
                     let kind = if matches!(e, Error::Checksum { .. }) {
                         stats.checksum_failures += 1;
+                        checksum_failures += 1;
                         corrupt.push(BadBlock {
                             block: eb.as_bytes().to_vec(),
                             offset: block_off,
@@ -498,8 +501,7 @@ impl DfsClient {
                     } else {
                         Failure::Io
                     };
-                    if matches!(e, Error::Io { ref context, .. } if context.starts_with("writing the data"))
-                    {
+                    if matches!(e, Error::Sink { .. }) {
                         return Err(e);
                     }
                     self.dead.mark(r.uuid, kind, Instant::now());

@@ -161,7 +161,9 @@ pub enum Error {
         received: u64,
         expected: u64,
     },
-    /// Every replica of a block failed `dfs.client.max.block.acquire.failures` times.
+    /// Every replica of a block failed `dfs.client.max.block.acquire.failures` times. `tried`
+    /// says why each attempt failed; `checksum_failures` counts the attempts that failed on a
+    /// checksum (a corrupt replica, reported to the NameNode when another served the block).
     #[error(
         "could not obtain {block} of {path} at offset {offset}: every replica failed ({tried})"
     )]
@@ -170,10 +172,20 @@ pub enum Error {
         block: BlockName,
         offset: u64,
         tried: String,
+        checksum_failures: u32,
     },
-    /// A connection to a NameNode or DataNode failed.
+    /// A NameNode could not be reached: its address did not resolve, the connection failed or
+    /// broke. `target` names it. (DataNode connection failures are per replica: they end up in
+    /// [`Error::BlockMissing`] when no other replica serves the block.)
     #[error("{target}: {reason}")]
     Connection { target: String, reason: String },
+    /// The caller's sink refused the data read (a local write failed). Not retried on another
+    /// replica: the data was fine.
+    #[error("writing the data read: {source}")]
+    Sink {
+        #[source]
+        source: std::io::Error,
+    },
     /// No NameNode could serve the call.
     #[error("no NameNode answered {method}: {reason}")]
     NoNameNode {

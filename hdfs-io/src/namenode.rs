@@ -775,7 +775,10 @@ pub fn endpoints_from_conf(conf: &conf::Configuration) -> Result<(Vec<Endpoint>,
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| Error::io(format!("resolving NameNode {host}:{port}"), e))?
+        .map_err(|e| Error::Connection {
+            target: format!("NameNode {host}:{port}"),
+            reason: format!("cannot resolve the address: {e}"),
+        })?
         .next()
         .ok_or_else(|| Error::Config(format!("NameNode {host}:{port} has no address")))
 }

@@ -614,7 +614,7 @@ fn drive(
                         if let Err(e) = sink(data) {
                             return BlockReadResult {
                                 delivered: read.delivered() - data.len() as u64,
-                                error: Some(Error::io("writing the data read", e)),
+                                error: Some(Error::Sink { source: e }),
                                 got_bytes,
                             };
                         }

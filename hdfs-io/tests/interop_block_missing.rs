@@ -39,8 +39,13 @@ fn all_replicas_down_is_block_missing_after_refetches() {
             path,
             offset,
             tried,
+            checksum_failures,
             ..
         } => {
+            assert_eq!(
+                *checksum_failures, 0,
+                "a stopped DataNode is not a corrupt replica"
+            );
             assert_eq!(path, "/gone/f");
             assert_eq!(*offset, 1 << 20);
             assert!(tried.contains("127.0.0.2"), "{tried}");

@@ -368,3 +368,52 @@ fn both_receive_paths_read_identical_bytes_and_reuse_connections() {
         }
     }
 }
+
+/// A sink that refuses everything after `after` bytes, as a full disk would.
+struct FullAfter {
+    got: usize,
+    after: usize,
+}
+
+impl Write for FullAfter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.got >= self.after {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device",
+            ));
+        }
+        self.got += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_sink_ends_the_read_with_a_sink_error_and_blames_no_replica() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    let len = 3u64 << 20;
+    write(&mut peer, "/interop/sink/f3", len);
+    let c = client(&peer, None);
+    let mut sink = FullAfter {
+        got: 0,
+        after: 1 << 20,
+    };
+    let e = c
+        .read("/interop/sink/f3", 0, None, &mut sink)
+        .expect_err("the sink fails");
+    match &e {
+        Error::Sink { source } => assert_eq!(source.kind(), std::io::ErrorKind::StorageFull),
+        other => panic!("expected Error::Sink, got {other:?}"),
+    }
+    // the data was fine: no replica was marked dead or tried again
+    let dead = c.dead_nodes().snapshot(std::time::Instant::now());
+    assert!(dead.is_empty(), "{dead:?}");
+    assert!(
+        sink.got >= 1 << 20 && sink.got < len as usize,
+        "{}",
+        sink.got
+    );
+}

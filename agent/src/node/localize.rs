@@ -217,17 +217,11 @@ impl LocalizeError {
                 path: path.to_string(),
                 what: "directory",
             },
-            E::NoNameNode { .. } => LocalizeError::NameNodeUnreachable(e),
-            E::Connection { target, .. } if target.starts_with("NameNode") => {
-                LocalizeError::NameNodeUnreachable(e)
-            }
-            E::Io { context, .. } if context.starts_with("resolving NameNode") => {
-                LocalizeError::NameNodeUnreachable(e)
-            }
-            // every replica failed; the list says why each one did
-            E::BlockMissing { tried, .. } if tried.contains("checksum error") => {
-                LocalizeError::Checksum(e)
-            }
+            E::NoNameNode { .. } | E::Connection { .. } => LocalizeError::NameNodeUnreachable(e),
+            // every replica failed, at least one on a checksum (`tried` says why each one did)
+            E::BlockMissing {
+                checksum_failures, ..
+            } if *checksum_failures > 0 => LocalizeError::Checksum(e),
             E::BlockMissing { .. } => LocalizeError::BlockMissing(e),
             _ => LocalizeError::Hdfs(e),
         }
@@ -721,7 +715,7 @@ pub fn localize(
     let stats = match client.read(&req.path, 0, None, &mut sink) {
         Ok(s) => s,
         Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
-        Err(hdfs_io::Error::Io { context, source }) if context.starts_with("writing the data") => {
+        Err(hdfs_io::Error::Sink { source }) => {
             return Err(LocalizeError::local(
                 format!("writing {}", tmp.path.display()),
                 source,
