@@ -1,7 +1,8 @@
 //! `hotpath loadgen heartbeats` against `hotpath rm` (separate processes), small and short:
 //! every simulated node registers once, then the RM sees the paced rate (one heartbeat per node
 //! per interval), with no error, resync or SHUTDOWN, and the loadgen's count agrees with the
-//! RM's own `hotpath_rm_heartbeats_total` / `hotpath_rm_registrations_total`.
+//! RM's own `hotpath_rm_heartbeats_total` / `hotpath_rm_registrations_total`, and the RM
+//! recorded the handling time of every heartbeat it answered.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -106,6 +107,16 @@ fn loadgen_paces_and_agrees_with_the_rm() {
         "RM counted {rm_hb}, loadgen {got}/s × {secs} s"
     );
     assert_eq!(metric(metrics, "hotpath_rm_bad_requests_total"), 0.0);
+    // Every answered heartbeat's handling time was recorded, and the quantiles are real times.
+    assert_eq!(
+        metric(metrics, "hotpath_rm_heartbeat_handling_seconds_count"),
+        metric(metrics, "hotpath_rm_heartbeats_total")
+    );
+    let p99 = metric(
+        metrics,
+        "hotpath_rm_heartbeat_handling_seconds{quantile=\"0.99\"}",
+    );
+    assert!(p99 > 0.0 && p99 < 10.0, "handling p99 {p99} s");
     let _ = rm.kill();
     let _ = rm.wait();
 }

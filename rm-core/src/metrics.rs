@@ -132,6 +132,19 @@ pub struct TrackerMetrics {
     pub nodes_active: AtomicU64,
     rate_bits: AtomicU64,
     rate_state: Mutex<(Instant, u64)>,
+    /// Time to answer one nodeHeartbeat in the RPC handler (decode, tracker, response), ns.
+    handling: Mutex<Histogram<u64>>,
+}
+
+/// Longest heartbeat handling time tracked (10 s, in ns); longer ones saturate.
+pub const HANDLING_MAX_NS: u64 = 10_000_000_000;
+
+/// A new handling-time histogram (ns, 2 significant digits: about 35 KB, fixed size).
+fn handling_histogram() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts.
+    Histogram::new_with_bounds(1, HANDLING_MAX_NS, 2).unwrap_or_else(|_| {
+        Histogram::new(2).unwrap_or_else(|_| unreachable!("hdrhistogram rejects 2 digits"))
+    })
 }
 
 impl Default for TrackerMetrics {
@@ -149,6 +162,7 @@ impl Default for TrackerMetrics {
             nodes_active: AtomicU64::new(0),
             rate_bits: AtomicU64::new(0f64.to_bits()),
             rate_state: Mutex::new((Instant::now(), 0)),
+            handling: Mutex::new(handling_histogram()),
         }
     }
 }
@@ -167,6 +181,24 @@ impl TrackerMetrics {
         *st = (now, count);
         self.rate_bits.store(rate.to_bits(), Relaxed);
         rate
+    }
+
+    /// Records how long one nodeHeartbeat took to answer (ns). Called by the thread that
+    /// answers heartbeats; the lock is uncontended but for a scrape's copy, and recording into
+    /// the fixed-size histogram allocates nothing.
+    pub fn record_handling(&self, ns: u64) {
+        self.handling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .saturating_record(ns.max(1));
+    }
+
+    /// A copy of the handling-time histogram (ns).
+    pub fn handling(&self) -> Histogram<u64> {
+        self.handling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The last sampled rate.
@@ -346,6 +378,21 @@ pub fn render_prometheus(tracker: &TrackerMetrics, shards: &[ShardView<'_>]) -> 
             let _ = writeln!(o, "{name}{{shard=\"{i}\"}} {}", get(s));
         }
     }
+    let name = "hotpath_rm_heartbeat_handling_seconds";
+    counter(
+        &mut o,
+        name,
+        "Time to answer one nodeHeartbeat in the RPC handler (decode, tracker, response)",
+        "summary",
+    );
+    let h = tracker.handling();
+    for q in [0.5, 0.9, 0.99, 0.999] {
+        let v = h.value_at_quantile(q) as f64 / 1e9;
+        let _ = writeln!(o, "{name}{{quantile=\"{q}\"}} {v:.9}");
+    }
+    let sum = h.mean() * h.len() as f64 / 1e9;
+    let _ = writeln!(o, "{name}_sum {sum:.9}");
+    let _ = writeln!(o, "{name}_count {}", h.len());
     let name = "hotpath_rm_status_update_latency_seconds";
     counter(
         &mut o,

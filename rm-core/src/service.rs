@@ -234,11 +234,13 @@ fn refresh(
 
 fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, clock: Clock) {
     let t = tracker.clone();
+    let m = lock(tracker).metrics().clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
         1,
         "nodeHeartbeat",
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let t0 = std::time::Instant::now();
             OUT.with(|out| {
                 let mut out = out.borrow_mut();
                 out.clear();
@@ -266,7 +268,9 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
                         tracing::info!("heartbeat from a disallowed host: SHUTDOWN")
                     }
                 }
-                reply.bytes(&out).map_err(CallError::from)
+                let r = reply.bytes(&out).map_err(CallError::from);
+                m.record_handling(t0.elapsed().as_nanos() as u64);
+                r
             })
         },
     );
