@@ -385,14 +385,7 @@ pub fn render_prometheus(tracker: &TrackerMetrics, shards: &[ShardView<'_>]) -> 
         "Time to answer one nodeHeartbeat in the RPC handler (decode, tracker, response)",
         "summary",
     );
-    let h = tracker.handling();
-    for q in [0.5, 0.9, 0.99, 0.999] {
-        let v = h.value_at_quantile(q) as f64 / 1e9;
-        let _ = writeln!(o, "{name}{{quantile=\"{q}\"}} {v:.9}");
-    }
-    let sum = h.mean() * h.len() as f64 / 1e9;
-    let _ = writeln!(o, "{name}_sum {sum:.9}");
-    let _ = writeln!(o, "{name}_count {}", h.len());
+    summary(&mut o, name, "", &tracker.handling(), 1e9);
     let name = "hotpath_rm_status_update_latency_seconds";
     counter(
         &mut o,
@@ -401,14 +394,31 @@ pub fn render_prometheus(tracker: &TrackerMetrics, shards: &[ShardView<'_>]) -> 
         "summary",
     );
     for (i, s) in shards.iter().enumerate() {
-        let h = s.metrics.latency();
-        for q in [0.5, 0.9, 0.99, 0.999] {
-            let v = h.value_at_quantile(q) as f64 / 1e6;
-            let _ = writeln!(o, "{name}{{shard=\"{i}\",quantile=\"{q}\"}} {v:.6}");
-        }
-        let sum = h.mean() * h.len() as f64 / 1e6;
-        let _ = writeln!(o, "{name}_sum{{shard=\"{i}\"}} {sum:.6}");
-        let _ = writeln!(o, "{name}_count{{shard=\"{i}\"}} {}", h.len());
+        summary(
+            &mut o,
+            name,
+            &format!("shard=\"{i}\""),
+            &s.metrics.latency(),
+            1e6,
+        );
     }
     o
+}
+
+/// The sample lines of one Prometheus summary in seconds: the 0.5/0.9/0.99/0.999 quantiles,
+/// `_sum` and `_count`. `labels` (e.g. `shard="0"`, or empty) go on every line; `per_second` is
+/// the histogram's units per second (1e6 for µs, 1e9 for ns).
+fn summary(o: &mut String, name: &str, labels: &str, h: &Histogram<u64>, per_second: f64) {
+    let (open, sep, close) = if labels.is_empty() {
+        ("", "", "")
+    } else {
+        ("{", ",", "}")
+    };
+    for q in [0.5, 0.9, 0.99, 0.999] {
+        let v = h.value_at_quantile(q) as f64 / per_second;
+        let _ = writeln!(o, "{name}{{{labels}{sep}quantile=\"{q}\"}} {v:.9}");
+    }
+    let sum = h.mean() * h.len() as f64 / per_second;
+    let _ = writeln!(o, "{name}_sum{open}{labels}{close} {sum:.9}");
+    let _ = writeln!(o, "{name}_count{open}{labels}{close} {}", h.len());
 }
