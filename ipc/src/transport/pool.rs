@@ -315,18 +315,18 @@ impl BufferPool {
     /// a submitted send (the transmit queue writes strictly after its sealed position).
     pub fn slice_mut(&mut self, id: ChunkId, start: usize, end: usize) -> &mut [u8] {
         assert!(start <= end && end <= self.chunk_size);
-        // SAFETY: as in `slice`; `&mut self` makes this the only Rust borrow of pool memory. The
-        // kernel may concurrently read *other* bytes of the chunk (earlier, submitted segments),
-        // which this range never includes, so the slice is not aliased.
+        // `&mut self` makes this the only Rust borrow of pool memory. The kernel may concurrently
+        // read *other* bytes of the chunk (earlier, submitted segments), never this range.
+        // SAFETY: in bounds and mapped as in `slice`, and not aliased (above).
         unsafe { std::slice::from_raw_parts_mut(self.ptr(id).add(start), end - start) }
     }
 }
 
 impl Drop for BufferPool {
     fn drop(&mut self) {
-        // SAFETY: `base`/`map_len` are exactly what mmap returned; no slice into the mapping can
-        // outlive `self`. A ring that registered the chunks holds its own page references, so
-        // unmapping here cannot leave the kernel with dangling memory.
+        // A ring that registered the chunks holds its own page references, so unmapping here
+        // cannot leave the kernel with dangling memory.
+        // SAFETY: `base`/`map_len` are what mmap returned; no slice can outlive `self`.
         unsafe {
             libc::munmap(self.base.as_ptr().cast(), self.map_len);
         }

@@ -251,9 +251,10 @@ impl BufRing {
     ///
     /// # Safety
     /// `self` must outlive the registration (unregister it or drop the ring first).
+    // SAFETY: an unsafe fn: callers keep `self` mapped while registered (`# Safety` above).
     unsafe fn register(&self, ring: &IoUring, bgid: u16) -> io::Result<()> {
-        // SAFETY: the ring memory is page-aligned, `entries` entries long and, per this
-        // function's contract, stays mapped while registered.
+        // The ring memory is page-aligned and `entries` entries long.
+        // SAFETY: it stays mapped while registered, per this function's contract.
         unsafe {
             ring.submitter().register_buf_ring_with_flags(
                 self.ring.as_ptr() as u64,
@@ -268,10 +269,11 @@ impl BufRing {
     fn push(&mut self, bid: u16) {
         let idx = (self.tail & (self.entries - 1)) as usize;
         let addr = self.bufs.as_ptr() as u64 + bid as u64 * self.size as u64;
-        // SAFETY: idx < entries, so the 16-byte entry lies inside the ring mapping. The kernel
-        // only reads entries between its head and the published tail; this one is past the
-        // published tail, so nobody else accesses it now. Fields are written with unaligned-safe
-        // writes at their uapi offsets (addr u64 @0, len u32 @8, bid u16 @12).
+        // The kernel only reads entries between its head and the published tail; this one is
+        // past the published tail, so nobody else accesses it now. Fields are written at their
+        // uapi offsets (addr u64 @0, len u32 @8, bid u16 @12), each naturally aligned.
+        // SAFETY: idx < entries keeps the 16-byte entry inside the ring mapping; no one else
+        // touches it (above).
         unsafe {
             let e = self.ring.as_ptr().add(idx * BUF_ENTRY_SIZE);
             e.cast::<u64>().write(addr);
@@ -283,9 +285,9 @@ impl BufRing {
 
     /// Publishes the local tail to the kernel.
     fn publish(&self) {
-        // SAFETY: the tail field is a naturally aligned u16 at offset 14 of the page-aligned
-        // ring mapping; the kernel reads it concurrently, hence the atomic Release store (the
-        // entries written before become visible first).
+        // The kernel reads the tail concurrently, hence the atomic Release store (the entries
+        // written before become visible first).
+        // SAFETY: the tail is a naturally aligned u16 at offset 14 of the page-aligned mapping.
         unsafe {
             let t = &*(self.ring.as_ptr().add(BUF_RING_TAIL_OFFSET) as *const AtomicU16);
             t.store(self.tail, Ordering::Release);
@@ -295,9 +297,9 @@ impl BufRing {
     /// The first `len` bytes of buffer `bid`, which a completion just handed to us.
     fn buf(&self, bid: u16, len: usize) -> &[u8] {
         assert!(bid < self.entries && len <= self.size);
-        // SAFETY: bid < entries and len <= size keep the slice inside the buffer mapping; the
-        // completion that named `bid` transferred the buffer to us, and the kernel will not
-        // write it again until we push it back (after this borrow ends).
+        // The completion that named `bid` handed the buffer to us; the kernel will not write it
+        // again until we push it back (after this borrow ends).
+        // SAFETY: bid < entries and len <= size keep the slice inside the buffer mapping.
         unsafe { std::slice::from_raw_parts(self.bufs.as_ptr().add(bid as usize * self.size), len) }
     }
 }
@@ -479,11 +481,11 @@ impl<S: Service> Loop<S> {
 
     fn push(&mut self, e: squeue::Entry) {
         loop {
-            // SAFETY: every entry we build points only at memory that outlives its completion:
-            // pool chunks (held by a reference until the send and its notification complete),
-            // a connection's boxed SENDMSG header and iovecs (freed with the connection only
-            // once no operation is outstanding, or after the ring is dropped: `retired`), the
-            // buffer ring (registered, lives in this Loop), or nothing at all.
+            // Entries point at pool chunks (held by a reference until the send and its
+            // notification complete), a connection's boxed SENDMSG header and iovecs (freed with
+            // the connection only once no operation is outstanding, or after the ring is dropped:
+            // `retired`), the buffer ring (registered, lives in this Loop), or nothing at all.
+            // SAFETY: every entry points only at memory that outlives its completion (above).
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
                 return;
             }
@@ -576,9 +578,10 @@ impl<S: Service> Loop<S> {
         for i in 0..n {
             let c = self.conns.get_mut(idx, gen).expect("conn");
             let seg = c.tx.unsubmitted_segment(i).expect("segment");
-            // SAFETY: `add` stays inside the chunk (start <= chunk size). For the kernel: the segment's chunk holds a reference
-            // owned by the queue until this send completes (and, for SEND_ZC, until its
-            // notification), so the bytes stay mapped and unchanged while the kernel reads them.
+            // For the kernel: the segment's chunk holds a reference owned by the queue until this
+            // send completes (and, for SEND_ZC, until its notification), so the bytes stay
+            // mapped and unchanged while the kernel reads them.
+            // SAFETY: `add` stays inside the chunk (start <= chunk size).
             let ptr = unsafe { self.pool.ptr(seg.chunk).add(seg.start as usize) };
             let len = seg.len() as u32;
             let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
