@@ -1,7 +1,11 @@
 //! The `hotpath` binary's own subcommands, run as a user runs them.
 
+mod support;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
+
+use support::start_rm;
 
 fn hotpath() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hotpath"))
@@ -150,40 +154,21 @@ fn decode_rejects_garbage_and_unknown_types_with_an_error_not_a_panic() {
 /// running, SIGTERM stops it cleanly (the completion log committed).
 #[test]
 fn rm_serves_metrics_rereads_on_sighup_and_stops_on_sigterm() {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::Read;
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let include = dir.path().join("include");
     std::fs::write(&include, "").unwrap();
-    let mut rm = hotpath()
-        .args([
-            "rm",
-            "--address",
-            "127.0.0.1:0",
-            "--metrics-port",
-            "0",
-            "--ready-line",
-        ])
-        .arg("--set")
-        .arg(format!(
-            "hotpath.rm.completion-log.dir={}",
-            dir.path().join("log").display()
-        ))
-        .arg("--set")
-        .arg(format!(
+    let mut rm = start_rm(
+        dir.path(),
+        &[format!(
             "yarn.resourcemanager.nodes.include-path={}",
             include.display()
-        ))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(rm.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let ready: serde_json::Value =
-        serde_json::from_str(line.trim().strip_prefix("READY ").expect("a READY line")).unwrap();
-    let metrics = ready["metrics"].as_str().unwrap().to_string();
+        )],
+        "info",
+        Stdio::piped(),
+    );
+    let metrics = rm.metrics.clone();
     let get = |path: &str| -> String {
         let mut s = std::net::TcpStream::connect(&metrics).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -203,7 +188,7 @@ fn rm_serves_metrics_rereads_on_sighup_and_stops_on_sigterm() {
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     drop(idle);
 
-    let pid = rm.id().to_string();
+    let pid = rm.pid.to_string();
     let kill = |sig: &str| {
         let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
         assert!(ok.success(), "kill {sig}");
@@ -211,14 +196,14 @@ fn rm_serves_metrics_rereads_on_sighup_and_stops_on_sigterm() {
     kill("-HUP");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
-        rm.try_wait().unwrap().is_none(),
+        rm.child.try_wait().unwrap().is_none(),
         "SIGHUP must not stop the RM"
     );
     assert!(get("/metrics").starts_with("HTTP/1.0 200"));
     kill("-TERM");
     let t = Instant::now();
     let status = loop {
-        if let Some(s) = rm.try_wait().unwrap() {
+        if let Some(s) = rm.child.try_wait().unwrap() {
             break s;
         }
         assert!(
@@ -228,7 +213,12 @@ fn rm_serves_metrics_rereads_on_sighup_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
-    rm.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    rm.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(status.success(), "{status:?}: {err}");
     assert!(err.contains("SIGHUP: host lists re-read"), "{err}");
     assert!(err.contains("stopping"), "{err}");

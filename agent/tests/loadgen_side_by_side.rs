@@ -8,61 +8,16 @@
 //! loadgen_side_by_side -- --ignored --nocapture`. It fails if any run reports an RPC error, a
 //! SHUTDOWN, or no heartbeats at all. `LOADGEN_SIDES=ours` or `java` runs one side only.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::{Command, Stdio};
 
 use peer_harness::{Mode, Peer};
 use serde_json::Value;
+use support::start_rm;
 
 fn env_or(k: &str, d: &str) -> String {
     std::env::var(k).unwrap_or_else(|_| d.to_string())
-}
-
-struct OurRm {
-    child: Child,
-    tracker: String,
-    metrics: String,
-    pid: u32,
-    _dir: tempfile::TempDir,
-}
-
-fn start_ours() -> OurRm {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-        .args([
-            "rm",
-            "--address",
-            "127.0.0.1:0",
-            "--metrics-port",
-            "0",
-            "--ready-line",
-        ])
-        .arg("--set")
-        .arg(format!(
-            "hotpath.rm.completion-log.dir={}",
-            dir.path().join("cl").display()
-        ))
-        .env("HOTPATH_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting hotpath rm");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value = serde_json::from_str(
-        line.strip_prefix("READY ")
-            .unwrap_or_else(|| panic!("no READY line: {line:?}")),
-    )
-    .unwrap();
-    OurRm {
-        child,
-        tracker: ready["resource_tracker"].as_str().unwrap().into(),
-        metrics: ready["metrics"].as_str().unwrap().into(),
-        pid: ready["pid"].as_u64().unwrap() as u32,
-        _dir: dir,
-    }
 }
 
 fn loadgen(rm: &str, nodes: usize, containers: usize, pid: u32, metrics: Option<&str>) -> Value {
@@ -122,12 +77,12 @@ fn loadgen_ours_beside_java() {
     for &n in &nodes {
         for containers in [50, 0] {
             if sides.contains("ours") {
-                let mut rm = start_ours();
+                let dir = tempfile::tempdir().unwrap();
+                let rm = start_rm(dir.path(), &[], "warn", Stdio::inherit());
                 let v = loadgen(&rm.tracker, n, containers, rm.pid, Some(&rm.metrics));
                 eprintln!("ours: {v}");
                 rows.push(("ours", v));
-                let _ = rm.child.kill();
-                let _ = rm.child.wait();
+                drop(rm);
             }
             if sides.contains("java") {
                 let peer = Peer::start(Mode::YarnRm, &["--nms", "0", "--log-level", "ERROR"])

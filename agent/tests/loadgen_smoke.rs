@@ -4,55 +4,18 @@
 //! RM's own `hotpath_rm_heartbeats_total` / `hotpath_rm_registrations_total`, and the RM
 //! recorded the handling time of every heartbeat it answered.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+mod support;
+
+use std::process::Command;
 
 use serde_json::Value;
-
-fn metric(addr: &str, name: &str) -> f64 {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == name).then(|| v.trim().parse::<f64>().ok())?
-        })
-        .unwrap_or_else(|| panic!("{name} missing"))
-}
+use support::{metric, start_rm};
 
 #[test]
 fn loadgen_paces_and_agrees_with_the_rm() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rm = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-        .args([
-            "rm",
-            "--address",
-            "127.0.0.1:0",
-            "--metrics-port",
-            "0",
-            "--ready-line",
-        ])
-        .arg("--set")
-        .arg(format!(
-            "hotpath.rm.completion-log.dir={}",
-            dir.path().join("cl").display()
-        ))
-        .env("HOTPATH_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(rm.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value = serde_json::from_str(line.strip_prefix("READY ").expect("READY")).unwrap();
-    let tracker = ready["resource_tracker"].as_str().unwrap();
-    let metrics = ready["metrics"].as_str().unwrap();
+    let rm = start_rm(dir.path(), &[], "warn", std::process::Stdio::inherit());
+    let (tracker, metrics) = (rm.tracker.as_str(), rm.metrics.as_str());
 
     let (nodes, interval_ms, secs) = (200u64, 200u64, 3.0f64);
     let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
@@ -117,6 +80,4 @@ fn loadgen_paces_and_agrees_with_the_rm() {
         "hotpath_rm_heartbeat_handling_seconds{quantile=\"0.99\"}",
     );
     assert!(p99 > 0.0 && p99 < 10.0, "handling p99 {p99} s");
-    let _ = rm.kill();
-    let _ = rm.wait();
 }

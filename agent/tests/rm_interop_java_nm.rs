@@ -15,74 +15,36 @@
 //!
 //! The test fails loudly if the peer cannot start (no Maven build, no JVM).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
 
 use peer_harness::{Mode, Peer};
-use serde_json::Value;
+use support::RmChild;
 
 const EXPIRY_MS: u64 = 5000;
 
+/// `hotpath rm` with its stderr (HOTPATH_LOG=info) in `log`.
 struct Rm {
-    child: Child,
-    tracker: String,
-    metrics: String,
+    child: RmChild,
     log: std::path::PathBuf,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Rm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_rm() -> Rm {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("rm.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-        .args([
-            "rm",
-            "--address",
-            "127.0.0.1:0",
-            "--metrics-port",
-            "0",
-            "--ready-line",
-        ])
-        .arg("--set")
-        .arg(format!(
-            "yarn.nm.liveness-monitor.expiry-interval-ms={EXPIRY_MS}"
-        ))
-        .arg("--set")
-        .arg("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=1000")
-        .arg("--set")
-        .arg(format!(
-            "hotpath.rm.completion-log.dir={}",
-            dir.path().join("completions").display()
-        ))
-        .env("HOTPATH_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("starting hotpath rm");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value = serde_json::from_str(line.strip_prefix("READY ").unwrap_or_else(|| {
-        panic!(
-            "hotpath rm printed no READY line ({line:?}); log:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        )
-    }))
-    .unwrap();
+    let child = support::start_rm(
+        dir.path(),
+        &[
+            format!("yarn.nm.liveness-monitor.expiry-interval-ms={EXPIRY_MS}"),
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=1000".into(),
+        ],
+        "info",
+        std::fs::File::create(&log).unwrap().into(),
+    );
     Rm {
         child,
-        tracker: ready["resource_tracker"].as_str().unwrap().into(),
-        metrics: ready["metrics"].as_str().unwrap().into(),
         log,
         _dir: dir,
     }
@@ -90,17 +52,7 @@ fn start_rm() -> Rm {
 
 /// One unlabelled metric from the RM's /metrics.
 fn metric(rm: &Rm, name: &str) -> u64 {
-    let mut s = TcpStream::connect(&rm.metrics).expect("connecting to /metrics");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n", rm.metrics).unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == name).then(|| v.trim().parse::<f64>().ok())?
-        })
-        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}")) as u64
+    support::metric(&rm.child.metrics, name) as u64
 }
 
 fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) -> Duration {
@@ -116,7 +68,7 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) -> Dura
 }
 
 fn start_nm(rm: &Rm) -> Peer {
-    Peer::start(Mode::YarnNm, &["--rm", &rm.tracker]).unwrap_or_else(|e| {
+    Peer::start(Mode::YarnNm, &["--rm", &rm.child.tracker]).unwrap_or_else(|e| {
         panic!("the Java NodeManager peer must start (mvn build of peers/hadoop, a JDK): {e}")
     })
 }

@@ -1,0 +1,88 @@
+//! Shared by the agent's test binaries (`mod support;`): `hotpath rm` as a child process, and
+//! one sample read from a Prometheus `/metrics` endpoint.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A running `hotpath rm`, killed (if still running) when dropped.
+pub struct RmChild {
+    pub child: Child,
+    /// The ResourceTracker address from its READY line.
+    pub tracker: String,
+    /// The `/metrics` address from its READY line.
+    pub metrics: String,
+    pub pid: u32,
+}
+
+impl Drop for RmChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `hotpath rm` on 127.0.0.1 port 0 with `--metrics-port 0 --ready-line`, its completion
+/// log under `dir`, each of `sets` as `--set key=value`, `HOTPATH_LOG=log` and stderr going to
+/// `stderr`; returns once it printed its READY line.
+pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    cmd.args([
+        "rm",
+        "--address",
+        "127.0.0.1:0",
+        "--metrics-port",
+        "0",
+        "--ready-line",
+    ])
+    .arg("--set")
+    .arg(format!(
+        "hotpath.rm.completion-log.dir={}",
+        dir.join("completion-log").display()
+    ));
+    for s in sets {
+        cmd.arg("--set").arg(s);
+    }
+    let mut child = cmd
+        .env("HOTPATH_LOG", log)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("starting hotpath rm");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: Value = serde_json::from_str(
+        line.trim()
+            .strip_prefix("READY ")
+            .unwrap_or_else(|| panic!("hotpath rm printed no READY line: {line:?}")),
+    )
+    .unwrap();
+    RmChild {
+        child,
+        tracker: ready["resource_tracker"].as_str().unwrap().into(),
+        metrics: ready["metrics"].as_str().unwrap().into(),
+        pid: ready["pid"].as_u64().unwrap() as u32,
+    }
+}
+
+/// The sample `name` (with its labels, if any, exactly as exposed) from `/metrics` at `addr`.
+pub fn metric(addr: &str, name: &str) -> f64 {
+    let mut s = TcpStream::connect(addr).expect("connecting to /metrics");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse::<f64>().ok())?
+        })
+        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+}
