@@ -29,11 +29,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use ipc::client::{Client, ClientConfig};
-use ipc::encode::{Body, RpcResponseHeader};
-use ipc::frame::{RequestFrame, DEFAULT_MAX_DATA_LENGTH};
+use hadoop_wire::encode::{Body, RpcResponseHeader};
+use hadoop_wire::frame::{RequestFrame, DEFAULT_MAX_DATA_LENGTH};
 use ipc::server::{bench, Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, PoolConfig};
-use ipc::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
 /// Flags of `hotpath bench ipc-large`.
 #[derive(clap::Args, Debug, Clone)]

@@ -2,7 +2,7 @@
 //!
 //! Operators point it at traffic they captured (tcpdump payloads, a hex dump turned into bytes).
 //! It decodes with the descriptor set generated from our own `.proto` files
-//! (`ipc::pb::DESCRIPTOR_SET`) through prost-reflect, so every message of those files can be
+//! (`hadoop_wire::pb::DESCRIPTOR_SET`) through prost-reflect, so every message of those files can be
 //! printed without a hand-written printer per type. Only fields present on the wire are printed
 //! (proto2 presence); unknown fields are dropped.
 //!
@@ -23,7 +23,7 @@ pub enum FrameKind {
 }
 
 fn pool() -> Result<DescriptorPool> {
-    DescriptorPool::decode(ipc::pb::DESCRIPTOR_SET).context("loading the built-in descriptor set")
+    DescriptorPool::decode(hadoop_wire::pb::DESCRIPTOR_SET).context("loading the built-in descriptor set")
 }
 
 /// Finds a message by full name (`hadoop.yarn.NodeHeartbeatRequestProto`) or by its short name
@@ -81,7 +81,7 @@ pub fn decode_frame(payload_type: &str, kind: FrameKind, bytes: &[u8]) -> Result
     let body = frame_body(bytes)?;
     match kind {
         FrameKind::Request => {
-            let frame = ipc::frame::RequestFrame::split(body)
+            let frame = hadoop_wire::frame::RequestFrame::split(body)
                 .map_err(|e| anyhow!("bad request frame: {e}"))?;
             let hdr_desc = find_message(&pool, "hadoop.common.RpcRequestHeaderProto")?;
             let hdr = to_json(&hdr_desc, frame.rpc_header)?;
@@ -101,7 +101,7 @@ pub fn decode_frame(payload_type: &str, kind: FrameKind, bytes: &[u8]) -> Result
             }
         }
         FrameKind::Response => {
-            let frame = ipc::frame::ResponseFrame::split(body)
+            let frame = hadoop_wire::frame::ResponseFrame::split(body)
                 .map_err(|e| anyhow!("bad response frame: {e}"))?;
             let hdr_desc = find_message(&pool, "hadoop.common.RpcResponseHeaderProto")?;
             out.insert("rpc_header".into(), to_json(&hdr_desc, frame.header)?);

@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use hdrhistogram::Histogram;
-use ipc::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use ipc::frame::ResponseFrame;
-use ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use ipc::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
+use hadoop_wire::frame::ResponseFrame;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
 use rm_core::bench;
 use rm_core::ids::NodeKey;
 
@@ -872,7 +872,7 @@ mod tests {
 
     #[test]
     fn parses_heartbeat_and_register_responses() {
-        use ipc::pb::hadoop::yarn::{
+        use hadoop_wire::pb::hadoop::yarn::{
             MasterKeyProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
         };
         use prost::Message;

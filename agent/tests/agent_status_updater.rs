@@ -4,7 +4,7 @@ use agent::node::ids::{AppId, ContainerId};
 use agent::node::status_updater::*;
 use agent::node::table::*;
 use agent::node::wire::{self, NodeHealth};
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     MasterKeyProto, NodeHeartbeatRequestProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
 };
@@ -175,7 +175,7 @@ fn heartbeat_bytes_are_what_prost_writes_for_the_same_message() {
     assert_eq!(req.last_known_container_token_master_key, Some(key(11)));
     assert_eq!(req.last_known_nm_token_master_key, Some(key(21)));
     // and the ipc view the RM side uses agrees
-    let v = ipc::view::yarn::NodeHeartbeatRequestView::new(&bytes);
+    let v = hadoop_wire::view::yarn::NodeHeartbeatRequestView::new(&bytes);
     v.validate().unwrap();
     assert_eq!(
         v.node_status()

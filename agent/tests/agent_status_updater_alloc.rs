@@ -6,7 +6,7 @@ use agent::node::ids::{AppId, ContainerId};
 use agent::node::status_updater::*;
 use agent::node::table::*;
 use agent::node::wire::{self, NodeHealth};
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     MasterKeyProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
 };
 use prost::Message;

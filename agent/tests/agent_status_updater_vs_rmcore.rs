@@ -164,7 +164,7 @@ fn updater_and_rm_core_tracker_agree() {
     let mut reg = Vec::new();
     u.encode_register(&t, &h, &mut reg).unwrap();
     let parsed =
-        <ipc::pb::hadoop::yarn::RegisterNodeManagerRequestProto as prost::Message>::decode(
+        <hadoop_wire::pb::hadoop::yarn::RegisterNodeManagerRequestProto as prost::Message>::decode(
             &reg[..],
         )
         .unwrap();

@@ -9,7 +9,7 @@
 use criterion::{criterion_group, Criterion};
 use hdfs_io::measure::{measure, DnSelect};
 use hdfs_io::replica::decode_replicas;
-use ipc::view::hdfs::LocatedBlockView;
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::hint::black_box;
 
 #[global_allocator]

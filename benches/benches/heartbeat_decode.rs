@@ -13,7 +13,7 @@ use benches::heartbeat::{
     extract_prost, extract_view, extract_view_unvalidated, sample_request, Extracted,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ipc::view::yarn::NodeHeartbeatRequestView;
+use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 use std::hint::black_box;
 

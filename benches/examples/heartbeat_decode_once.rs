@@ -14,7 +14,7 @@
 //! path instead.
 
 use benches::heartbeat::{extract_prost, extract_view, extract_view_unvalidated, sample_request};
-use ipc::view::yarn::NodeHeartbeatRequestView;
+use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 use std::hint::black_box;
 

@@ -11,9 +11,9 @@
 //! Both write into a caller-provided `Vec` (cleared, capacity kept), so the output side
 //! allocates nothing after the first call on either path.
 
-use ipc::pb::hadoop::yarn::*;
-use ipc::reader::DecodeError;
-use ipc::view::yarn::NodeHeartbeatRequestView;
+use hadoop_wire::pb::hadoop::yarn::*;
+use hadoop_wire::reader::DecodeError;
+use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 
 /// What the status update needs from one container status.

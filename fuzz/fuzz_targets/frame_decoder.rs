@@ -1,5 +1,5 @@
-//! Frame decoder, accumulator and request/response splitting (see `ipc_fuzz::checks`).
+//! Frame decoder, accumulator and request/response splitting (see `hadoop_wire_fuzz::checks`).
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::frame_decoder(data);
+    hadoop_wire_fuzz::checks::frame_decoder(data);
 });

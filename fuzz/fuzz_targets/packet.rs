@@ -1,5 +1,5 @@
-//! DataTransfer packet decoder and splitter (see `ipc_fuzz::checks`).
+//! DataTransfer packet decoder and splitter (see `hadoop_wire_fuzz::checks`).
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::packet(data);
+    hadoop_wire_fuzz::checks::packet(data);
 });

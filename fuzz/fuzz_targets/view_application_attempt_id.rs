@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `application_attempt_id` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_application_attempt_id`.
+//! Fuzzes the lazy view `application_attempt_id` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_application_attempt_id`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_application_attempt_id(data);
+    hadoop_wire_fuzz::checks::view_application_attempt_id(data);
 });

@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `datanode_info` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_datanode_info`.
+//! Fuzzes the lazy view `datanode_info` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_datanode_info`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_datanode_info(data);
+    hadoop_wire_fuzz::checks::view_datanode_info(data);
 });

@@ -1,5 +1,5 @@
-//! Fuzzes frames with their header views; see `ipc_fuzz::checks::view_frames`.
+//! Fuzzes frames with their header views; see `hadoop_wire_fuzz::checks::view_frames`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_frames(data);
+    hadoop_wire_fuzz::checks::view_frames(data);
 });

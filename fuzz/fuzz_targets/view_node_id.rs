@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `node_id` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_node_id`.
+//! Fuzzes the lazy view `node_id` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_node_id`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_node_id(data);
+    hadoop_wire_fuzz::checks::view_node_id(data);
 });

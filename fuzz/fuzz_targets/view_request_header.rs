@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `request_header` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_request_header`.
+//! Fuzzes the lazy view `request_header` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_request_header`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_request_header(data);
+    hadoop_wire_fuzz::checks::view_request_header(data);
 });

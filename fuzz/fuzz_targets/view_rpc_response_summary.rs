@@ -2,9 +2,9 @@
 //! input it gives exactly `validate()`'s result (the same typed error), on valid input every
 //! field equals the lazy accessor, and when prost also decodes the bytes, prost's value.
 #![no_main]
-use ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use ipc::pb::hadoop::common::RpcResponseHeaderProto;
-use ipc::view::rpc::RpcResponseHeaderView;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+use hadoop_wire::pb::hadoop::common::RpcResponseHeaderProto;
+use hadoop_wire::view::rpc::RpcResponseHeaderView;
 use prost::Message;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `string_string_map` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_string_string_map`.
+//! Fuzzes the lazy view `string_string_map` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_string_string_map`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_string_string_map(data);
+    hadoop_wire_fuzz::checks::view_string_string_map(data);
 });

@@ -1,5 +1,5 @@
-//! Fuzzes the lazy view `token` (validate, every accessor, prost differential); see `ipc_fuzz::checks::view_token`.
+//! Fuzzes the lazy view `token` (validate, every accessor, prost differential); see `hadoop_wire_fuzz::checks::view_token`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ipc_fuzz::checks::view_token(data);
+    hadoop_wire_fuzz::checks::view_token(data);
 });

@@ -4,7 +4,7 @@
 //! test requires of its `seed-*` inputs. Only `ipc` and `std` are used, so that this file also
 //! compiles inside ipc's test suite.
 
-use ipc::frame::{
+use hadoop_wire::frame::{
     parse_preamble, Decoded, FrameAccumulator, FrameDecoder, PacketDecoded, PacketDecoder,
     RequestFrame, ResponseFrame,
 };
@@ -120,13 +120,13 @@ pub fn packet(data: &[u8]) -> bool {
 // ones only when the message is also valid UTF-8, which `validate` does not check: that is
 // taken as "prost decodes it"); and on such input the hot accessors agree with prost.
 
-use ipc::view::common::TokenView;
-use ipc::view::hdfs::{
+use hadoop_wire::view::common::TokenView;
+use hadoop_wire::view::hdfs::{
     DatanodeIdView, DatanodeInfoView, ExtendedBlockView, LocatedBlockView, LocatedBlocksView,
     PacketHeaderView,
 };
-use ipc::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
-use ipc::view::yarn::{
+use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
+use hadoop_wire::view::yarn::{
     ApplicationAttemptIdView, ApplicationIdView, ContainerIdView, ContainerStatusView,
     MasterKeyView, NodeHealthStatusView, NodeHeartbeatRequestView, NodeIdView, NodeStatusView,
     ResourceInformationView, ResourceView, StringStringMapView,
@@ -176,7 +176,7 @@ macro_rules! drain {
 fn view<'a, V: Copy, P: Message + Default>(
     data: &'a [u8],
     new: fn(&'a [u8]) -> V,
-    validate: fn(&V) -> Result<(), ipc::reader::DecodeError>,
+    validate: fn(&V) -> Result<(), hadoop_wire::reader::DecodeError>,
     exercise: fn(V, Expect),
     compare: fn(V, &P),
 ) -> bool {
@@ -464,7 +464,7 @@ fn datanode_info(d: DatanodeInfoView<'_>, e: Expect) {
 fn packet_header(h: PacketHeaderView<'_>, e: Expect) {
     let r = must!(e.v, h.read());
     let parts = (|| {
-        Ok::<_, ipc::reader::DecodeError>((
+        Ok::<_, hadoop_wire::reader::DecodeError>((
             h.offset_in_block()?,
             h.seqno()?,
             h.last_packet_in_block()?,
@@ -495,7 +495,7 @@ fn packet_header(h: PacketHeaderView<'_>, e: Expect) {
 
 // --- one entry point per view ----------------------------------------------------------------
 
-use ipc::pb::hadoop::{common as pc, hdfs as ph, yarn as py};
+use hadoop_wire::pb::hadoop::{common as pc, hdfs as ph, yarn as py};
 
 pub fn view_token(d: &[u8]) -> bool {
     view::<_, pc::TokenProto>(d, TokenView::new, TokenView::validate, token, |v, p| {

@@ -4,7 +4,7 @@
 
 use hdfs_io::measure::DnSelect;
 use hdfs_io::replica::decode_replicas;
-use ipc::view::hdfs::LocatedBlockView;
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::hint::black_box;
 
 fn main() {

@@ -16,7 +16,7 @@
 
 use hdfs_io::filestatus_bench;
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
-use ipc::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
+use hadoop_wire::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use prost::Message;
 use std::time::Duration;

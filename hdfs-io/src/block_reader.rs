@@ -20,8 +20,8 @@
 
 use crate::checksum::{ChecksumKind, DataChecksum};
 use crate::error::{BlockName, Error};
-use ipc::frame::{check_packet_sequence, PacketDecoded, PacketDecoder};
-use ipc::pb::hadoop::hdfs::{BlockOpResponseProto, Status};
+use hadoop_wire::frame::{check_packet_sequence, PacketDecoded, PacketDecoder};
+use hadoop_wire::pb::hadoop::hdfs::{BlockOpResponseProto, Status};
 use prost::Message;
 
 /// `DataTransferProtocol.DATA_TRANSFER_VERSION`.

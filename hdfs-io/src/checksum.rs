@@ -5,7 +5,7 @@
 //! uses the SSE4.2 `crc32` instruction (ARMv8 CRC on aarch64) when the CPU has it;
 //! CRC32 (zlib/IEEE) runs on `crc32fast` (PCLMULQDQ folding). CHECKSUM_NULL verifies nothing.
 
-use ipc::pb::hadoop::hdfs::ChecksumTypeProto;
+use hadoop_wire::pb::hadoop::hdfs::ChecksumTypeProto;
 
 /// The algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

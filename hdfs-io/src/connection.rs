@@ -18,10 +18,10 @@
 
 use crate::error::{RemoteException, RemoteKind};
 use ipc::client::StateIdCell;
-use ipc::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use ipc::frame::ResponseFrame;
-use ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use ipc::view::rpc::RpcResponseHeaderView;
+use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
+use hadoop_wire::frame::ResponseFrame;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+use hadoop_wire::view::rpc::RpcResponseHeaderView;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::ops::Range;

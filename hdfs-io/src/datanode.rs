@@ -276,7 +276,7 @@ pub fn connect(
 }
 
 /// A block's name for messages, from its `ExtendedBlockProto` view.
-pub fn block_name(b: &ipc::view::hdfs::ExtendedBlockView<'_>) -> Result<BlockName, Error> {
+pub fn block_name(b: &hadoop_wire::view::hdfs::ExtendedBlockView<'_>) -> Result<BlockName, Error> {
     let d = |e| Error::Decode {
         what: "ExtendedBlockProto",
         source: e,

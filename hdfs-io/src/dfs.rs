@@ -31,7 +31,7 @@ use crate::replica::{decode_replicas, Replica};
 use crate::selection::{LazyNow, Ranked, Selector};
 use crate::topology::{LocalNode, RackMap};
 use ipc::transport::BackendChoice;
-use ipc::view::hdfs::{LocatedBlockView, LocatedBlocksView};
+use hadoop_wire::view::hdfs::{LocatedBlockView, LocatedBlocksView};
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -630,7 +630,7 @@ pub fn located_block_name(b: &LocatedBlockView<'_>) -> Result<BlockName, Error> 
 mod tests {
     use super::*;
     use crate::fixtures::{located_block, Dn};
-    use ipc::pb::hadoop::hdfs::{
+    use hadoop_wire::pb::hadoop::hdfs::{
         ErasureCodingPolicyProto, FileEncryptionInfoProto, LocatedBlockProto, LocatedBlocksProto,
     };
     use prost::Message;

@@ -103,7 +103,7 @@ pub enum Error {
     Decode {
         what: &'static str,
         #[source]
-        source: ipc::reader::DecodeError,
+        source: hadoop_wire::reader::DecodeError,
     },
     /// A message decoded but breaks a rule of its protocol.
     #[error("malformed {what}: {reason}")]
@@ -113,7 +113,7 @@ pub enum Error {
     },
     /// IPC framing or encoding.
     #[error(transparent)]
-    Ipc(#[from] ipc::Error),
+    Ipc(#[from] hadoop_wire::Error),
     /// The NameNode answered with an exception.
     #[error("{0}")]
     Remote(RemoteException),

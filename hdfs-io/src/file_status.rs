@@ -2,7 +2,7 @@
 //! owned copy for callers that keep it ([`FileStatus`]).
 
 use crate::error::Error;
-use ipc::reader::{DecodeError, Reader, WireType};
+use hadoop_wire::reader::{DecodeError, Reader, WireType};
 
 /// `HdfsFileStatusProto.FileType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,7 +213,7 @@ impl FileStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipc::pb::hadoop::hdfs::{FsPermissionProto, HdfsFileStatusProto};
+    use hadoop_wire::pb::hadoop::hdfs::{FsPermissionProto, HdfsFileStatusProto};
     use prost::Message;
 
     fn sample() -> HdfsFileStatusProto {

@@ -3,9 +3,9 @@
 //! (`PBHelperClient.convert(DatanodeInfo)` sets every usage field), so that decoding costs what
 //! it costs on real responses.
 
-use ipc::pb::hadoop::common::TokenProto;
-use ipc::pb::hadoop::hdfs::datanode_info_proto::AdminState;
-use ipc::pb::hadoop::hdfs::{
+use hadoop_wire::pb::hadoop::common::TokenProto;
+use hadoop_wire::pb::hadoop::hdfs::datanode_info_proto::AdminState;
+use hadoop_wire::pb::hadoop::hdfs::{
     DatanodeIdProto, DatanodeInfoProto, ExtendedBlockProto, LocatedBlockProto,
 };
 use prost::Message;
@@ -109,7 +109,7 @@ pub fn three_replica_block() -> Vec<u8> {
 // The DataNode side of OP_READ_BLOCK, as `BlockSender` writes it (tests and fixtures only).
 
 use crate::checksum::{ChecksumKind, DataChecksum};
-use ipc::pb::hadoop::hdfs::{
+use hadoop_wire::pb::hadoop::hdfs::{
     BlockOpResponseProto, ChecksumProto, PacketHeaderProto, ReadOpChecksumInfoProto,
 };
 

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  namenode::NameNodeClient ──getBlockLocations──> namenode::LocatedBlocksBuf (response bytes)
-//!   (ipc::client, typed Hadoop            │  ipc::view::hdfs::LocatedBlockView (borrowed)
+//!   (ipc::client, typed Hadoop            │  hadoop_wire::view::hdfs::LocatedBlockView (borrowed)
 //!    exceptions, stateId, observer)       v
 //!                          replica::decode_replicas ──> [replica::Replica]  (one pass, borrowed)
 //!                                         │

@@ -24,7 +24,7 @@ use crate::fixtures;
 use crate::replica::{decode_replicas, Replica};
 use crate::selection::{LazyNow, Selector};
 use crate::topology::{LocalNode, RackMap};
-use ipc::view::hdfs::LocatedBlockView;
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::net::{IpAddr, SocketAddr};

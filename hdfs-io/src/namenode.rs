@@ -36,8 +36,8 @@ use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
 use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
-use ipc::reader::{Reader, WireType};
-use ipc::view::hdfs::LocatedBlocksView;
+use hadoop_wire::reader::{Reader, WireType};
+use hadoop_wire::view::hdfs::LocatedBlocksView;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -285,7 +285,7 @@ fn remote(e: ClientError, node: &Endpoint) -> Error {
             message,
             code: detail.map(|d| d as i32),
             fatal: status
-                == ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Fatal,
+                == hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Fatal,
         }),
         other => Error::Connection {
             target: format!("NameNode {} ({})", node.id, node.addr),
@@ -347,7 +347,7 @@ impl NameNodeClient {
                         client_id,
                         connect_timeout: cfg.connect_timeout,
                         call_timeout: cfg.call_timeout,
-                        max_response: ipc::frame::DEFAULT_MAX_DATA_LENGTH,
+                        max_response: hadoop_wire::frame::DEFAULT_MAX_DATA_LENGTH,
                         keep_idle: 64,
                     },
                     state_id.clone(),
@@ -786,7 +786,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipc::pb::hadoop::hdfs::{GetBlockLocationsRequestProto, GetFileInfoRequestProto};
+    use hadoop_wire::pb::hadoop::hdfs::{GetBlockLocationsRequestProto, GetFileInfoRequestProto};
     use prost::Message;
 
     #[test]
@@ -816,8 +816,8 @@ mod tests {
     #[test]
     fn report_bad_blocks_matches_prost() {
         use crate::fixtures::Dn;
-        use ipc::pb::hadoop::common::TokenProto;
-        use ipc::pb::hadoop::hdfs::{
+        use hadoop_wire::pb::hadoop::common::TokenProto;
+        use hadoop_wire::pb::hadoop::hdfs::{
             ExtendedBlockProto, LocatedBlockProto, ReportBadBlocksRequestProto,
         };
         let eb = ExtendedBlockProto {

@@ -9,9 +9,9 @@
 //! are errors, unknown enum values fall back to the default).
 
 use crate::error::Error;
-use ipc::pb::hadoop::hdfs::datanode_info_proto::AdminState;
-use ipc::reader::{Reader, WireType};
-use ipc::view::hdfs::{DatanodeInfoView, LocatedBlockView};
+use hadoop_wire::pb::hadoop::hdfs::datanode_info_proto::AdminState;
+use hadoop_wire::reader::{Reader, WireType};
+use hadoop_wire::view::hdfs::{DatanodeInfoView, LocatedBlockView};
 
 /// What the DataNode choice knows about one replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct Replica<'a> {
 }
 
 #[cold]
-fn bad(what: &'static str, e: ipc::reader::DecodeError) -> Error {
+fn bad(what: &'static str, e: hadoop_wire::reader::DecodeError) -> Error {
     Error::Decode { what, source: e }
 }
 
@@ -180,7 +180,7 @@ pub fn decode_replicas<'a>(
 mod tests {
     use super::*;
     use crate::fixtures::{located_block, Dn};
-    use ipc::pb::hadoop::hdfs::DatanodeInfoProto;
+    use hadoop_wire::pb::hadoop::hdfs::DatanodeInfoProto;
     use prost::Message;
 
     #[test]

@@ -24,7 +24,7 @@ use crate::addr_cache::AddrCache;
 use crate::dead_nodes::DeadNodes;
 use crate::replica::Replica;
 use crate::topology::{LocalNode, RackMap};
-use ipc::pb::hadoop::hdfs::datanode_info_proto::AdminState;
+use hadoop_wire::pb::hadoop::hdfs::datanode_info_proto::AdminState;
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -354,7 +354,7 @@ mod tests {
     use crate::dead_nodes::Failure;
     use crate::fixtures::{located_block, Dn};
     use crate::replica::decode_replicas;
-    use ipc::view::hdfs::LocatedBlockView;
+    use hadoop_wire::view::hdfs::LocatedBlockView;
     use std::time::Duration;
 
     fn order_of(

@@ -5,8 +5,8 @@
 
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use hdfs_io::{Error, RemoteKind};
-use ipc::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
-use ipc::reader::{Reader, WireType};
+use hadoop_wire::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
+use hadoop_wire::reader::{Reader, WireType};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

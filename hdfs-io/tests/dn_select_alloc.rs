@@ -7,7 +7,7 @@ use hdfs_io::measure::DnSelect;
 use hdfs_io::replica::decode_replicas;
 use hdfs_io::selection::{LazyNow, Selector};
 use hdfs_io::topology::{LocalNode, RackMap};
-use ipc::view::hdfs::LocatedBlockView;
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::hint::black_box;
 use std::time::Instant;
 

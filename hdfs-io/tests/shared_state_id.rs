@@ -11,7 +11,7 @@
 
 use hdfs_io::file_status::FileType;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, Role, CLIENT_PROTOCOL};
-use ipc::reader::{Reader, WireType};
+use hadoop_wire::reader::{Reader, WireType};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -55,12 +55,12 @@ fn plain_server() -> SocketAddr {
                     return;
                 }
                 while read_frame(&mut s, &mut body) {
-                    let f = ipc::frame::RequestFrame::split(&body).unwrap();
-                    let h = ipc::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
+                    let f = hadoop_wire::frame::RequestFrame::split(&body).unwrap();
+                    let h = hadoop_wire::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
                     out.clear();
-                    ipc::encode::success_response_frame(
+                    hadoop_wire::encode::success_response_frame(
                         &mut out,
-                        &ipc::encode::RpcResponseHeader::success(
+                        &hadoop_wire::encode::RpcResponseHeader::success(
                             h.call_id().unwrap(),
                             h.client_id().unwrap(),
                             0,

@@ -59,10 +59,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use crate::frame::{ResponseFrame, DEFAULT_MAX_DATA_LENGTH};
-use crate::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use crate::view::rpc::RpcResponseHeaderView;
+use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
+use hadoop_wire::frame::{ResponseFrame, DEFAULT_MAX_DATA_LENGTH};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::view::rpc::RpcResponseHeaderView;
 
 /// Client configuration.
 #[derive(Debug, Clone)]
@@ -201,7 +201,7 @@ pub enum ClientError {
     ReaderThread(String),
     /// The request could not be encoded.
     #[error("encoding the request failed: {0}")]
-    Encode(#[from] crate::error::EncodeError),
+    Encode(#[from] hadoop_wire::error::EncodeError),
 }
 
 impl ClientError {
@@ -388,8 +388,8 @@ impl Writer {
     /// Encodes one frame with `encode` into the reused buffer and writes it.
     fn send(
         &mut self,
-        encode: impl FnOnce(&mut Vec<u8>) -> Result<usize, crate::error::EncodeError>,
-    ) -> Result<Result<(), io::Error>, crate::error::EncodeError> {
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<usize, hadoop_wire::error::EncodeError>,
+    ) -> Result<Result<(), io::Error>, hadoop_wire::error::EncodeError> {
         self.frame.clear();
         let encoded = encode(&mut self.frame);
         let written = match encoded {

@@ -56,19 +56,19 @@ use bytes::BufMut;
 use prost::encoding::{encode_varint, encoded_len_varint};
 use prost::Message as _;
 
-use crate::encode::{self, Body, RpcFailure, RpcResponseHeader};
-use crate::frame::{
+use hadoop_wire::encode::{self, Body, RpcFailure, RpcResponseHeader};
+use hadoop_wire::frame::{
     self, FrameAccumulator, FrameDecoder, PreambleOutcome, RequestFrame,
     AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, DEFAULT_MAX_DATA_LENGTH,
     PING_CALL_ID, SASL_CALL_ID,
 };
-use crate::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use crate::pb::hadoop::common::IpcConnectionContextProto;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::IpcConnectionContextProto;
 use crate::transport::{
     self, BackendKind, Flow, MetricsSnapshot, Outbox, Service, Session, TransportConfig,
     TransportError,
 };
-use crate::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
 pub const MAX_CLIENT_ID: usize = 64;
@@ -1264,7 +1264,7 @@ impl Core {
 /// response never exists as one buffer on the server.
 pub mod bench {
     use super::{BodySource, Call, CallError, Registry, Reply};
-    use crate::reader::{Reader, Value};
+    use hadoop_wire::reader::{Reader, Value};
 
     pub const PROTOCOL: &str = "hotpath.bench.BufferProtocol";
     pub const VERSION: u64 = 1;
@@ -1308,7 +1308,7 @@ pub mod bench {
     }
 
     /// Reads `size` from a `GetBufferRequest`.
-    pub fn decode_request(bytes: &[u8]) -> Result<u64, crate::reader::DecodeError> {
+    pub fn decode_request(bytes: &[u8]) -> Result<u64, hadoop_wire::reader::DecodeError> {
         let mut r = Reader::new(bytes);
         let mut size = 0;
         while !r.is_empty() {
@@ -1320,7 +1320,7 @@ pub mod bench {
     }
 
     /// The `bytes data = 1` field of a response message, without copying.
-    pub fn response_data(message: &[u8]) -> Result<&[u8], crate::reader::DecodeError> {
+    pub fn response_data(message: &[u8]) -> Result<&[u8], hadoop_wire::reader::DecodeError> {
         let mut r = Reader::new(message);
         let mut data: &[u8] = &[];
         while !r.is_empty() {

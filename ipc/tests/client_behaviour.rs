@@ -21,14 +21,14 @@ fn slow_server(delay: Duration) -> (SocketAddr, std::thread::JoinHandle<()>) {
         s.read_exact(&mut pre).unwrap();
         let _context = read_frame(&mut s).unwrap();
         while let Some(body) = read_frame(&mut s) {
-            let f = ipc::frame::RequestFrame::split(&body).unwrap();
-            let h = ipc::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
+            let f = hadoop_wire::frame::RequestFrame::split(&body).unwrap();
+            let h = hadoop_wire::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
             let call_id = h.call_id().unwrap();
             std::thread::sleep(delay);
             let mut out = Vec::new();
-            ipc::encode::success_response_frame(
+            hadoop_wire::encode::success_response_frame(
                 &mut out,
-                &ipc::encode::RpcResponseHeader::success(call_id, h.client_id().unwrap(), 0),
+                &hadoop_wire::encode::RpcResponseHeader::success(call_id, h.client_id().unwrap(), 0),
                 f.payload.unwrap(),
             )
             .unwrap();

@@ -29,8 +29,8 @@ fn state_server() -> SocketAddr {
                 }
                 let _context = read_frame(&mut s);
                 while let Some(body) = read_frame(&mut s) {
-                    let f = ipc::frame::RequestFrame::split(&body).unwrap();
-                    let h = ipc::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
+                    let f = hadoop_wire::frame::RequestFrame::split(&body).unwrap();
+                    let h = hadoop_wire::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
                     let seen = h.state_id().unwrap();
                     let set = f
                         .payload
@@ -38,11 +38,11 @@ fn state_server() -> SocketAddr {
                         .map(|p| i64::from_le_bytes(p.try_into().unwrap()));
                     let echo = seen.map(i64::to_le_bytes);
                     let mut out = Vec::new();
-                    ipc::encode::success_response_frame(
+                    hadoop_wire::encode::success_response_frame(
                         &mut out,
-                        &ipc::encode::RpcResponseHeader {
+                        &hadoop_wire::encode::RpcResponseHeader {
                             state_id: set,
-                            ..ipc::encode::RpcResponseHeader::success(
+                            ..hadoop_wire::encode::RpcResponseHeader::success(
                                 h.call_id().unwrap(),
                                 h.client_id().unwrap(),
                                 0,

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ipc::client::ClientError;
-use ipc::encode::{self, RpcRequestHeader};
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::encode::{self, RpcRequestHeader};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
 use ipc::server::{bench, Call, CallError, Registry, Reply};
 use server_support::*;
 
@@ -315,7 +315,7 @@ fn the_client_tracks_and_sends_the_highest_state_id() {
         let seen = |c: &ipc::client::Client| {
             let r = c.call("seen", b"").unwrap();
             assert!(r.state_id().is_some());
-            let mut rd = ipc::reader::Reader::new(r.payload());
+            let mut rd = hadoop_wire::reader::Reader::new(r.payload());
             rd.read_tag().unwrap();
             rd.read_varint().unwrap() as i64
         };
@@ -353,7 +353,7 @@ fn raw_request_header_with_state_id_reaches_the_handler() {
     )
     .unwrap();
     let body = &f[4..];
-    let rf = ipc::frame::RequestFrame::split(body).unwrap();
-    let v = ipc::view::rpc::RpcRequestHeaderView::new(rf.rpc_header);
+    let rf = hadoop_wire::frame::RequestFrame::split(body).unwrap();
+    let v = hadoop_wire::view::rpc::RpcRequestHeaderView::new(rf.rpc_header);
     assert_eq!(v.state_id().unwrap(), Some(42));
 }

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use ipc::client::{Client, ClientConfig};
-use ipc::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto};
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto};
 use ipc::server::ServerConfig;
 use rm_core::bench::{
     container_status, containers, heartbeat_request, node_status, register_request, set_response_id,

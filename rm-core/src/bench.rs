@@ -12,7 +12,7 @@
 //!
 //! - **ours** ([`HeartbeatBench::ours`]): decode through the views and update the node state —
 //!   id, state, exit status and execution type of every status are read
-//!   ([`ContainerStatusView::summary`](ipc::view::yarn::ContainerStatusView::summary)), the
+//!   ([`ContainerStatusView::summary`](hadoop_wire::view::yarn::ContainerStatusView::summary)), the
 //!   capability only when opportunistic containers are on.
 //! - **eager** ([`HeartbeatBench::eager`]): what Java does before YARN-11878: decode the whole
 //!   request with prost into owned structs, then for every RUNNING/NEW status build a map-based
@@ -29,13 +29,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ContainerStatusProto, ContainerSubStateProto, ExecutionTypeProto,
     MasterKeyProto, NodeHealthStatusProto, NodeHeartbeatRequestProto, NodeStatusProto,
     RegisterNodeManagerRequestProto, ResourceInformationProto, ResourceProto,
     ResourceUtilizationProto,
 };
-use ipc::view::yarn::NodeHeartbeatRequestView;
+use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 
 use crate::dispatcher::Clock;

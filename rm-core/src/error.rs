@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use ipc::reader::DecodeError;
+use hadoop_wire::reader::DecodeError;
 
 /// Everything that can go wrong in rm-core.
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,8 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::OnceLock;
 
-use ipc::reader::DecodeError;
-use ipc::view::yarn::{ApplicationIdView, ContainerIdView, NodeIdView};
+use hadoop_wire::reader::DecodeError;
+use hadoop_wire::view::yarn::{ApplicationIdView, ContainerIdView, NodeIdView};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 /// `ContainerId.CONTAINER_ID_BITMASK`: the sequence number's bits; the epoch sits above.
@@ -67,8 +67,8 @@ impl AppKey {
     }
 
     /// The prost form.
-    pub fn to_proto(&self) -> ipc::pb::hadoop::yarn::ApplicationIdProto {
-        ipc::pb::hadoop::yarn::ApplicationIdProto {
+    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
+        hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
             id: Some(self.id),
             cluster_timestamp: Some(self.cluster_timestamp),
         }
@@ -146,8 +146,8 @@ impl ContainerKey {
     }
 
     /// The prost form (as Java sets it: attempt and id).
-    pub fn to_proto(&self) -> ipc::pb::hadoop::yarn::ContainerIdProto {
-        use ipc::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
+    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
+        use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
         ContainerIdProto {
             app_id: None,
             app_attempt_id: Some(ApplicationAttemptIdProto {
@@ -241,8 +241,8 @@ impl NodeKey {
         encode_varint(self.port as i64 as u64, buf);
     }
 
-    pub fn to_proto(&self) -> ipc::pb::hadoop::yarn::NodeIdProto {
-        ipc::pb::hadoop::yarn::NodeIdProto {
+    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::NodeIdProto {
+        hadoop_wire::pb::hadoop::yarn::NodeIdProto {
             host: Some(self.host.to_string()),
             port: Some(self.port),
         }
@@ -469,7 +469,7 @@ mod tests {
 
     #[test]
     fn missing_parts_are_none_not_errors() {
-        use ipc::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
+        use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
         let no_attempt = ContainerIdProto {
             app_id: None,
             app_attempt_id: None,

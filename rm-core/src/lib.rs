@@ -21,7 +21,7 @@
 //! ```
 //!
 //! - [`tracker::ResourceTracker`] answers `registerNodeManager`, `nodeHeartbeat` and
-//!   `unRegisterNodeManager` from request bytes (hot path through `ipc::view`, cold paths
+//!   `unRegisterNodeManager` from request bytes (hot path through `hadoop_wire::view`, cold paths
 //!   through prost), runs the liveness monitor and key rolling in [`tick`](tracker::ResourceTracker::tick),
 //!   and owns the include/exclude lists ([`hosts`]), master keys ([`master_key`]) and the
 //!   NM version rule ([`version`]).

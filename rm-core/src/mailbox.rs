@@ -49,8 +49,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ipc::pb::hadoop::yarn::ContainerStateProto;
-use ipc::view::yarn::NodeStatusView;
+use hadoop_wire::pb::hadoop::yarn::ContainerStateProto;
+use hadoop_wire::view::yarn::NodeStatusView;
 use prost::encoding::{decode_varint, encode_varint};
 
 use crate::ids::{AppKey, ContainerKey, NodeKey};
@@ -466,7 +466,7 @@ impl Mailbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipc::pb::hadoop::yarn::{ContainerStatusProto, NodeStatusProto};
+    use hadoop_wire::pb::hadoop::yarn::{ContainerStatusProto, NodeStatusProto};
     use prost::Message;
 
     fn status(id: i64, state: ContainerStateProto) -> ContainerStatusProto {
@@ -516,7 +516,7 @@ mod tests {
         let got: Vec<String> = ops(&e.ops)
             .map(|o| match o {
                 Op::Complete(b) => {
-                    let v = ipc::view::yarn::ContainerStatusView::new(b);
+                    let v = hadoop_wire::view::yarn::ContainerStatusView::new(b);
                     let k = ContainerKey::from_view(v.container_id().unwrap().unwrap())
                         .unwrap()
                         .unwrap();

@@ -61,8 +61,8 @@ pub struct MasterKey {
 }
 
 impl MasterKey {
-    pub fn to_proto(&self) -> ipc::pb::hadoop::yarn::MasterKeyProto {
-        ipc::pb::hadoop::yarn::MasterKeyProto {
+    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::MasterKeyProto {
+        hadoop_wire::pb::hadoop::yarn::MasterKeyProto {
             key_id: Some(self.key_id),
             bytes: Some(self.bytes.to_vec()),
         }

@@ -66,9 +66,9 @@
 //! containers are released and RUNNING reports are not tracked until it reports healthy again.
 //! Completions are still recorded and acknowledged.
 
-use ipc::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
-use ipc::reader::{DecodeError, Reader, Value};
-use ipc::view::yarn::{ContainerStatusView, NodeStatusView};
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hadoop_wire::reader::{DecodeError, Reader, Value};
+use hadoop_wire::view::yarn::{ContainerStatusView, NodeStatusView};
 
 use crate::completion_log::CompletionLog;
 use crate::ids::{AppKey, ContainerKey, FastMap, FastSet, NodeKey};
@@ -601,7 +601,7 @@ impl NodeState {
     fn running_at(
         &mut self,
         pos: usize,
-        id: ipc::view::yarn::ContainerIdView<'_>,
+        id: hadoop_wire::view::yarn::ContainerIdView<'_>,
         exec: ExecutionTypeProto,
         tracking: bool,
         ctx: &mut ShardCtx<'_>,
@@ -718,9 +718,9 @@ impl NodeState {
     /// status first, so the baseline can do Java's per-status work there.
     pub fn status_update_owned(
         &mut self,
-        status: &ipc::pb::hadoop::yarn::NodeStatusProto,
+        status: &hadoop_wire::pb::hadoop::yarn::NodeStatusProto,
         ctx: &mut ShardCtx<'_>,
-        mut on_status: impl FnMut(&ipc::pb::hadoop::yarn::ContainerStatusProto),
+        mut on_status: impl FnMut(&hadoop_wire::pb::hadoop::yarn::ContainerStatusProto),
     ) {
         ctx.stats.status_updates += 1;
         self.epoch = self.epoch.wrapping_add(1);
@@ -828,7 +828,7 @@ impl NodeState {
             }
         }
         if let Some(b) = health {
-            let h = ipc::view::yarn::NodeHealthStatusView::new(b);
+            let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
             // proto2: an absent is_node_healthy reads as false, as in Java.
             self.set_health(
                 h.is_node_healthy()?.unwrap_or(false),

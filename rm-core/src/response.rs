@@ -2,7 +2,7 @@
 //! allocation when the buffer has room). Fields are written in field-number order, as
 //! protobuf-java writes them; the tests check byte equality with prost.
 
-use ipc::pb::hadoop::yarn::NodeActionProto;
+use hadoop_wire::pb::hadoop::yarn::NodeActionProto;
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use crate::ids::{AppKey, ContainerKey};
@@ -128,7 +128,7 @@ impl<'a> HeartbeatResponse<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipc::pb::hadoop::yarn::NodeHeartbeatResponseProto;
+    use hadoop_wire::pb::hadoop::yarn::NodeHeartbeatResponseProto;
     use prost::Message;
 
     #[test]

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipc::view::yarn::{ContainerStatusView, NodeStatusView};
+use hadoop_wire::view::yarn::{ContainerStatusView, NodeStatusView};
 
 use crate::completion_log::{CompletionLog, LoadReport};
 use crate::ids::{AppKey, ContainerKey, FastSet};
@@ -144,7 +144,7 @@ impl Shard {
         node: u32,
         status: NodeStatusView<'_>,
         now_ms: u64,
-    ) -> Result<(), ipc::reader::DecodeError> {
+    ) -> Result<(), hadoop_wire::reader::DecodeError> {
         let (nodes, mut ctx) = self.ctx(now_ms);
         match nodes.get_mut(node as usize).and_then(Option::as_mut) {
             Some(n) => n.status_update(status, &mut ctx),
@@ -156,9 +156,9 @@ impl Shard {
     pub fn apply_status_owned(
         &mut self,
         node: u32,
-        status: &ipc::pb::hadoop::yarn::NodeStatusProto,
+        status: &hadoop_wire::pb::hadoop::yarn::NodeStatusProto,
         now_ms: u64,
-        on_status: impl FnMut(&ipc::pb::hadoop::yarn::ContainerStatusProto),
+        on_status: impl FnMut(&hadoop_wire::pb::hadoop::yarn::ContainerStatusProto),
     ) {
         let (nodes, mut ctx) = self.ctx(now_ms);
         if let Some(n) = nodes.get_mut(node as usize).and_then(Option::as_mut) {

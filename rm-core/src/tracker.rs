@@ -1,6 +1,6 @@
 //! The ResourceTracker protocol, RM side, sans-IO: request bytes in, response bytes out.
 //!
-//! - [`ResourceTracker::node_heartbeat`] (hot path) reads through `ipc::view` only what the
+//! - [`ResourceTracker::node_heartbeat`] (hot path) reads through `hadoop_wire::view` only what the
 //!   answer needs: the node id, the responseId and the last known master key ids. In Java's
 //!   order (D.1, B.7): excluded host → SHUTDOWN; unknown or inactive node → RESYNC; duplicate
 //!   responseId (`next(request) == last`) → the cached last response, byte for byte; any other
@@ -28,12 +28,12 @@
 
 use std::sync::Arc;
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStatusProto, NodeActionProto, NodeStatusProto, RegisterNodeManagerRequestProto,
     RegisterNodeManagerResponseProto, ResourceProto, UnRegisterNodeManagerRequestProto,
 };
-use ipc::reader::{DecodeError, Reader, Value};
-use ipc::view::yarn::{MasterKeyView, NodeHeartbeatRequestView, NodeIdView};
+use hadoop_wire::reader::{DecodeError, Reader, Value};
+use hadoop_wire::view::yarn::{MasterKeyView, NodeHeartbeatRequestView, NodeIdView};
 use prost::Message;
 
 use crate::hosts::HostLists;
@@ -145,7 +145,7 @@ pub struct ResourceTracker {
     active: usize,
 }
 
-fn dec(message: &'static str) -> impl Fn(ipc::reader::DecodeError) -> Error {
+fn dec(message: &'static str) -> impl Fn(hadoop_wire::reader::DecodeError) -> Error {
     move |source| Error::Decode { message, source }
 }
 

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ContainerStatusProto, ExecutionTypeProto, NodeHealthStatusProto,
     NodeStatusProto,
 };

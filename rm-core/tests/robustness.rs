@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipc::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
 use proptest::prelude::*;
 use rm_core::bench::{
     container_status, containers, heartbeat_request, node_status, register_request,
@@ -111,7 +111,7 @@ proptest! {
         r.shard.run_once(&r.mailbox, Duration::ZERO, &now).unwrap();
         // The status bytes straight into the shard too, bypassing the tracker's checks.
         let mut scratch = Vec::new();
-        let status = match ipc::view::yarn::NodeHeartbeatRequestView::new(&req).node_status() {
+        let status = match hadoop_wire::view::yarn::NodeHeartbeatRequestView::new(&req).node_status() {
             Ok(Some(s)) => s.as_bytes().to_vec(),
             _ => req.clone(),
         };

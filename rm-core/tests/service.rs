@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ipc::client::{Client, ClientConfig};
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeActionProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerResponseProto, UnRegisterNodeManagerRequestProto,
 };

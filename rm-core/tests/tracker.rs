@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NmContainerStatusProto, NodeActionProto,
     NodeHeartbeatResponseProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
     UnRegisterNodeManagerRequestProto,
@@ -95,7 +95,7 @@ impl Rm {
         &mut self,
         node: &NodeKey,
         rid: i32,
-        statuses: Vec<ipc::pb::hadoop::yarn::ContainerStatusProto>,
+        statuses: Vec<hadoop_wire::pb::hadoop::yarn::ContainerStatusProto>,
         healthy: bool,
     ) -> (HeartbeatOutcome, NodeHeartbeatResponseProto, Vec<u8>) {
         let ck = self.tracker.container_keys().current().key_id;
@@ -132,7 +132,7 @@ impl Rm {
     }
 }
 
-fn running(ids: &[ContainerKey]) -> Vec<ipc::pb::hadoop::yarn::ContainerStatusProto> {
+fn running(ids: &[ContainerKey]) -> Vec<hadoop_wire::pb::hadoop::yarn::ContainerStatusProto> {
     ids.iter()
         .map(|k| {
             container_status(
@@ -145,7 +145,7 @@ fn running(ids: &[ContainerKey]) -> Vec<ipc::pb::hadoop::yarn::ContainerStatusPr
         .collect()
 }
 
-fn complete(k: ContainerKey, exit: i32) -> ipc::pb::hadoop::yarn::ContainerStatusProto {
+fn complete(k: ContainerKey, exit: i32) -> hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
     container_status(
         k,
         ContainerStateProto::CComplete,

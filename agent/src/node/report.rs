@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     ContainerStatusProto, NodeHealthStatusProto, NodeIdProto, ResourceProto,
 };
 use ipc::server::{BodySource, Call, CallError, Registry, Reply};

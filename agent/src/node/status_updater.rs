@@ -35,7 +35,7 @@
 
 use std::collections::BTreeSet;
 
-use ipc::pb::hadoop::yarn::{
+use hadoop_wire::pb::hadoop::yarn::{
     NmContainerStatusProto, NodeHealthStatusProto, NodeIdProto, NodeStatusProto, PriorityProto,
     RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
     UnRegisterNodeManagerRequestProto,
@@ -185,7 +185,7 @@ fn store_key(slot: &mut Option<MasterKey>, k: KeyRef<'_>) -> bool {
     }
 }
 
-fn key_from_proto(k: &ipc::pb::hadoop::yarn::MasterKeyProto) -> Option<MasterKey> {
+fn key_from_proto(k: &hadoop_wire::pb::hadoop::yarn::MasterKeyProto) -> Option<MasterKey> {
     Some(MasterKey {
         key_id: k.key_id?,
         bytes: k.bytes.clone().unwrap_or_default(),

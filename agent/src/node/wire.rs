@@ -1,12 +1,12 @@
 //! The ResourceTracker messages the agent sends and receives, by hand: heartbeat requests are
 //! encoded straight into a caller's reused buffer, heartbeat responses are read in place with
-//! `ipc::reader`. Nothing here allocates (registration, a cold path, uses prost in
+//! `hadoop_wire::reader`. Nothing here allocates (registration, a cold path, uses prost in
 //! [`super::status_updater`]).
 //!
 //! Lengths are computed before writing (exact, minimal varints, as protobuf-java writes them);
 //! fields go out in field-number order. The tests check the bytes against prost.
 
-use ipc::reader::{DecodeError, Reader, Value};
+use hadoop_wire::reader::{DecodeError, Reader, Value};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use super::ids::{AppId, ContainerId};
@@ -434,8 +434,8 @@ impl<'a> HeartbeatResponse<'a> {
 }
 
 /// Converts to prost (tests, cold paths).
-pub fn container_id_proto(c: &ContainerId) -> ipc::pb::hadoop::yarn::ContainerIdProto {
-    use ipc::pb::hadoop::yarn::{ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto};
+pub fn container_id_proto(c: &ContainerId) -> hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
+    use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto};
     let app = ApplicationIdProto {
         id: Some(c.app.id),
         cluster_timestamp: Some(c.app.cluster_timestamp),
@@ -451,16 +451,16 @@ pub fn container_id_proto(c: &ContainerId) -> ipc::pb::hadoop::yarn::ContainerId
 }
 
 /// Converts to prost.
-pub fn app_id_proto(a: &AppId) -> ipc::pb::hadoop::yarn::ApplicationIdProto {
-    ipc::pb::hadoop::yarn::ApplicationIdProto {
+pub fn app_id_proto(a: &AppId) -> hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
+    hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
         id: Some(a.id),
         cluster_timestamp: Some(a.cluster_timestamp),
     }
 }
 
 /// Converts to prost.
-pub fn resource_proto(r: &Resource) -> ipc::pb::hadoop::yarn::ResourceProto {
-    ipc::pb::hadoop::yarn::ResourceProto {
+pub fn resource_proto(r: &Resource) -> hadoop_wire::pb::hadoop::yarn::ResourceProto {
+    hadoop_wire::pb::hadoop::yarn::ResourceProto {
         memory: Some(r.memory_mb),
         virtual_cores: Some(r.vcores),
         resource_value_map: Vec::new(),
@@ -468,8 +468,8 @@ pub fn resource_proto(r: &Resource) -> ipc::pb::hadoop::yarn::ResourceProto {
 }
 
 /// The prost form of what [`put_container_status`] writes (tests, `getNodeReport`).
-pub fn container_status_proto(c: &Container) -> ipc::pb::hadoop::yarn::ContainerStatusProto {
-    ipc::pb::hadoop::yarn::ContainerStatusProto {
+pub fn container_status_proto(c: &Container) -> hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
+    hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
         container_id: Some(container_id_proto(&c.id)),
         state: Some(c.state.proto()),
         diagnostics: (!c.diagnostics.is_empty()).then(|| c.diagnostics.clone()),

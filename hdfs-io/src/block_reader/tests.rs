@@ -1,7 +1,7 @@
 use super::*;
 use crate::fixtures::{dn_packet, dn_response, dn_stream};
-use ipc::pb::hadoop::common::TokenProto;
-use ipc::pb::hadoop::hdfs::{
+use hadoop_wire::pb::hadoop::common::TokenProto;
+use hadoop_wire::pb::hadoop::hdfs::{
     BaseHeaderProto, CachingStrategyProto, ClientOperationHeaderProto, ExtendedBlockProto,
     OpReadBlockProto,
 };

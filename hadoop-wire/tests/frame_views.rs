@@ -1,12 +1,12 @@
 //! Frames with the header views: `RequestFrame::parse`, `ResponseFrame::parse`,
 //! `RawPacket::parse` and the packet sequence rules.
 
-use ipc::encode::*;
-use ipc::frame::*;
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use ipc::pb::hadoop::hdfs::PacketHeaderProto;
-use ipc::view::hdfs::PacketHeader;
-use ipc::{Error, FrameError};
+use hadoop_wire::encode::*;
+use hadoop_wire::frame::*;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::hdfs::PacketHeaderProto;
+use hadoop_wire::view::hdfs::PacketHeader;
+use hadoop_wire::{Error, FrameError};
 use prost::Message;
 
 const CID: [u8; 16] = [9; 16];

@@ -2,22 +2,22 @@
 //! splicer, and the view-vs-prost comparison functions.
 #![allow(dead_code)]
 
-use ipc::pb::hadoop::common::{
+use hadoop_wire::pb::hadoop::common::{
     RequestHeaderProto, RpcCallerContextProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
     RpcTraceInfoProto, TokenProto,
 };
-use ipc::pb::hadoop::hdfs::{
+use hadoop_wire::pb::hadoop::hdfs::{
     DatanodeIdProto, DatanodeInfoProto, EcSchemaOptionEntryProto, EcSchemaProto,
     ErasureCodingPolicyProto, ExtendedBlockProto, FileEncryptionInfoProto, LocatedBlockProto,
     LocatedBlocksProto, PacketHeaderProto, StorageTypeProto,
 };
-use ipc::pb::hadoop::yarn::*;
-use ipc::reader::{DecodeError, Reader, WireType};
-use ipc::view::common::TokenView;
-use ipc::view::hdfs::*;
-use ipc::view::rpc::*;
-use ipc::view::schema::{Kind, Label, Schema};
-use ipc::view::yarn::*;
+use hadoop_wire::pb::hadoop::yarn::*;
+use hadoop_wire::reader::{DecodeError, Reader, WireType};
+use hadoop_wire::view::common::TokenView;
+use hadoop_wire::view::hdfs::*;
+use hadoop_wire::view::rpc::*;
+use hadoop_wire::view::schema::{Kind, Label, Schema};
+use hadoop_wire::view::yarn::*;
 use proptest::collection::vec;
 use proptest::option::of;
 use proptest::prelude::*;
@@ -1208,8 +1208,8 @@ pub fn check_heartbeat(v: NodeHeartbeatRequestView<'_>, p: &NodeHeartbeatRequest
 }
 
 pub fn check_rpc_request_header(v: RpcRequestHeaderView<'_>, p: &RpcRequestHeaderProto) -> R {
-    use ipc::pb::hadoop::common::rpc_request_header_proto::OperationProto;
-    use ipc::pb::hadoop::common::RpcKindProto;
+    use hadoop_wire::pb::hadoop::common::rpc_request_header_proto::OperationProto;
+    use hadoop_wire::pb::hadoop::common::RpcKindProto;
     prop_assert_eq!(ok(v.rpc_kind_raw())?, p.rpc_kind);
     enum_eq(
         ok(v.rpc_kind())?,
@@ -1241,7 +1241,7 @@ pub fn check_rpc_request_header(v: RpcRequestHeaderView<'_>, p: &RpcRequestHeade
 }
 
 pub fn check_rpc_response_header(v: RpcResponseHeaderView<'_>, p: &RpcResponseHeaderProto) -> R {
-    use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+    use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
     prop_assert_eq!(ok(v.call_id())?, p.call_id);
     prop_assert_eq!(ok(v.call_id_i32())?, p.call_id as i32);
     prop_assert_eq!(ok(v.status_raw())?, p.status);
@@ -1318,7 +1318,7 @@ pub fn check_datanode_id(v: DatanodeIdView<'_>, p: &DatanodeIdProto) -> R {
 }
 
 pub fn check_datanode_info(v: DatanodeInfoView<'_>, p: &DatanodeInfoProto) -> R {
-    use ipc::pb::hadoop::hdfs::datanode_info_proto::AdminState;
+    use hadoop_wire::pb::hadoop::hdfs::datanode_info_proto::AdminState;
     check_datanode_id(ok(v.id())?, &p.id)?;
     prop_assert_eq!(ok(v.capacity())?, p.capacity());
     prop_assert_eq!(ok(v.capacity_opt())?, p.capacity);

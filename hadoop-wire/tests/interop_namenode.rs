@@ -10,10 +10,10 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use ipc::encode::{self, ConnectionContext, Proto, RequestHeader, RpcRequestHeader};
-use ipc::frame::ResponseFrame;
-use ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use ipc::pb::hadoop::hdfs::{
+use hadoop_wire::encode::{self, ConnectionContext, Proto, RequestHeader, RpcRequestHeader};
+use hadoop_wire::frame::ResponseFrame;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+use hadoop_wire::pb::hadoop::hdfs::{
     hdfs_file_status_proto::FileType, GetFileInfoRequestProto, GetFileInfoResponseProto,
 };
 use peer_harness::{Mode, Shared};

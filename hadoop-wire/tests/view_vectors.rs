@@ -1,14 +1,14 @@
 //! Hand-made byte vectors for the tricky cases of the views.
 
-use ipc::pb::hadoop::common::rpc_request_header_proto::OperationProto;
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use ipc::pb::hadoop::common::{IpcConnectionContextProto, RpcKindProto};
-use ipc::pb::hadoop::hdfs::{PacketHeaderProto, StorageTypeProto};
-use ipc::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
-use ipc::reader::{DecodeError, Reader, RECURSION_LIMIT};
-use ipc::view::hdfs::{LocatedBlockView, PacketHeader, PacketHeaderView};
-use ipc::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
-use ipc::view::yarn::{ContainerStatusView, NodeHeartbeatRequestView};
+use hadoop_wire::pb::hadoop::common::rpc_request_header_proto::OperationProto;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::{IpcConnectionContextProto, RpcKindProto};
+use hadoop_wire::pb::hadoop::hdfs::{PacketHeaderProto, StorageTypeProto};
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hadoop_wire::reader::{DecodeError, Reader, RECURSION_LIMIT};
+use hadoop_wire::view::hdfs::{LocatedBlockView, PacketHeader, PacketHeaderView};
+use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
+use hadoop_wire::view::yarn::{ContainerStatusView, NodeHeartbeatRequestView};
 use prost::Message;
 
 const CLIENT_ID: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
@@ -242,7 +242,7 @@ fn worked_example_a9_frames() {
     );
     assert_eq!(rh.client_protocol_version(), Ok(1));
     let gfi =
-        ipc::pb::hadoop::hdfs::GetFileInfoRequestProto::decode(r.read_len().unwrap()).unwrap();
+        hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto::decode(r.read_len().unwrap()).unwrap();
     assert_eq!(gfi.src, "/tmp");
     assert!(r.is_empty());
 
@@ -372,7 +372,7 @@ fn wrong_wire_type_on_known_field() {
     let e = DecodeError::WrongWireType {
         message: "hadoop.yarn.ContainerStatusProto",
         field: "exit_status",
-        actual: ipc::reader::WireType::Fixed32,
+        actual: hadoop_wire::reader::WireType::Fixed32,
     };
     assert_eq!(v.validate(), Err(e.clone()));
     assert_eq!(v.exit_status(), Err(e.clone()));
@@ -544,7 +544,7 @@ fn located_block_packed_and_unpacked_scalars() {
     assert_eq!(v.b().unwrap().block_id(), Ok(42));
     assert_eq!(v.b().unwrap().num_bytes(), Ok(0));
     // prost reads the same repeated values
-    let p = ipc::pb::hadoop::hdfs::LocatedBlockProto::decode(&b[..]).unwrap();
+    let p = hadoop_wire::pb::hadoop::hdfs::LocatedBlockProto::decode(&b[..]).unwrap();
     assert_eq!(p.is_cached, cached);
     assert_eq!(p.storage_types, raw);
 }

@@ -8,8 +8,8 @@
 //! The hot path:
 //!
 //! ```
-//! # use ipc::view::yarn::NodeHeartbeatRequestView;
-//! # fn f(bytes: &[u8]) -> Result<(), ipc::reader::DecodeError> {
+//! # use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
+//! # fn f(bytes: &[u8]) -> Result<(), hadoop_wire::reader::DecodeError> {
 //! let req = NodeHeartbeatRequestView::new(bytes);
 //! req.validate()?; // once: structure, wire types, required fields, all levels
 //! if let Some(status) = req.node_status()? {

@@ -11,11 +11,11 @@
 
 mod view_support;
 
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use ipc::pb::hadoop::common::RpcResponseHeaderProto;
-use ipc::reader::{DecodeError, Reader, Value, WireType};
-use ipc::view::rpc::{RpcResponseHeaderSummary, RpcResponseHeaderView};
-use ipc::view::MessageView;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::RpcResponseHeaderProto;
+use hadoop_wire::reader::{DecodeError, Reader, Value, WireType};
+use hadoop_wire::view::rpc::{RpcResponseHeaderSummary, RpcResponseHeaderView};
+use hadoop_wire::view::MessageView;
 use proptest::prelude::*;
 use prost::Message;
 use view_support::{put_tag, put_varint, s_rpc_response_header, splice, SpliceRng};

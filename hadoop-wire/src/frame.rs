@@ -270,7 +270,7 @@ pub struct Step<'acc, 'input> {
 /// unchecked claim).
 ///
 /// ```
-/// # use ipc::frame::{FrameAccumulator, FrameDecoder};
+/// # use hadoop_wire::frame::{FrameAccumulator, FrameDecoder};
 /// let mut acc = FrameAccumulator::new(FrameDecoder::default());
 /// let mut frames = Vec::new();
 /// for chunk in [&[0u8, 0, 0][..], &[2, b'h', b'i', 0, 0, 0, 0][..]] {

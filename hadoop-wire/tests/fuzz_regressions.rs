@@ -89,12 +89,12 @@ replay_tests!(
 );
 
 /// Writes the `seed-*` inputs of the view targets (valid messages built with prost).
-/// Run after changing the messages: `cargo test -p ipc --test fuzz_regressions -- --ignored`.
+/// Run after changing the messages: `cargo test -p hadoop-wire --test fuzz_regressions -- --ignored`.
 #[test]
 #[ignore]
 fn write_view_seeds() {
-    use ipc::encode::*;
-    use ipc::pb::hadoop::{common as pc, hdfs as ph, yarn as py};
+    use hadoop_wire::encode::*;
+    use hadoop_wire::pb::hadoop::{common as pc, hdfs as ph, yarn as py};
     use prost::Message;
 
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
@@ -295,10 +295,10 @@ fn write_view_seeds() {
     let mut rsp_err = Vec::new();
     RpcResponseHeader {
         failure: Some(RpcFailure {
-            status: ipc::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Error,
+            status: hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Error,
             exception_class_name: "org.apache.hadoop.ipc.StandbyException",
             error_msg: "standby",
-            error_detail: ipc::pb::hadoop::common::rpc_response_header_proto::RpcErrorCodeProto::ErrorApplication,
+            error_detail: hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcErrorCodeProto::ErrorApplication,
         }),
         ..RpcResponseHeader::success(-1, &cid, 0)
     }

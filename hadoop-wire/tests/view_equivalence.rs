@@ -14,15 +14,15 @@
 
 mod view_support;
 
-use ipc::pb::hadoop::common as pb_common;
-use ipc::pb::hadoop::hdfs as pb_hdfs;
-use ipc::pb::hadoop::yarn as pb_yarn;
-use ipc::reader::DecodeError;
-use ipc::view::hdfs::*;
-use ipc::view::rpc::*;
-use ipc::view::schema::{validate_generated, validate_table_driven, Schema};
-use ipc::view::yarn::*;
-use ipc::view::MessageView;
+use hadoop_wire::pb::hadoop::common as pb_common;
+use hadoop_wire::pb::hadoop::hdfs as pb_hdfs;
+use hadoop_wire::pb::hadoop::yarn as pb_yarn;
+use hadoop_wire::reader::DecodeError;
+use hadoop_wire::view::hdfs::*;
+use hadoop_wire::view::rpc::*;
+use hadoop_wire::view::schema::{validate_generated, validate_table_driven, Schema};
+use hadoop_wire::view::yarn::*;
+use hadoop_wire::view::MessageView;
 use proptest::prelude::*;
 use prost::Message;
 use view_support::*;
@@ -138,7 +138,7 @@ fn validators_agree(schema: &'static Schema, bytes: &[u8]) -> Result<(), TestCas
         bytes,
         table
     );
-    prop_assert_eq!(ipc::view::schema::validate(schema, bytes, 0), table);
+    prop_assert_eq!(hadoop_wire::view::schema::validate(schema, bytes, 0), table);
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! Prost types generated from our own `.proto` files in `ipc/proto/` (checked in).
+//! Prost types generated from our own `.proto` files in `hadoop-wire/proto/` (checked in).
 //!
 //! One module per protobuf package: [`hadoop::common`] (RPC headers, connection context,
 //! RequestHeader, TokenProto), [`hadoop::yarn`] (ResourceTracker heartbeat set) and
@@ -17,12 +17,12 @@
 //!
 //! # Regenerating
 //!
-//! Ordinary builds never run a protobuf compiler. After editing `ipc/proto/*.proto`:
+//! Ordinary builds never run a protobuf compiler. After editing `hadoop-wire/proto/*.proto`:
 //!
 //! ```text
-//! cargo build -p ipc --features regen-proto   # protox + prost-build, pure Rust
-//! cargo fmt -p ipc
-//! git diff ipc/src/pb/                        # review, then commit
+//! cargo build -p hadoop-wire --features regen-proto   # protox + prost-build, pure Rust
+//! cargo fmt -p hadoop-wire
+//! git diff hadoop-wire/src/pb/                        # review, then commit
 //! ```
 //!
 //! This rewrites `hadoop.{common,yarn,hdfs}.rs`, `descriptor.bin` and `schema.rs` (the field
@@ -43,5 +43,5 @@ pub mod hadoop {
 
 pub(crate) mod schema;
 
-/// Encoded `google.protobuf.FileDescriptorSet` of every file in `ipc/proto/`, imports included.
+/// Encoded `google.protobuf.FileDescriptorSet` of every file in `hadoop-wire/proto/`, imports included.
 pub const DESCRIPTOR_SET: &[u8] = include_bytes!("descriptor.bin");

@@ -1,15 +1,15 @@
 //! Encoders: the worked example A.9 byte for byte, byte-equality of the hand-encoded headers with
 //! prost, and encode -> decode round trips for every frame kind.
 
-use ipc::encode::*;
-use ipc::frame::{Decoded, FrameDecoder, RequestFrame, ResponseFrame};
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use ipc::pb::hadoop::common::{
+use hadoop_wire::encode::*;
+use hadoop_wire::frame::{Decoded, FrameDecoder, RequestFrame, ResponseFrame};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::{
     IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
     UserInformationProto,
 };
-use ipc::pb::hadoop::hdfs::GetFileInfoRequestProto;
-use ipc::EncodeError;
+use hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto;
+use hadoop_wire::EncodeError;
 use proptest::prelude::*;
 use prost::Message;
 
@@ -382,11 +382,11 @@ proptest! {
             error_detail: RpcErrorCodeProto::ErrorNoSuchMethod };
         error_response_frame(&mut buf, &RpcResponseHeader::success(call_id, &CLIENT_ID, 0), &failure).unwrap();
 
-        prop_assert_eq!(ipc::frame::parse_preamble(&buf), Ok(ipc::frame::PreambleOutcome::Simple { service_class: 0 }));
+        prop_assert_eq!(hadoop_wire::frame::parse_preamble(&buf), Ok(hadoop_wire::frame::PreambleOutcome::Simple { service_class: 0 }));
         // Feed the frames to the accumulator in two arbitrary pieces.
         let stream = &buf[7..];
         let at = cut.index(stream.len() + 1);
-        let mut acc = ipc::frame::FrameAccumulator::new(FrameDecoder::default());
+        let mut acc = hadoop_wire::frame::FrameAccumulator::new(FrameDecoder::default());
         let mut bodies = Vec::new();
         for piece in [&stream[..at], &stream[at..]] {
             let mut rest = piece;

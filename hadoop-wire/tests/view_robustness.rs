@@ -4,12 +4,12 @@
 
 mod view_support;
 
-use ipc::view::common::TokenView;
-use ipc::view::hdfs::*;
-use ipc::view::rpc::*;
-use ipc::view::schema::{validate_generated, validate_table_driven};
-use ipc::view::yarn::*;
-use ipc::view::MessageView;
+use hadoop_wire::view::common::TokenView;
+use hadoop_wire::view::hdfs::*;
+use hadoop_wire::view::rpc::*;
+use hadoop_wire::view::schema::{validate_generated, validate_table_driven};
+use hadoop_wire::view::yarn::*;
+use hadoop_wire::view::MessageView;
 use proptest::prelude::*;
 use view_support::Visit;
 

@@ -1,9 +1,9 @@
 //! The checked-in `DESCRIPTOR_SET` loads with prost-reflect, names every message the views
 //! and `hotpath decode` need, and agrees with the checked-in prost code and field tables.
 
-use ipc::pb::DESCRIPTOR_SET;
-use ipc::view::yarn::{ContainerStatusView, NodeHeartbeatRequestView};
-use ipc::view::MessageView;
+use hadoop_wire::pb::DESCRIPTOR_SET;
+use hadoop_wire::view::yarn::{ContainerStatusView, NodeHeartbeatRequestView};
+use hadoop_wire::view::MessageView;
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage};
 
@@ -96,16 +96,16 @@ fn descriptor_field_numbers_match_the_view_tables() {
             assert_eq!(d.name(), f.name);
             assert_eq!(
                 d.is_list(),
-                f.label == ipc::view::schema::Label::Repeated,
+                f.label == hadoop_wire::view::schema::Label::Repeated,
                 "{}.{}",
                 schema.name,
                 f.name
             );
             assert_eq!(
                 d.cardinality() == prost_reflect::Cardinality::Required,
-                f.label == ipc::view::schema::Label::Required
+                f.label == hadoop_wire::view::schema::Label::Required
             );
-            if let ipc::view::schema::Kind::Message(sub) = f.kind {
+            if let hadoop_wire::view::schema::Kind::Message(sub) = f.kind {
                 todo.push(sub);
             }
         }
@@ -115,7 +115,7 @@ fn descriptor_field_numbers_match_the_view_tables() {
 
 #[test]
 fn dynamic_decode_agrees_with_prost() {
-    use ipc::pb::hadoop::yarn::*;
+    use hadoop_wire::pb::hadoop::yarn::*;
     let msg = NodeHeartbeatRequestProto {
         node_status: Some(NodeStatusProto {
             response_id: Some(7),

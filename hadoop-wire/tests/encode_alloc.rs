@@ -1,9 +1,9 @@
 //! The encoders allocate nothing when the buffer has the capacity: a counting global allocator
 //! (own test binary, one #[test]) watches every encoder on a pre-reserved `Vec`.
 
-use ipc::encode::*;
-use ipc::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use ipc::pb::hadoop::hdfs::GetFileInfoRequestProto;
+use hadoop_wire::encode::*;
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto;
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;

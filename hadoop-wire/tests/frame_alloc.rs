@@ -3,8 +3,8 @@
 //!
 //! Its own binary, so no other test's allocations interfere; one #[test] so no parallel tests.
 
-use ipc::frame::{Decoded, FrameAccumulator, FrameDecoder};
-use ipc::FrameError;
+use hadoop_wire::frame::{Decoded, FrameAccumulator, FrameDecoder};
+use hadoop_wire::FrameError;
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;

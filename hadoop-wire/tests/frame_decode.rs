@@ -1,7 +1,7 @@
 //! Frame decoding: preamble outcomes, the length cap, the accumulator, splitting, packets.
 
-use ipc::frame::*;
-use ipc::FrameError;
+use hadoop_wire::frame::*;
+use hadoop_wire::FrameError;
 use proptest::prelude::*;
 
 fn framed(body: &[u8]) -> Vec<u8> {

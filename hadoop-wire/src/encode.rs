@@ -83,7 +83,7 @@ impl FrameBuf for bytes::BytesMut {
 /// Writes a 4-byte big-endian length, then a body, then patches the length.
 ///
 /// ```
-/// # use ipc::encode::LengthPrefixed;
+/// # use hadoop_wire::encode::LengthPrefixed;
 /// let mut buf = Vec::new();
 /// let mut frame = LengthPrefixed::new(&mut buf);
 /// frame.buf().extend_from_slice(b"body");

@@ -1,9 +1,9 @@
 //! The view path allocates nothing: a counting global allocator (this test binary only)
 //! counts the allocations made by the current thread inside a measured section.
 
-use ipc::pb::hadoop::common::TokenProto;
-use ipc::pb::hadoop::yarn::*;
-use ipc::view::yarn::NodeHeartbeatRequestView;
+use hadoop_wire::pb::hadoop::common::TokenProto;
+use hadoop_wire::pb::hadoop::yarn::*;
+use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 use std::hint::black_box;
 

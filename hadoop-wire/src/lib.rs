@@ -1,0 +1,43 @@
+//! `hadoop-wire`: Hadoop's wire formats, sans-IO. Bytes in, values out; no sockets, no threads,
+//! no io_uring, no libc. `ipc` (the only crate that touches sockets) drives it, and the fuzz
+//! targets test it alone.
+//!
+//! ```text
+//!   proto/*.proto ──(regen-proto: protox + prost-build)──> pb  (owned prost types; the reference codec)
+//!                                                          │  DESCRIPTOR_SET (hotpath decode)
+//!   bytes from a transport
+//!       │
+//!       ▼
+//!   frame::FrameDecoder / FrameAccumulator (4-byte length, capped before any allocation)
+//!       │ &[u8] frame body
+//!       ▼
+//!   frame::RequestFrame / ResponseFrame (split at varint prefixes)
+//!       │ &[u8] parts
+//!       ▼
+//!   view::* (lazy, allocation-free; built on reader::Reader) ──> a protocol handler
+//!                                                                 │ reply
+//!   encode::* (LengthPrefixed writer, hand-encoded hot headers) ◀─┘ into the caller's buffer
+//! ```
+//!
+//! - [`pb`]: prost code generated from our own proto2 `.proto` files, checked in; regenerate with
+//!   `cargo build -p hadoop-wire --features regen-proto` (no protoc needed). Views are checked
+//!   against it.
+//! - [`reader`]: the borrowing protobuf [`reader::Reader`] and [`reader::DecodeError`].
+//! - [`view`]: lazy views of the hot messages (RPC headers, NodeHeartbeatRequest → ContainerStatus,
+//!   LocatedBlocks → DatanodeInfo, PacketHeader). A view reads a field only when asked and never
+//!   allocates; `validate()` checks a whole message once.
+//! - [`frame`]: zerocopy fixed layouts (frame length, `hrpc` preamble, DataTransfer packet prefix),
+//!   the capped frame decoder, request/response splitting, packet parsing.
+//! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
+//!
+//! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
+//! [`EncodeError`]); [`Error`] unites them.
+
+pub mod encode;
+pub mod error;
+pub mod frame;
+pub mod pb;
+pub mod reader;
+pub mod view;
+
+pub use error::{EncodeError, Error, FrameError};
