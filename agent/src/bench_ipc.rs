@@ -28,12 +28,12 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use ipc::client::{Client, ClientConfig};
 use hadoop_wire::encode::{Body, RpcResponseHeader};
 use hadoop_wire::frame::{RequestFrame, DEFAULT_MAX_DATA_LENGTH};
+use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+use ipc::client::{Client, ClientConfig};
 use ipc::server::{bench, Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, PoolConfig};
-use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
 /// Flags of `hotpath bench ipc-large`.
 #[derive(clap::Args, Debug, Clone)]

@@ -23,7 +23,8 @@ pub enum FrameKind {
 }
 
 fn pool() -> Result<DescriptorPool> {
-    DescriptorPool::decode(hadoop_wire::pb::DESCRIPTOR_SET).context("loading the built-in descriptor set")
+    DescriptorPool::decode(hadoop_wire::pb::DESCRIPTOR_SET)
+        .context("loading the built-in descriptor set")
 }
 
 /// Finds a message by full name (`hadoop.yarn.NodeHeartbeatRequestProto`) or by its short name

@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use hdrhistogram::Histogram;
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::ResponseFrame;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
 use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hdrhistogram::Histogram;
 use rm_core::bench;
 use rm_core::ids::NodeKey;
 

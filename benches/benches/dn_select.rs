@@ -7,9 +7,9 @@
 //! `allocs` (per choice, from the alloc-counter allocator, process-wide: nothing else runs) and friends.
 
 use criterion::{criterion_group, Criterion};
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use hdfs_io::measure::{measure, DnSelect};
 use hdfs_io::replica::decode_replicas;
-use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::hint::black_box;
 
 #[global_allocator]

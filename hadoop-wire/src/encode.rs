@@ -180,6 +180,19 @@ impl<M: prost::Message> Body for Proto<'_, M> {
     }
 }
 
+/// A message written by the one protobuf writer ([`crate::writer::Encode`]) as a [`Body`].
+#[derive(Debug, Clone, Copy)]
+pub struct Encoded<'m, M: ?Sized>(pub &'m M);
+
+impl<M: crate::writer::Encode + ?Sized> Body for Encoded<'_, M> {
+    fn encoded_len(&self) -> usize {
+        self.0.encoded_len()
+    }
+    fn encode_body<B: BufMut>(&self, buf: &mut B) {
+        crate::writer::write(buf, self.0)
+    }
+}
+
 /// Writes `body` as a varint-delimited part: exact length first, then the bytes.
 pub fn write_delimited<B: BufMut, T: Body + ?Sized>(
     buf: &mut B,

@@ -28,6 +28,8 @@
 //!   allocates; `validate()` checks a whole message once.
 //! - [`frame`]: zerocopy fixed layouts (frame length, `hrpc` preamble, DataTransfer packet prefix),
 //!   the capped frame decoder, request/response splitting, packet parsing.
+//! - [`writer`]: the one protobuf writer ([`writer::Encode`] over a [`writer::Sink`]: a
+//!   [`writer::Writer`] for bytes, a [`writer::Counter`] for exact lengths).
 //! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
 //!
 //! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
@@ -39,5 +41,6 @@ pub mod frame;
 pub mod pb;
 pub mod reader;
 pub mod view;
+pub mod writer;
 
 pub use error::{EncodeError, Error, FrameError};

@@ -2,7 +2,9 @@
 //! (own test binary, one #[test]) watches every encoder on a pre-reserved `Vec`.
 
 use hadoop_wire::encode::*;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto;
 
 #[global_allocator]

@@ -3,7 +3,9 @@
 
 use hadoop_wire::encode::*;
 use hadoop_wire::frame::{Decoded, FrameDecoder, RequestFrame, ResponseFrame};
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::pb::hadoop::common::{
     IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
     UserInformationProto,

@@ -3,7 +3,9 @@
 
 use hadoop_wire::encode::*;
 use hadoop_wire::frame::*;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::pb::hadoop::hdfs::PacketHeaderProto;
 use hadoop_wire::view::hdfs::PacketHeader;
 use hadoop_wire::{Error, FrameError};

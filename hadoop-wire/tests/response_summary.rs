@@ -11,7 +11,9 @@
 
 mod view_support;
 
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::pb::hadoop::common::RpcResponseHeaderProto;
 use hadoop_wire::reader::{DecodeError, Reader, Value, WireType};
 use hadoop_wire::view::rpc::{RpcResponseHeaderSummary, RpcResponseHeaderView};

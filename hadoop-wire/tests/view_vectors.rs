@@ -1,7 +1,9 @@
 //! Hand-made byte vectors for the tricky cases of the views.
 
 use hadoop_wire::pb::hadoop::common::rpc_request_header_proto::OperationProto;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::pb::hadoop::common::{IpcConnectionContextProto, RpcKindProto};
 use hadoop_wire::pb::hadoop::hdfs::{PacketHeaderProto, StorageTypeProto};
 use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
@@ -241,8 +243,8 @@ fn worked_example_a9_frames() {
         Ok(CLIENT_PROTOCOL)
     );
     assert_eq!(rh.client_protocol_version(), Ok(1));
-    let gfi =
-        hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto::decode(r.read_len().unwrap()).unwrap();
+    let gfi = hadoop_wire::pb::hadoop::hdfs::GetFileInfoRequestProto::decode(r.read_len().unwrap())
+        .unwrap();
     assert_eq!(gfi.src, "/tmp");
     assert!(r.is_empty());
 

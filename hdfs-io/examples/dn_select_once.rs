@@ -2,9 +2,9 @@
 //! `valgrind --tool=callgrind target/release/examples/dn_select_once ours 100000`
 //! (`ours`, `decode` or `baseline`).
 
+use hadoop_wire::view::hdfs::LocatedBlockView;
 use hdfs_io::measure::DnSelect;
 use hdfs_io::replica::decode_replicas;
-use hadoop_wire::view::hdfs::LocatedBlockView;
 use std::hint::black_box;
 
 fn main() {

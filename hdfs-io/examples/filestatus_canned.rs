@@ -14,9 +14,11 @@
 //! threads (`hp-ring-*`) run in this process: their CPU time, read per thread from `/proc/self/task/*/stat`, is the server's share (`server_cpu_ns_per_op`);
 //! the process CPU per call minus that share is the client's (`client_cpu_ns_per_op`).
 
+use hadoop_wire::pb::hadoop::hdfs::{
+    FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
+};
 use hdfs_io::filestatus_bench;
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
-use hadoop_wire::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use prost::Message;
 use std::time::Duration;

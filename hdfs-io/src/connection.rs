@@ -17,11 +17,11 @@
 //! connection.
 
 use crate::error::{RemoteException, RemoteKind};
-use ipc::client::StateIdCell;
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::ResponseFrame;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
 use hadoop_wire::view::rpc::RpcResponseHeaderView;
+use ipc::client::StateIdCell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::ops::Range;

@@ -35,9 +35,9 @@
 use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
-use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
 use hadoop_wire::reader::{Reader, WireType};
 use hadoop_wire::view::hdfs::LocatedBlocksView;
+use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};

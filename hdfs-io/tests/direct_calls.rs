@@ -3,10 +3,12 @@
 //! threads at once, and the same calls with direct calls off (through `ipc::client`); a
 //! NameNode that went away.
 
+use hadoop_wire::pb::hadoop::hdfs::{
+    FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
+};
+use hadoop_wire::reader::{Reader, WireType};
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use hdfs_io::{Error, RemoteKind};
-use hadoop_wire::pb::hadoop::hdfs::{FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto};
-use hadoop_wire::reader::{Reader, WireType};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -9,9 +9,9 @@
 //!
 //! The same against the real HA MiniDFSCluster is in `interop_hdfs_ha.rs`.
 
+use hadoop_wire::reader::{Reader, WireType};
 use hdfs_io::file_status::FileType;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, Role, CLIENT_PROTOCOL};
-use hadoop_wire::reader::{Reader, WireType};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -61,7 +61,9 @@ use std::time::{Duration, Instant};
 
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::{ResponseFrame, DEFAULT_MAX_DATA_LENGTH};
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use hadoop_wire::view::rpc::RpcResponseHeaderView;
 
 /// Client configuration.

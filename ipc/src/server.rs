@@ -56,18 +56,20 @@ use bytes::BufMut;
 use prost::encoding::{encode_varint, encoded_len_varint};
 use prost::Message as _;
 
+use crate::transport::{
+    self, BackendKind, Flow, MetricsSnapshot, Outbox, Service, Session, TransportConfig,
+    TransportError,
+};
 use hadoop_wire::encode::{self, Body, RpcFailure, RpcResponseHeader};
 use hadoop_wire::frame::{
     self, FrameAccumulator, FrameDecoder, PreambleOutcome, RequestFrame,
     AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, DEFAULT_MAX_DATA_LENGTH,
     PING_CALL_ID, SASL_CALL_ID,
 };
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
-use hadoop_wire::pb::hadoop::common::IpcConnectionContextProto;
-use crate::transport::{
-    self, BackendKind, Flow, MetricsSnapshot, Outbox, Service, Session, TransportConfig,
-    TransportError,
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
 };
+use hadoop_wire::pb::hadoop::common::IpcConnectionContextProto;
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.

@@ -28,7 +28,11 @@ fn slow_server(delay: Duration) -> (SocketAddr, std::thread::JoinHandle<()>) {
             let mut out = Vec::new();
             hadoop_wire::encode::success_response_frame(
                 &mut out,
-                &hadoop_wire::encode::RpcResponseHeader::success(call_id, h.client_id().unwrap(), 0),
+                &hadoop_wire::encode::RpcResponseHeader::success(
+                    call_id,
+                    h.client_id().unwrap(),
+                    0,
+                ),
                 f.payload.unwrap(),
             )
             .unwrap();

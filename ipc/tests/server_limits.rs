@@ -16,7 +16,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
 use ipc::server::bench;
 use ipc::transport::PoolConfig;
 use server_support::*;

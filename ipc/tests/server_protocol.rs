@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ipc::client::ClientError;
 use hadoop_wire::encode::{self, RpcRequestHeader};
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
+use ipc::client::ClientError;
 use ipc::server::{bench, Call, CallError, Registry, Reply};
 use server_support::*;
 

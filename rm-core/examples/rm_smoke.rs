@@ -7,8 +7,10 @@
 
 use std::time::{Duration, Instant};
 
+use hadoop_wire::pb::hadoop::yarn::{
+    ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
+};
 use ipc::client::{Client, ClientConfig};
-use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto};
 use ipc::server::ServerConfig;
 use rm_core::bench::{
     container_status, containers, heartbeat_request, node_status, register_request, set_response_id,

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto};
+use hadoop_wire::pb::hadoop::yarn::{
+    ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
+};
 use prost::Message;
 use rm_core::bench::{
     container_status, containers, heartbeat_request, node_status, register_request,

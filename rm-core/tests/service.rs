@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use ipc::client::{Client, ClientConfig};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeActionProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerResponseProto, UnRegisterNodeManagerRequestProto,
 };
+use ipc::client::{Client, ClientConfig};
 use ipc::server::ServerConfig;
 use prost::Message;
 use rm_core::bench::{

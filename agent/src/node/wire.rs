@@ -435,7 +435,9 @@ impl<'a> HeartbeatResponse<'a> {
 
 /// Converts to prost (tests, cold paths).
 pub fn container_id_proto(c: &ContainerId) -> hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
-    use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto};
+    use hadoop_wire::pb::hadoop::yarn::{
+        ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto,
+    };
     let app = ApplicationIdProto {
         id: Some(c.app.id),
         cluster_timestamp: Some(c.app.cluster_timestamp),
@@ -468,7 +470,9 @@ pub fn resource_proto(r: &Resource) -> hadoop_wire::pb::hadoop::yarn::ResourcePr
 }
 
 /// The prost form of what [`put_container_status`] writes (tests, `getNodeReport`).
-pub fn container_status_proto(c: &Container) -> hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
+pub fn container_status_proto(
+    c: &Container,
+) -> hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
     hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {
         container_id: Some(container_id_proto(&c.id)),
         state: Some(c.state.proto()),

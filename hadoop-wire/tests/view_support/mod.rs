@@ -1241,7 +1241,9 @@ pub fn check_rpc_request_header(v: RpcRequestHeaderView<'_>, p: &RpcRequestHeade
 }
 
 pub fn check_rpc_response_header(v: RpcResponseHeaderView<'_>, p: &RpcResponseHeaderProto) -> R {
-    use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+    use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+        RpcErrorCodeProto, RpcStatusProto,
+    };
     prop_assert_eq!(ok(v.call_id())?, p.call_id);
     prop_assert_eq!(ok(v.call_id_i32())?, p.call_id as i32);
     prop_assert_eq!(ok(v.status_raw())?, p.status);

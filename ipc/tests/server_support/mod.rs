@@ -6,13 +6,15 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use ipc::client::{Client, ClientConfig};
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::ResponseFrame;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
+    RpcErrorCodeProto, RpcStatusProto,
+};
+use hadoop_wire::view::rpc::RpcResponseHeaderView;
+use ipc::client::{Client, ClientConfig};
 use ipc::server::{bench, Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, BackendKind};
-use hadoop_wire::view::rpc::RpcResponseHeaderView;
 
 /// The backends to test: both, or the one `HOTPATH_IO` names.
 pub fn backends() -> Vec<BackendChoice> {
