@@ -9,6 +9,12 @@ set -euo pipefail
 need_apt=()
 dpkg -s libhwloc-dev >/dev/null 2>&1 || need_apt+=(libhwloc-dev)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+# scripts/test runs rustfmt and clippy before the tests; a rustup toolchain may lack them.
+if command -v rustup >/dev/null 2>&1; then
+  for comp in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
+  done
+fi
 if [ "${HOTPATH_NEED_JAVA:-1}" = 1 ]; then
   command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
   command -v mvn >/dev/null 2>&1 || need_apt+=(maven)

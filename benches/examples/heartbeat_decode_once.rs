@@ -18,11 +18,17 @@ use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 use std::hint::black_box;
 
+/// One decode path under test: reads a heartbeat's bytes into the output vector.
+type DecodePath<'a> = (
+    &'a str,
+    &'a dyn Fn(&[u8], &mut Vec<benches::heartbeat::Extracted>),
+);
+
 /// `time` mode: the minimum and median over 300 trials of 200 heartbeats each, per path.
 /// The minimum is robust against other processes sharing the CPU.
 fn time_all(bytes: &[u8]) {
     let mut out = Vec::with_capacity(64);
-    let paths: [(&str, &dyn Fn(&[u8], &mut Vec<_>)); 4] = [
+    let paths: [DecodePath; 4] = [
         ("view (validate + hot reads)", &|b, o| {
             extract_view(b, o).unwrap()
         }),
