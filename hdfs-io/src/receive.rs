@@ -1,9 +1,10 @@
 //! Receiving block data from a DataNode: io_uring into pooled buffers, or blocking `std::net`.
 //!
-//! **io_uring** (the default where the kernel allows it): each reading thread owns one ring
-//! and one [`BufferPool`] (the `ipc` transport's bounded pool of page-aligned fixed-size
-//! chunks, [`CHUNK_SIZE`] × [`CHUNKS`]), both made on the thread's first read and kept for its
-//! life. The pool is registered as io_uring fixed buffers where `RLIMIT_MEMLOCK` allows (root,
+//! **io_uring** (the default where the kernel allows it): each reading thread owns one
+//! [`RecvRing`] (the `ipc` transport's blocking receive ring, with its bounded pool of
+//! page-aligned fixed-size chunks, [`CHUNK_SIZE`] × [`CHUNKS`]), made on the thread's first
+//! read and kept for its life; this module keeps the framing, the ring the io_uring details
+//! (fixed buffers, timeouts, cancellation). The pool is registered as io_uring fixed buffers where `RLIMIT_MEMLOCK` allows (root,
 //! or a limit above the pool's size), else it is used unregistered, with one warning per
 //! process. Receives use the fixed buffer where the kernel accepts it for `RECV`; 6.18 does
 //! not, and `READ_FIXED` (which it does accept on sockets) measured about 10 % more CPU per
@@ -42,15 +43,16 @@
 use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest, RecvHint};
 use crate::datanode::{finish_read, BlockReadResult};
 use crate::error::Error;
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use ipc::transport::{uring, BackendChoice, BufferPool, ChunkId, PoolConfig, BACKEND_ENV};
+#[cfg(test)]
+use ipc::transport::FixedUse;
+use ipc::transport::{uring, BackendChoice, ChunkId, PoolConfig, RecvRing, BACKEND_ENV};
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Bytes per pooled receive chunk: 512 KiB holds seven default DataNode packets (64 KiB of
 /// data, 512 B of CRCs and a header each); a greedy receive takes up to six at once.
@@ -66,13 +68,6 @@ const SMALL_RECV: usize = 64;
 /// a default DataNode packet (64 KiB of data, 512 B of CRCs, header, prefix) and the next
 /// packet's prefix.
 const MARGIN: usize = 68 * 1024;
-
-/// `IORING_RECVSEND_FIXED_BUF` (kernel uapi; the crate keeps it private): the receive uses
-/// the registered buffer named by `buf_index`.
-const IORING_RECVSEND_FIXED_BUF: u16 = 1 << 2;
-
-const UD_RECV: u64 = 1;
-const UD_CANCEL: u64 = 2;
 
 /// How block data is received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +90,6 @@ impl RecvPath {
 static PROBE: OnceLock<Result<String, String>> = OnceLock::new();
 static BAD_ENV_WARNED: AtomicBool = AtomicBool::new(false);
 static RING_WARNED: AtomicBool = AtomicBool::new(false);
-static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// The `ipc` transport's io_uring probe, run once per process.
 fn probe() -> &'static Result<String, String> {
@@ -163,24 +157,14 @@ pub struct RecvStats {
     pub fixed: bool,
 }
 
-/// How a thread's receive pool is used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PoolMode {
-    /// Not registered: plain `RECV`.
-    Unregistered,
-    /// Registered as fixed buffers where `RLIMIT_MEMLOCK` allows (the default): `RECV` with
-    /// the fixed buffer where the kernel accepts it, else plain `RECV`.
-    Registered,
-    /// Registered, received with `READ_FIXED` (no `MSG_WAITALL`; short reads are asked again).
-    /// Measured at about 10 % more CPU per GB than plain `RECV` here: for measurements only.
-    ReadFixed,
-}
+/// How a thread's receive pool is used (the `ipc` receive ring's modes).
+pub use ipc::transport::RingPoolMode as PoolMode;
 
 /// This thread's receiver counters, if it has made one.
 pub fn thread_stats() -> Option<RecvStats> {
     RX.with(|c| match c.try_borrow() {
         Ok(r) => match &*r {
-            Some(Some(rx)) => Some(rx.stats),
+            Some(Some(rx)) => Some(rx.stats()),
             _ => None,
         },
         Err(_) => None,
@@ -192,20 +176,6 @@ thread_local! {
     static RX: RefCell<Option<Option<Receiver>>> = const { RefCell::new(None) };
 }
 
-/// How registered receives are issued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FixedMode {
-    /// Not registered: plain `RECV` into the chunk's user memory.
-    No,
-    /// `RECV` with `IORING_RECVSEND_FIXED_BUF` (buffer index = chunk index), not yet confirmed;
-    /// refused: plain `RECV`.
-    RecvTry,
-    /// `RECV` with the fixed buffer works here.
-    Recv,
-    /// `READ_FIXED` ([`PoolMode::ReadFixed`]).
-    ReadFixed,
-}
-
 /// Where the pending bytes live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Region {
@@ -213,69 +183,52 @@ enum Region {
     Overflow,
 }
 
-/// One thread's ring and pool. Field order matters: the ring (and its registration of the
-/// pool) is dropped before the pool is unmapped.
+/// One thread's receive ring (with its pool) and overflow buffer.
 struct Receiver {
-    ring: IoUring,
-    pool: BufferPool,
-    fixed: FixedMode,
+    ring: RecvRing,
     overflow: Vec<u8>,
-    stats: RecvStats,
+    /// This module's counters; the ring keeps its own (see [`Receiver::stats`]).
+    reads: u64,
+    moved: u64,
+    overflows: u64,
 }
 
 impl Receiver {
     fn new(mode: PoolMode) -> Result<Receiver, String> {
-        let register = mode != PoolMode::Unregistered;
-        let (ring, _) =
-            ipc::transport::uring::build_ring(8).map_err(|e| format!("io_uring_setup: {e}"))?;
-        let mut pool = BufferPool::new(&PoolConfig {
+        let pool = PoolConfig {
             chunk_size: CHUNK_SIZE,
             chunks: CHUNKS,
             per_conn_chunks: CHUNKS,
-            register,
-        })
-        .map_err(|e| e.to_string())?;
-        let mut stats = RecvStats::default();
-        let mut fixed = FixedMode::No;
-        if register {
-            // the chunks' addresses, by index (the fixed-buffer index is the chunk index)
-            let iov = pool.iovecs();
-            // SAFETY: the iovecs describe the pool's mapping, which lives in this Receiver and
-            // is dropped after `ring` (field order), so it outlives the registration.
-            match unsafe { ring.submitter().register_buffers(&iov) } {
-                Ok(()) => {
-                    fixed = if mode == PoolMode::ReadFixed {
-                        FixedMode::ReadFixed
-                    } else {
-                        FixedMode::RecvTry
-                    };
-                    stats.registered = true;
-                    pool.set_registered(true);
-                    stats.fixed = true;
-                }
-                Err(e) => {
-                    if !REGISTER_WARNED.swap(true, Ordering::Relaxed) {
-                        let why = match e.raw_os_error() {
-                            Some(libc::ENOMEM) | Some(libc::EPERM) => {
-                                " (RLIMIT_MEMLOCK too low: raise it, e.g. LimitMEMLOCK= in the systemd unit)"
-                            }
-                            _ => "",
-                        };
-                        tracing::warn!(
-                            "hdfs block reads: registering the {} byte receive pool as io_uring fixed buffers failed: {e}{why}; using unregistered buffers",
-                            pool.bytes()
-                        );
-                    }
-                }
-            }
-        }
+            register: mode != PoolMode::Unregistered,
+        };
+        let ring = RecvRing::new(&pool, mode, "hdfs block reads").map_err(|e| e.to_string())?;
         Ok(Receiver {
             ring,
-            pool,
-            fixed,
             overflow: Vec::new(),
-            stats,
+            reads: 0,
+            moved: 0,
+            overflows: 0,
         })
+    }
+
+    fn stats(&self) -> RecvStats {
+        let r = self.ring.stats();
+        RecvStats {
+            reads: self.reads,
+            recvs: r.recvs,
+            bytes: r.bytes,
+            moved: self.moved,
+            overflows: self.overflows,
+            timeouts: r.timeouts,
+            registered: r.registered,
+            fixed: r.fixed,
+        }
+    }
+
+    /// How chunk receives are issued now.
+    #[cfg(test)]
+    fn fixed(&self) -> FixedUse {
+        self.ring.fixed_use()
     }
 }
 
@@ -332,8 +285,8 @@ pub fn read_block_uring(
     timeout: Duration,
 ) -> Option<BlockReadResult> {
     with_receiver(|rx| {
-        rx.stats.reads += 1;
-        let Some(chunk) = rx.pool.try_acquire() else {
+        rx.reads += 1;
+        let Some(chunk) = rx.ring.pool_mut().try_acquire() else {
             // one chunk per read and one read per thread at a time: cannot happen
             return BlockReadResult {
                 delivered: 0,
@@ -345,7 +298,7 @@ pub fn read_block_uring(
             };
         };
         let r = drive(rx, chunk, s, req, read, scratch, sink, datanode, timeout);
-        rx.pool.release(chunk);
+        rx.ring.pool_mut().release(chunk);
         r
     })
 }
@@ -360,7 +313,7 @@ struct Window {
 impl Receiver {
     fn bytes(&self, chunk: ChunkId, w: &Window) -> &[u8] {
         match w.region {
-            Region::Chunk => self.pool.slice(chunk, w.start, w.end),
+            Region::Chunk => self.ring.pool().slice(chunk, w.start, w.end),
             Region::Overflow => &self.overflow[w.start..w.end],
         }
     }
@@ -376,15 +329,18 @@ impl Receiver {
         if pend + need <= CHUNK_SIZE {
             match w.region {
                 Region::Chunk => {
-                    let b = self.pool.slice_mut(chunk, 0, CHUNK_SIZE);
+                    let b = self.ring.pool_mut().slice_mut(chunk, 0, CHUNK_SIZE);
                     b.copy_within(w.start..w.end, 0);
                 }
                 Region::Overflow => {
                     let src = &self.overflow[w.start..w.end];
-                    self.pool.slice_mut(chunk, 0, pend).copy_from_slice(src);
+                    self.ring
+                        .pool_mut()
+                        .slice_mut(chunk, 0, pend)
+                        .copy_from_slice(src);
                 }
             }
-            self.stats.moved += pend as u64;
+            self.moved += pend as u64;
             *w = Window {
                 region: Region::Chunk,
                 start: 0,
@@ -404,19 +360,19 @@ impl Receiver {
         if w.region == Region::Overflow && w.end + need <= self.overflow.len() {
             return Ok(());
         }
-        self.stats.overflows += 1;
+        self.overflows += 1;
         if self.overflow.len() < pend + need {
             // capped above: at most OVERFLOW_CAP, whatever the peer announces
             self.overflow.resize(pend + need, 0);
         }
         match w.region {
             Region::Chunk => {
-                let src = self.pool.slice(chunk, w.start, w.end);
+                let src = self.ring.pool().slice(chunk, w.start, w.end);
                 self.overflow[..pend].copy_from_slice(src);
             }
             Region::Overflow => self.overflow.copy_within(w.start..w.end, 0),
         }
-        self.stats.moved += pend as u64;
+        self.moved += pend as u64;
         *w = Window {
             region: Region::Overflow,
             start: 0,
@@ -429,138 +385,23 @@ impl Receiver {
     /// at least one), waiting at most `timeout`. `Ok(0)` is end of stream.
     fn recv(
         &mut self,
-        fd: i32,
+        s: &TcpStream,
         chunk: ChunkId,
         w: &Window,
         len: usize,
         waitall: bool,
         timeout: Duration,
     ) -> io::Result<usize> {
-        let flags = if waitall { libc::MSG_WAITALL } else { 0 };
-        loop {
-            let fixed = if w.region == Region::Chunk {
-                self.fixed
-            } else {
-                FixedMode::No
-            };
-            let ptr = match w.region {
-                Region::Chunk => self.pool.slice_mut(chunk, w.end, w.end + len).as_mut_ptr(),
-                Region::Overflow => self.overflow[w.end..w.end + len].as_mut_ptr(),
-            };
-            let sqe = match fixed {
-                FixedMode::No => opcode::Recv::new(types::Fd(fd), ptr, len as u32)
-                    .flags(flags)
-                    .build(),
-                FixedMode::RecvTry | FixedMode::Recv => {
-                    // buf_group shares the SQE field with buf_index: the fixed buffer's index
-                    opcode::Recv::new(types::Fd(fd), ptr, len as u32)
-                        .flags(flags)
-                        .ioprio(IORING_RECVSEND_FIXED_BUF)
-                        .buf_group(chunk.index() as u16)
-                        .build()
-                }
-                FixedMode::ReadFixed => {
-                    opcode::ReadFixed::new(types::Fd(fd), ptr, len as u32, chunk.index() as u16)
-                        .offset(0) // a socket has no position
-                        .build()
-                }
-            };
-            let res = self.submit_one(sqe.user_data(UD_RECV), timeout)?;
-            self.stats.recvs += 1;
-            if res == -libc::EINVAL && fixed == FixedMode::RecvTry {
-                tracing::debug!("io_uring RECV with a fixed buffer refused; plain RECV");
-                self.fixed = FixedMode::No;
-                self.stats.fixed = false;
-                continue;
-            }
-            if fixed == FixedMode::RecvTry && res >= 0 {
-                self.fixed = FixedMode::Recv;
-            }
-            if res == -libc::EINTR || res == -libc::EAGAIN {
-                continue;
-            }
-            if res < 0 {
-                return Err(io::Error::from_raw_os_error(-res));
-            }
-            self.stats.bytes += res as u64;
-            return Ok(res as usize);
-        }
-    }
-
-    /// Submits `sqe` and waits for its completion, at most `timeout`; on timeout the operation
-    /// is cancelled and both completions are reaped before returning `TimedOut`, so the kernel
-    /// no longer writes into the buffer.
-    fn submit_one(&mut self, sqe: squeue::Entry, timeout: Duration) -> io::Result<i32> {
-        // The SQE's buffer is a chunk of the pool or the overflow Vec, both owned by `self`. This
-        // function does not return before the completion is reaped (on timeout it cancels and
-        // waits for the completion), so the kernel is done with the buffer by then.
-        // SAFETY: the SQE's buffer stays valid and unaliased until its completion is reaped.
-        unsafe { self.ring.submission().push(&sqe) }
-            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(res) = self.reap(UD_RECV) {
-                return Ok(res);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            let ts = types::Timespec::from(left);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => {
-                    // the operation may be in flight: cancel it and reap before returning
-                    self.cancel_and_reap();
-                    return Err(e);
-                }
-            }
-        }
-        self.stats.timeouts += 1;
-        self.cancel_and_reap();
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no data for {} ms", timeout.as_millis()),
-        ))
-    }
-
-    /// The result of the completion tagged `ud`, if it has arrived (other completions — a
-    /// cancel's — are dropped).
-    fn reap(&mut self, ud: u64) -> Option<i32> {
-        let mut found = None;
-        for cqe in self.ring.completion() {
-            let c: cqueue::Entry = cqe;
-            if c.user_data() == ud {
-                found = Some(c.result());
-            }
-        }
-        found
-    }
-
-    fn cancel_and_reap(&mut self) {
-        let c = opcode::AsyncCancel::new(UD_RECV)
-            .build()
-            .user_data(UD_CANCEL);
-        // SAFETY: a cancel carries no buffer.
-        if unsafe { self.ring.submission().push(&c) }.is_err() {
-            let _ = self.ring.submit();
-            // SAFETY: as above; the queue was just flushed.
-            let _ = unsafe { self.ring.submission().push(&c) };
-        }
-        // the cancelled operation completes promptly (-ECANCELED, or its result if it won)
-        loop {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(_) => return,
-            }
-            if self.reap(UD_RECV).is_some() {
-                return;
-            }
+        match w.region {
+            Region::Chunk => self
+                .ring
+                .recv_chunk(s.as_fd(), chunk, w.end, len, waitall, timeout),
+            Region::Overflow => self.ring.recv_into(
+                s.as_fd(),
+                &mut self.overflow[w.end..w.end + len],
+                waitall,
+                timeout,
+            ),
         }
     }
 }
@@ -590,7 +431,6 @@ fn drive(
     if let Err(e) = s.write_all(scratch) {
         return fail(read, io_err("sending OP_READ_BLOCK to", e), got_bytes);
     }
-    let fd = s.as_raw_fd();
     let mut w = Window {
         region: Region::Chunk,
         start: 0,
@@ -668,7 +508,7 @@ fn drive(
                     return fail(read, io_err("receiving from", e), got_bytes);
                 }
                 // a READ_FIXED may return short; the state machine asks again for the rest
-                match rx.recv(fd, chunk, &w, len, waitall, timeout) {
+                match rx.recv(s, chunk, &w, len, waitall, timeout) {
                     Ok(0) => {
                         let e = Error::Truncated {
                             block: read.block().clone(),

@@ -5,6 +5,7 @@ use crate::fixtures::dn_stream;
 use std::io::Read;
 use std::net::TcpListener;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 const CRC32C: DataChecksum = DataChecksum {
     kind: ChecksumKind::Crc32c,
@@ -120,7 +121,7 @@ fn read_with(
     len: u64,
     timeout: Duration,
 ) -> (Vec<u8>, BlockReadResult, bool) {
-    let chunk = rx.pool.try_acquire().unwrap();
+    let chunk = rx.ring.pool_mut().try_acquire().unwrap();
     let mut read = BlockRead::new(name(), "dn".into(), offset, len);
     let mut out = Vec::new();
     let mut scratch = Vec::new();
@@ -138,7 +139,7 @@ fn read_with(
         "dn",
         timeout,
     );
-    rx.pool.release(chunk);
+    rx.ring.pool_mut().release(chunk);
     let done = read.is_done();
     (out, r, done)
 }
@@ -146,7 +147,7 @@ fn read_with(
 fn receiver(mode: PoolMode) -> Receiver {
     let r = Receiver::new(mode).expect("io_uring receiver");
     assert_eq!(
-        r.stats.registered,
+        r.stats().registered,
         mode != PoolMode::Unregistered,
         "root can register 1 MiB"
     );
@@ -189,14 +190,14 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
             let stream_len = stream.len();
             let (addr, dn) = fake_dn(vec![Answer::Stream(stream, piece)]);
             let mut s = connect(addr);
-            let before = rx.stats;
+            let before = rx.stats();
             let (out, r, done) = read_with(&mut rx, &mut s, off, len, Duration::from_secs(10));
             assert!(r.error.is_none(), "{:?}", r.error);
             assert!(done && r.got_bytes);
             assert_eq!(out, &data[off as usize..(off + len) as usize]);
             assert_eq!(dn.join().unwrap(), vec![[2, 0x08, 6]], "CHECKSUM_OK sent");
-            let moved = rx.stats.moved - before.moved;
-            let overflows = rx.stats.overflows - before.overflows;
+            let moved = rx.stats().moved - before.moved;
+            let overflows = rx.stats().overflows - before.overflows;
             if packet > CHUNK_SIZE {
                 assert!(overflows > 0, "{packet}");
             } else {
@@ -215,21 +216,25 @@ fn packets_of_every_size_arrive_whole_and_only_prefixes_move() {
                 );
             }
             if packet == 64 * 1024 && piece > packet {
-                let recvs = rx.stats.recvs - before.recvs;
+                let recvs = rx.stats().recvs - before.recvs;
                 assert!(
                     recvs <= packets as u64 * 2 + 4,
                     "one receive per packet: {recvs} for {packets}"
                 );
             }
         }
-        eprintln!("{mode:?}: {:?} fixed {:?}", rx.stats, rx.fixed);
-        assert_eq!(rx.pool.available(), CHUNKS as u32, "every chunk back");
+        eprintln!("{mode:?}: {:?} fixed {:?}", rx.stats(), rx.fixed());
+        assert_eq!(
+            rx.ring.pool().available(),
+            CHUNKS as u32,
+            "every chunk back"
+        );
         match mode {
             PoolMode::Registered => {
-                assert!(rx.fixed == FixedMode::Recv || rx.fixed == FixedMode::No)
+                assert!(rx.fixed() == FixedUse::Recv || rx.fixed() == FixedUse::No)
             }
-            PoolMode::Unregistered => assert_eq!(rx.fixed, FixedMode::No),
-            PoolMode::ReadFixed => assert_eq!(rx.fixed, FixedMode::ReadFixed),
+            PoolMode::Unregistered => assert_eq!(rx.fixed(), FixedUse::No),
+            PoolMode::ReadFixed => assert_eq!(rx.fixed(), FixedUse::ReadFixed),
         }
     }
 }
@@ -291,7 +296,7 @@ fn a_stalled_datanode_times_out_and_the_ring_stays_usable() {
         assert_eq!(out, &data[..65_536], "the verified first packet only");
         assert_eq!(r.delivered, 65_536);
         assert!(took < Duration::from_secs(3), "{took:?}");
-        assert_eq!(rx.stats.timeouts, 1);
+        assert_eq!(rx.stats().timeouts, 1);
         drop(s);
         dn.join().unwrap();
         // the cancelled receive was reaped: the same receiver serves the next read

@@ -29,6 +29,7 @@
 
 pub mod epoll;
 pub mod pool;
+pub mod recv_ring;
 mod sched;
 mod slab;
 pub mod tx;
@@ -43,6 +44,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub use pool::{BufferPool, ChunkId, PoolConfig, PoolError, PoolStats};
+pub use recv_ring::{FixedUse, RecvRing, RecvRingStats, RingPoolMode};
 pub use tx::{Outbox, Segment, Starved, TxQueue};
 
 /// What the event loop should do after a session callback.

@@ -102,7 +102,7 @@ fn ud_parts(u: u64) -> (u64, u32, u16, u32) {
 /// Builds a ring with the best setup flags the kernel accepts; returns it and a description.
 /// A ring of `entries` SQEs (CQ 4× as large) with the best setup flags the kernel accepts:
 /// SINGLE_ISSUER|DEFER_TASKRUN, else COOP_TASKRUN, else none. Returns the ring and which
-/// setup it got (for a log line). Public for other per-thread rings (hdfs-io's receiver).
+/// setup it got (for a log line). Also used by [`RecvRing`](super::recv_ring::RecvRing).
 pub fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
     let cq = entries.saturating_mul(4);
     type Setup = fn(&mut io_uring::Builder);
@@ -127,6 +127,50 @@ pub fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
         }
     }
     Err(last)
+}
+
+/// Registers `pool`'s chunks as `ring`'s fixed buffers (buffer index = chunk index) and marks
+/// the pool registered; returns whether it worked. The one registration fallback of every ring
+/// here (the event loops' and [`RecvRing`](super::recv_ring::RecvRing)'s): when the kernel
+/// refuses (an unprivileged user's `RLIMIT_MEMLOCK` is the usual reason) or the pool has more
+/// chunks than io_uring registers, the pool stays unregistered and works with plain receives
+/// and sends; the first refusal per `warned` flag logs one warning, naming `who`.
+///
+/// # Safety
+/// The pool's mapping must outlive the registration: drop `ring` (or unregister) before `pool`.
+pub(crate) unsafe fn register_pool(
+    ring: &IoUring,
+    pool: &mut BufferPool,
+    who: &str,
+    warned: &AtomicBool,
+) -> bool {
+    if pool.capacity() as usize > MAX_REGISTERED_CHUNKS {
+        return false;
+    }
+    let iov = pool.iovecs();
+    // SAFETY: the iovecs describe the pool's mapping, which the caller keeps alive until the
+    // ring is dropped.
+    match unsafe { ring.submitter().register_buffers(&iov) } {
+        Ok(()) => {
+            pool.set_registered(true);
+            true
+        }
+        Err(e) => {
+            if !warned.swap(true, Ordering::Relaxed) {
+                let why = match e.raw_os_error() {
+                    Some(libc::ENOMEM) | Some(libc::EPERM) => {
+                        " (RLIMIT_MEMLOCK too low: raise it, e.g. LimitMEMLOCK= in the systemd unit)"
+                    }
+                    _ => "",
+                };
+                tracing::warn!(
+                    "{who}: registering the {} byte buffer pool as io_uring fixed buffers failed: {e}{why}; using unregistered buffers",
+                    pool.bytes()
+                );
+            }
+            false
+        }
+    }
 }
 
 /// Checks that io_uring is usable for this backend: the ring can be created (not blocked by
@@ -418,30 +462,12 @@ impl<S: Service> Loop<S> {
             }
         };
         let mut pool = BufferPool::new(&cfg.pool)?;
-        if cfg.pool.register && (pool.capacity() as usize) <= MAX_REGISTERED_CHUNKS {
-            let iov = pool.iovecs();
-            // SAFETY: the iovecs describe the pool's mapping, which lives in this Loop and is
-            // dropped after `ring` (field order), so it outlives the registration.
-            match unsafe { ring.submitter().register_buffers(&iov) } {
-                Ok(()) => {
-                    pool.set_registered(true);
-                    shared.add(&shared.metrics.pools_registered, 1);
-                }
-                Err(e) => {
-                    if !REGISTER_WARNED.swap(true, Ordering::Relaxed) {
-                        let why = match e.raw_os_error() {
-                            Some(libc::ENOMEM) | Some(libc::EPERM) => {
-                                " (RLIMIT_MEMLOCK too low: raise it, e.g. LimitMEMLOCK= in the systemd unit)"
-                            }
-                            _ => "",
-                        };
-                        tracing::warn!(
-                            "io_uring: registering the {} byte buffer pool as fixed buffers failed: {e}{why}; using unregistered buffers",
-                            pool.bytes()
-                        );
-                    }
-                }
-            }
+        // SAFETY: `pool` moves into the Loop built below, whose field order drops `ring` (and
+        // with it the registration) before the pool's mapping.
+        let registered = cfg.pool.register
+            && unsafe { register_pool(&ring, &mut pool, "io_uring transport", &REGISTER_WARNED) };
+        if registered {
+            shared.add(&shared.metrics.pools_registered, 1);
         }
         let bufs = BufRing::new(cfg.recv_bufs, cfg.recv_buf_size)
             .map_err(|e| TransportError::io("mmap(recv buffer ring)", e))?;
