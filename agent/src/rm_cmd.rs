@@ -156,7 +156,7 @@ fn serve(
             .with_context(|| format!("pinning the housekeeping thread to CPU {cpu}"))?;
     }
     let metrics_addr = SocketAddr::new(rm.local_addr().ip(), metrics_port);
-    let http = agent::node::metrics::MetricsHttp::bind(metrics_addr)
+    let http = ipc::metrics::MetricsHttp::bind(metrics_addr)
         .with_context(|| format!("binding /metrics on {metrics_addr}"))?;
     let metrics_addr = http.local_addr()?;
     tracing::info!(

@@ -18,10 +18,16 @@
 //!   the bounded buffer pool and transmit queue.
 //! - [`server`]: protocol registry, Hadoop's ERROR/FATAL rules, on the transport.
 //! - [`client`]: pipelined calls, timeouts, reconnect, stateId.
+//! - [`transport::RecvRing`]: a blocking per-thread receive ring for clients that read one
+//!   stream at a time (hdfs-io's block reader), sharing the event loops' ring setup and
+//!   registration fallback.
+//! - [`metrics`]: the Prometheus text renderer and the `/metrics` HTTP endpoint every service
+//!   (RM core, agent) serves its counters with.
 //!
 //! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`; the codec's
 //! are `hadoop_wire::Error` and its parts.
 
 pub mod client;
+pub mod metrics;
 pub mod server;
 pub mod transport;

@@ -3,16 +3,16 @@
 //! Writers: the tracker ([`TrackerMetrics`], atomics bumped per RPC), each mailbox
 //! ([`crate::mailbox::MailboxCounters`]: enqueued, merged, queue depth) and each shard
 //! ([`ShardMetrics`]: node counters published once per batch, and an hdrhistogram of the time
-//! from enqueue to applied, recorded under one lock per batch). Reader: [`render_prometheus`], which the server's housekeeping thread
-//! serves at `/metrics`. [`TrackerMetrics::sample_rate`] turns the heartbeat counter into
+//! from enqueue to applied, recorded under one lock per batch). Reader: [`render_prometheus`] (with `ipc::metrics::Exposition`, the
+//! one renderer), which the server's housekeeping thread serves at `/metrics`. [`TrackerMetrics::sample_rate`] turns the heartbeat counter into
 //! heartbeats per second (call it about once a second).
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+use ipc::metrics::{Exposition, Kind};
 
 use crate::mailbox::Mailbox;
 use crate::node::NodeStats;
@@ -213,14 +213,9 @@ pub struct ShardView<'a> {
     pub metrics: &'a ShardMetrics,
 }
 
-fn counter(out: &mut String, name: &str, help: &str, kind: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
 /// The Prometheus text exposition of everything above.
 pub fn render_prometheus(tracker: &TrackerMetrics, shards: &[ShardView<'_>]) -> String {
-    let mut o = String::with_capacity(4096);
+    let mut o = Exposition::new();
     let t = |a: &AtomicU64| a.load(Relaxed);
     for (name, help, v) in [
         (
@@ -269,156 +264,121 @@ pub fn render_prometheus(tracker: &TrackerMetrics, shards: &[ShardView<'_>]) -> 
             t(&tracker.bad_requests),
         ),
     ] {
-        counter(&mut o, name, help, "counter");
-        let _ = writeln!(o, "{name} {v}");
+        o.counter(name, help, v);
     }
-    counter(
-        &mut o,
+    o.gauge(
         "hotpath_rm_nodes_active",
         "Registered nodes that are not LOST/SHUTDOWN/DECOMMISSIONED/REBOOTED",
-        "gauge",
+        t(&tracker.nodes_active),
     );
-    let _ = writeln!(o, "hotpath_rm_nodes_active {}", t(&tracker.nodes_active));
-    counter(
-        &mut o,
+    o.gauge(
         "hotpath_rm_heartbeats_per_second",
         "Heartbeats per second over the last sample",
-        "gauge",
-    );
-    let _ = writeln!(
-        o,
-        "hotpath_rm_heartbeats_per_second {:.1}",
-        tracker.heartbeats_per_second()
+        format_args!("{:.1}", tracker.heartbeats_per_second()),
     );
 
     type Get = fn(&ShardView<'_>) -> u64;
-    let per_shard: [(&str, &str, &str, Get); 13] = [
+    let per_shard: [(&str, &str, Kind, Get); 13] = [
         (
             "hotpath_rm_shard_queue_depth",
             "Pending node entries in the shard's inbox",
-            "gauge",
+            Kind::Gauge,
             |s| s.mailbox.counters.depth.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_queue_depth_max",
             "Largest inbox depth seen",
-            "gauge",
+            Kind::Gauge,
             |s| s.mailbox.counters.max_depth.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_enqueued_total",
             "STATUS_UPDATEs handed to the shard",
-            "counter",
+            Kind::Counter,
             |s| s.mailbox.counters.enqueued.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_events_merged_total",
             "STATUS_UPDATEs merged into a pending one",
-            "counter",
+            Kind::Counter,
             |s| s.mailbox.counters.merged.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_status_updates_total",
             "Status updates applied",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.status_updates.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_container_statuses_total",
             "Container statuses read",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.statuses.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_completions_total",
             "Completions recorded (new)",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.completions.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_completions_duplicate_total",
             "Completions reported again (acknowledged again)",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.completions_dup.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_containers_lost_total",
             "Launched GUARANTEED containers not reported RUNNING",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.lost.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_containers_released_total",
             "Launched containers released",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.released.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_statuses_malformed_total",
             "Statuses or updates that could not be read",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.malformed.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_completion_log_errors_total",
             "Failed completion log commits",
-            "counter",
+            Kind::Counter,
             |s| s.metrics.log_errors.load(Relaxed),
         ),
         (
             "hotpath_rm_shard_containers_running",
             "Launched containers tracked",
-            "gauge",
+            Kind::Gauge,
             |s| s.metrics.containers.load(Relaxed),
         ),
     ];
     for (name, help, kind, get) in per_shard {
-        counter(&mut o, name, help, kind);
+        o.family(name, help, kind);
         for (i, s) in shards.iter().enumerate() {
-            let _ = writeln!(o, "{name}{{shard=\"{i}\"}} {}", get(s));
+            o.sample(name, &format!("shard=\"{i}\""), get(s));
         }
     }
     let name = "hotpath_rm_heartbeat_handling_seconds";
-    counter(
-        &mut o,
+    o.family(
         name,
         "Time to answer one nodeHeartbeat in the RPC handler (decode, tracker, response)",
-        "summary",
+        Kind::Summary,
     );
-    summary(&mut o, name, "", &tracker.handling(), 1e9);
+    o.summary(name, "", &tracker.handling(), 1e9);
     let name = "hotpath_rm_status_update_latency_seconds";
-    counter(
-        &mut o,
+    o.family(
         name,
         "Time from enqueue to applied, per STATUS_UPDATE",
-        "summary",
+        Kind::Summary,
     );
     for (i, s) in shards.iter().enumerate() {
-        summary(
-            &mut o,
-            name,
-            &format!("shard=\"{i}\""),
-            &s.metrics.latency(),
-            1e6,
-        );
+        o.summary(name, &format!("shard=\"{i}\""), &s.metrics.latency(), 1e6);
     }
-    o
-}
-
-/// The sample lines of one Prometheus summary in seconds: the 0.5/0.9/0.99/0.999 quantiles,
-/// `_sum` and `_count`. `labels` (e.g. `shard="0"`, or empty) go on every line; `per_second` is
-/// the histogram's units per second (1e6 for µs, 1e9 for ns).
-fn summary(o: &mut String, name: &str, labels: &str, h: &Histogram<u64>, per_second: f64) {
-    let (open, sep, close) = if labels.is_empty() {
-        ("", "", "")
-    } else {
-        ("{", ",", "}")
-    };
-    for q in [0.5, 0.9, 0.99, 0.999] {
-        let v = h.value_at_quantile(q) as f64 / per_second;
-        let _ = writeln!(o, "{name}{{{labels}{sep}quantile=\"{q}\"}} {v:.9}");
-    }
-    let sum = h.mean() * h.len() as f64 / per_second;
-    let _ = writeln!(o, "{name}_sum{open}{labels}{close} {sum:.9}");
-    let _ = writeln!(o, "{name}_count{open}{labels}{close} {}", h.len());
+    o.finish()
 }

@@ -36,7 +36,6 @@ use ipc::transport::{PoolConfig, TransportConfig};
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
 use super::health::HealthChecker;
-use super::metrics::MetricsHttp;
 use super::report;
 use super::shared::{lock, Shared};
 use super::simulate::Simulator;
@@ -46,6 +45,7 @@ use super::status_updater::{
 };
 use super::table::{ContainerTable, Resource};
 use super::AgentError;
+use ipc::metrics::MetricsHttp;
 
 /// The control socket when `hotpath.agent.control-socket` is not set (also the default of
 /// `hotpath container --socket`).
