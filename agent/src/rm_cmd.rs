@@ -152,7 +152,8 @@ fn serve(
     // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after
     // the service started its threads, so that none of them inherits this one-CPU mask.
     if let Some(cpu) = housekeeping_cpu {
-        hw::pin_current_thread(cpu)
+        hw::PinPolicy::Required
+            .pin_current_thread(cpu)
             .with_context(|| format!("pinning the housekeeping thread to CPU {cpu}"))?;
     }
     let metrics_addr = SocketAddr::new(rm.local_addr().ip(), metrics_port);

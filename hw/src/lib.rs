@@ -23,7 +23,8 @@
 //!   smaller machines.
 //! - [`pin_current_thread`] and [`spawn_pinned`] apply a plan entry, then check with
 //!   `sched_getcpu` that the kernel did it, returning [`Error::PinRefused`] or
-//!   [`Error::PinNotEffective`] if not.
+//!   [`Error::PinNotEffective`] if not. [`PinPolicy`] is the one rule for a refused CPU
+//!   (fail, or warn and run unpinned), chosen per thread by its caller.
 //! - [`report_text`] and [`report_json`] render a topology and a plan for `hotpath hw`.
 
 use std::path::PathBuf;
@@ -38,7 +39,9 @@ pub mod report;
 pub mod sysfs;
 pub mod topology;
 
-pub use pin::{current_cpu, pin_current_thread, spawn_pinned, thread_name, PinnedThread};
+pub use pin::{
+    current_cpu, pin_current_thread, spawn_pinned, thread_name, PinPolicy, PinnedThread,
+};
 pub use plan::{plan, Assignment, Plan, Role};
 pub use report::{report, report_json, report_text, Report};
 pub use topology::{Backend, CacheInfo, Core, NumaNode, Package, PuInfo, Synthetic, Topology};

@@ -7,6 +7,11 @@
 //!
 //! [`spawn_pinned`] starts a named thread, pins it, and only runs the body once the pin has
 //! been verified, so the caller learns about a refused CPU at spawn time.
+//!
+//! [`PinPolicy`] is the one rule for a refused CPU, chosen per thread: `Required` (the
+//! caller fails: the RM's shards and housekeeping thread, a client reader told to pin) or
+//! `BestEffort` (one warning naming the thread, which then runs unpinned: the transport's ring
+//! threads, the agent's threads).
 
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle, Thread};
@@ -82,6 +87,34 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), Error> {
     Ok(())
 }
 
+/// What a thread does when its CPU is refused (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinPolicy {
+    /// The pin must hold: the error goes back to the caller.
+    Required,
+    /// Warn once, naming the thread, and run unpinned.
+    BestEffort,
+}
+
+impl PinPolicy {
+    /// Pins the calling thread to `cpu` under this policy. `Ok(true)`: pinned and verified;
+    /// `Ok(false)`: refused under `BestEffort` (warned); `Err`: refused under `Required`.
+    pub fn pin_current_thread(self, cpu: u32) -> Result<bool, Error> {
+        match (pin_current_thread(cpu), self) {
+            (Ok(()), _) => Ok(true),
+            (Err(e), PinPolicy::Required) => Err(e),
+            (Err(e), PinPolicy::BestEffort) => {
+                let t = thread::current();
+                let name = t.name().unwrap_or("a thread");
+                tracing::warn!(
+                    "{name}: pinning to CPU {cpu} failed ({e}); the thread runs unpinned"
+                );
+                Ok(false)
+            }
+        }
+    }
+}
+
 /// A thread started by [`spawn_pinned`], already pinned and verified.
 #[derive(Debug)]
 pub struct PinnedThread<T> {
@@ -126,8 +159,8 @@ where
     let (tx, rx) = mpsc::sync_channel::<Result<(), Error>>(1);
     let handle = thread::Builder::new()
         .name(name.clone())
-        .spawn(move || match pin_current_thread(cpu) {
-            Ok(()) => {
+        .spawn(move || match PinPolicy::Required.pin_current_thread(cpu) {
+            Ok(_) => {
                 // The receiver waits for exactly this message; it cannot be gone.
                 let _ = tx.send(Ok(()));
                 Some(f())

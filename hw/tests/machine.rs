@@ -112,3 +112,34 @@ fn refused_cpu_is_a_typed_error_and_the_body_never_runs() {
         "{err:?}"
     );
 }
+
+#[test]
+fn pin_policy_fails_or_runs_unpinned() {
+    // Required: the refusal comes back as the error.
+    let err = std::thread::spawn(|| hw::PinPolicy::Required.pin_current_thread(1 << 20))
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, Error::PinRefused { .. }), "{err:?}");
+    // BestEffort: warned, `false`, and the thread keeps its whole mask.
+    let (pinned, mask) = std::thread::spawn(|| {
+        let before = hw::affinity::current_cpus().unwrap();
+        let pinned = hw::PinPolicy::BestEffort
+            .pin_current_thread(1 << 20)
+            .unwrap();
+        (pinned, (before, hw::affinity::current_cpus().unwrap()))
+    })
+    .join()
+    .unwrap();
+    assert!(!pinned);
+    assert_eq!(mask.0, mask.1);
+    // A CPU we may run on is pinned under either policy.
+    let cpu = hw::affinity::current_cpus().unwrap()[0];
+    for policy in [hw::PinPolicy::Required, hw::PinPolicy::BestEffort] {
+        let ok = std::thread::spawn(move || policy.pin_current_thread(cpu))
+            .join()
+            .unwrap()
+            .unwrap();
+        assert!(ok, "{policy:?}");
+    }
+}

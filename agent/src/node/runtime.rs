@@ -87,34 +87,25 @@ fn spawn<T: Send + 'static>(
     cpu: Option<u32>,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>, AgentError> {
-    // The plan's CPU when pinning works; an unpinned thread of the same name otherwise.
+    // The plan's CPU when pinning works; an unpinned thread (warned) otherwise.
     let name = match cpu {
         Some(c) => hw::thread_name(&role, c),
         None => format!("hp-{}", role.short_name()),
     };
-    if let Some(c) = cpu {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let t = std::thread::Builder::new()
-            .name(name.clone())
-            .spawn(move || {
-                let pinned = hw::pin_current_thread(c);
-                let ok = pinned.is_ok();
-                let _ = tx.send(pinned);
-                if !ok {
-                    tracing::warn!("running unpinned");
-                }
-                f()
-            })
-            .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))?;
-        if let Ok(Err(e)) = rx.recv() {
-            tracing::warn!("{name}: pinning to CPU {c} failed ({e}); the thread runs unpinned");
-        }
-        return Ok(t);
-    }
-    std::thread::Builder::new()
+    // Returns once the pin is settled, so the thread runs where it will stay from the start.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let t = std::thread::Builder::new()
         .name(name.clone())
-        .spawn(f)
-        .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))
+        .spawn(move || {
+            if let Some(c) = cpu {
+                let _ = hw::PinPolicy::BestEffort.pin_current_thread(c);
+            }
+            let _ = tx.send(());
+            f()
+        })
+        .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))?;
+    let _ = rx.recv();
+    Ok(t)
 }
 
 impl Agent {

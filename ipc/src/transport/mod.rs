@@ -491,12 +491,6 @@ impl Drop for Running {
     }
 }
 
-/// Per-thread pinning: the hook runs first thing on ring thread `i` with the CPU it was assigned
-/// (`cpus[i % len]`) and returns an error string if the pin was refused (logged, not fatal).
-pub(crate) fn pin_thread(cpu: u32) -> Result<(), String> {
-    hw::pin_current_thread(cpu).map_err(|e| e.to_string())
-}
-
 /// Binds `addr` and runs `service` on ring threads. Returns once every thread has its ring (or
 /// epoll instance) and pool, so that startup errors surface here.
 pub fn start<S: Service>(
@@ -544,10 +538,9 @@ pub fn start<S: Service>(
         let t = std::thread::Builder::new()
             .name(name)
             .spawn(move || {
+                // A ring thread on a refused CPU still serves (warned, unpinned).
                 if let Some(cpu) = cpu {
-                    if let Err(e) = pin_thread(cpu) {
-                        tracing::warn!("ring thread {i}: pinning to CPU {cpu} failed: {e}");
-                    }
+                    let _ = hw::PinPolicy::BestEffort.pin_current_thread(cpu);
                 }
                 match backend {
                     BackendKind::Uring => uring::run(listen_fd, wake_fd, svc, sh, ready),
