@@ -307,8 +307,14 @@ pub mod hadoop {
                     kind: Kind::Bytes,
                     label: Label::Optional,
                 },
+                Field {
+                    number: 10,
+                    name: "authorizationHeader",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
             ],
-            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             required: 0xc,
             fast: fast_RpcRequestHeaderProto,
         };
@@ -367,6 +373,10 @@ pub mod hadoop {
                     Some(0x4a) => {
                         r.len_delimited::<Invalid>()?;
                         seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x200;
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
@@ -1548,8 +1558,16 @@ pub mod hadoop {
                     kind: Kind::UInt32,
                     label: Label::Optional,
                 },
+                Field {
+                    number: 18,
+                    name: "softwareVersion",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
             ],
-            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+            ],
             required: 0x1,
             fast: fast_DatanodeInfoProto,
         };
@@ -5477,8 +5495,14 @@ pub mod hadoop {
                     kind: Kind::Int32,
                     label: Label::Optional,
                 },
+                Field {
+                    number: 7,
+                    name: "opport_queue_capacity",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
             ],
-            slots: &[0, 1, 2, 3, 4, 5, 6],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7],
             required: 0x0,
             fast: fast_OpportunisticContainersStatusProto,
         };
@@ -5517,6 +5541,10 @@ pub mod hadoop {
                     Some(0x30) => {
                         r.skip_varint_g::<Invalid>()?;
                         seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
                     }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
