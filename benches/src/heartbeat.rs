@@ -116,6 +116,7 @@ pub fn sample_request(n: usize) -> NodeHeartbeatRequestProto {
                 queued_opport_containers: Some(0),
                 wait_queue_length: Some(0),
                 estimated_queue_wait_time: Some(0),
+                opport_queue_capacity: None,
             }),
         }),
         last_known_container_token_master_key: Some(MasterKeyProto {

@@ -14,10 +14,12 @@ use hadoop_wire::encode::{self, ConnectionContext, Proto, RequestHeader, RpcRequ
 use hadoop_wire::frame::ResponseFrame;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
 use hadoop_wire::pb::hadoop::hdfs::{
-    hdfs_file_status_proto::FileType, GetFileInfoRequestProto, GetFileInfoResponseProto,
+    hdfs_file_status_proto::FileType, GetBlockLocationsRequestProto,
+    GetBlockLocationsResponseProto, GetFileInfoRequestProto, GetFileInfoResponseProto,
 };
 use peer_harness::{Mode, Shared};
 use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, Value};
 
 const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
 static HDFS: Shared = Shared::new(Mode::Hdfs, &[]);
@@ -159,4 +161,97 @@ fn a_call_to_an_unknown_protocol_gets_an_error_and_the_connection_stays_open() {
         frame.header_view().status().unwrap(),
         RpcStatusProto::Success
     );
+}
+
+/// Every field number below `msg` that our descriptors do not know, as `path.#number`.
+fn unknown_fields(msg: &DynamicMessage, path: &str, out: &mut Vec<String>) {
+    for u in msg.unknown_fields() {
+        out.push(format!("{path}.#{}", u.number()));
+    }
+    for (f, v) in msg.fields() {
+        let at = format!("{path}.{}", f.name());
+        match v {
+            Value::Message(m) => unknown_fields(m, &at, out),
+            Value::List(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Value::Message(m) = item {
+                        unknown_fields(m, &format!("{at}[{i}]"), out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A real GetBlockLocations response holds no field our `.proto` files lack (so `hotpath decode`,
+/// which decodes with the same descriptor set, prints all of it), and it carries the DataNodes'
+/// `softwareVersion`, the field `proto_vs_hadoop` found missing.
+#[test]
+fn a_real_get_block_locations_response_has_no_field_we_do_not_know() {
+    let mut peer = HDFS.lock().expect("hdfs peer");
+    peer.command("write /proto-fields 1000")
+        .expect("write a one-block file");
+    let addr = peer.namenode_addr().expect("NameNode address");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let client_id = *b"hotpath-fields!!";
+    let mut out = Vec::new();
+    encode::preamble(&mut out, 0);
+    encode::connection_context_frame(
+        &mut out,
+        &client_id,
+        &ConnectionContext {
+            effective_user: Some("hotpath"),
+            real_user: None,
+            protocol: Some(CLIENT_PROTOCOL),
+        },
+    )
+    .unwrap();
+    encode::call_frame(
+        &mut out,
+        &RpcRequestHeader::call(0, &client_id, 0),
+        &RequestHeader {
+            method_name: "getBlockLocations",
+            declaring_class_protocol_name: CLIENT_PROTOCOL,
+            client_protocol_version: 1,
+        },
+        &Proto(&GetBlockLocationsRequestProto {
+            src: "/proto-fields".into(),
+            offset: 0,
+            length: 1000,
+        }),
+    )
+    .unwrap();
+    s.write_all(&out).unwrap();
+    let body = read_frame(&mut s);
+    let frame = ResponseFrame::split(&body).expect("response frame");
+    assert_eq!(
+        frame.header_view().status().unwrap(),
+        RpcStatusProto::Success
+    );
+    let payload = frame.payload.expect("payload");
+
+    let pool = DescriptorPool::decode(hadoop_wire::pb::DESCRIPTOR_SET).expect("descriptor set");
+    let mut unknown = Vec::new();
+    for (name, bytes) in [
+        ("hadoop.common.RpcResponseHeaderProto", frame.header),
+        ("hadoop.hdfs.GetBlockLocationsResponseProto", payload),
+    ] {
+        let desc = pool.get_message_by_name(name).expect(name);
+        let msg = DynamicMessage::decode(desc, bytes).expect(name);
+        unknown_fields(&msg, name, &mut unknown);
+    }
+    assert!(
+        unknown.is_empty(),
+        "fields Hadoop 3.5 sent that hadoop-wire/proto lacks: {unknown:?}"
+    );
+
+    let resp = GetBlockLocationsResponseProto::decode(payload).expect("response");
+    let blocks = resp.locations.expect("the file exists").blocks;
+    assert_eq!(blocks.len(), 1, "{blocks:?}");
+    assert!(!blocks[0].locs.is_empty(), "{:?}", blocks[0]);
+    for dn in &blocks[0].locs {
+        assert_eq!(dn.software_version.as_deref(), Some("3.5.0"), "{dn:?}");
+    }
 }

@@ -67,6 +67,7 @@ impl Dn {
             last_block_report_time: Some(1_767_225_000_000),
             last_block_report_monotonic: Some(92_811_000),
             num_blocks: Some(24),
+            software_version: None,
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct RpcRequestHeaderProto {
     pub state_id: ::core::option::Option<i64>,
     #[prost(bytes = "vec", optional, tag = "9")]
     pub router_federated_state: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(bytes = "vec", optional, tag = "10")]
+    pub authorization_header: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
 }
 /// Nested message and enum types in `RpcRequestHeaderProto`.
 pub mod rpc_request_header_proto {

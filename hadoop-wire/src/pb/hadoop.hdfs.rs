@@ -78,6 +78,8 @@ pub struct DatanodeInfoProto {
     pub last_block_report_monotonic: ::core::option::Option<u64>,
     #[prost(uint32, optional, tag = "17", default = "0")]
     pub num_blocks: ::core::option::Option<u32>,
+    #[prost(string, optional, tag = "18")]
+    pub software_version: ::core::option::Option<::prost::alloc::string::String>,
 }
 /// Nested message and enum types in `DatanodeInfoProto`.
 pub mod datanode_info_proto {

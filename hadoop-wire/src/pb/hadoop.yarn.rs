@@ -500,6 +500,8 @@ pub struct OpportunisticContainersStatusProto {
     pub wait_queue_length: ::core::option::Option<i32>,
     #[prost(int32, optional, tag = "6")]
     pub estimated_queue_wait_time: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "7")]
+    pub opport_queue_capacity: ::core::option::Option<i32>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MasterKeyProto {

@@ -233,14 +233,16 @@ pub fn s_opport() -> impl Strategy<Value = OpportunisticContainersStatusProto> {
         of(any::<i32>()),
         of(any::<i32>()),
         of(any::<i32>()),
+        of(any::<i32>()),
     )
-        .prop_map(|(a, b, c, d, e, f)| OpportunisticContainersStatusProto {
+        .prop_map(|(a, b, c, d, e, f, g)| OpportunisticContainersStatusProto {
             running_opport_containers: a,
             opport_memory_used: b,
             opport_cores_used: c,
             queued_opport_containers: d,
             wait_queue_length: e,
             estimated_queue_wait_time: f,
+            opport_queue_capacity: g,
         })
 }
 
@@ -394,12 +396,19 @@ pub fn s_rpc_request_header() -> impl Strategy<Value = RpcRequestHeaderProto> {
                 .prop_map(|(context, signature)| RpcCallerContextProto { context, signature })),
             of(any::<i64>()),
             of(s_bytes()),
+            of(s_bytes()),
         ),
     )
         .prop_map(
             |(
                 (rpc_kind, rpc_op, call_id, client_id, retry_count),
-                (trace_info, caller_context, state_id, router_federated_state),
+                (
+                    trace_info,
+                    caller_context,
+                    state_id,
+                    router_federated_state,
+                    authorization_header,
+                ),
             )| RpcRequestHeaderProto {
                 rpc_kind,
                 rpc_op,
@@ -410,6 +419,7 @@ pub fn s_rpc_request_header() -> impl Strategy<Value = RpcRequestHeaderProto> {
                 caller_context,
                 state_id,
                 router_federated_state,
+                authorization_header,
             },
         )
 }
@@ -518,14 +528,19 @@ pub fn s_datanode_info() -> impl Strategy<Value = DatanodeInfoProto> {
             of(any::<u64>()),
             of(s_str()),
         ),
-        (of(any::<u64>()), of(any::<u64>()), of(any::<u32>())),
+        (
+            of(any::<u64>()),
+            of(any::<u64>()),
+            of(any::<u32>()),
+            of(s_str()),
+        ),
     )
         .prop_map(
             |(
                 (id, capacity, dfs_used, remaining, block_pool_used),
                 (last_update, xceiver_count, location, non_dfs_used, admin_state),
                 (cache_capacity, cache_used, last_update_monotonic, upgrade_domain),
-                (last_block_report_time, last_block_report_monotonic, num_blocks),
+                (last_block_report_time, last_block_report_monotonic, num_blocks, software_version),
             )| DatanodeInfoProto {
                 id,
                 capacity,
@@ -544,6 +559,7 @@ pub fn s_datanode_info() -> impl Strategy<Value = DatanodeInfoProto> {
                 last_block_report_time,
                 last_block_report_monotonic,
                 num_blocks,
+                software_version,
             },
         )
 }
