@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use conf::Configuration;
 
-use super::health::HealthConfig;
 use super::localize::{self, HdfsSettings};
 use super::simulate::SimConfig;
 use super::AgentError;
+use nm_core::health::HealthConfig;
 
 /// Everything the agent needs to start.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::localize::LocalizeMetrics;
-use super::table::{Counts, TableTotals};
+use nm_core::table::{Counts, TableTotals};
 
 /// Counters shared by the agent's threads.
 #[derive(Debug)]

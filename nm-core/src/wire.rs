@@ -1,119 +1,59 @@
-//! The ResourceTracker messages the agent sends and receives, by hand: heartbeat requests are
-//! encoded straight into a caller's reused buffer, heartbeat responses are read in place with
-//! `hadoop_wire::reader`. Nothing here allocates (registration, a cold path, uses prost in
-//! [`super::status_updater`]).
+//! The ResourceTracker messages a node sends and receives, by hand: heartbeat requests are
+//! written straight into a caller's reused buffer with the one protobuf writer
+//! ([`hadoop_wire::writer::Encode`]), heartbeat responses are read in place with
+//! `hadoop_wire::reader` and the views. Nothing here allocates (registration, a cold path, uses
+//! prost in [`crate::status_updater`]).
 //!
-//! Lengths are computed before writing (exact, minimal varints, as protobuf-java writes them);
+//! Lengths are counted before writing (exact, minimal varints, as protobuf-java writes them);
 //! fields go out in field-number order. The tests check the bytes against prost.
 
 use hadoop_wire::reader::{DecodeError, Reader, Value};
-use prost::encoding::{encode_varint, encoded_len_varint};
+use hadoop_wire::view::yarn::{ApplicationIdView, ContainerIdView, MasterKeyView};
+use hadoop_wire::writer::{Encode, Sink, Writer};
 
-use super::ids::{AppId, ContainerId};
-use super::table::{Container, ContainerState, Resource};
-
-const VARINT: u32 = 0;
-const LEN: u32 = 2;
-
-#[inline]
-fn i32v(v: i32) -> u64 {
-    v as i64 as u64
-}
-
-#[inline]
-fn tag(buf: &mut Vec<u8>, field: u32, wt: u32) {
-    encode_varint(u64::from((field << 3) | wt), buf);
-}
-
-#[inline]
-fn vf(field: u32, v: u64) -> usize {
-    encoded_len_varint(u64::from(field << 3)) + encoded_len_varint(v)
-}
-
-#[inline]
-fn lf(field: u32, n: usize) -> usize {
-    encoded_len_varint(u64::from(field << 3)) + encoded_len_varint(n as u64) + n
-}
-
-#[inline]
-fn put_v(buf: &mut Vec<u8>, field: u32, v: u64) {
-    tag(buf, field, VARINT);
-    encode_varint(v, buf);
-}
-
-#[inline]
-fn put_l(buf: &mut Vec<u8>, field: u32, n: usize) {
-    tag(buf, field, LEN);
-    encode_varint(n as u64, buf);
-}
-
-#[inline]
-fn put_bytes(buf: &mut Vec<u8>, field: u32, b: &[u8]) {
-    put_l(buf, field, b.len());
-    buf.extend_from_slice(b);
-}
+use crate::ids::{AppId, ContainerId};
+use crate::table::{Container, ContainerState, Resource};
 
 // ------------------------------------------------------------------------------- records
 
-fn app_len(a: &AppId) -> usize {
-    vf(1, i32v(a.id)) + vf(2, a.cluster_timestamp as u64)
-}
+/// A `ContainerIdProto` as the node writes it: `app_id` (1), `app_attempt_id` (2), `id` (3).
+/// Unlike [`ContainerId`]'s own encoding (the RM's, attempt and id only), the deprecated
+/// `app_id` is filled too.
+struct NodeContainerId<'a>(&'a ContainerId);
 
-fn put_app(buf: &mut Vec<u8>, a: &AppId) {
-    put_v(buf, 1, i32v(a.id));
-    put_v(buf, 2, a.cluster_timestamp as u64);
-}
-
-fn attempt_len(c: &ContainerId) -> usize {
-    lf(1, app_len(&c.app)) + vf(2, i32v(c.attempt))
-}
-
-/// `ContainerIdProto` length (app_id, app_attempt_id, id: Java still fills the deprecated
-/// app_id).
-pub fn container_id_len(c: &ContainerId) -> usize {
-    lf(1, app_len(&c.app)) + lf(2, attempt_len(c)) + vf(3, c.id as u64)
-}
-
-/// Writes a `ContainerIdProto` body.
-pub fn put_container_id(buf: &mut Vec<u8>, c: &ContainerId) {
-    put_l(buf, 1, app_len(&c.app));
-    put_app(buf, &c.app);
-    put_l(buf, 2, attempt_len(c));
-    put_l(buf, 1, app_len(&c.app));
-    put_app(buf, &c.app);
-    put_v(buf, 2, i32v(c.attempt));
-    put_v(buf, 3, c.id as u64);
-}
-
-fn resource_len(r: &Resource) -> usize {
-    vf(1, r.memory_mb as u64) + vf(2, i32v(r.vcores))
-}
-
-fn put_resource(buf: &mut Vec<u8>, r: &Resource) {
-    put_v(buf, 1, r.memory_mb as u64);
-    put_v(buf, 2, i32v(r.vcores));
-}
-
-/// `ContainerStatusProto` length: id, state, diagnostics (when not empty), exit status,
-/// capability.
-pub fn container_status_len(c: &Container) -> usize {
-    let mut n = lf(1, container_id_len(&c.id)) + vf(2, i32v(c.state.proto()));
-    if !c.diagnostics.is_empty() {
-        n += lf(3, c.diagnostics.len());
+impl Encode for NodeContainerId<'_> {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.message(1, &self.0.app);
+        s.message(2, &self.0.attempt_id());
+        s.int64(3, self.0.id);
     }
-    n + vf(4, i32v(c.exit_status)) + lf(5, resource_len(&c.resource))
 }
 
-pub fn put_container_status(buf: &mut Vec<u8>, c: &Container) {
-    put_l(buf, 1, container_id_len(&c.id));
-    put_container_id(buf, &c.id);
-    put_v(buf, 2, i32v(c.state.proto()));
-    if !c.diagnostics.is_empty() {
-        put_bytes(buf, 3, c.diagnostics.as_bytes());
+/// `ResourceProto`: memory (1), vcores (2).
+impl Encode for Resource {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.int64(1, self.memory_mb);
+        s.int32(2, self.vcores);
     }
-    put_v(buf, 4, i32v(c.exit_status));
-    put_l(buf, 5, resource_len(&c.resource));
-    put_resource(buf, &c.resource);
+}
+
+/// A `ContainerStatusProto`: id, state, diagnostics (when not empty), exit status, capability.
+struct ContainerStatus<'a>(&'a Container);
+
+impl Encode for ContainerStatus<'_> {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        let c = self.0;
+        s.message(1, &NodeContainerId(&c.id));
+        s.int32(2, c.state.proto());
+        if !c.diagnostics.is_empty() {
+            s.string(3, &c.diagnostics);
+        }
+        s.int32(4, c.exit_status);
+        s.message(5, &c.resource);
+    }
 }
 
 /// The node's health as reported in `NodeHealthStatusProto`.
@@ -135,14 +75,14 @@ impl Default for NodeHealth {
     }
 }
 
-fn health_len(h: &NodeHealth) -> usize {
-    vf(1, h.healthy as u64) + lf(2, h.report.len()) + vf(3, h.last_report_wall_ms as u64)
-}
-
-fn put_health(buf: &mut Vec<u8>, h: &NodeHealth) {
-    put_v(buf, 1, h.healthy as u64);
-    put_bytes(buf, 2, h.report.as_bytes());
-    put_v(buf, 3, h.last_report_wall_ms as u64);
+/// `NodeHealthStatusProto`: healthy (1), report (2, always), time of the last check (3).
+impl Encode for NodeHealth {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.bool(1, self.healthy);
+        s.string(2, &self.report);
+        s.int64(3, self.last_report_wall_ms);
+    }
 }
 
 /// A master key as last received from the RM.
@@ -152,14 +92,13 @@ pub struct MasterKey {
     pub bytes: Vec<u8>,
 }
 
-fn key_len(k: &MasterKey) -> usize {
-    vf(1, i32v(k.key_id)) + lf(2, k.bytes.len())
-}
-
-fn put_key(buf: &mut Vec<u8>, field: u32, k: &MasterKey) {
-    put_l(buf, field, key_len(k));
-    put_v(buf, 1, i32v(k.key_id));
-    put_bytes(buf, 2, &k.bytes);
+/// `MasterKeyProto`: key id (1), bytes (2).
+impl Encode for MasterKey {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.int32(1, self.key_id);
+        s.bytes(2, &self.bytes);
+    }
 }
 
 /// The fixed parts of a heartbeat.
@@ -174,41 +113,87 @@ pub struct HeartbeatHead<'a> {
     pub token_sequence_no: Option<i64>,
 }
 
+/// `NodeIdProto`: host (1), port (2).
+struct NodeId<'a> {
+    host: &'a str,
+    port: i32,
+}
+
+impl Encode for NodeId<'_> {
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.string(1, self.host);
+        s.int32(2, self.port);
+    }
+}
+
+/// `NodeStatusProto`: node id (1), response id (2), container statuses (3), health (4).
+struct NodeStatus<'a, F> {
+    head: &'a HeartbeatHead<'a>,
+    statuses: &'a F,
+}
+
+impl<'c, F, I> Encode for NodeStatus<'_, F>
+where
+    F: Fn() -> I,
+    I: Iterator<Item = &'c Container>,
+{
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        let h = self.head;
+        s.message(
+            1,
+            &NodeId {
+                host: h.host,
+                port: h.port,
+            },
+        );
+        s.int32(2, h.response_id);
+        for c in (self.statuses)() {
+            s.message(3, &ContainerStatus(c));
+        }
+        s.message(4, h.health);
+    }
+}
+
+/// `NodeHeartbeatRequestProto`: node status (1), the last known master keys (2, 3), the token
+/// sequence number (8).
+struct Heartbeat<'a, F>(NodeStatus<'a, F>);
+
+impl<'c, F, I> Encode for Heartbeat<'_, F>
+where
+    F: Fn() -> I,
+    I: Iterator<Item = &'c Container>,
+{
+    #[inline]
+    fn encode<S: Sink>(&self, s: &mut S) {
+        let h = self.0.head;
+        s.message(1, &self.0);
+        if let Some(k) = h.container_key {
+            s.message(2, k);
+        }
+        if let Some(k) = h.nm_key {
+            s.message(3, k);
+        }
+        if let Some(t) = h.token_sequence_no {
+            s.int64(8, t);
+        }
+    }
+}
+
 /// Appends a `NodeHeartbeatRequestProto` to `buf`: node status (node id, response id, the
 /// container statuses `statuses` yields, health), the last known master keys, and the token
-/// sequence number. `statuses` is called twice (lengths, then bytes) and must yield the same
-/// containers both times.
+/// sequence number. `statuses` is called more than once (lengths, then bytes) and must yield
+/// the same containers every time.
 pub fn put_heartbeat<'c, I>(buf: &mut Vec<u8>, head: &HeartbeatHead<'_>, statuses: impl Fn() -> I)
 where
     I: Iterator<Item = &'c Container>,
 {
-    let node_id = lf(1, head.host.len()) + vf(2, i32v(head.port));
-    let mut ns = lf(1, node_id) + vf(2, i32v(head.response_id));
-    for c in statuses() {
-        ns += lf(3, container_status_len(c));
-    }
-    ns += lf(4, health_len(head.health));
-
-    put_l(buf, 1, ns);
-    put_l(buf, 1, node_id);
-    put_bytes(buf, 1, head.host.as_bytes());
-    put_v(buf, 2, i32v(head.port));
-    put_v(buf, 2, i32v(head.response_id));
-    for c in statuses() {
-        put_l(buf, 3, container_status_len(c));
-        put_container_status(buf, c);
-    }
-    put_l(buf, 4, health_len(head.health));
-    put_health(buf, head.health);
-    if let Some(k) = head.container_key {
-        put_key(buf, 2, k);
-    }
-    if let Some(k) = head.nm_key {
-        put_key(buf, 3, k);
-    }
-    if let Some(t) = head.token_sequence_no {
-        put_v(buf, 8, t as u64);
-    }
+    let hb = Heartbeat(NodeStatus {
+        head,
+        statuses: &statuses,
+    });
+    hb.encode(&mut Writer::new(buf));
 }
 
 // ------------------------------------------------------------------------------- responses
@@ -268,69 +253,44 @@ pub struct KeyRef<'a> {
 }
 
 fn read_key(b: &[u8]) -> Result<KeyRef<'_>, WireError> {
-    let mut r = Reader::new(b);
-    let (mut id, mut bytes) = (None, &[][..]);
-    while !r.is_empty() {
-        match r.read_field(0)? {
-            (1, Value::Varint(v)) => id = Some(v as i32),
-            (1, _) => return Err(wt("MasterKeyProto", "key_id")),
-            (2, Value::Len(v)) => bytes = v,
-            (2, _) => return Err(wt("MasterKeyProto", "bytes")),
-            _ => {}
-        }
-    }
+    let k = MasterKeyView::new(b);
     Ok(KeyRef {
-        key_id: id.ok_or(WireError::Missing {
+        key_id: k.key_id()?.ok_or(WireError::Missing {
             message: "MasterKeyProto",
             field: "key_id",
         })?,
-        bytes,
+        bytes: k.key_bytes()?.unwrap_or(&[]),
     })
 }
 
-/// Reads an `ApplicationIdProto`.
+/// Reads an `ApplicationIdProto` (absent fields are 0, as Java's getters give them).
 pub fn read_app_id(b: &[u8]) -> Result<AppId, WireError> {
-    let mut r = Reader::new(b);
-    let mut a = AppId::new(0, 0);
-    while !r.is_empty() {
-        match r.read_field(0)? {
-            (1, Value::Varint(v)) => a.id = v as i32,
-            (2, Value::Varint(v)) => a.cluster_timestamp = v as i64,
-            (1 | 2, _) => return Err(wt("ApplicationIdProto", "id")),
-            _ => {}
-        }
-    }
-    Ok(a)
+    let (id, ts) = ApplicationIdView::new(b).parts()?;
+    Ok(AppId::new(ts.unwrap_or(0), id.unwrap_or(0)))
 }
 
-/// Reads a `ContainerIdProto` (the application from app_attempt_id, else from app_id).
+/// Reads a `ContainerIdProto` (the application from app_attempt_id, else from app_id; an
+/// absent attempt or id is 0).
 pub fn read_container_id(b: &[u8]) -> Result<ContainerId, WireError> {
-    let mut r = Reader::new(b);
-    let (mut app, mut attempt_app, mut attempt, mut id) = (None, None, 0, 0);
-    while !r.is_empty() {
-        match r.read_field(0)? {
-            (1, Value::Len(v)) => app = Some(read_app_id(v)?),
-            (2, Value::Len(v)) => {
-                let mut ar = Reader::new(v);
-                while !ar.is_empty() {
-                    match ar.read_field(0)? {
-                        (1, Value::Len(a)) => attempt_app = Some(read_app_id(a)?),
-                        (2, Value::Varint(n)) => attempt = n as i32,
-                        (1 | 2, _) => return Err(wt("ApplicationAttemptIdProto", "field")),
-                        _ => {}
-                    }
-                }
-            }
-            (3, Value::Varint(v)) => id = v as i64,
-            (1..=3, _) => return Err(wt("ContainerIdProto", "field")),
-            _ => {}
+    let p = ContainerIdView::new(b).parts()?;
+    // Both application ids are read (a malformed one is an error even when the other wins).
+    let app = p.app_id.map(|a| read_app_id(a.as_bytes())).transpose()?;
+    let (attempt_app, attempt) = match p.app_attempt_id {
+        Some(a) => {
+            let (app, attempt) = a.parts()?;
+            (app.map(|a| read_app_id(a.as_bytes())).transpose()?, attempt)
         }
-    }
+        None => (None, None),
+    };
     let app = attempt_app.or(app).ok_or(WireError::Missing {
         message: "ContainerIdProto",
         field: "app_attempt_id",
     })?;
-    Ok(ContainerId::new(app, attempt, id))
+    Ok(ContainerId::new(
+        app,
+        attempt.unwrap_or(0),
+        p.id.unwrap_or(0),
+    ))
 }
 
 /// The scalar fields of a `NodeHeartbeatResponseProto`, read in place.
@@ -433,30 +393,12 @@ impl<'a> HeartbeatResponse<'a> {
     }
 }
 
-/// Converts to prost (tests, cold paths).
+/// The prost form of what the node writes for a container id (`app_id` filled too; tests,
+/// registration).
 pub fn container_id_proto(c: &ContainerId) -> hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
-    use hadoop_wire::pb::hadoop::yarn::{
-        ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto,
-    };
-    let app = ApplicationIdProto {
-        id: Some(c.app.id),
-        cluster_timestamp: Some(c.app.cluster_timestamp),
-    };
-    ContainerIdProto {
-        app_id: Some(app),
-        app_attempt_id: Some(ApplicationAttemptIdProto {
-            application_id: Some(app),
-            attempt_id: Some(c.attempt),
-        }),
-        id: Some(c.id),
-    }
-}
-
-/// Converts to prost.
-pub fn app_id_proto(a: &AppId) -> hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
-    hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
-        id: Some(a.id),
-        cluster_timestamp: Some(a.cluster_timestamp),
+    hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
+        app_id: Some(c.app.to_proto()),
+        ..c.to_proto()
     }
 }
 
