@@ -30,7 +30,7 @@
 //!   [`StatusUpdater::expire`] after `yarn.nodemanager.duration-to-track-stopped-containers`.
 //!
 //! In steady state (registered, no key roll, table size stable) building a heartbeat and
-//! handling its NORMAL response allocate nothing: `nm-core/tests/status_updater_alloc.rs`
+//! handling its NORMAL response allocate nothing: `nm-core/tests/status_updater/alloc.rs`
 //! counts.
 
 use std::collections::BTreeSet;

@@ -586,7 +586,7 @@ fn a_completion_made_while_the_registration_is_in_flight_goes_in_the_next_heartb
 }
 
 /// The same interleaving end to end against rm-core's real tracker, shard and completion log
-/// (sans-IO, no sockets), around an RM restart as in `demo_faults.rs`: the restarted RM
+/// (sans-IO, no sockets), around an RM restart as in `agent/tests/demo_faults.rs`: the restarted RM
 /// answers RESYNC, the agent re-registers, a container completes while that registration is
 /// in flight, and afterwards every completion is in the log exactly once and every one is
 /// named in `containers_to_be_removed_from_nm` (the table ends empty).
