@@ -25,6 +25,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use hadoop_wire::pb::hadoop::yarn::ContainerStateProto;
 use hadoop_wire::yarn::exit_status;
 
 use crate::ids::{AppId, ContainerId};
@@ -43,11 +44,12 @@ pub enum ContainerState {
 impl ContainerState {
     /// The `ContainerStateProto` number (C_NEW 1, C_RUNNING 2, C_COMPLETE 3).
     pub fn proto(self) -> i32 {
-        match self {
-            ContainerState::New => 1,
-            ContainerState::Running => 2,
-            ContainerState::Complete => 3,
-        }
+        let p = match self {
+            ContainerState::New => ContainerStateProto::CNew,
+            ContainerState::Running => ContainerStateProto::CRunning,
+            ContainerState::Complete => ContainerStateProto::CComplete,
+        };
+        p as i32
     }
 
     pub fn name(self) -> &'static str {

@@ -7,6 +7,7 @@
 //! Lengths are counted before writing (exact, minimal varints, as protobuf-java writes them);
 //! fields go out in field-number order. The tests check the bytes against prost.
 
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, NodeActionProto};
 use hadoop_wire::reader::{DecodeError, Reader, Value};
 use hadoop_wire::view::yarn::{ApplicationIdView, ContainerIdView, MasterKeyView};
 use hadoop_wire::writer::{Encode, Sink, Writer};
@@ -236,11 +237,11 @@ pub enum NodeAction {
 
 impl NodeAction {
     pub fn from_proto(v: i32) -> Result<Self, WireError> {
-        match v {
-            0 => Ok(NodeAction::Normal),
-            1 => Ok(NodeAction::Resync),
-            2 => Ok(NodeAction::Shutdown),
-            v => Err(WireError::UnknownAction(v)),
+        match NodeActionProto::try_from(v) {
+            Ok(NodeActionProto::Normal) => Ok(NodeAction::Normal),
+            Ok(NodeActionProto::Resync) => Ok(NodeAction::Resync),
+            Ok(NodeActionProto::Shutdown) => Ok(NodeAction::Shutdown),
+            Err(_) => Err(WireError::UnknownAction(v)),
         }
     }
 }
@@ -430,11 +431,10 @@ pub fn container_status_proto(
 impl ContainerState {
     /// From a `ContainerStateProto` number.
     pub fn from_proto(v: i32) -> Option<Self> {
-        match v {
-            1 => Some(ContainerState::New),
-            2 => Some(ContainerState::Running),
-            3 => Some(ContainerState::Complete),
-            _ => None,
+        match ContainerStateProto::try_from(v).ok()? {
+            ContainerStateProto::CNew => Some(ContainerState::New),
+            ContainerStateProto::CRunning => Some(ContainerState::Running),
+            ContainerStateProto::CComplete => Some(ContainerState::Complete),
         }
     }
 }
