@@ -23,11 +23,11 @@ use rm_core::service::RmService;
 use rm_core::RmConfig;
 use serde_json::json;
 
-use crate::node::ids::{AppId, ContainerId};
 use crate::node::shared::lock;
 use crate::node::simulate::SimConfig;
-use crate::node::table::Resource;
 use crate::node::{Agent, AgentConfig, AgentError};
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::table::Resource;
 
 /// Demo errors.
 #[derive(Debug, thiserror::Error)]

@@ -55,7 +55,7 @@ fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<
         Some(a) => a.clone(),
         None => {
             let hp = conf
-                .get_socket_addr("yarn.resourcemanager.resource-tracker.address", 8031)
+                .get_address("yarn.resourcemanager.resource-tracker.address")
                 .context("yarn.resourcemanager.resource-tracker.address")?;
             format!("{}:{}", hp.host, hp.port)
         }

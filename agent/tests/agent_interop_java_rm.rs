@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use agent::node::config::AgentConfig;
 use agent::node::control::ControlClient;
-use agent::node::health::HealthConfig;
 use agent::node::{Agent, ExitReason};
+use nm_core::health::HealthConfig;
 use peer_harness::{Mode, Peer};
 use serde_json::{json, Value};
 

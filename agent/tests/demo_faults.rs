@@ -37,7 +37,7 @@ fn membership(c: &Cluster, host: &str, port: i32) -> Option<Membership> {
 // This caught a lost completion about 1 run in 5: a container that completed while an agent's
 // re-registration RPC was in flight was marked delivered by the registration's answer without
 // having been in the request, so it was never sent, logged or acknowledged. The sans-IO
-// regressions are in `agent_status_updater.rs`.
+// regressions are in `nm-core/tests/status_updater/responses.rs`.
 fn rm_restart_mid_run_every_completion_logged_exactly_once() {
     let mut cfg = DemoConfig {
         heartbeat_ms: 300,

@@ -389,6 +389,20 @@ impl Configuration {
         value::parse_host_port(v, default_port).ok_or_else(|| Self::invalid(key, v, "host:port"))
     }
 
+    /// An address key of the defaults table (`Kind::Address`): as
+    /// [`get_socket_addr`](Self::get_socket_addr) with the table's default port, so that the
+    /// port is written once. A key the table has no port for is an error.
+    pub fn get_address(&self, key: &str) -> Result<HostPort, Error> {
+        match defaults::default_port(key) {
+            Some(port) => self.get_socket_addr(key, port),
+            None => Err(Self::invalid(
+                key,
+                self.get(key).unwrap_or(""),
+                "an address key of the defaults table",
+            )),
+        }
+    }
+
     /// A comma (or newline) separated list, trimmed, empty elements dropped. An absent key
     /// is an empty list.
     pub fn get_trimmed_strings(&self, key: &str) -> Result<Vec<String>, Error> {

@@ -492,6 +492,15 @@ pub fn lookup(key: &str) -> Option<&'static Default> {
     DEFAULTS.iter().find(|d| d.key == key)
 }
 
+/// The default port of an address key (`Kind::Address`), so that callers of
+/// `get_socket_addr` take it from this table instead of repeating it.
+pub fn default_port(key: &str) -> Option<u16> {
+    match lookup(key)?.kind {
+        Kind::Address(port) => Some(port),
+        _ => None,
+    }
+}
+
 /// The literal default of `key` (before `${…}` expansion), if it has one.
 pub fn literal(key: &str) -> Option<&'static str> {
     match lookup(key)?.value {
@@ -504,6 +513,18 @@ pub fn literal(key: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn address_keys_take_their_port_from_the_table() {
+        const RT: &str = "yarn.resourcemanager.resource-tracker.address";
+        assert_eq!(default_port(RT), Some(8031));
+        assert_eq!(default_port("yarn.resourcemanager.hostname"), None);
+        let mut c = crate::Configuration::new();
+        c.set(RT, "rm1");
+        let a = c.get_address(RT).unwrap();
+        assert_eq!((a.host.as_str(), a.port), ("rm1", 8031));
+        assert!(c.get_address("yarn.resourcemanager.hostname").is_err());
+    }
 
     #[test]
     fn table_is_well_formed() {

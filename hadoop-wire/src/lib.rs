@@ -31,6 +31,8 @@
 //! - [`writer`]: the one protobuf writer ([`writer::Encode`] over a [`writer::Sink`]: a
 //!   [`writer::Writer`] for bytes, a [`writer::Counter`] for exact lengths).
 //! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
+//! - [`yarn`]: YARN's protocol nouns: application and container ids, `ContainerExitStatus`,
+//!   the ResourceTracker protocol name and methods, the Hadoop version we report.
 //!
 //! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
 //! [`EncodeError`]); [`Error`] unites them.
@@ -42,5 +44,6 @@ pub mod pb;
 pub mod reader;
 pub mod view;
 pub mod writer;
+pub mod yarn;
 
 pub use error::{EncodeError, Error, FrameError};

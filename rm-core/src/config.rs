@@ -47,7 +47,7 @@ pub const DEDUP_RETENTION: &str = "hotpath.rm.completion-dedup-retention-ms";
 pub const METRICS_PORT: &str = "hotpath.rm.metrics.port";
 
 /// The Hadoop version we speak to NodeManagers as (the peer's release line).
-pub const DEFAULT_RM_VERSION: &str = "3.4.1";
+pub const DEFAULT_RM_VERSION: &str = hadoop_wire::yarn::HADOOP_VERSION;
 
 /// Everything rm-core reads from the configuration.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,9 @@
 //! Identifiers: NodeManager, application and container ids as small owned keys.
 //!
-//! [`ContainerKey`] and [`AppKey`] are `Copy` values read straight from the views
-//! ([`ContainerKey::from_view`]); they are what the node state machine stores and what the
-//! completion log records. [`NodeKey`] (host and port) is the one owned-string key; it is
+//! [`ContainerKey`] and [`AppKey`] are YARN's ids from `hadoop_wire::yarn::ids` (one
+//! implementation, shared with the NodeManager side in `nm-core`): `Copy` values read straight
+//! from the views ([`ContainerKey::from_view`]); they are what the node state machine stores and
+//! what the completion log records. [`NodeKey`] (host and port) is the one owned-string key; it is
 //! created at registration (cold) and looked up on every heartbeat without allocating
 //! ([`NodeKeyRef`]).
 //!
@@ -18,196 +19,16 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::OnceLock;
 
 use hadoop_wire::reader::DecodeError;
-use hadoop_wire::view::yarn::{ApplicationIdView, ContainerIdView, NodeIdView};
-use prost::encoding::{encode_varint, encoded_len_varint};
+use hadoop_wire::view::yarn::NodeIdView;
+use hadoop_wire::writer::{Encode, Sink};
+use hadoop_wire::yarn::ids::{AppId, ContainerId};
 
-/// `ContainerId.CONTAINER_ID_BITMASK`: the sequence number's bits; the epoch sits above.
-pub const CONTAINER_ID_BITMASK: i64 = 0xff_ffff_ffff;
-
-/// An application id: cluster timestamp and sequence number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AppKey {
-    pub cluster_timestamp: i64,
-    pub id: i32,
-}
-
-/// A container id: application, attempt and the 64-bit id (epoch in the high bits), which is
-/// what Java's `ContainerId.equals` compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ContainerKey {
-    pub app: AppKey,
-    pub attempt: i32,
-    pub id: i64,
-}
-
-impl AppKey {
-    /// Reads an `ApplicationIdProto`; `None` if the id is absent (the timestamp defaults to 0).
-    #[inline]
-    pub fn from_view(v: ApplicationIdView<'_>) -> Result<Option<AppKey>, DecodeError> {
-        let (id, ts) = v.parts()?;
-        Ok(id.map(|id| AppKey {
-            cluster_timestamp: ts.unwrap_or(0),
-            id,
-        }))
-    }
-
-    /// The encoded length of this id as an `ApplicationIdProto` body.
-    pub fn encoded_len(&self) -> usize {
-        1 + encoded_len_varint(self.id as i64 as u64)
-            + 1
-            + encoded_len_varint(self.cluster_timestamp as u64)
-    }
-
-    /// Appends the `ApplicationIdProto` body (fields 1, 2), as protobuf-java writes it.
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(0x08);
-        encode_varint(self.id as i64 as u64, buf);
-        buf.push(0x10);
-        encode_varint(self.cluster_timestamp as u64, buf);
-    }
-
-    /// The prost form.
-    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
-        hadoop_wire::pb::hadoop::yarn::ApplicationIdProto {
-            id: Some(self.id),
-            cluster_timestamp: Some(self.cluster_timestamp),
-        }
-    }
-
-    /// Parses Java's form `application_<timestamp>_<id>`.
-    pub fn parse(s: &str) -> Option<AppKey> {
-        let rest = s.strip_prefix("application_")?;
-        let (ts, id) = rest.split_once('_')?;
-        Some(AppKey {
-            cluster_timestamp: ts.parse().ok()?,
-            id: id.parse().ok()?,
-        })
-    }
-}
-
-impl fmt::Display for AppKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "application_{}_{:04}", self.cluster_timestamp, self.id)
-    }
-}
-
-impl ContainerKey {
-    /// Reads a `ContainerIdProto`. Java builds the id from `app_attempt_id` and `id`; we do the
-    /// same and fall back to the deprecated `app_id` field when the attempt carries no
-    /// application. `None` if the id, the attempt or the application id is absent (Java would
-    /// fail with a NullPointerException on such a status).
-    #[inline]
-    pub fn from_view(v: ContainerIdView<'_>) -> Result<Option<ContainerKey>, DecodeError> {
-        let p = v.parts()?;
-        let (Some(id), Some(attempt)) = (p.id, p.app_attempt_id) else {
-            return Ok(None);
-        };
-        let (app_view, attempt_id) = attempt.parts()?;
-        let app_view = match app_view.or(p.app_id) {
-            Some(a) => a,
-            None => return Ok(None),
-        };
-        let Some(app) = AppKey::from_view(app_view)? else {
-            return Ok(None);
-        };
-        Ok(Some(ContainerKey {
-            app,
-            attempt: attempt_id.unwrap_or(0),
-            id,
-        }))
-    }
-
-    fn attempt_len(&self) -> usize {
-        let app = self.app.encoded_len();
-        1 + encoded_len_varint(app as u64)
-            + app
-            + 1
-            + encoded_len_varint(self.attempt as i64 as u64)
-    }
-
-    /// The encoded length of this id as a `ContainerIdProto` body.
-    pub fn encoded_len(&self) -> usize {
-        let att = self.attempt_len();
-        1 + encoded_len_varint(att as u64) + att + 1 + encoded_len_varint(self.id as u64)
-    }
-
-    /// Appends the `ContainerIdProto` body as Java's `ContainerIdPBImpl` writes it:
-    /// `app_attempt_id` (2) and `id` (3); the deprecated `app_id` (1) is not set.
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(0x12);
-        encode_varint(self.attempt_len() as u64, buf);
-        buf.push(0x0a);
-        encode_varint(self.app.encoded_len() as u64, buf);
-        self.app.encode(buf);
-        buf.push(0x10);
-        encode_varint(self.attempt as i64 as u64, buf);
-        buf.push(0x18);
-        encode_varint(self.id as u64, buf);
-    }
-
-    /// The prost form (as Java sets it: attempt and id).
-    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::ContainerIdProto {
-        use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
-        ContainerIdProto {
-            app_id: None,
-            app_attempt_id: Some(ApplicationAttemptIdProto {
-                application_id: Some(self.app.to_proto()),
-                attempt_id: Some(self.attempt),
-            }),
-            id: Some(self.id),
-        }
-    }
-
-    /// The epoch (bits above [`CONTAINER_ID_BITMASK`]).
-    pub fn epoch(&self) -> i64 {
-        self.id >> 40
-    }
-
-    /// Parses Java's form `container_[e<epoch>_]<timestamp>_<app>_<attempt>_<id>`.
-    pub fn parse(s: &str) -> Option<ContainerKey> {
-        let rest = s.strip_prefix("container_")?;
-        let mut parts = rest.split('_');
-        let mut first = parts.next()?;
-        let mut epoch = 0i64;
-        if let Some(e) = first.strip_prefix('e') {
-            epoch = e.parse().ok()?;
-            first = parts.next()?;
-        }
-        let ts: i64 = first.parse().ok()?;
-        let app: i32 = parts.next()?.parse().ok()?;
-        let attempt: i32 = parts.next()?.parse().ok()?;
-        let seq: i64 = parts.next()?.parse().ok()?;
-        if parts.next().is_some() || !(0..=CONTAINER_ID_BITMASK).contains(&seq) {
-            return None;
-        }
-        Some(ContainerKey {
-            app: AppKey {
-                cluster_timestamp: ts,
-                id: app,
-            },
-            attempt,
-            id: (epoch << 40) | seq,
-        })
-    }
-}
-
-impl fmt::Display for ContainerKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("container_")?;
-        let epoch = self.epoch();
-        if epoch > 0 {
-            write!(f, "e{epoch:02}_")?;
-        }
-        write!(
-            f,
-            "{}_{:04}_{:02}_{:06}",
-            self.app.cluster_timestamp,
-            self.app.id,
-            self.attempt,
-            self.id & CONTAINER_ID_BITMASK
-        )
-    }
-}
+/// An application id: the shared YARN id ([`hadoop_wire::yarn::ids::AppId`]) under the name
+/// the RM's code uses for its map keys.
+pub type AppKey = AppId;
+/// A container id: the shared YARN id ([`hadoop_wire::yarn::ids::ContainerId`]); the 64-bit id
+/// (epoch in the high bits) is what Java's `ContainerId.equals` compares.
+pub type ContainerKey = ContainerId;
 
 // ---------------------------------------------------------------------------------------
 
@@ -232,20 +53,19 @@ impl NodeKey {
         Ok((v.host()?.unwrap_or(""), v.port()?.unwrap_or(0)))
     }
 
-    /// Appends the `NodeIdProto` body.
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(0x0a);
-        encode_varint(self.host.len() as u64, buf);
-        buf.extend_from_slice(self.host.as_bytes());
-        buf.push(0x10);
-        encode_varint(self.port as i64 as u64, buf);
-    }
-
     pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::NodeIdProto {
         hadoop_wire::pb::hadoop::yarn::NodeIdProto {
             host: Some(self.host.to_string()),
             port: Some(self.port),
         }
+    }
+}
+
+/// The `NodeIdProto` body: host (1), port (2).
+impl Encode for NodeKey {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.string(1, &self.host);
+        s.int32(2, self.port);
     }
 }
 
@@ -419,94 +239,11 @@ mod tests {
     use prost::Message;
 
     #[test]
-    fn container_id_encoding_matches_prost() {
-        let k = ContainerKey {
-            app: AppKey {
-                cluster_timestamp: 1_700_000_000_123,
-                id: 42,
-            },
-            attempt: 1,
-            id: (3i64 << 40) | 17,
-        };
-        let mut ours = Vec::new();
-        k.encode(&mut ours);
-        assert_eq!(ours, k.to_proto().encode_to_vec());
-        assert_eq!(ours.len(), k.encoded_len());
-        let back = ContainerKey::from_view(ContainerIdView::new(&ours)).unwrap();
-        assert_eq!(back, Some(k));
-        let mut a = Vec::new();
-        k.app.encode(&mut a);
-        assert_eq!(a, k.app.to_proto().encode_to_vec());
+    fn node_id_encoding_matches_prost() {
         let mut n = Vec::new();
         let node = NodeKey::new("127.0.0.1", 45454);
-        node.encode(&mut n);
+        hadoop_wire::writer::write(&mut n, &node);
         assert_eq!(n, node.to_proto().encode_to_vec());
-    }
-
-    #[test]
-    fn display_and_parse_round_trip() {
-        let k = ContainerKey {
-            app: AppKey {
-                cluster_timestamp: 1_700_000_000_123,
-                id: 7,
-            },
-            attempt: 2,
-            id: 5,
-        };
-        assert_eq!(k.to_string(), "container_1700000000123_0007_02_000005");
-        assert_eq!(ContainerKey::parse(&k.to_string()), Some(k));
-        let e = ContainerKey {
-            id: (1 << 40) | 5,
-            ..k
-        };
-        assert_eq!(e.to_string(), "container_e01_1700000000123_0007_02_000005");
-        assert_eq!(ContainerKey::parse(&e.to_string()), Some(e));
-        assert_eq!(k.app.to_string(), "application_1700000000123_0007");
-        assert_eq!(AppKey::parse("application_1700000000123_0007"), Some(k.app));
-        assert_eq!(ContainerKey::parse("container_x"), None);
-        assert_eq!(AppKey::parse("app_1_2"), None);
-    }
-
-    #[test]
-    fn missing_parts_are_none_not_errors() {
-        use hadoop_wire::pb::hadoop::yarn::{ApplicationAttemptIdProto, ContainerIdProto};
-        let no_attempt = ContainerIdProto {
-            app_id: None,
-            app_attempt_id: None,
-            id: Some(1),
-        }
-        .encode_to_vec();
-        assert_eq!(
-            ContainerKey::from_view(ContainerIdView::new(&no_attempt)).unwrap(),
-            None
-        );
-        let app_in_field_1 = ContainerIdProto {
-            app_id: Some(
-                AppKey {
-                    cluster_timestamp: 9,
-                    id: 3,
-                }
-                .to_proto(),
-            ),
-            app_attempt_id: Some(ApplicationAttemptIdProto {
-                application_id: None,
-                attempt_id: Some(1),
-            }),
-            id: Some(1),
-        }
-        .encode_to_vec();
-        let k = ContainerKey::from_view(ContainerIdView::new(&app_in_field_1))
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            k.app,
-            AppKey {
-                cluster_timestamp: 9,
-                id: 3
-            }
-        );
-        // Garbage is a typed error.
-        assert!(ContainerKey::from_view(ContainerIdView::new(&[0x12, 0x05, 0x01])).is_err());
     }
 
     #[test]

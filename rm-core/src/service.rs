@@ -37,9 +37,12 @@ use crate::master_key::OsEntropy;
 use crate::metrics::render_prometheus;
 use crate::tracker::{HeartbeatOutcome, RegisterOutcome, ResourceTracker};
 use crate::{Error, RmConfig};
+use hadoop_wire::yarn::{
+    NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_VERSION, UNREGISTER_NODE_MANAGER,
+};
 
-/// The NodeManager ↔ RM protocol name.
-pub const RESOURCE_TRACKER_PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
+/// The NodeManager ↔ RM protocol name (defined in `hadoop_wire::yarn` with the NM side's).
+pub use hadoop_wire::yarn::RESOURCE_TRACKER_PROTOCOL;
 /// Our admin protocol name.
 pub const ADMIN_PROTOCOL: &str = "org.hotpath.rm.RmAdminProtocolPB";
 
@@ -237,8 +240,8 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
     let m = lock(tracker).metrics().clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
-        1,
-        "nodeHeartbeat",
+        RESOURCE_TRACKER_VERSION,
+        NODE_HEARTBEAT,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let t0 = std::time::Instant::now();
             OUT.with(|out| {
@@ -277,8 +280,8 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
     let t = tracker.clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
-        1,
-        "registerNodeManager",
+        RESOURCE_TRACKER_VERSION,
+        REGISTER_NODE_MANAGER,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let mut out = Vec::new();
             let o = lock(&t)
@@ -305,8 +308,8 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
     let t = tracker.clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
-        1,
-        "unRegisterNodeManager",
+        RESOURCE_TRACKER_VERSION,
+        UNREGISTER_NODE_MANAGER,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let mut out = Vec::new();
             if let Some(n) = lock(&t)

@@ -172,7 +172,7 @@ fn register_then_heartbeats_advance_and_duplicates_are_cached() {
     );
     assert_eq!(r.node_action(), NodeActionProto::Normal);
     assert_eq!(r.rm_identifier, Some(1234));
-    assert_eq!(r.rm_version.as_deref(), Some("3.4.1"));
+    assert_eq!(r.rm_version.as_deref(), Some("3.5.0"));
     assert_eq!(
         r.container_token_master_key.unwrap().key_id,
         Some(rm.tracker.container_keys().current().key_id)

@@ -12,8 +12,8 @@ use serde_json::json;
 use super::control::ControlClient;
 use super::report::GetNodeReportResponseProto;
 use super::simulate::SimConfig;
-use super::table::Resource;
 use super::{Agent, AgentConfig, AgentError, ExitReason};
+use nm_core::table::Resource;
 
 /// `hotpath agent` flags. Configuration comes from `--conf-dir` (else `$HADOOP_CONF_DIR`);
 /// `--set` and the named flags override it.
@@ -330,8 +330,8 @@ pub fn report_json(r: &GetNodeReportResponseProto) -> serde_json::Value {
             let id = c.container_id.unwrap_or_default();
             let a = id.app_attempt_id.unwrap_or_default();
             let app = a.application_id.unwrap_or_default();
-            let cid = super::ids::ContainerId::new(
-                super::ids::AppId::new(app.cluster_timestamp.unwrap_or(0), app.id.unwrap_or(0)),
+            let cid = nm_core::ids::ContainerId::new(
+                nm_core::ids::AppId::new(app.cluster_timestamp.unwrap_or(0), app.id.unwrap_or(0)),
                 a.attempt_id.unwrap_or(0),
                 id.id.unwrap_or(0),
             );

@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use conf::Configuration;
 
-use super::health::HealthConfig;
 use super::localize::{self, HdfsSettings};
 use super::simulate::SimConfig;
 use super::AgentError;
+use nm_core::health::HealthConfig;
 
 /// Everything the agent needs to start.
 #[derive(Debug, Clone)]
@@ -96,14 +96,14 @@ fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, Agen
 impl AgentConfig {
     /// Reads the settings (see the module docs).
     pub fn from_conf(conf: &Configuration) -> Result<Self, AgentError> {
-        let rm = conf.get_socket_addr("yarn.resourcemanager.resource-tracker.address", 8031)?;
+        let rm = conf.get_address("yarn.resourcemanager.resource-tracker.address")?;
         let rm_host = if rm.host == "0.0.0.0" {
             "127.0.0.1"
         } else {
             rm.host.as_str()
         };
         let rm_addr = resolve("RM resource-tracker address", rm_host, rm.port)?;
-        let node = conf.get_socket_addr("yarn.nodemanager.address", 0)?;
+        let node = conf.get_address("yarn.nodemanager.address")?;
         let (bind_ip, node_host) = if node.host == "0.0.0.0" {
             (IpAddr::from([0, 0, 0, 0]), local_hostname())
         } else {
@@ -118,10 +118,7 @@ impl AgentConfig {
             .to_string();
         // Not in conf's defaults table yet (see the requests note): Hadoop's default.
         let webapp = match conf.try_get("yarn.nodemanager.webapp.address")? {
-            Some(_) => {
-                conf.get_socket_addr("yarn.nodemanager.webapp.address", 8042)?
-                    .port
-            }
+            Some(_) => conf.get_address("yarn.nodemanager.webapp.address")?.port,
             None => {
                 let _ = nm_hostname;
                 8042

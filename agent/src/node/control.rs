@@ -20,7 +20,7 @@
 //! Cleanup orders are pushed as `{"event":"cleanup","container":ID,"reason":"containers_to_cleanup"}`
 //! (or `"applications_to_cleanup"`) to the container's owner and to every watcher. The
 //! executor stops the container and reports `complete`; if nobody does within the grace time,
-//! the agent completes it itself (see [`super::table`]).
+//! the agent completes it itself (see [`nm_core::table`]).
 //!
 //! Limits: lines over [`MAX_LINE`] bytes and more than [`MAX_CONNS`] connections are refused;
 //! a connection whose unsent output passes [`MAX_OUTPUT`] (a watcher not reading) is closed.
@@ -33,10 +33,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::ids::ContainerId;
 use super::localize::{self, Job, LocalizeError, Queue};
 use super::shared::{lock, Shared};
-use super::table::{CleanupOrder, Delivery, Resource, EXIT_INVALID};
+use hadoop_wire::yarn::exit_status;
+use nm_core::ids::ContainerId;
+use nm_core::table::{CleanupOrder, Delivery, Resource};
 
 pub const MAX_LINE: usize = 64 * 1024;
 pub const MAX_CONNS: usize = 64;
@@ -403,7 +404,7 @@ impl ControlServer {
                         json!({
                             "container": c.id.to_string(),
                             "state": c.state.name(),
-                            "exit_status": (c.exit_status != EXIT_INVALID).then_some(c.exit_status),
+                            "exit_status": (c.exit_status != exit_status::INVALID).then_some(c.exit_status),
                             "diagnostics": c.diagnostics,
                             "delivery": match c.delivery {
                                 Delivery::NotDue => "live",

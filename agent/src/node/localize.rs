@@ -50,9 +50,9 @@ use hdfs_io::dfs::DfsClient;
 use hdfs_io::file_status::FileType;
 use serde_json::{json, Value};
 
-use super::ids::ContainerId;
 use super::shared::{Shared, Stopper};
 use super::AgentError;
+use nm_core::ids::ContainerId;
 
 /// Localize requests that may wait for the reader when `hotpath.agent.localize.queue-depth`
 /// is not set.

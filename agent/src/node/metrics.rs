@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use ipc::metrics::{Exposition, Kind};
 
 use super::localize::LocalizeMetrics;
-use super::table::{Counts, TableTotals};
+use nm_core::table::{Counts, TableTotals};
 
 /// Counters shared by the agent's threads.
 #[derive(Debug)]

@@ -1,23 +1,25 @@
-//! The node agent: a NodeManager's ResourceTracker side without the container launcher.
+//! The node agent: a NodeManager's ResourceTracker side without the container launcher. The
+//! protocol itself (container table, status updater, heartbeat wire, health) is `nm-core`;
+//! this module is its wiring: configuration, the ring thread that carries its bytes to the RM,
+//! the control socket, localization, metrics.
 //!
 //! How the pieces connect:
 //!
 //! ```text
-//!  executors / scripts / --simulate ──control socket──> table::ContainerTable <──┐
-//!        ^ cleanup orders                                   │                      │
-//!        └──────────────────────────────────────────────────┘                      │
-//!                                                          status_updater::StatusUpdater
-//!                                                          (sans-IO: register / heartbeat /
-//!                                                           response handling, wire.rs bytes)
+//!  executors / scripts / --simulate ──control socket──> nm_core::table::ContainerTable <──┐
+//!        ^ cleanup orders                                   │                               │
+//!        └──────────────────────────────────────────────────┘                               │
+//!                                                   nm_core::status_updater::StatusUpdater
+//!                                                   (sans-IO: register / heartbeat /
+//!                                                    response handling, nm_core::wire bytes)
 //!                                                                   │ bytes
 //!                                                                   v
 //!                                            runtime (ring thread): ipc::client → RM
 //! ```
 //!
-//! - [`ids`]: application and container ids with Java's string forms.
-//! - [`table`]: the container table and the completion delivery rules (trap 1).
-//! - [`wire`]: heartbeat requests encoded into a reused buffer, responses read in place.
-//! - [`status_updater`]: `NodeStatusUpdaterImpl`'s protocol logic, no I/O.
+//! - [`config`]: the agent's settings from the Hadoop configuration.
+//! - [`runtime`]: the threads (ring, housekeeping, control) and the RPC calls.
+//! - [`control`]: the control socket executors and scripts use.
 //! - [`localize`]: resource localization (HDFS file → local path) on the pinned HDFS-reader
 //!   thread, fed by the control socket through a bounded queue; only when `fs.defaultFS` is
 //!   `hdfs://…`.
@@ -25,17 +27,12 @@
 pub mod cli;
 pub mod config;
 pub mod control;
-pub mod health;
-pub mod ids;
 pub mod localize;
 pub mod metrics;
 pub mod report;
 pub mod runtime;
 pub mod shared;
 pub mod simulate;
-pub mod status_updater;
-pub mod table;
-pub mod wire;
 
 pub use config::AgentConfig;
 pub use runtime::{Agent, ExitReason};

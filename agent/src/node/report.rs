@@ -15,7 +15,7 @@ use ipc::server::{BodySource, Call, CallError, Registry, Reply};
 use prost::Message;
 
 use super::shared::{lock, Shared};
-use super::wire::{container_status_proto, resource_proto};
+use nm_core::wire::{container_status_proto, resource_proto};
 
 pub const PROTOCOL: &str = "hotpath.agent.NodeAgentProtocol";
 pub const VERSION: u64 = 1;

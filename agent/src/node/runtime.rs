@@ -1,5 +1,5 @@
 //! The agent's I/O edge: threads, sockets and timers around the sans-IO
-//! [`StatusUpdater`](super::status_updater::StatusUpdater).
+//! [`StatusUpdater`](nm_core::status_updater::StatusUpdater).
 //!
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
@@ -29,21 +29,25 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hadoop_wire::yarn::{
+    NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL, RESOURCE_TRACKER_VERSION,
+    UNREGISTER_NODE_MANAGER,
+};
 use ipc::client::{Client, ClientConfig, ClientError};
 use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::{PoolConfig, TransportConfig};
+use nm_core::health::HealthChecker;
+use nm_core::status_updater::{
+    HeartbeatOutcome, NodeIdentity, Phase, RegisterOutcome, StatusUpdater, UpdaterConfig,
+    NM_VERSION,
+};
+use nm_core::table::{ContainerTable, Resource};
 
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
-use super::health::HealthChecker;
 use super::report;
 use super::shared::{lock, Shared};
 use super::simulate::Simulator;
-use super::status_updater::{
-    HeartbeatOutcome, NodeIdentity, Phase, RegisterOutcome, StatusUpdater, UpdaterConfig,
-    HEARTBEAT, NM_VERSION, PROTOCOL, PROTOCOL_VERSION, REGISTER, UNREGISTER,
-};
-use super::table::{ContainerTable, Resource};
 use super::AgentError;
 use ipc::metrics::MetricsHttp;
 
@@ -397,8 +401,8 @@ fn ring_loop(
     let client = Client::new(
         cfg.rm_addr,
         ClientConfig {
-            protocol: PROTOCOL.into(),
-            protocol_version: PROTOCOL_VERSION,
+            protocol: RESOURCE_TRACKER_PROTOCOL.into(),
+            protocol_version: RESOURCE_TRACKER_VERSION,
             connect_timeout: cfg.call_timeout.min(Duration::from_secs(5)),
             call_timeout: cfg.call_timeout,
             backoff_initial: Duration::from_millis(1),
@@ -441,7 +445,7 @@ fn ring_loop(
                     break ExitReason::Shutdown(e.to_string());
                 }
                 let t0 = Instant::now();
-                match client.call(REGISTER, &req) {
+                match client.call(REGISTER_NODE_MANAGER, &req) {
                     Ok(resp) => {
                         m.record_latency(t0.elapsed());
                         let out = {
@@ -497,7 +501,7 @@ fn ring_loop(
                 } else {
                     m.heartbeats_sent.fetch_add(1, Relaxed);
                     let t0 = Instant::now();
-                    match client.call(HEARTBEAT, &req) {
+                    match client.call(NODE_HEARTBEAT, &req) {
                         Ok(resp) => {
                             m.record_latency(t0.elapsed());
                             let out = {
@@ -624,7 +628,7 @@ fn ring_loop(
     if reason == ExitReason::Stopped && u.is_registered() {
         req.clear();
         u.encode_unregister(&mut req);
-        match client.call_timeout(UNREGISTER, &req, Duration::from_secs(3)) {
+        match client.call_timeout(UNREGISTER_NODE_MANAGER, &req, Duration::from_secs(3)) {
             Ok(_) => tracing::info!("unregistered from the RM"),
             Err(e) => tracing::warn!("unRegisterNodeManager failed: {e}"),
         }

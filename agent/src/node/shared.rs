@@ -6,9 +6,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::metrics::AgentMetrics;
-use super::status_updater::NodeIdentity;
-use super::table::ContainerTable;
-use super::wire::NodeHealth;
+use nm_core::status_updater::NodeIdentity;
+use nm_core::table::ContainerTable;
+use nm_core::wire::NodeHealth;
 
 /// Locks a mutex, ignoring poisoning (a panicked thread leaves consistent data here: every
 /// update is a single assignment or a table method).

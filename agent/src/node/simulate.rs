@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use super::ids::{AppId, ContainerId};
-use super::table::{CleanupOrder, ContainerTable, Resource};
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::table::{CleanupOrder, ContainerTable, Resource};
 
 /// Workload settings.
 #[derive(Debug, Clone)]
@@ -112,7 +112,7 @@ impl Simulator {
         self.running.retain(|(id, _)| {
             table
                 .get(id)
-                .is_some_and(|c| c.state != super::table::ContainerState::Complete)
+                .is_some_and(|c| c.state != nm_core::table::ContainerState::Complete)
         });
         let dt = self.last_ms.map_or(0, |l| now_ms.saturating_sub(l));
         self.last_ms = Some(now_ms);

@@ -30,7 +30,7 @@ use crate::pb::schema::hadoop::yarn as s;
 use crate::reader::{exact, fail, DecodeError, Failure, Reader, WireType};
 
 /// ContainerExitStatus.INVALID, the default of `ContainerStatusProto.exit_status`.
-pub const EXIT_STATUS_INVALID: i32 = -1000;
+pub const EXIT_STATUS_INVALID: i32 = crate::yarn::exit_status::INVALID;
 
 /// The default of `ContainerStatusProto.diagnostics`.
 pub const DIAGNOSTICS_DEFAULT: &str = "N/A";

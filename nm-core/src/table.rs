@@ -25,18 +25,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::ids::{AppId, ContainerId};
+use hadoop_wire::pb::hadoop::yarn::ContainerStateProto;
+use hadoop_wire::yarn::exit_status;
 
-/// `ContainerExitStatus.SUCCESS`.
-pub const EXIT_SUCCESS: i32 = 0;
-/// `ContainerExitStatus.INVALID` (also the proto default).
-pub const EXIT_INVALID: i32 = -1000;
-/// `ContainerExitStatus.ABORTED`.
-pub const EXIT_ABORTED: i32 = -100;
-/// `ContainerExitStatus.KILLED_BY_RESOURCEMANAGER`.
-pub const EXIT_KILLED_BY_RESOURCEMANAGER: i32 = -106;
-/// `ContainerExitStatus.KILLED_AFTER_APP_COMPLETION`.
-pub const EXIT_KILLED_AFTER_APP_COMPLETION: i32 = -107;
+use crate::ids::{AppId, ContainerId};
 
 /// Longest diagnostics string kept per container (longer ones are cut at a char boundary).
 pub const MAX_DIAGNOSTICS: usize = 4096;
@@ -52,11 +44,12 @@ pub enum ContainerState {
 impl ContainerState {
     /// The `ContainerStateProto` number (C_NEW 1, C_RUNNING 2, C_COMPLETE 3).
     pub fn proto(self) -> i32 {
-        match self {
-            ContainerState::New => 1,
-            ContainerState::Running => 2,
-            ContainerState::Complete => 3,
-        }
+        let p = match self {
+            ContainerState::New => ContainerStateProto::CNew,
+            ContainerState::Running => ContainerStateProto::CRunning,
+            ContainerState::Complete => ContainerStateProto::CComplete,
+        };
+        p as i32
     }
 
     pub fn name(self) -> &'static str {
@@ -109,8 +102,8 @@ impl CleanupReason {
     /// The exit status the table uses when it completes the container itself.
     pub fn exit_status(self) -> i32 {
         match self {
-            CleanupReason::Container => EXIT_KILLED_BY_RESOURCEMANAGER,
-            CleanupReason::Application => EXIT_KILLED_AFTER_APP_COMPLETION,
+            CleanupReason::Container => exit_status::KILLED_BY_RESOURCEMANAGER,
+            CleanupReason::Application => exit_status::KILLED_AFTER_APP_COMPLETION,
         }
     }
 }
@@ -131,7 +124,7 @@ pub struct Container {
     pub priority: i32,
     /// Wall-clock creation time (ms since the epoch).
     pub created_wall_ms: i64,
-    /// [`EXIT_INVALID`] until complete.
+    /// [`exit_status::INVALID`] until complete.
     pub exit_status: i32,
     pub diagnostics: String,
     pub delivery: Delivery,
@@ -298,7 +291,7 @@ impl ContainerTable {
                 resource,
                 priority,
                 created_wall_ms: wall_ms,
-                exit_status: EXIT_INVALID,
+                exit_status: exit_status::INVALID,
                 diagnostics: String::new(),
                 delivery: Delivery::NotDue,
                 cleanup: None,
@@ -583,11 +576,11 @@ mod tests {
         assert_eq!(t.expire_cleanups(5100, 5000), 3);
         assert_eq!(
             t.get(&cid(2, 3)).unwrap().exit_status,
-            EXIT_KILLED_BY_RESOURCEMANAGER
+            exit_status::KILLED_BY_RESOURCEMANAGER
         );
         assert_eq!(
             t.get(&cid(1, 1)).unwrap().exit_status,
-            EXIT_KILLED_AFTER_APP_COMPLETION
+            exit_status::KILLED_AFTER_APP_COMPLETION
         );
         // app-cleaned containers are forgotten once their completion is delivered
         let n = t.heartbeat_statuses().count();

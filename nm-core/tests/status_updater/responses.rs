@@ -1,13 +1,13 @@
 //! The sans-IO status updater against hand-built RM responses (prost), no sockets.
 
-use agent::node::ids::{AppId, ContainerId};
-use agent::node::status_updater::*;
-use agent::node::table::*;
-use agent::node::wire::{self, NodeHealth};
 use hadoop_wire::pb::hadoop::yarn::{
     MasterKeyProto, NodeHeartbeatRequestProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
 };
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::status_updater::*;
+use nm_core::table::*;
+use nm_core::wire::{self, NodeHealth};
 use prost::Message;
 
 const APP: AppId = AppId::new(1_700_000_000_000, 3);
@@ -389,7 +389,7 @@ fn key_rolls_cleanups_and_shutdown() {
     u.heartbeat_request(&mut t, &h).unwrap();
     let mut r = hb(1);
     r.container_token_master_key = Some(key(12));
-    r.applications_to_cleanup = vec![wire::app_id_proto(&APP)];
+    r.applications_to_cleanup = vec![APP.to_proto()];
     r.containers_to_cleanup = vec![wire::container_id_proto(&ContainerId::new(other, 1, 9))];
     u.on_heartbeat_response(&r.encode_to_vec(), &mut t, 10)
         .unwrap();
@@ -458,7 +458,7 @@ fn garbage_responses_are_errors_never_panics() {
     t.launch(cid(1), Resource::default(), 0, 0, true).unwrap();
     let mut good = hb(1);
     good.containers_to_cleanup = vec![wire::container_id_proto(&cid(1))];
-    good.applications_to_cleanup = vec![wire::app_id_proto(&APP)];
+    good.applications_to_cleanup = vec![APP.to_proto()];
     good.container_token_master_key = Some(key(3));
     good.diagnostics_message = Some("x".into());
     let good = good.encode_to_vec();
@@ -586,7 +586,7 @@ fn a_completion_made_while_the_registration_is_in_flight_goes_in_the_next_heartb
 }
 
 /// The same interleaving end to end against rm-core's real tracker, shard and completion log
-/// (sans-IO, no sockets), around an RM restart as in `demo_faults.rs`: the restarted RM
+/// (sans-IO, no sockets), around an RM restart as in `agent/tests/demo_faults.rs`: the restarted RM
 /// answers RESYNC, the agent re-registers, a container completes while that registration is
 /// in flight, and afterwards every completion is in the log exactly once and every one is
 /// named in `containers_to_be_removed_from_nm` (the table ends empty).

@@ -2,13 +2,13 @@
 //! buffer and NORMAL responses (with acknowledgements and a completion per round) handled in
 //! place. Counted on this thread by the alloc-counter allocator.
 
-use agent::node::ids::{AppId, ContainerId};
-use agent::node::status_updater::*;
-use agent::node::table::*;
-use agent::node::wire::{self, NodeHealth};
 use hadoop_wire::pb::hadoop::yarn::{
     MasterKeyProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
 };
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::status_updater::*;
+use nm_core::table::*;
+use nm_core::wire::{self, NodeHealth};
 use prost::Message;
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use agent::node::ids::{AppId, ContainerId};
-use agent::node::status_updater::*;
-use agent::node::table::*;
-use agent::node::wire::NodeHealth;
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::status_updater::*;
+use nm_core::table::*;
+use nm_core::wire::NodeHealth;
 use rm_core::hosts::HostLists;
 use rm_core::mailbox::Mailbox;
 use rm_core::master_key::SeededEntropy;

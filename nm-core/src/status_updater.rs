@@ -21,7 +21,7 @@
 //!   fresh heartbeat.
 //! - **Master keys** (trap 3): the last container-token and NM-token master keys received are
 //!   echoed in every heartbeat.
-//! - **Completions** (trap 1): see [`super::table`]. The registration reports every container
+//! - **Completions** (trap 1): see [`crate::table`]. The registration reports every container
 //!   the table holds as `NMContainerStatusProto`; the completions that request carried (noted
 //!   when it is built) count as delivered once it is answered NORMAL. A container that
 //!   completes while the registration RPC is in flight is not among them: it goes in the next
@@ -30,7 +30,7 @@
 //!   [`StatusUpdater::expire`] after `yarn.nodemanager.duration-to-track-stopped-containers`.
 //!
 //! In steady state (registered, no key roll, table size stable) building a heartbeat and
-//! handling its NORMAL response allocate nothing: `agent/tests/agent_status_updater_alloc.rs`
+//! handling its NORMAL response allocate nothing: `nm-core/tests/status_updater/alloc.rs`
 //! counts.
 
 use std::collections::BTreeSet;
@@ -42,22 +42,16 @@ use hadoop_wire::pb::hadoop::yarn::{
 };
 use prost::Message;
 
-use super::ids::ContainerId;
-use super::table::{ContainerState, ContainerTable, Resource};
-use super::wire::{
-    self, app_id_proto, container_id_proto, resource_proto, HeartbeatHead, HeartbeatResponse,
-    KeyRef, MasterKey, NodeAction, NodeHealth, WireError,
+use crate::ids::{AppId, ContainerId};
+use crate::table::{ContainerState, ContainerTable, Resource};
+use crate::wire::{
+    self, container_id_proto, resource_proto, HeartbeatHead, HeartbeatResponse, KeyRef, MasterKey,
+    NodeAction, NodeHealth, WireError,
 };
 
-/// The ResourceTracker protocol name and version.
-pub const PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
-pub const PROTOCOL_VERSION: u64 = 1;
-pub const REGISTER: &str = "registerNodeManager";
-pub const HEARTBEAT: &str = "nodeHeartbeat";
-pub const UNREGISTER: &str = "unRegisterNodeManager";
-
-/// The version string the agent registers with (the Hadoop line it speaks).
-pub const NM_VERSION: &str = "3.5.0";
+/// The version string a node registers with by default (the Hadoop line it speaks). The
+/// protocol's name, version and methods are in `hadoop_wire::yarn`.
+pub const NM_VERSION: &str = hadoop_wire::yarn::HADOOP_VERSION;
 
 /// Who this node is and what it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,7 +301,7 @@ impl StatusUpdater {
             resource: Some(resource_proto(&id.resource)),
             nm_version: Some(id.nm_version.clone()),
             container_statuses: statuses,
-            running_applications: apps.iter().map(app_id_proto).collect(),
+            running_applications: apps.iter().map(AppId::to_proto).collect(),
             physical_resource: Some(resource_proto(&id.resource)),
             node_status: Some(NodeStatusProto {
                 node_id: Some(self.node_id()),
@@ -408,7 +402,7 @@ impl StatusUpdater {
         wire::put_heartbeat(&mut self.request, &head, || {
             table
                 .iter()
-                .filter(|c| !matches!(c.delivery, super::table::Delivery::Delivered { .. }))
+                .filter(|c| !matches!(c.delivery, crate::table::Delivery::Delivered { .. }))
         });
         self.outstanding = true;
         self.stats.heartbeats_built += 1;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::wire::NodeHealth;
+use crate::wire::NodeHealth;
 
 /// Health-check settings.
 #[derive(Debug, Clone)]

@@ -1,0 +1,61 @@
+//! `nm-core`: the NodeManager half of YARN's ResourceTracker protocol, the mirror of `rm-core`.
+//! What Java's `NodeStatusUpdaterImpl`, its container context and `NodeHealthCheckerService`
+//! do for the RM connection, without the sockets: the agent (`hotpath agent`) runs it on its
+//! ring thread, and the tests run it against `rm-core` in memory.
+//!
+//! How the types connect:
+//!
+//! ```text
+//!  launch / run / complete (the agent's control socket, --simulate, tests)
+//!        │                                   ▲ CleanupOrder (containers_to_cleanup,
+//!        v                                   │   applications_to_cleanup)
+//!  table::ContainerTable ── Container{ids::ContainerId, state, Delivery, …}
+//!        │ statuses to send / delivered, acknowledged, forgotten
+//!        v
+//!  status_updater::StatusUpdater          health::HealthChecker ──> wire::NodeHealth
+//!   Unregistered → Registered → Stopped       (local dirs, health script)      │
+//!        │ encode_register (prost, cold)                                        │
+//!        │ heartbeat_request ── wire::put_heartbeat (writer::Encode, reused buffer) ◀┘
+//!        v bytes                                   ▲ bytes
+//!   the caller's RPC (ipc::client in the agent;    │ on_register_response (prost, cold)
+//!   rm-core's ResourceTracker in the tests)   ─────┘ on_heartbeat_response
+//!                                                    (wire::HeartbeatResponse over the views)
+//! ```
+//!
+//! - [`ids`]: YARN's application and container ids (`hadoop_wire::yarn::ids`, shared with the
+//!   RM), the keys of the container table.
+//! - [`table`]: the container table and the completion delivery rules (trap 1 of the wire
+//!   notes): pending → in flight → delivered → forgotten, and the cleanup orders.
+//! - [`wire`]: heartbeat requests written into a reused buffer with the one protobuf writer,
+//!   responses read in place with `hadoop_wire::view`; nothing there allocates.
+//! - [`status_updater`]: the protocol logic (registration, responseId, master-key echo, resend
+//!   of an unanswered heartbeat byte for byte, RESYNC, SHUTDOWN). No I/O and no clock: the
+//!   caller passes bytes and the time.
+//! - [`health`]: the node's health as Java judges it; the one part that touches the system
+//!   (statvfs, a child process), and never blocks.
+//!
+//! Errors: [`wire::WireError`] (a response we cannot read) inside
+//! [`status_updater::UpdaterError`] (what the updater refuses); [`Error`] unites them with
+//! [`ids::IdParseError`] for callers that handle all three.
+//!
+//! The protocol's names (`ResourceTrackerPB`, its methods and version) and the version we
+//! report are in `hadoop_wire::yarn`, shared with `rm-core`.
+
+pub mod health;
+pub mod status_updater;
+pub mod table;
+pub mod wire;
+
+/// YARN's ids, shared with `rm-core` (one implementation, in `hadoop-wire`).
+pub use hadoop_wire::yarn::ids;
+
+/// Every error of this crate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Updater(#[from] status_updater::UpdaterError),
+    #[error(transparent)]
+    Wire(#[from] wire::WireError),
+    #[error(transparent)]
+    Id(#[from] ids::IdParseError),
+}
