@@ -6,9 +6,9 @@
 //! After criterion's groups it prints one JSON line with `ours_ns`, `baseline_ns`, `ratio`,
 //! `allocs` (per choice, from the alloc-counter allocator, process-wide: nothing else runs) and friends.
 
+use benches::dn_select::{measure, DnSelect};
 use criterion::{criterion_group, Criterion};
 use hadoop_wire::view::hdfs::LocatedBlockView;
-use hdfs_io::measure::{measure, DnSelect};
 use hdfs_io::replica::decode_replicas;
 use std::hint::black_box;
 

@@ -7,14 +7,14 @@
 
 use std::time::{Duration, Instant};
 
+use benches::rm_heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
+};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
 use ipc::client::{Client, ClientConfig};
 use ipc::server::ServerConfig;
-use rm_core::bench::{
-    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
-};
 use rm_core::dispatcher::Placement;
 use rm_core::ids::NodeKey;
 use rm_core::service::{RmService, RESOURCE_TRACKER_PROTOCOL};

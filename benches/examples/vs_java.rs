@@ -14,12 +14,12 @@
 //!   runs twice per round: with direct calls (the default) and through the shared
 //!   `ipc::client` connection (`hotpath_shared`, [`NameNodeConfig::direct_calls`] off).
 //!
-//! `cargo run --release -p hdfs-io --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
+//! `cargo run --release -p benches --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
 //! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
+use benches::filestatus as filestatus_bench;
 use hdfs_io::dfs::{DfsClient, DfsConfig};
-use hdfs_io::filestatus_bench;
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig};
 use hdfs_io::topology::{LocalNode, RackMap};
 use ipc::transport::BackendChoice;

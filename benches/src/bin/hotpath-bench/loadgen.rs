@@ -1,4 +1,4 @@
-//! `hotpath loadgen heartbeats`: N simulated NodeManagers over real TCP against any
+//! `hotpath-bench loadgen heartbeats`: N simulated NodeManagers over real TCP against any
 //! ResourceTracker (ours or Java's).
 //!
 //! How it fits together: the nodes are dealt round-robin onto K connections. Each connection has
@@ -25,13 +25,13 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use benches::rm_heartbeat as bench;
 use clap::{Args, Subcommand};
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::ResponseFrame;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
 use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
 use hdrhistogram::Histogram;
-use rm_core::bench;
 use rm_core::ids::NodeKey;
 
 const PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
