@@ -1,6 +1,6 @@
 //! DataNode choice for a 3-replica block with a warm address cache (ordering included),
 //! against the Java read path's per-block `NetUtils.createSocketAddr` (URI parse + IP-literal
-//! parse; no DNS). The measured code lives in `hdfs_io::measure`, shared with the CLI.
+//! parse; no DNS). The measured code lives in `benches::dn_select`, shared with `hotpath-bench dn-select`.
 //!
 //! `cargo bench -p benches --bench dn_select` (add `-- --quick --noplot` for a fast run).
 //! After criterion's groups it prints one JSON line with `ours_ns`, `baseline_ns`, `ratio`,

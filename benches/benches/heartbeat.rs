@@ -9,7 +9,7 @@
 //! - `end_to_end`: tracker answer + hand-over copy + shard handling;
 //! - `tracker`: the tracker half alone.
 //!
-//! The code measured is `benches::rm_heartbeat` (shared with `hotpath bench heartbeat`). After the
+//! The code measured is `benches::rm_heartbeat` (shared with `hotpath-bench heartbeat`). After the
 //! criterion groups, a summary line prints ns per heartbeat for each and the eager/ours ratio.
 //! No counting allocator is installed here: it would tax the eager baseline's ~1,000
 //! allocations per heartbeat and flatter the ratio. Allocations per heartbeat are counted by

@@ -2,7 +2,7 @@
 //! NODES NodeManagers (50 RUNNING containers each, IP-literal host, distinct ports) register,
 //! then every round each node sends one heartbeat (its own responseId sequence), pipelined
 //! over CLIENTS connections. Prints heartbeats/s, RPC latency percentiles and the largest
-//! dispatcher backlog as one JSON line. Not the loadgen (that is `hotpath loadgen`): no
+//! dispatcher backlog as one JSON line. Not the loadgen (that is `hotpath-bench loadgen`): no
 //! pacing, the client and server share the machine.
 
 use std::time::{Duration, Instant};

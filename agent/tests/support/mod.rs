@@ -34,16 +34,17 @@ impl Drop for RmChild {
 /// the same target directory, brought up to date once per test process by `cargo build`
 /// (a no-op when `cargo test --workspace` just built it).
 pub fn hotpath_exe() -> PathBuf {
-    if let Some(p) = option_env!("CARGO_BIN_EXE_hotpath") {
-        return p.into();
-    }
+    let bench = match (
+        option_env!("CARGO_BIN_EXE_hotpath"),
+        option_env!("CARGO_BIN_EXE_hotpath-bench"),
+    ) {
+        (Some(p), _) => return p.into(),
+        (None, Some(b)) => PathBuf::from(b),
+        (None, None) => panic!("support is used by the agent's or the benches' tests"),
+    };
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let bench = PathBuf::from(
-                option_env!("CARGO_BIN_EXE_hotpath-bench")
-                    .expect("support is used by the agent's or the benches' tests"),
-            );
             let profile_dir = bench.parent().expect("target/<profile>");
             let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
             cmd.args([
