@@ -2,16 +2,9 @@
 //! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
 
-mod alloc_count;
-mod bench_ipc;
 mod decode;
 mod hdfs_cmd;
-mod loadgen;
 mod rm_cmd;
-
-/// Counts allocations for the benches' allocation figures (see `alloc_count`).
-#[global_allocator]
-static GLOBAL: alloc_count::Counting = alloc_count::Counting;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -52,11 +45,6 @@ enum Cmd {
         #[arg(long, value_enum)]
         frame: Option<decode::FrameKind>,
     },
-    /// Benchmarks.
-    Bench {
-        #[command(subcommand)]
-        bench: BenchCmd,
-    },
     /// The node agent: registers with the RM and heartbeats (yarn-site.xml from
     /// $HADOOP_CONF_DIR or --conf-dir; flags override).
     Agent(agent::node::cli::AgentArgs),
@@ -67,24 +55,8 @@ enum Cmd {
     Demo(agent::demo::DemoArgs),
     /// The thin ResourceManager (ResourceTracker service), and its admin commands.
     Rm(rm_cmd::RmArgs),
-    /// HDFS client: stat, cat, and the fileStatus benchmark (fs.defaultFS from core-site.xml).
+    /// HDFS client: stat and cat (fs.defaultFS from core-site.xml).
     Hdfs(hdfs_cmd::HdfsArgs),
-    /// Load generators: `loadgen heartbeats` simulates N NodeManagers against a ResourceTracker.
-    Loadgen(loadgen::LoadgenArgs),
-    /// Internal: one server of `bench ipc-large`, run as a child process.
-    #[command(name = "bench-ipc-server", hide = true)]
-    BenchIpcServer(bench_ipc::ServerChildArgs),
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// Large IPC responses (HADOOP-4797): our server vs a Java-style baseline vs a raw loopback
-    /// copy, each in its own child process.
-    IpcLarge(bench_ipc::IpcLargeArgs),
-    /// DataNode choice with the address cache (HADOOP-17222) vs a per-call URI parse.
-    DnSelect(hdfs_cmd::DnSelectArgs),
-    /// NodeHeartbeatRequest handling (YARN-11878): ours vs an eager, Java-shaped baseline.
-    Heartbeat(rm_cmd::HeartbeatBenchArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -104,19 +76,8 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
-        Cmd::Bench {
-            bench: BenchCmd::IpcLarge(args),
-        } => bench_ipc::run(args),
-        Cmd::Bench {
-            bench: BenchCmd::DnSelect(args),
-        } => hdfs_cmd::bench_dn_select(args),
-        Cmd::Bench {
-            bench: BenchCmd::Heartbeat(args),
-        } => rm_cmd::bench_heartbeat(args),
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
         Cmd::Rm(args) => rm_cmd::run(args),
-        Cmd::Loadgen(args) => loadgen::run(args),
-        Cmd::BenchIpcServer(args) => bench_ipc::run_server_child(args),
         Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
         Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
         Cmd::Demo(args) => agent::demo::run(&args).map(drop).map_err(Into::into),

@@ -1,4 +1,4 @@
-//! `hotpath rm …` and `hotpath bench heartbeat`: thin wiring of `rm-core` to the command line.
+//! `hotpath rm …`: thin wiring of `rm-core` to the command line.
 //!
 //! `hotpath rm` runs the ResourceTracker service from `yarn-site.xml` (resource-tracker address,
 //! heartbeat interval, NM expiry, opportunistic flag, include/exclude lists), pins its threads by
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use ipc::client::{Client, ClientConfig};
 use rm_core::dispatcher::Placement;
@@ -215,49 +215,5 @@ fn serve(
     if let Some(rm) = rm {
         rm.shutdown();
     }
-    Ok(())
-}
-
-#[derive(Args)]
-pub struct HeartbeatBenchArgs {
-    /// Milliseconds per timed round (5 rounds per path, interleaved; the median is reported).
-    #[arg(long, default_value_t = 300)]
-    round_ms: u64,
-    #[arg(long)]
-    json: bool,
-}
-
-/// `hotpath bench heartbeat`: one NodeHeartbeatRequest with 50 container statuses — ours
-/// (opportunistic off and on) beside the eager, Java-shaped baseline, in one run.
-pub fn bench_heartbeat(args: HeartbeatBenchArgs) -> Result<()> {
-    let dir = tempfile::tempdir().context("a temp dir for the benches' completion logs")?;
-    // Allocation counting is switched on only when the closure is first called, which is after
-    // every timing: the timed paths, the eager baseline's ~1,000 allocations included, run
-    // without the counter's (small) cost.
-    let count = || {
-        crate::alloc_count::enable();
-        crate::alloc_count::allocs()
-    };
-    let f = rm_core::bench::measure(
-        dir.path(),
-        Duration::from_millis(args.round_ms.max(10)),
-        Some(&count),
-    )?;
-    if args.json {
-        println!("{}", f.to_json());
-        return Ok(());
-    }
-    let Some(allocs) = f.allocs_per_hb else {
-        bail!("allocation count missing");
-    };
-    println!("heartbeat with 50 container statuses (decode + state update):");
-    println!("  ours, opportunistic off   {:>10.0} ns", f.ours_ns);
-    println!(
-        "  ours, opportunistic on    {:>10.0} ns",
-        f.ours_opportunistic_ns
-    );
-    println!("  eager baseline (Java-like){:>10.0} ns", f.eager_ns);
-    println!("  ratio eager / ours        {:>10.1}x", f.ratio);
-    println!("  allocations per heartbeat {allocs:>10}");
     Ok(())
 }

@@ -1,14 +1,14 @@
 //! DataNode choice for a 3-replica block with a warm address cache (ordering included),
 //! against the Java read path's per-block `NetUtils.createSocketAddr` (URI parse + IP-literal
-//! parse; no DNS). The measured code lives in `hdfs_io::measure`, shared with the CLI.
+//! parse; no DNS). The measured code lives in `benches::dn_select`, shared with `hotpath-bench dn-select`.
 //!
 //! `cargo bench -p benches --bench dn_select` (add `-- --quick --noplot` for a fast run).
 //! After criterion's groups it prints one JSON line with `ours_ns`, `baseline_ns`, `ratio`,
 //! `allocs` (per choice, from the alloc-counter allocator, process-wide: nothing else runs) and friends.
 
+use benches::dn_select::{measure, DnSelect};
 use criterion::{criterion_group, Criterion};
 use hadoop_wire::view::hdfs::LocatedBlockView;
-use hdfs_io::measure::{measure, DnSelect};
 use hdfs_io::replica::decode_replicas;
 use std::hint::black_box;
 

@@ -9,7 +9,7 @@
 //! - `end_to_end`: tracker answer + hand-over copy + shard handling;
 //! - `tracker`: the tracker half alone.
 //!
-//! The code measured is `rm_core::bench` (shared with `hotpath bench heartbeat`). After the
+//! The code measured is `benches::rm_heartbeat` (shared with `hotpath-bench heartbeat`). After the
 //! criterion groups, a summary line prints ns per heartbeat for each and the eager/ours ratio.
 //! No counting allocator is installed here: it would tax the eager baseline's ~1,000
 //! allocations per heartbeat and flatter the ratio. Allocations per heartbeat are counted by
@@ -19,8 +19,8 @@
 
 use std::time::Duration;
 
+use benches::rm_heartbeat::{measure, HeartbeatBench};
 use criterion::{criterion_group, Criterion};
-use rm_core::bench::{measure, HeartbeatBench};
 
 fn heartbeat(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -3,8 +3,9 @@
 //! `cargo bench -p benches --bench heartbeat_decode` (add `-- --quick --noplot` for a fast run).
 //! Each iteration is one heartbeat; criterion reports time per heartbeat.
 //!
-//! - `view`: validate() + container id (app id, cluster timestamp, attempt, id), state, exit
-//!   status and execution type of all 50 statuses; capability skipped.
+//! - `view`: validate() + what the RM's shard reads of each of the 50 statuses
+//!   (`ContainerStatusView::summary`, then the container id into a `ContainerKey`): app id,
+//!   cluster timestamp, attempt, id, state, exit status and execution type; capability skipped.
 //! - `view_unvalidated`: the same reads without validate().
 //! - `view_validate_only`: validate() alone.
 //! - `prost`: NodeHeartbeatRequestProto::decode + the same reads.

@@ -29,7 +29,7 @@ type DecodePath<'a> = (
 fn time_all(bytes: &[u8]) {
     let mut out = Vec::with_capacity(64);
     let paths: [DecodePath; 4] = [
-        ("view (validate + hot reads)", &|b, o| {
+        ("view (validate + summary reads, as the RM)", &|b, o| {
             extract_view(b, o).unwrap()
         }),
         ("view reads without validate", &|b, o| {

@@ -2,9 +2,10 @@
 //! needs from it: container id (application id, cluster timestamp, attempt, container id),
 //! state, exit status and execution type of every container status.
 //!
-//! - [`extract_view`]: `validate()` once, then `ContainerStatusView::hot` per status: one
-//!   pass over the status and its container id (the capability, diagnostics and everything
-//!   else are skipped by length).
+//! - [`extract_view`]: `validate()` once, then per status what the RM's shard runs
+//!   (rm-core `node.rs`): `ContainerStatusView::summary` (one pass over the status; the
+//!   capability, diagnostics and everything else are skipped by length) and
+//!   `ContainerKey::from_view` on its container id.
 //! - [`extract_prost`]: `NodeHeartbeatRequestProto::decode` (every field, every string and
 //!   Vec materialised), then the same reads.
 //!
@@ -15,6 +16,7 @@ use hadoop_wire::pb::hadoop::yarn::*;
 use hadoop_wire::reader::DecodeError;
 use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
+use rm_core::ids::{AppKey, ContainerKey};
 
 /// What the status update needs from one container status.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,15 +155,29 @@ pub fn extract_view_unvalidated(
         return Ok(());
     };
     for cs in status.containers_statuses() {
-        let h = cs?.hot()?;
+        // What the RM's shard runs per status (rm-core `node.rs`): one `summary()` pass over
+        // the status, then the container id's parts into a `ContainerKey`.
+        let s = cs?.summary()?;
+        let key = match s.container_id {
+            Some(id) => ContainerKey::from_view(id)?,
+            None => None,
+        };
+        let key = key.unwrap_or(ContainerKey {
+            app: AppKey {
+                cluster_timestamp: 0,
+                id: 0,
+            },
+            attempt: 0,
+            id: 0,
+        });
         out.push(Extracted {
-            app_id: h.app_id,
-            cluster_timestamp: h.cluster_timestamp,
-            attempt_id: h.attempt_id,
-            container_id: h.container_id,
-            state: h.state_raw,
-            exit_status: h.exit_status,
-            execution_type: h.execution_type as i32,
+            app_id: key.app.id,
+            cluster_timestamp: key.app.cluster_timestamp,
+            attempt_id: key.attempt,
+            container_id: key.id,
+            state: s.state_raw.unwrap_or(0),
+            exit_status: s.exit_status,
+            execution_type: s.execution_type as i32,
         });
     }
     Ok(())

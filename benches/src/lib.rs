@@ -1,8 +1,21 @@
-//! Benchmarks and load generators.
+//! Every measurement the project makes, kept out of the libraries and out of the installed
+//! `hotpath` binary: the criterion benches (`benches/`), the `hotpath-bench` binary
+//! (`src/bin/hotpath-bench`: `heartbeat`, `dn-select`, `ipc-large`, `filestatus`,
+//! `loadgen heartbeats`), the counting allocator (`alloc-counter/`), and the measuring code
+//! they share:
 //!
-//! [`heartbeat`] builds a realistic `NodeHeartbeatRequestProto` and holds the two decode
-//! paths the `heartbeat_decode` criterion bench compares (lazy views vs prost), so that the
-//! bench, the callgrind example (`examples/heartbeat_decode_once.rs`) and the tests measure
-//! exactly the same code.
+//! - [`heartbeat`] builds a realistic `NodeHeartbeatRequestProto` and holds the two decode
+//!   paths the `heartbeat_decode` criterion bench compares (the RM's view path vs prost), so
+//!   that the bench, the callgrind example (`examples/heartbeat_decode_once.rs`) and the tests
+//!   measure exactly the same code.
+//! - [`rm_heartbeat`]: rm-core's heartbeat handling (ours, opportunistic, the eager Java-like
+//!   baseline, end to end) and the request fixtures rm-core's tests share.
+//! - [`dn_select`]: hdfs-io's DataNode choice beside a per-call URI parse baseline.
+//! - [`filestatus`]: the NNThroughputBenchmark-style getFileInfo load.
+//! - [`checksum_rate`]: the read path's CRC verification rate.
 
+pub mod checksum_rate;
+pub mod dn_select;
+pub mod filestatus;
 pub mod heartbeat;
+pub mod rm_heartbeat;

@@ -6,12 +6,12 @@
 //!
 //! `cargo run --release -p hdfs-io --example recv_rate -- [rounds] [MiB] [packet KiB]`
 
+use benches::dn_select::thread_cpu_ns;
 use hdfs_io::block_reader::{BlockRead, ReadBlockRequest};
 use hdfs_io::checksum::{ChecksumKind, DataChecksum};
 use hdfs_io::datanode::{connect, read_block_on, RecvBuf};
 use hdfs_io::error::BlockName;
 use hdfs_io::fixtures::dn_stream;
-use hdfs_io::measure::thread_cpu_ns;
 use hdfs_io::receive::{read_block_uring, renew_thread_receiver, thread_stats, PoolMode};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

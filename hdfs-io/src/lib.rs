@@ -32,16 +32,16 @@
 //!   `HOTPATH_IO=epoll` or no io_uring: blocking reads), [`datanode`] (connections, peer
 //!   cache, the blocking receive), [`namenode`] (through `ipc::client`), [`dfs`] (the read
 //!   loop).
-//! - [`measure`] is the `dn-select` measurement shared by `benches/benches/dn_select.rs` and
-//!   the CLI; [`fixtures`] builds realistic NameNode and DataNode messages for tests and benches.
+//! - [`fixtures`] builds realistic NameNode and DataNode messages for this crate's unit tests
+//!   and for the `benches` crate (the measurements themselves live there: `dn-select`,
+//!   `filestatus`, the checksum rate).
 //! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
 //!   ([`RemoteException`], [`RemoteKind`]).
 //!
 //! Entry points for the CLI: [`dfs::DfsClient::from_conf`] then
 //! [`stat`](dfs::DfsClient::stat) / [`read`](dfs::DfsClient::read);
-//! [`namenode::NameNodeClient::get_file_info_with`] for a getFileInfo benchmark;
-//! [`filestatus_bench::run`] for `bench filestatus`; [`measure::measure`] for
-//! `bench dn-select`; [`checksum::verify_rate_gbps`].
+//! [`namenode::NameNodeClient::get_file_info_with`] for a getFileInfo benchmark (the
+//! `hotpath-bench filestatus` load in `benches`).
 //!
 //! Not done: short-circuit local reads (Java reads local replicas through a Unix socket and
 //! file descriptors; this client always uses TCP), erasure-coded and encrypted files (refused
@@ -57,10 +57,8 @@ pub mod dead_nodes;
 pub mod dfs;
 pub mod error;
 pub mod file_status;
-pub mod filestatus_bench;
 pub mod fixtures;
 mod hash;
-pub mod measure;
 pub mod namenode;
 pub mod receive;
 pub mod replica;

@@ -1,10 +1,10 @@
 //! The DataNode choice allocates nothing: the alloc-counter allocator counts every allocation
 //! this thread makes while the warm path runs (other threads, like libtest's, are not counted).
 
+use benches::dn_select::DnSelect;
 use hadoop_wire::view::hdfs::LocatedBlockView;
 use hdfs_io::addr_cache::AddrCache;
 use hdfs_io::dead_nodes::{DeadNodes, Failure};
-use hdfs_io::measure::DnSelect;
 use hdfs_io::replica::decode_replicas;
 use hdfs_io::selection::{LazyNow, Selector};
 use hdfs_io::topology::{LocalNode, RackMap};

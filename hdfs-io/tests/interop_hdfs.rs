@@ -277,7 +277,7 @@ fn filestatus_bench_runs_against_the_namenode() {
     peer.command("mkfiles /interop/fs 100").expect("mkfiles");
     let c = client(&peer, None);
     let paths: Vec<String> = (0..100).map(|i| format!("/interop/fs/f{i}")).collect();
-    let r = hdfs_io::filestatus_bench::run(
+    let r = benches::filestatus::run(
         c.namenode(),
         &paths,
         4,
@@ -289,7 +289,7 @@ fn filestatus_bench_runs_against_the_namenode() {
     assert!(r.ops > 100, "{r:?}");
     assert_eq!((r.errors, r.missing), (0, 0), "{r:?}");
     // paced: about the offered rate
-    let p = hdfs_io::filestatus_bench::run(
+    let p = benches::filestatus::run(
         c.namenode(),
         &paths,
         2,

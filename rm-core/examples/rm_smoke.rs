@@ -2,19 +2,19 @@
 //! NODES NodeManagers (50 RUNNING containers each, IP-literal host, distinct ports) register,
 //! then every round each node sends one heartbeat (its own responseId sequence), pipelined
 //! over CLIENTS connections. Prints heartbeats/s, RPC latency percentiles and the largest
-//! dispatcher backlog as one JSON line. Not the loadgen (that is `hotpath loadgen`): no
+//! dispatcher backlog as one JSON line. Not the loadgen (that is `hotpath-bench loadgen`): no
 //! pacing, the client and server share the machine.
 
 use std::time::{Duration, Instant};
 
+use benches::rm_heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
+};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
 use ipc::client::{Client, ClientConfig};
 use ipc::server::ServerConfig;
-use rm_core::bench::{
-    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
-};
 use rm_core::dispatcher::Placement;
 use rm_core::ids::NodeKey;
 use rm_core::service::{RmService, RESOURCE_TRACKER_PROTOCOL};

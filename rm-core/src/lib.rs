@@ -34,14 +34,13 @@
 //!   `hw` plan and the housekeeping that goes with them.
 //! - [`completion_log`] is the durable, deduplicated record of completions, with torn-tail
 //!   handling; acknowledging only what is durable is our choice, not Java's.
-//! - [`metrics`] renders Prometheus text; [`bench`](mod@bench) is the measuring code behind
-//!   `hotpath bench heartbeat` and the criterion bench.
+//! - [`metrics`] renders Prometheus text. The heartbeat measurement and its request fixtures
+//!   live in the `benches` crate (`benches::rm_heartbeat`, behind `hotpath-bench heartbeat`).
 //! - [`service::RmService`] puts the tracker and the dispatcher on the `ipc` server
 //!   (ResourceTrackerPB, and our admin protocol: finish-app, kill-container, refresh-nodes).
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
-pub mod bench;
 pub mod completion_log;
 pub mod config;
 pub mod dispatcher;

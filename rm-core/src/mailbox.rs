@@ -11,7 +11,7 @@
 //! itself to the shard, would hold provided buffers for as long as the shard's queue is
 //! long — the ring would run out of buffers exactly when the RM is busiest — and a frame that
 //! straddles two buffers needs a copy anyway. Measured on the 50-container fixture
-//! (`rm-core/examples/hb_profile`, callgrind): the copy is ~500 of the tracker's ~5,800
+//! (`benches/examples/hb_profile`, callgrind): the copy is ~500 of the tracker's ~5,800
 //! instructions per heartbeat (a ~5 KB memcpy, ~100 ns), against ~28,000 for the shard's
 //! decode and update — the copy is under 2 % of the heartbeat's sans-IO cost.
 //!

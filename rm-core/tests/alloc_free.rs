@@ -3,7 +3,7 @@
 //! (tracker answer + hand-over + shard). Its own test binary because it installs a counting
 //! global allocator (alloc-counter, process-wide) and runs single-threaded (no libtest harness).
 
-use rm_core::bench::{allocs_per_call, HeartbeatBench};
+use benches::rm_heartbeat::{allocs_per_call, HeartbeatBench};
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 

@@ -4,13 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use benches::rm_heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request,
+};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
 use prost::Message;
-use rm_core::bench::{
-    container_status, containers, heartbeat_request, node_status, register_request,
-};
 use rm_core::completion_log::read_dir_records;
 use rm_core::dispatcher::{Clock, Dispatcher, Placement};
 use rm_core::hosts::HostLists;

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
-use proptest::prelude::*;
-use rm_core::bench::{
+use benches::rm_heartbeat::{
     container_status, containers, heartbeat_request, node_status, register_request,
 };
+use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use proptest::prelude::*;
 use rm_core::completion_log::scan;
 use rm_core::hosts::HostLists;
 use rm_core::ids::NodeKey;

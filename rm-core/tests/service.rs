@@ -3,6 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use benches::rm_heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
+};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeActionProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerResponseProto, UnRegisterNodeManagerRequestProto,
@@ -10,9 +13,6 @@ use hadoop_wire::pb::hadoop::yarn::{
 use ipc::client::{Client, ClientConfig};
 use ipc::server::ServerConfig;
 use prost::Message;
-use rm_core::bench::{
-    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
-};
 use rm_core::completion_log::read_dir_records;
 use rm_core::dispatcher::Placement;
 use rm_core::ids::{AppKey, NodeKey};

@@ -4,15 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use benches::rm_heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
+};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NmContainerStatusProto, NodeActionProto,
     NodeHeartbeatResponseProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
     UnRegisterNodeManagerRequestProto,
 };
 use prost::Message;
-use rm_core::bench::{
-    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
-};
 use rm_core::completion_log::read_dir_records;
 use rm_core::hosts::HostLists;
 use rm_core::ids::{AppKey, ContainerKey, NodeKey};
@@ -393,7 +393,7 @@ fn restart_reloads_the_log_and_registration_statuses_are_recorded() {
     let req = RegisterNodeManagerRequestProto {
         node_id: Some(n.to_proto()),
         http_port: Some(8042),
-        resource: Some(rm_core::bench::capability(8192, 8)),
+        resource: Some(benches::rm_heartbeat::capability(8192, 8)),
         nm_version: Some("3.4.1".into()),
         container_statuses: vec![
             NmContainerStatusProto {

@@ -1,11 +1,13 @@
-//! Shared by the agent's test binaries (`mod support;`): `hotpath rm` as a child process, and
-//! one sample read from a Prometheus `/metrics` endpoint.
+//! Shared by the agent's test binaries (`mod support;`) and the benches' load-generator tests
+//! (`#[path]`): `hotpath rm` as a child process, and one sample read from a Prometheus
+//! `/metrics` endpoint.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -27,11 +29,52 @@ impl Drop for RmChild {
     }
 }
 
+/// The `hotpath` binary. In the agent's tests cargo names it. In the benches' tests (another
+/// package: cargo names only `hotpath-bench` there) it is the one beside `hotpath-bench` in
+/// the same target directory, brought up to date once per test process by `cargo build`
+/// (a no-op when `cargo test --workspace` just built it).
+pub fn hotpath_exe() -> PathBuf {
+    let bench = match (
+        option_env!("CARGO_BIN_EXE_hotpath"),
+        option_env!("CARGO_BIN_EXE_hotpath-bench"),
+    ) {
+        (Some(p), _) => return p.into(),
+        (None, Some(b)) => PathBuf::from(b),
+        (None, None) => panic!("support is used by the agent's or the benches' tests"),
+    };
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let profile_dir = bench.parent().expect("target/<profile>");
+            let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            cmd.args([
+                "build",
+                "--quiet",
+                "-p",
+                "agent",
+                "--bin",
+                "hotpath",
+                "--target-dir",
+            ])
+            .arg(profile_dir.parent().expect("the target directory"));
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().expect("running cargo build for hotpath");
+            assert!(
+                status.success(),
+                "cargo build -p agent --bin hotpath failed"
+            );
+            profile_dir.join("hotpath")
+        })
+        .clone()
+}
+
 /// Starts `hotpath rm` on 127.0.0.1 port 0 with `--metrics-port 0 --ready-line`, its completion
 /// log under `dir`, each of `sets` as `--set key=value`, `HOTPATH_LOG=log` and stderr going to
 /// `stderr`; returns once it printed its READY line.
 pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    let mut cmd = Command::new(hotpath_exe());
     cmd.args([
         "rm",
         "--address",

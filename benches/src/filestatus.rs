@@ -1,4 +1,4 @@
-//! The `bench filestatus` load: NNThroughputBenchmark's `-op fileStatus` shape (T threads, each
+//! The `hotpath-bench filestatus` load: NNThroughputBenchmark's `-op fileStatus` shape (T threads, each
 //! calling getFileInfo over a list of existing paths) through [`NameNodeClient`], closed loop
 //! or at a fixed offered rate, reporting ops/s and this process's CPU per call.
 //!
@@ -6,9 +6,9 @@
 //! so runs should last seconds. The status is read in place ([`FileStatusView`]); nothing is
 //! allocated per call beyond what `ipc::client` does.
 
-use crate::error::Error;
-use crate::file_status::FileStatusView;
-use crate::namenode::NameNodeClient;
+use hdfs_io::file_status::FileStatusView;
+use hdfs_io::namenode::NameNodeClient;
+use hdfs_io::Error;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

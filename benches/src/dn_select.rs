@@ -1,5 +1,5 @@
 //! The `dn-select` measurement, shared by `benches/benches/dn_select.rs`, the tests and the
-//! CLI (`hotpath bench dn-select`): the DataNode choice for a 3-replica block with a warm
+//! CLI (`hotpath-bench dn-select`): the DataNode choice for a 3-replica block with a warm
 //! address cache, against a baseline that does what Java's read path does per block.
 //!
 //! - **ours** ([`DnSelect::ours`]): [`Selector::choose`] over the block's replicas (decoded
@@ -18,13 +18,13 @@
 //! (`ours_ns`, `baseline_ns`, `ratio`) and, when given an allocation counter (a counting
 //! global allocator lives in the binary), allocations per call (`allocs`).
 
-use crate::addr_cache::AddrCache;
-use crate::dead_nodes::DeadNodes;
-use crate::fixtures;
-use crate::replica::{decode_replicas, Replica};
-use crate::selection::{LazyNow, Selector};
-use crate::topology::{LocalNode, RackMap};
 use hadoop_wire::view::hdfs::LocatedBlockView;
+use hdfs_io::addr_cache::AddrCache;
+use hdfs_io::dead_nodes::DeadNodes;
+use hdfs_io::fixtures;
+use hdfs_io::replica::{decode_replicas, Replica};
+use hdfs_io::selection::{LazyNow, Selector};
+use hdfs_io::topology::{LocalNode, RackMap};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::net::{IpAddr, SocketAddr};

@@ -1,7 +1,8 @@
 //! CRC verify rate in 512-byte chunks over 64 MiB (the read path's pattern), GB/s of thread CPU:
-//! `cargo run --release -p hdfs-io --example crc_rate`.
+//! `cargo run --release -p benches --example crc_rate`.
 
-use hdfs_io::checksum::{verify_rate_gbps, ChecksumKind};
+use benches::checksum_rate::verify_rate_gbps;
+use hdfs_io::checksum::ChecksumKind;
 
 fn main() {
     for (name, kind) in [

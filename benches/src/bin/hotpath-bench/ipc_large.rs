@@ -1,4 +1,4 @@
-//! `hotpath bench ipc-large`: large IPC responses (HADOOP-4797), three servers compared.
+//! `hotpath-bench ipc-large`: large IPC responses (HADOOP-4797), three servers compared.
 //!
 //! C client threads (in this process) each fetch R responses of `--size` bytes over loopback
 //! from a server running in a **child process** (this binary re-executed with the hidden
@@ -35,7 +35,7 @@ use ipc::client::{Client, ClientConfig};
 use ipc::server::{bench, Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, PoolConfig};
 
-/// Flags of `hotpath bench ipc-large`.
+/// Flags of `hotpath-bench ipc-large`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct IpcLargeArgs {
     /// Concurrent clients (one connection and thread each).
@@ -400,7 +400,7 @@ struct ChildServer {
 }
 
 fn spawn_server(variant: Variant, args: &IpcLargeArgs) -> Result<ChildServer> {
-    let exe = std::env::current_exe().context("locating the hotpath binary")?;
+    let exe = std::env::current_exe().context("locating the hotpath-bench binary")?;
     let mut cmd = Command::new(exe);
     cmd.arg("bench-ipc-server")
         .arg("--variant")
@@ -604,7 +604,7 @@ fn ring_threads(args: &IpcLargeArgs) -> usize {
         .max(1)
 }
 
-/// `hotpath bench ipc-large`.
+/// `hotpath-bench ipc-large`.
 pub fn run(args: IpcLargeArgs) -> Result<()> {
     if args.clients == 0 || args.size == 0 {
         bail!("--clients and --size must be positive");

@@ -10,16 +10,16 @@
 //!   warm-up read in the driver's JVM, then the measured one), so its peer CPU is divided by
 //!   the bytes of both reads.
 //! - `filestatus`: getFileInfo over N files with T threads at a fixed offered rate, ours
-//!   ([`hdfs_io::filestatus_bench`]) and Java's `FileStatusDriver`; client CPU per call. Ours
+//!   ([`benches::filestatus`]) and Java's `FileStatusDriver`; client CPU per call. Ours
 //!   runs twice per round: with direct calls (the default) and through the shared
 //!   `ipc::client` connection (`hotpath_shared`, [`NameNodeConfig::direct_calls`] off).
 //!
-//! `cargo run --release -p hdfs-io --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
+//! `cargo run --release -p benches --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
 //! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
+use benches::filestatus;
 use hdfs_io::dfs::{DfsClient, DfsConfig};
-use hdfs_io::filestatus_bench;
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig};
 use hdfs_io::topology::{LocalNode, RackMap};
 use ipc::transport::BackendChoice;
@@ -202,7 +202,7 @@ fn main() {
         )
         .expect("nn");
         for run in 0..runs {
-            let r = filestatus_bench::run(
+            let r = filestatus::run(
                 client.namenode(),
                 &paths,
                 16,
@@ -216,7 +216,7 @@ fn main() {
             );
             ours.push(r.cpu_ns_per_op.unwrap_or(f64::NAN) / 1e3);
             ours_ops.push(r.ops_per_sec);
-            let r = filestatus_bench::run(
+            let r = filestatus::run(
                 &shared,
                 &paths,
                 16,

@@ -2,8 +2,8 @@
 //! `valgrind --tool=callgrind target/release/examples/dn_select_once ours 100000`
 //! (`ours`, `decode` or `baseline`).
 
+use benches::dn_select::DnSelect;
 use hadoop_wire::view::hdfs::LocatedBlockView;
-use hdfs_io::measure::DnSelect;
 use hdfs_io::replica::decode_replicas;
 use std::hint::black_box;
 

@@ -1,9 +1,10 @@
-//! `hotpath loadgen heartbeats` against `hotpath rm` (separate processes), small and short:
+//! `hotpath-bench loadgen heartbeats` against `hotpath rm` (separate processes), small and short:
 //! every simulated node registers once, then the RM sees the paced rate (one heartbeat per node
 //! per interval), with no error, resync or SHUTDOWN, and the loadgen's count agrees with the
 //! RM's own `hotpath_rm_heartbeats_total` / `hotpath_rm_registrations_total`, and the RM
 //! recorded the handling time of every heartbeat it answered.
 
+#[path = "../../agent/tests/support/mod.rs"]
 mod support;
 
 use std::process::Command;
@@ -18,7 +19,7 @@ fn loadgen_paces_and_agrees_with_the_rm() {
     let (tracker, metrics) = (rm.tracker.as_str(), rm.metrics.as_str());
 
     let (nodes, interval_ms, secs) = (200u64, 200u64, 3.0f64);
-    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+    let out = Command::new(env!("CARGO_BIN_EXE_hotpath-bench"))
         .args([
             "loadgen",
             "heartbeats",

@@ -1,4 +1,4 @@
-//! `hotpath loadgen heartbeats`: N simulated NodeManagers over real TCP against any
+//! `hotpath-bench loadgen heartbeats`: N simulated NodeManagers over real TCP against any
 //! ResourceTracker (ours or Java's).
 //!
 //! How it fits together: the nodes are dealt round-robin onto K connections. Each connection has
@@ -13,9 +13,9 @@
 //! one call in flight: if its previous heartbeat is still unanswered when its next one is due,
 //! that beat is counted as `late` and skipped (a real NM would send it late).
 //!
-//! Allocation-light: each node's heartbeat is encoded once (rm-core's bench fixture: 50 RUNNING
-//! GUARANTEED statuses, IP-literal host, distinct port) with the responseId as a fixed 5-byte
-//! varint that is patched in place; frames are built into one reused buffer per connection and
+//! Allocation-light: each node's heartbeat is encoded once (the heartbeat fixture of
+//! `benches::rm_heartbeat`: 50 RUNNING GUARANTEED statuses, IP-literal host, distinct port)
+//! with the responseId as a fixed 5-byte varint that is patched in place; frames are built into one reused buffer per connection and
 //! responses read into one reused buffer. Re-encoding happens only when the RM rolls a key.
 
 use std::io::{BufReader, Read, Write};
@@ -25,13 +25,13 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use benches::rm_heartbeat as fixtures;
 use clap::{Args, Subcommand};
 use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
 use hadoop_wire::frame::ResponseFrame;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
 use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
 use hdrhistogram::Histogram;
-use rm_core::bench;
 use rm_core::ids::NodeKey;
 
 const PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
@@ -131,10 +131,10 @@ struct NodeReq {
 
 impl NodeReq {
     fn build_heartbeat(&mut self, containers: usize, keys: u64) {
-        let statuses = bench::containers(self.app, containers)
+        let statuses = fixtures::containers(self.app, containers)
             .into_iter()
             .map(|k| {
-                bench::container_status(
+                fixtures::container_status(
                     k,
                     ContainerStateProto::CRunning,
                     -1000,
@@ -142,9 +142,9 @@ impl NodeReq {
                 )
             })
             .collect();
-        let status = bench::node_status(&self.key, statuses, true);
+        let status = fixtures::node_status(&self.key, statuses, true);
         let k = (keys != NO_KEYS).then_some(((keys >> 32) as u32 as i32, keys as u32 as i32));
-        let (buf, at) = bench::heartbeat_request(&status, 0, k);
+        let (buf, at) = fixtures::heartbeat_request(&status, 0, k);
         self.heartbeat = buf;
         self.rid_at = at;
         self.built_keys = keys;
@@ -260,7 +260,7 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
         let mut reqs = Vec::with_capacity(globals.len());
         for &g in &globals {
             let key = node_key(g, a.port_base);
-            let register = bench::register_request(&key, 1 << 20, 512, NM_VERSION);
+            let register = fixtures::register_request(&key, 1 << 20, 512, NM_VERSION);
             let mut r = NodeReq {
                 key,
                 app: g as i32 + 1,
@@ -447,7 +447,11 @@ fn write_loop(
                     reqs[l].build_heartbeat(containers, keys);
                 }
                 let r = &mut reqs[l];
-                bench::set_response_id(&mut r.heartbeat, r.rid_at, slot.response_id.load(Acquire));
+                fixtures::set_response_id(
+                    &mut r.heartbeat,
+                    r.rid_at,
+                    slot.response_id.load(Acquire),
+                );
                 ("nodeHeartbeat", &reqs[l].heartbeat)
             }
             IN_FLIGHT | REGISTERING => {

@@ -1,13 +1,14 @@
-//! Side by side (issue 5, "Must show" 2–3): `hotpath loadgen heartbeats` against `hotpath rm`
+//! Side by side (issue 5, "Must show" 2–3): `hotpath-bench loadgen heartbeats` against `hotpath rm`
 //! (a separate process) and against the real Java ResourceManager (peer `yarn-rm`, log level
 //! ERROR, trap 9), with the same N, with 50 containers and with 0. Each RM is fresh per run; the
 //! loadgen reads the RM process's utime+stime before and after the measured window (`--pid`).
 //!
 //! A measurement, so `#[ignore]`d; run it with the release binary:
-//! `LOADGEN_NODES=1000,2000 LOADGEN_SECS=10 cargo test --release -p agent --test
+//! `LOADGEN_NODES=1000,2000 LOADGEN_SECS=10 cargo test --release -p benches --test
 //! loadgen_side_by_side -- --ignored --nocapture`. It fails if any run reports an RPC error, a
 //! SHUTDOWN, or no heartbeats at all. `LOADGEN_SIDES=ours` or `java` runs one side only.
 
+#[path = "../../agent/tests/support/mod.rs"]
 mod support;
 
 use std::process::{Command, Stdio};
@@ -22,7 +23,7 @@ fn env_or(k: &str, d: &str) -> String {
 
 fn loadgen(rm: &str, nodes: usize, containers: usize, pid: u32, metrics: Option<&str>) -> Value {
     let secs = env_or("LOADGEN_SECS", "10");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath-bench"));
     cmd.args(["loadgen", "heartbeats", "--rm", rm, "--json"])
         .args(["--nodes", &nodes.to_string()])
         .args(["--containers", &containers.to_string()])

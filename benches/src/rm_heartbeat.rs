@@ -1,6 +1,6 @@
 //! The heartbeat measurement: fixtures, our path, the eager (Java-like) baseline, and a
 //! plain timing loop. Used by the criterion bench (`benches/benches/heartbeat.rs`), the
-//! allocation test, and `hotpath bench heartbeat` (whose `--json` keys are the fields of
+//! allocation test, and `hotpath-bench heartbeat` (whose `--json` keys are the fields of
 //! [`HeartbeatFigures`]).
 //!
 //! The fixture is what a Java NodeManager sends: a `NodeHeartbeatRequestProto` whose
@@ -38,14 +38,14 @@ use hadoop_wire::pb::hadoop::yarn::{
 use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
 use prost::Message;
 
-use crate::dispatcher::Clock;
-use crate::hosts::HostLists;
-use crate::ids::{AppKey, ContainerKey, NodeKey};
-use crate::mailbox::Mailbox;
-use crate::master_key::SeededEntropy;
-use crate::shard::Shard;
-use crate::tracker::{next_response_id, HeartbeatOutcome, ResourceTracker};
-use crate::{Error, RmConfig};
+use rm_core::dispatcher::Clock;
+use rm_core::hosts::HostLists;
+use rm_core::ids::{AppKey, ContainerKey, NodeKey};
+use rm_core::mailbox::{Inbox, Mailbox};
+use rm_core::master_key::SeededEntropy;
+use rm_core::shard::Shard;
+use rm_core::tracker::{next_response_id, HeartbeatOutcome, ResourceTracker};
+use rm_core::{Error, RmConfig};
 
 /// Container statuses per heartbeat in the fixture.
 pub const CONTAINERS: usize = 50;
@@ -351,7 +351,7 @@ pub struct HeartbeatBench {
     clock: Clock,
     out: Vec<u8>,
     eager_allocated: JavaResource,
-    spare: crate::mailbox::Inbox,
+    spare: Inbox,
 }
 
 impl HeartbeatBench {
@@ -415,7 +415,7 @@ impl HeartbeatBench {
             clock,
             out,
             eager_allocated: JavaResource::default(),
-            spare: crate::mailbox::Inbox::default(),
+            spare: Inbox::default(),
         };
         // Warm up: registration, first heartbeats (containers become known), buffers sized.
         b.drain()?;

@@ -2,7 +2,7 @@
 //! `hb_profile ours|cold|opportunistic|eager|e2e|tracker N`. Single-threaded (no io_uring), so it
 //! is safe under valgrind.
 
-use rm_core::bench::HeartbeatBench;
+use benches::rm_heartbeat::HeartbeatBench;
 
 fn main() {
     let mut args = std::env::args().skip(1);

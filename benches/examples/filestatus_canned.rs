@@ -5,19 +5,19 @@
 //!
 //! The client is pointed at the server by a configuration with
 //! `fs.defaultFS = hdfs://127.0.0.1:PORT` ([`endpoints_from_conf`]), and
-//! [`filestatus_bench::run`] drives it (T threads, closed loop, or paced with a rate).
+//! [`filestatus::run`] drives it (T threads, closed loop, or paced with a rate).
 //!
-//! `cargo run --release -p hdfs-io --example filestatus_canned -- [threads] [seconds] [runs] [rate|-] [direct|shared]`
+//! `cargo run --release -p benches --example filestatus_canned -- [threads] [seconds] [runs] [rate|-] [direct|shared]`
 //! (defaults 16, 5, 3, unpaced, direct). `shared` turns [`NameNodeConfig::direct_calls`] off:
 //! every call goes through the one shared `ipc::client` connection and its reader thread.
 //! Prints one JSON line per run and a summary line with the medians. The server's ring
 //! threads (`hp-ring-*`) run in this process: their CPU time, read per thread from `/proc/self/task/*/stat`, is the server's share (`server_cpu_ns_per_op`);
 //! the process CPU per call minus that share is the client's (`client_cpu_ns_per_op`).
 
+use benches::filestatus;
 use hadoop_wire::pb::hadoop::hdfs::{
     FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
 };
-use hdfs_io::filestatus_bench;
 use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use prost::Message;
@@ -132,8 +132,8 @@ fn main() {
     for run in 0..runs {
         let calls0 = server.metrics().calls;
         let s0 = threads_cpu_ns("hp-ring");
-        let r = filestatus_bench::run(&nn, &paths, threads, Duration::from_secs(secs), rate)
-            .expect("bench");
+        let r =
+            filestatus::run(&nn, &paths, threads, Duration::from_secs(secs), rate).expect("bench");
         let s1 = threads_cpu_ns("hp-ring");
         let calls = server.metrics().calls - calls0;
         assert_eq!(r.errors, 0, "errors against the canned server");

@@ -1,7 +1,0 @@
-//! Prints the `dn-select` measurement as one JSON line (no allocation counter here; see the
-//! bench for `allocs`): `cargo run --release -p hdfs-io --example dn_select_report`.
-
-fn main() {
-    let r = hdfs_io::measure::measure(1000, 15, None);
-    println!("{}", r.to_json());
-}
