@@ -31,6 +31,8 @@
 //! - [`writer`]: the one protobuf writer ([`writer::Encode`] over a [`writer::Sink`]: a
 //!   [`writer::Writer`] for bytes, a [`writer::Counter`] for exact lengths).
 //! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
+//! - [`rpc`], [`hdfs`]: modules by protocol noun that own their constants and exception class
+//!   names; [`rpc::client`] is the sans-IO client connection state machine.
 //!
 //! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
 //! [`EncodeError`]); [`Error`] unites them.
@@ -38,8 +40,10 @@
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod hdfs;
 pub mod pb;
 pub mod reader;
+pub mod rpc;
 pub mod view;
 pub mod writer;
 
