@@ -4,6 +4,8 @@
 //! Every RPC-level number or name the workspace uses is defined here once; [`crate::frame`] and
 //! [`crate::encode`] re-export the ones they always exported, so their old paths keep working.
 
+pub mod client;
+
 /// `hrpc`, `RpcConstants.HEADER`: the first four bytes of every connection.
 pub const MAGIC: [u8; 4] = *b"hrpc";
 /// IPC version spoken here, `RpcConstants.CURRENT_VERSION`.
