@@ -6,7 +6,7 @@
 //! - [`LengthPrefixed`]: reserves the 4-byte frame length, lets the body be written, then patches
 //!   the length in [`finish`](LengthPrefixed::finish). Dropped unfinished, it removes the partial
 //!   frame, so an encoder that fails half-way leaves the buffer as it found it.
-//! - [`Body`]: anything that can be written as a varint-delimited part: hand-encoded headers
+//! - [`Body`]: anything that can be written as a varint-delimited part: the RPC headers
 //!   ([`RpcRequestHeader`], [`RequestHeader`], [`ConnectionContext`], [`RpcResponseHeader`]),
 //!   prost messages wrapped in [`Proto`], or raw bytes (`[u8]`).
 //! - Frame encoders: [`preamble`], [`connection_context_frame`], [`call_frame`], [`ping_frame`],
@@ -21,29 +21,25 @@
 //! `writeDelimitedTo`. The 4-byte frame length, in contrast, is fixed width, so it is reserved and
 //! patched (rustls style): no second pass over the parts.
 //!
-//! The hot headers are hand-encoded from borrowed fields (a prost struct would need an owned
-//! `Vec<u8>` for the client id and `String`s for names, i.e. allocations per call); fields are
-//! written in field-number order, as protobuf-java does, and the tests check byte-equality
-//! against prost.
+//! The hot headers are written from borrowed fields by the one protobuf writer
+//! ([`crate::writer`]; a prost struct would need an owned `Vec<u8>` for the client id and
+//! `String`s for names, i.e. allocations per call); fields are written in field-number order, as
+//! protobuf-java does, and the tests check byte-equality against prost and Hadoop's bytes.
 
 use bytes::BufMut;
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use crate::error::EncodeError;
-use crate::frame::{
-    Preamble, AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, IPC_VERSION, JAVA_INT_MAX,
-    PING_CALL_ID,
-};
+use crate::frame::{Preamble, JAVA_INT_MAX};
 use crate::pb::hadoop::common::rpc_response_header_proto::{RpcErrorCodeProto, RpcStatusProto};
+use crate::rpc::{
+    AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, IPC_VERSION, PING_CALL_ID,
+};
+use crate::writer::{Encode, Sink};
 
-/// `RpcKindProto.RPC_PROTOCOL_BUFFER`.
-pub const RPC_KIND_PROTOCOL_BUFFER: i32 = 2;
-/// `OperationProto.RPC_FINAL_PACKET`.
-pub const RPC_OP_FINAL_PACKET: i32 = 0;
-/// `RpcConstants.INVALID_RETRY_COUNT`, sent with the context and ping frames.
-pub const INVALID_RETRY_COUNT: i32 = -1;
-/// Exception class Hadoop names in its FATAL_VERSION_MISMATCH response.
-pub const VERSION_MISMATCH_EXCEPTION: &str = "org.apache.hadoop.ipc.RPC$VersionMismatch";
+// Defined in `crate::rpc`; re-exported where they were first defined.
+pub use crate::rpc::exception::VERSION_MISMATCH as VERSION_MISMATCH_EXCEPTION;
+pub use crate::rpc::{INVALID_RETRY_COUNT, RPC_KIND_PROTOCOL_BUFFER, RPC_OP_FINAL_PACKET};
 
 /// A buffer frames are written into: a [`BufMut`] whose already-written bytes can be overwritten
 /// (to patch a reserved length) and cut back (to drop a half-written frame).
@@ -207,50 +203,28 @@ pub fn write_delimited<B: BufMut, T: Body + ?Sized>(
     Ok(encoded_len_varint(len as u64) + len)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Field helpers (protobuf wire format)
-
-const VARINT: u32 = 0;
-const LEN: u32 = 2;
-
-#[inline]
-fn key(field: u32, wire_type: u32) -> u64 {
-    u64::from(field << 3 | wire_type)
+/// The hand-encoded headers are [`Encode`] messages; as frame parts they are [`Body`]s through
+/// the one writer (the same thing [`Encoded`] does for any other message).
+macro_rules! body_via_writer {
+    ($($t:ident),*) => {$(
+        impl Body for $t<'_> {
+            #[inline]
+            fn encoded_len(&self) -> usize {
+                Encode::encoded_len(self)
+            }
+            #[inline]
+            fn encode_body<B: BufMut>(&self, buf: &mut B) {
+                crate::writer::write(buf, self)
+            }
+        }
+    )*};
 }
-
-#[inline]
-fn zigzag32(v: i32) -> u64 {
-    u64::from(((v << 1) ^ (v >> 31)) as u32)
-}
-
-#[inline]
-fn put_varint_field<B: BufMut>(buf: &mut B, field: u32, v: u64) {
-    encode_varint(key(field, VARINT), buf);
-    encode_varint(v, buf);
-}
-
-#[inline]
-fn varint_field_len(field: u32, v: u64) -> usize {
-    encoded_len_varint(key(field, VARINT)) + encoded_len_varint(v)
-}
-
-#[inline]
-fn put_bytes_field<B: BufMut>(buf: &mut B, field: u32, v: &[u8]) {
-    encode_varint(key(field, LEN), buf);
-    encode_varint(v.len() as u64, buf);
-    buf.put_slice(v);
-}
-
-#[inline]
-fn bytes_field_len(field: u32, len: usize) -> usize {
-    encoded_len_varint(key(field, LEN)) + encoded_len_varint(len as u64) + len
-}
-
-/// Java's `int64` fields carry negative values as 10-byte varints (sign extension).
-#[inline]
-fn int64(v: i64) -> u64 {
-    v as u64
-}
+body_via_writer!(
+    RpcRequestHeader,
+    RequestHeader,
+    ConnectionContext,
+    RpcResponseHeader
+);
 
 // ---------------------------------------------------------------------------------------------
 // Hand-encoded messages
@@ -284,30 +258,18 @@ impl<'a> RpcRequestHeader<'a> {
     }
 }
 
-impl Body for RpcRequestHeader<'_> {
-    fn encoded_len(&self) -> usize {
-        varint_field_len(1, RPC_KIND_PROTOCOL_BUFFER as u64)
-            + varint_field_len(2, RPC_OP_FINAL_PACKET as u64)
-            + varint_field_len(3, zigzag32(self.call_id))
-            + bytes_field_len(4, self.client_id.len())
-            + varint_field_len(5, zigzag32(self.retry_count))
-            + self.state_id.map_or(0, |s| varint_field_len(8, int64(s)))
-            + self
-                .router_federated_state
-                .map_or(0, |r| bytes_field_len(9, r.len()))
-    }
-
-    fn encode_body<B: BufMut>(&self, buf: &mut B) {
-        put_varint_field(buf, 1, RPC_KIND_PROTOCOL_BUFFER as u64);
-        put_varint_field(buf, 2, RPC_OP_FINAL_PACKET as u64);
-        put_varint_field(buf, 3, zigzag32(self.call_id));
-        put_bytes_field(buf, 4, self.client_id);
-        put_varint_field(buf, 5, zigzag32(self.retry_count));
-        if let Some(s) = self.state_id {
-            put_varint_field(buf, 8, int64(s));
+impl Encode for RpcRequestHeader<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.int32(1, RPC_KIND_PROTOCOL_BUFFER);
+        s.int32(2, RPC_OP_FINAL_PACKET);
+        s.sint32(3, self.call_id);
+        s.bytes(4, self.client_id);
+        s.sint32(5, self.retry_count);
+        if let Some(id) = self.state_id {
+            s.int64(8, id);
         }
         if let Some(r) = self.router_federated_state {
-            put_bytes_field(buf, 9, r);
+            s.bytes(9, r);
         }
     }
 }
@@ -323,17 +285,11 @@ pub struct RequestHeader<'a> {
     pub client_protocol_version: u64,
 }
 
-impl Body for RequestHeader<'_> {
-    fn encoded_len(&self) -> usize {
-        bytes_field_len(1, self.method_name.len())
-            + bytes_field_len(2, self.declaring_class_protocol_name.len())
-            + varint_field_len(3, self.client_protocol_version)
-    }
-
-    fn encode_body<B: BufMut>(&self, buf: &mut B) {
-        put_bytes_field(buf, 1, self.method_name.as_bytes());
-        put_bytes_field(buf, 2, self.declaring_class_protocol_name.as_bytes());
-        put_varint_field(buf, 3, self.client_protocol_version);
+impl Encode for RequestHeader<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.string(1, self.method_name);
+        s.string(2, self.declaring_class_protocol_name);
+        s.uint(3, self.client_protocol_version);
     }
 }
 
@@ -348,38 +304,34 @@ pub struct ConnectionContext<'a> {
     pub protocol: Option<&'a str>,
 }
 
-impl ConnectionContext<'_> {
-    fn user_info_len(&self) -> Option<usize> {
-        if self.effective_user.is_none() && self.real_user.is_none() {
-            return None;
+/// `UserInformationProto { effectiveUser, realUser }`.
+struct UserInfo<'a> {
+    effective_user: Option<&'a str>,
+    real_user: Option<&'a str>,
+}
+
+impl Encode for UserInfo<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        if let Some(u) = self.effective_user {
+            s.string(1, u);
         }
-        Some(
-            self.effective_user
-                .map_or(0, |u| bytes_field_len(1, u.len()))
-                + self.real_user.map_or(0, |u| bytes_field_len(2, u.len())),
-        )
+        if let Some(u) = self.real_user {
+            s.string(2, u);
+        }
     }
 }
 
-impl Body for ConnectionContext<'_> {
-    fn encoded_len(&self) -> usize {
-        self.user_info_len().map_or(0, |l| bytes_field_len(2, l))
-            + self.protocol.map_or(0, |p| bytes_field_len(3, p.len()))
-    }
-
-    fn encode_body<B: BufMut>(&self, buf: &mut B) {
-        if let Some(l) = self.user_info_len() {
-            encode_varint(key(2, LEN), buf);
-            encode_varint(l as u64, buf);
-            if let Some(u) = self.effective_user {
-                put_bytes_field(buf, 1, u.as_bytes());
-            }
-            if let Some(u) = self.real_user {
-                put_bytes_field(buf, 2, u.as_bytes());
-            }
+impl Encode for ConnectionContext<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        if self.effective_user.is_some() || self.real_user.is_some() {
+            let user = UserInfo {
+                effective_user: self.effective_user,
+                real_user: self.real_user,
+            };
+            s.message(2, &user);
         }
         if let Some(p) = self.protocol {
-            put_bytes_field(buf, 3, p.as_bytes());
+            s.string(3, p);
         }
     }
 }
@@ -432,45 +384,24 @@ impl<'a> RpcResponseHeader<'a> {
     }
 }
 
-#[inline]
-fn call_id_u32(call_id: i32) -> u64 {
-    u64::from(call_id as u32)
-}
-
-impl Body for RpcResponseHeader<'_> {
-    fn encoded_len(&self) -> usize {
-        let mut n = varint_field_len(1, call_id_u32(self.call_id))
-            + varint_field_len(2, self.status() as u64)
-            + varint_field_len(3, u64::from(IPC_VERSION));
+impl Encode for RpcResponseHeader<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        // `uint32 callId`: a negative id is its 32-bit pattern, a 5-byte varint.
+        s.uint(1, u64::from(self.call_id as u32));
+        s.int32(2, self.status());
+        s.uint(3, u64::from(IPC_VERSION));
         if let Some(f) = &self.failure {
-            n += bytes_field_len(4, f.exception_class_name.len())
-                + bytes_field_len(5, f.error_msg.len())
-                + varint_field_len(6, f.error_detail as i32 as u64);
+            s.string(4, f.exception_class_name);
+            s.string(5, f.error_msg);
+            s.int32(6, f.error_detail as i32);
         }
-        n + bytes_field_len(7, self.client_id.len())
-            + varint_field_len(8, zigzag32(self.retry_count))
-            + self.state_id.map_or(0, |s| varint_field_len(9, int64(s)))
-            + self
-                .router_federated_state
-                .map_or(0, |r| bytes_field_len(10, r.len()))
-    }
-
-    fn encode_body<B: BufMut>(&self, buf: &mut B) {
-        put_varint_field(buf, 1, call_id_u32(self.call_id));
-        put_varint_field(buf, 2, self.status() as u64);
-        put_varint_field(buf, 3, u64::from(IPC_VERSION));
-        if let Some(f) = &self.failure {
-            put_bytes_field(buf, 4, f.exception_class_name.as_bytes());
-            put_bytes_field(buf, 5, f.error_msg.as_bytes());
-            put_varint_field(buf, 6, f.error_detail as i32 as u64);
-        }
-        put_bytes_field(buf, 7, self.client_id);
-        put_varint_field(buf, 8, zigzag32(self.retry_count));
-        if let Some(s) = self.state_id {
-            put_varint_field(buf, 9, int64(s));
+        s.bytes(7, self.client_id);
+        s.sint32(8, self.retry_count);
+        if let Some(id) = self.state_id {
+            s.int64(9, id);
         }
         if let Some(r) = self.router_federated_state {
-            put_bytes_field(buf, 10, r);
+            s.bytes(10, r);
         }
     }
 }

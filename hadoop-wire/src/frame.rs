@@ -26,14 +26,11 @@ use crate::error::{Error, FrameError};
 use crate::view::hdfs::{PacketHeader, PacketHeaderView};
 use crate::view::rpc::{RequestHeaderView, RpcRequestHeaderView, RpcResponseHeaderView};
 
-/// `hrpc`, `RpcConstants.HEADER`.
-pub const MAGIC: [u8; 4] = *b"hrpc";
-/// IPC version spoken here, `RpcConstants.CURRENT_VERSION`.
-pub const IPC_VERSION: u8 = 9;
-/// Auth protocol byte for SIMPLE / NONE.
-pub const AUTH_NONE: u8 = 0x00;
-/// Auth protocol byte for SASL (-33 as a Java byte).
-pub const AUTH_SASL: u8 = 0xDF;
+// The RPC constants live in `crate::rpc`; re-exported here, where they were first defined.
+pub use crate::rpc::{
+    AUTHORIZATION_FAILED_CALL_ID, AUTH_NONE, AUTH_SASL, CONNECTION_CONTEXT_CALL_ID, IPC_VERSION,
+    MAGIC, PING_CALL_ID, SASL_CALL_ID,
+};
 /// The first four bytes of an HTTP GET, which Hadoop answers with a plain-text 404.
 pub const HTTP_GET: [u8; 4] = *b"GET ";
 /// Default cap on a request frame: `ipc.maximum.data.length` = 128 MiB.
@@ -457,15 +454,6 @@ fn split_delimited<const N: usize>(body: &[u8]) -> Result<([&[u8]; N], usize), F
     }
     Ok((parts, n))
 }
-
-/// Call id of the connection-context frame.
-pub const CONNECTION_CONTEXT_CALL_ID: i32 = -3;
-/// Call id of the client's ping.
-pub const PING_CALL_ID: i32 = -4;
-/// Call id the server uses for auth/version failures.
-pub const AUTHORIZATION_FAILED_CALL_ID: i32 = -1;
-/// Call id of the SASL exchange (not supported here).
-pub const SASL_CALL_ID: i32 = -33;
 
 /// A request frame body (after the 4-byte length) split into its delimited parts.
 ///

@@ -31,6 +31,8 @@
 //! - [`writer`]: the one protobuf writer ([`writer::Encode`] over a [`writer::Sink`]: a
 //!   [`writer::Writer`] for bytes, a [`writer::Counter`] for exact lengths).
 //! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
+//! - [`rpc`], [`hdfs`]: modules by protocol noun that own their constants and exception class
+//!   names; [`rpc::client`] is the sans-IO client connection state machine.
 //! - [`yarn`]: YARN's protocol nouns: application and container ids, `ContainerExitStatus`,
 //!   the ResourceTracker protocol name and methods, the Hadoop version we report.
 //!
@@ -40,8 +42,10 @@
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod hdfs;
 pub mod pb;
 pub mod reader;
+pub mod rpc;
 pub mod view;
 pub mod writer;
 pub mod yarn;

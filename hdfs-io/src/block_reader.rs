@@ -22,12 +22,11 @@ use crate::checksum::{ChecksumKind, DataChecksum};
 use crate::error::{BlockName, Error};
 use hadoop_wire::frame::{check_packet_sequence, PacketDecoded, PacketDecoder};
 use hadoop_wire::pb::hadoop::hdfs::{BlockOpResponseProto, Status};
+use hadoop_wire::writer::{Encode, Sink, Writer};
+use prost::encoding::encoded_len_varint;
 use prost::Message;
 
-/// `DataTransferProtocol.DATA_TRANSFER_VERSION`.
-pub const DATA_TRANSFER_VERSION: u16 = 28;
-/// `Op.READ_BLOCK`.
-pub const OP_READ_BLOCK: u8 = 81;
+pub use hadoop_wire::hdfs::{DATA_TRANSFER_VERSION, OP_READ_BLOCK};
 /// Largest BlockOpResponseProto accepted (it holds a status, checksum info and a message).
 pub const MAX_RESPONSE_LEN: usize = 1 << 20;
 
@@ -46,26 +45,58 @@ pub struct ReadBlockRequest<'a> {
     pub len: u64,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// `BaseHeaderProto{block, token}`, both copied as the NameNode sent them.
+struct BaseHeader<'a> {
+    block: &'a [u8],
+    token: &'a [u8],
 }
 
-fn varint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
+impl Encode for BaseHeader<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.bytes(1, self.block);
+        s.bytes(2, self.token);
     }
-    n
 }
 
-fn put_len_field(out: &mut Vec<u8>, field: u32, bytes_len: usize) {
-    put_varint(out, u64::from(field << 3 | 2));
-    put_varint(out, bytes_len as u64);
+/// `ClientOperationHeaderProto{baseHeader, clientName}`.
+struct ClientHeader<'a> {
+    base: BaseHeader<'a>,
+    client_name: &'a str,
+}
+
+impl Encode for ClientHeader<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.message(1, &self.base);
+        s.string(2, self.client_name);
+    }
+}
+
+/// An empty `CachingStrategyProto` (Java sends one with neither field set).
+struct NoCachingStrategy;
+
+impl Encode for NoCachingStrategy {
+    fn encode<S: Sink>(&self, _: &mut S) {}
+}
+
+/// `OpReadBlockProto`, field for field as Java's `Sender.readBlock` writes it.
+struct OpReadBlock<'a>(&'a ReadBlockRequest<'a>);
+
+impl Encode for OpReadBlock<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        let r = self.0;
+        let header = ClientHeader {
+            base: BaseHeader {
+                block: r.block,
+                token: r.token,
+            },
+            client_name: r.client_name,
+        };
+        s.message(1, &header);
+        s.uint(2, r.offset);
+        s.uint(3, r.len);
+        s.bool(4, true); // sendChecksums
+        s.message(5, &NoCachingStrategy);
+    }
 }
 
 /// Appends the request: version, op, and the delimited `OpReadBlockProto`, field for field as
@@ -73,34 +104,14 @@ fn put_len_field(out: &mut Vec<u8>, field: u32, bytes_len: usize) {
 /// len, sendChecksums=true, an empty cachingStrategy). The block and token bytes are copied
 /// from the NameNode's response without decoding.
 pub fn encode_read_block(req: &ReadBlockRequest<'_>, out: &mut Vec<u8>) {
-    let field_len = |n: usize| 1 + varint_len(n as u64) + n;
-    let base = field_len(req.block.len()) + field_len(req.token.len());
-    let client_header = field_len(base) + field_len(req.client_name.len());
-    let body = field_len(client_header)
-        + 1
-        + varint_len(req.offset)
-        + 1
-        + varint_len(req.len)
-        + 2 // sendChecksums
-        + 2; // empty cachingStrategy
-    out.reserve(3 + varint_len(body as u64) + body);
+    let op = OpReadBlock(req);
+    let body = op.encoded_len();
+    out.reserve(3 + encoded_len_varint(body as u64) + body);
     out.extend_from_slice(&DATA_TRANSFER_VERSION.to_be_bytes());
     out.push(OP_READ_BLOCK);
-    put_varint(out, body as u64);
-    put_len_field(out, 1, client_header);
-    put_len_field(out, 1, base);
-    put_len_field(out, 1, req.block.len());
-    out.extend_from_slice(req.block);
-    put_len_field(out, 2, req.token.len());
-    out.extend_from_slice(req.token);
-    put_len_field(out, 2, req.client_name.len());
-    out.extend_from_slice(req.client_name.as_bytes());
-    out.push(2 << 3);
-    put_varint(out, req.offset);
-    out.push(3 << 3);
-    put_varint(out, req.len);
-    out.extend_from_slice(&[4 << 3, 1]);
-    out.extend_from_slice(&[5 << 3 | 2, 0]);
+    let mut w = Writer::new(out);
+    w.varint(body as u64);
+    op.encode(&mut w);
 }
 
 /// One step of [`BlockRead::poll`].

@@ -8,25 +8,23 @@
 //! one), writes the frame, reads its response on the same thread, and puts the connection
 //! back. Several threads calling at once use several connections (as many as call at once).
 //!
-//! The request frame and the response buffer belong to the connection and are reused, so a
-//! call allocates nothing once they have grown to size. A response frame longer than the
-//! configured cap is refused before anything is allocated for it, and the connection is
-//! dropped. The stateId lives in a [`StateIdCell`] shared with the NameNode client's other
+//! The wire rules (handshake, call ids, framing, the response cap, stateId, ERROR/FATAL headers)
+//! are hadoop-wire's client state machine, [`hadoop_wire::rpc::client::Connection`], the one
+//! `ipc::client` drives too; this module only owns the socket. The request frame and the
+//! response buffer belong to the state machine and are reused, so a call allocates nothing once
+//! they have grown to size. A response frame longer than the configured cap is refused before
+//! anything is allocated for it, and the connection is dropped. The stateId lives in a [`StateIdCell`] shared with the NameNode client's other
 //! connections (every node's `ipc::client` and direct pool): each response header's stateId
 //! is folded into it, and every request carries its current value, the highest seen on any
 //! connection.
 
 use crate::error::{RemoteException, RemoteKind};
-use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use hadoop_wire::frame::ResponseFrame;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use hadoop_wire::view::rpc::RpcResponseHeaderView;
+use hadoop_wire::encode::{ConnectionContext, RequestHeader};
+use hadoop_wire::rpc::client::{Caller, Connection};
 use ipc::client::StateIdCell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::ops::Range;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Settings of a [`Connections`] pool.
@@ -45,16 +43,11 @@ pub(crate) struct ConnConfig {
     pub keep_idle: usize,
 }
 
-/// One connection with its reusable buffers.
+/// One connection: the socket and hadoop-wire's client state machine, which owns the reusable
+/// send and receive buffers.
 pub(crate) struct Conn {
     stream: TcpStream,
-    out: Vec<u8>,
-    /// Received bytes: `buf[..filled]`, of which `buf[pos..filled]` are not yet consumed.
-    buf: Vec<u8>,
-    filled: usize,
-    pos: usize,
-    /// Where the last response's message lies in `buf`.
-    payload: Range<usize>,
+    wire: Connection,
     /// Whether this connection has already answered a call (a failure on it may just be the
     /// server having closed it while idle).
     used: bool,
@@ -63,7 +56,34 @@ pub(crate) struct Conn {
 impl Conn {
     /// The last response's message.
     pub fn payload(&self) -> &[u8] {
-        &self.buf[self.payload.clone()]
+        self.wire.payload()
+    }
+
+    /// Writes everything the state machine has queued.
+    fn flush(&mut self) -> Result<(), String> {
+        let out = self.wire.transmit();
+        let n = out.len();
+        self.stream
+            .write_all(out)
+            .map_err(|e| format!("write: {e}"))?;
+        self.wire.sent(n);
+        Ok(())
+    }
+
+    /// Reads as much as the socket has (usually a whole response in one `read`) into the state
+    /// machine's receive buffer.
+    fn fill(&mut self) -> Result<(), String> {
+        loop {
+            match self.stream.read(self.wire.recv_buf()) {
+                Ok(0) => return Err("closed by the server".to_string()),
+                Ok(k) => {
+                    self.wire.received(k);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
     }
 }
 
@@ -81,9 +101,9 @@ pub(crate) enum CallFailure {
 pub(crate) struct Connections {
     cfg: ConnConfig,
     idle: Mutex<Vec<Conn>>,
-    next_call_id: AtomicI32,
-    /// Highest stateId seen, shared with the client's other connections.
-    state_id: StateIdCell,
+    /// Client id, call ids (counted across the pool's connections) and the highest stateId
+    /// seen, in a cell shared with the client's other connections.
+    caller: Arc<Caller>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -93,17 +113,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Connections {
     /// A pool whose calls fold response stateIds into `state_id` and send its value.
     pub fn new(cfg: ConnConfig, state_id: StateIdCell) -> Connections {
+        let caller = Arc::new(Caller::new(cfg.client_id, state_id));
         Connections {
             cfg,
             idle: Mutex::new(Vec::new()),
-            next_call_id: AtomicI32::new(0),
-            state_id,
+            caller,
         }
-    }
-
-    /// The highest stateId seen (on any connection sharing the cell).
-    pub fn last_state_id(&self) -> Option<i64> {
-        self.state_id.get()
     }
 
     fn connect(&self) -> Result<Conn, String> {
@@ -114,30 +129,19 @@ impl Connections {
         s.set_nodelay(true).map_err(io)?;
         s.set_read_timeout(Some(c.call_timeout)).map_err(io)?;
         s.set_write_timeout(Some(c.call_timeout)).map_err(io)?;
-        let mut hello = Vec::with_capacity(128);
-        encode::preamble(&mut hello, 0);
-        encode::connection_context_frame(
-            &mut hello,
-            &c.client_id,
-            &ConnectionContext {
-                effective_user: Some(&c.user),
-                real_user: None,
-                protocol: Some(c.protocol),
-            },
-        )
-        .map_err(|e| format!("encoding the connection context: {e}"))?;
+        let context = ConnectionContext {
+            effective_user: Some(&c.user),
+            real_user: None,
+            protocol: Some(c.protocol),
+        };
+        let wire = Connection::new(self.caller.clone(), &context, c.max_response)
+            .map_err(|e| format!("encoding the connection context: {e}"))?;
         let mut conn = Conn {
             stream: s,
-            out: Vec::with_capacity(256),
-            buf: vec![0; 4096],
-            filled: 0,
-            pos: 0,
-            payload: 0..0,
+            wire,
             used: false,
         };
-        conn.stream
-            .write_all(&hello)
-            .map_err(|e| format!("write: {e}"))?;
+        conn.flush()?;
         Ok(conn)
     }
 
@@ -162,106 +166,41 @@ impl Connections {
     pub fn call(&self, c: &mut Conn, method: &str, request: &[u8]) -> Result<(), CallFailure> {
         let reused = c.used;
         let io = |reason: String| CallFailure::Io { reason, reused };
-        let call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        let header = RpcRequestHeader {
-            state_id: self.last_state_id(),
-            ..RpcRequestHeader::call(call_id, &self.cfg.client_id, 0)
-        };
         let rh = RequestHeader {
             method_name: method,
             declaring_class_protocol_name: self.cfg.protocol,
             client_protocol_version: self.cfg.version,
         };
-        c.out.clear();
-        encode::call_frame(&mut c.out, &header, &rh, request)
+        c.wire
+            .call(&rh, request)
             .map_err(|e| io(format!("encoding the call: {e}")))?;
-        c.stream
-            .write_all(&c.out)
-            .map_err(|e| io(format!("write: {e}")))?;
-        loop {
-            let body = self.read_frame(c).map_err(io)?;
-            let frame = ResponseFrame::split(&c.buf[body]).map_err(|e| io(e.to_string()))?;
-            // one pass over the header: validation and every field (same errors as validate())
-            let h = RpcResponseHeaderView::new(frame.header)
-                .summary()
-                .map_err(|e| io(e.to_string()))?;
-            let (id, status) = (h.call_id_i32(), h.status);
-            if let Some(sid) = h.state_id {
-                self.state_id.observe(sid);
+        c.flush().map_err(io)?;
+        // Responses to other call ids cannot come (one call at a time); the state machine
+        // skips them, and answers this call with a FATAL whatever id it names.
+        let answer = loop {
+            match c.wire.poll() {
+                Ok(Some(a)) => break a,
+                Ok(None) => c.fill().map_err(io)?,
+                Err(e) => return Err(io(e.to_string())),
             }
-            if id != call_id && status != RpcStatusProto::Fatal {
-                // not ours (cannot happen with one call at a time); skip it
-                continue;
+        };
+        c.used = true;
+        match answer.result {
+            Ok(()) => Ok(()),
+            Err(r) => {
+                let e = RemoteException {
+                    kind: RemoteKind::from_class(&r.class),
+                    fatal: r.is_fatal(),
+                    code: r.detail.map(|d| d as i32),
+                    message: r.message,
+                    class: r.class,
+                };
+                Err(if e.fatal {
+                    CallFailure::Fatal(e)
+                } else {
+                    CallFailure::Remote(e)
+                })
             }
-            c.used = true;
-            return match status {
-                RpcStatusProto::Success => {
-                    let Some(p) = frame.payload else {
-                        return Err(io(format!("SUCCESS for call {id} without a message")));
-                    };
-                    let start = p.as_ptr() as usize - c.buf.as_ptr() as usize;
-                    c.payload = start..start + p.len();
-                    Ok(())
-                }
-                st => {
-                    let class = h
-                        .exception_class_name()
-                        .ok()
-                        .flatten()
-                        .unwrap_or("")
-                        .to_string();
-                    let e = RemoteException {
-                        kind: RemoteKind::from_class(&class),
-                        message: h.error_msg().ok().flatten().unwrap_or("").to_string(),
-                        code: h.error_detail.map(|d| d as i32),
-                        fatal: st == RpcStatusProto::Fatal,
-                        class,
-                    };
-                    Err(if e.fatal {
-                        CallFailure::Fatal(e)
-                    } else {
-                        CallFailure::Remote(e)
-                    })
-                }
-            };
         }
     }
-
-    /// Reads one response frame; returns where its body lies in `c.buf`. Reads as much as the
-    /// socket has (usually the whole frame in one `read`); bytes past the frame stay buffered.
-    fn read_frame(&self, c: &mut Conn) -> Result<Range<usize>, String> {
-        if c.pos > 0 {
-            c.buf.copy_within(c.pos..c.filled, 0);
-            c.filled -= c.pos;
-            c.pos = 0;
-        }
-        fill_to(c, 4)?;
-        let n = u32::from_be_bytes([c.buf[0], c.buf[1], c.buf[2], c.buf[3]]);
-        if n > self.cfg.max_response || n > i32::MAX as u32 {
-            return Err(format!(
-                "response frame of {n} bytes exceeds the limit of {}",
-                self.cfg.max_response
-            ));
-        }
-        let end = 4 + n as usize;
-        fill_to(c, end)?;
-        c.pos = end;
-        Ok(4..end)
-    }
-}
-
-/// Reads until `c.buf[..want]` holds data (the buffer grows to `want` if needed).
-fn fill_to(c: &mut Conn, want: usize) -> Result<(), String> {
-    if c.buf.len() < want {
-        c.buf.resize(want, 0);
-    }
-    while c.filled < want {
-        match c.stream.read(&mut c.buf[c.filled..]) {
-            Ok(0) => return Err("closed by the server".to_string()),
-            Ok(k) => c.filled += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read: {e}")),
-        }
-    }
-    Ok(())
 }

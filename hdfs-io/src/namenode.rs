@@ -37,6 +37,7 @@ use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
 use hadoop_wire::reader::{Reader, WireType};
 use hadoop_wire::view::hdfs::LocatedBlocksView;
+use hadoop_wire::writer::{Encode, Sink, Writer};
 use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
@@ -44,7 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
-pub const CLIENT_PROTOCOL: &str = "org.apache.hadoop.hdfs.protocol.ClientProtocol";
+pub use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
 /// Default NameNode RPC port.
 pub const DEFAULT_PORT: u16 = 8020;
 
@@ -196,56 +197,53 @@ impl std::fmt::Debug for NameNodeClient {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
-    put_varint(out, u64::from(field << 3 | 2));
-    put_varint(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
 /// `GetFileInfoRequestProto{src}`.
 pub fn encode_get_file_info(path: &str, out: &mut Vec<u8>) {
-    put_bytes(out, 1, path.as_bytes());
+    Writer::new(out).string(1, path);
 }
 
 /// `GetBlockLocationsRequestProto{src, offset, length}`.
 pub fn encode_get_block_locations(path: &str, offset: u64, length: u64, out: &mut Vec<u8>) {
-    put_bytes(out, 1, path.as_bytes());
-    out.push(2 << 3);
-    put_varint(out, offset);
-    out.push(3 << 3);
-    put_varint(out, length);
+    let mut w = Writer::new(out);
+    w.string(1, path);
+    w.uint(2, offset);
+    w.uint(3, length);
+}
+
+/// `FsPermissionProto{perm}`.
+struct FsPermission(u32);
+
+impl Encode for FsPermission {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.uint(1, u64::from(self.0));
+    }
 }
 
 /// `MkdirsRequestProto{src, masked: FsPermissionProto{perm}, createParent: true}`.
 pub fn encode_mkdirs(path: &str, permission: u32, out: &mut Vec<u8>) {
-    put_bytes(out, 1, path.as_bytes());
-    let mut perm = Vec::with_capacity(4);
-    perm.push(1 << 3);
-    put_varint(&mut perm, u64::from(permission));
-    put_bytes(out, 2, &perm);
-    out.extend_from_slice(&[3 << 3, 1]);
+    let mut w = Writer::new(out);
+    w.string(1, path);
+    w.message(2, &FsPermission(permission));
+    w.bool(3, true);
+}
+
+/// `LocatedBlockProto{b, offset, locs: [dn], corrupt: false, blockToken}` of a bad replica.
+impl Encode for BadBlock {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.bytes(1, &self.block);
+        s.uint(2, self.offset);
+        s.bytes(3, &self.datanode);
+        s.bool(4, false);
+        s.bytes(5, &self.token);
+    }
 }
 
 /// `ReportBadBlocksRequestProto{blocks: [LocatedBlockProto{b, offset, locs: [dn], corrupt:
 /// false, blockToken}]}`, as Java's `DFSClient.reportChecksumFailure` builds it.
 pub fn encode_report_bad_blocks(bad: &[BadBlock], out: &mut Vec<u8>) {
+    let mut w = Writer::new(out);
     for b in bad {
-        let mut lb = Vec::with_capacity(b.block.len() + b.datanode.len() + b.token.len() + 24);
-        put_bytes(&mut lb, 1, &b.block);
-        lb.push(2 << 3);
-        put_varint(&mut lb, b.offset);
-        put_bytes(&mut lb, 3, &b.datanode);
-        lb.extend_from_slice(&[4 << 3, 0]);
-        put_bytes(&mut lb, 5, &b.token);
-        put_bytes(out, 1, &lb);
+        w.message(1, b);
     }
 }
 
@@ -316,7 +314,7 @@ impl NameNodeClient {
             .map(|ep| {
                 let icfg = ClientConfig {
                     protocol: CLIENT_PROTOCOL.to_string(),
-                    protocol_version: 1,
+                    protocol_version: CLIENT_PROTOCOL_VERSION,
                     user: cfg.user.clone(),
                     connect_timeout: cfg.connect_timeout,
                     call_timeout: cfg.call_timeout,
@@ -342,7 +340,7 @@ impl NameNodeClient {
                     ConnConfig {
                         addr: ep.addr,
                         protocol: CLIENT_PROTOCOL,
-                        version: 1,
+                        version: CLIENT_PROTOCOL_VERSION,
                         user: cfg.user.clone(),
                         client_id,
                         connect_timeout: cfg.connect_timeout,
@@ -811,6 +809,18 @@ mod tests {
             }
             .encode_to_vec()
         );
+    }
+
+    #[test]
+    fn mkdirs_bytes() {
+        // MkdirsRequestProto is not in our .proto files: the bytes Java writes, by hand.
+        // src (1), masked (2) = FsPermissionProto{perm (1) = 0o755 = ed 03}, createParent (3).
+        let mut b = Vec::new();
+        encode_mkdirs("/d", 0o755, &mut b);
+        assert_eq!(b, [0x0a, 2, b'/', b'd', 0x12, 3, 0x08, 0xed, 0x03, 0x18, 1]);
+        // The nested message decodes as FsPermissionProto.
+        let perm = hadoop_wire::pb::hadoop::hdfs::FsPermissionProto::decode(&b[6..9]).unwrap();
+        assert_eq!(perm.perm, 0o755);
     }
 
     #[test]

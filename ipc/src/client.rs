@@ -55,16 +55,19 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use hadoop_wire::frame::{ResponseFrame, DEFAULT_MAX_DATA_LENGTH};
+use hadoop_wire::encode::{ConnectionContext, RequestHeader};
+use hadoop_wire::frame::DEFAULT_MAX_DATA_LENGTH;
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
-use hadoop_wire::view::rpc::RpcResponseHeaderView;
+/// The stateId cell is hadoop-wire's ([`hadoop_wire::rpc::client::StateIdCell`]), named here
+/// as it always was.
+pub use hadoop_wire::rpc::client::StateIdCell;
+use hadoop_wire::rpc::client::{Caller, RemoteError, Responses};
 
 /// Client configuration.
 #[derive(Debug, Clone)]
@@ -127,50 +130,6 @@ impl Default for ClientConfig {
     }
 }
 
-/// The highest NameNode `stateId` seen, shareable across connections (observer reads).
-///
-/// Clones share one value. [`StateIdCell::observe`] only ever raises it (a `fetch_max`), so
-/// responses arriving out of order on different connections cannot move it back.
-#[derive(Clone)]
-pub struct StateIdCell(Arc<AtomicI64>);
-
-impl StateIdCell {
-    /// A cell that has seen no stateId yet.
-    pub fn new() -> Self {
-        Self(Arc::new(AtomicI64::new(i64::MIN)))
-    }
-
-    /// Folds in a stateId seen in a response header: the cell keeps the highest.
-    pub fn observe(&self, state_id: i64) {
-        self.0.fetch_max(state_id, Ordering::AcqRel);
-    }
-
-    /// The highest stateId seen, if any.
-    pub fn get(&self) -> Option<i64> {
-        match self.0.load(Ordering::Acquire) {
-            i64::MIN => None,
-            s => Some(s),
-        }
-    }
-
-    /// Whether `self` and `other` are the same shared cell.
-    pub fn same_cell(&self, other: &StateIdCell) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Default for StateIdCell {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl std::fmt::Debug for StateIdCell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("StateIdCell").field(&self.get()).finish()
-    }
-}
-
 /// Client errors.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ClientError {
@@ -204,6 +163,17 @@ pub enum ClientError {
     /// The request could not be encoded.
     #[error("encoding the request failed: {0}")]
     Encode(#[from] hadoop_wire::error::EncodeError),
+}
+
+impl From<RemoteError> for ClientError {
+    fn from(e: RemoteError) -> Self {
+        ClientError::Remote {
+            status: e.status,
+            class: e.class,
+            message: e.message,
+            detail: e.detail,
+        }
+    }
 }
 
 impl ClientError {
@@ -442,10 +412,9 @@ struct Backoff {
 struct Inner {
     addr: SocketAddr,
     cfg: ClientConfig,
-    client_id: [u8; 16],
-    next_call_id: AtomicI32,
-    /// Highest stateId seen (maybe shared with other clients).
-    state_id: StateIdCell,
+    /// Client id, call ids and the highest stateId seen (the cell maybe shared with other
+    /// clients): the sending side of hadoop-wire's client state machine.
+    caller: Caller,
     conn: Mutex<Option<Arc<Conn>>>,
     backoff: Mutex<Backoff>,
     recycler: Arc<Recycler>,
@@ -602,9 +571,7 @@ impl Client {
             inner: Arc::new(Inner {
                 addr,
                 cfg,
-                client_id: random_client_id(),
-                next_call_id: AtomicI32::new(0),
-                state_id,
+                caller: Caller::new(random_client_id(), state_id),
                 conn: Mutex::new(None),
                 backoff: Mutex::new(Backoff {
                     failures: 0,
@@ -625,19 +592,19 @@ impl Client {
 
     /// The 16-byte client id sent in every request header.
     pub fn client_id(&self) -> &[u8; 16] {
-        &self.inner.client_id
+        self.inner.caller.client_id()
     }
 
     /// The highest stateId seen in a response header (on any client sharing this one's
     /// [`StateIdCell`]).
     pub fn last_state_id(&self) -> Option<i64> {
-        self.inner.state_id.get()
+        self.inner.caller.state_id().get()
     }
 
     /// The cell this client reads and raises the stateId in; give clones of it to other
     /// clients (in [`ClientConfig::state_id`]) to share it.
     pub fn state_id_cell(&self) -> &StateIdCell {
-        &self.inner.state_id
+        self.inner.caller.state_id()
     }
 
     /// Whether a connection is open now.
@@ -683,7 +650,8 @@ impl Client {
         timeout: Duration,
     ) -> Result<PendingCall, ClientError> {
         let conn = self.conn()?;
-        let call_id = self.inner.next_call_id.fetch_add(1, Ordering::Relaxed) & i32::MAX;
+        let caller = &self.inner.caller;
+        let call_id = caller.next_call_id();
         let slot = {
             // Checked under the lock: `fail` marks the connection broken before it drains the
             // table, so a slot inserted here is either drained by it or refused here.
@@ -703,18 +671,14 @@ impl Client {
             deadline: Instant::now() + timeout,
             timeout,
         };
-        // Read after registering: a response raising the stateId before this point is
-        // reflected in the header.
-        let header = RpcRequestHeader {
-            state_id: self.last_state_id(),
-            ..RpcRequestHeader::call(call_id, &self.inner.client_id, 0)
-        };
+        // The stateId is read when the frame is encoded, after registering: a response
+        // raising it before this point is reflected in the header.
         let rh = RequestHeader {
             method_name: method,
             declaring_class_protocol_name: protocol,
             client_protocol_version: version,
         };
-        let sent = lock(&conn.writer).send(|f| encode::call_frame(f, &header, &rh, request));
+        let sent = lock(&conn.writer).send(|f| caller.call_frame(f, call_id, &rh, request));
         match sent {
             // Dropping `call` takes it out of the table again.
             Err(e) => Err(e.into()),
@@ -729,8 +693,8 @@ impl Client {
     /// Sends a ping frame (callId −4); the server answers nothing.
     pub fn ping(&self) -> Result<(), ClientError> {
         let conn = self.conn()?;
-        let client_id = &self.inner.client_id;
-        let r = lock(&conn.writer).send(|f| encode::ping_frame(f, client_id))?;
+        let caller = &self.inner.caller;
+        let r = lock(&conn.writer).send(|f| caller.ping_frame(f))?;
         r.map_err(|e| {
             conn.fail(&format!("write failed: {e}"));
             ClientError::ConnectionLost(e.to_string())
@@ -798,13 +762,14 @@ impl Client {
         let mut s = TcpStream::connect_timeout(&self.inner.addr, cfg.connect_timeout)?;
         s.set_nodelay(true)?;
         let mut hello = Vec::with_capacity(128);
-        encode::preamble(&mut hello, 0);
         let ctx = ConnectionContext {
             effective_user: Some(&cfg.user),
             real_user: None,
             protocol: (!cfg.protocol.is_empty()).then_some(cfg.protocol.as_str()),
         };
-        encode::connection_context_frame(&mut hello, &self.inner.client_id, &ctx)
+        self.inner
+            .caller
+            .hello(&mut hello, &ctx)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         s.write_all(&hello)?;
         let reader = BufReader::with_capacity(READ_BUFFER, s.try_clone()?);
@@ -820,9 +785,11 @@ impl Client {
         });
         let c = conn.clone();
         let ctx = ReaderContext {
-            max_response_length: cfg.max_response_length,
+            responses: Responses::new(
+                cfg.max_response_length,
+                self.inner.caller.state_id().clone(),
+            ),
             recycler: self.inner.recycler.clone(),
-            state_id: self.inner.state_id.clone(),
         };
         let cpu = cfg.reader_cpu;
         let (pinned_tx, pinned_rx) = std::sync::mpsc::sync_channel(1);
@@ -894,9 +861,9 @@ fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, ctx: ReaderContext) {
 /// What the reader thread needs from its client. It holds no reference to the client
 /// itself, so dropping the last `Client` closes the connection, which ends the thread.
 struct ReaderContext {
-    max_response_length: u32,
+    /// The receiving side of hadoop-wire's client state machine (cap, header, stateId).
+    responses: Responses,
     recycler: Arc<Recycler>,
-    state_id: StateIdCell,
 }
 
 /// Reads one response frame. `Ok(false)` on a clean EOF at a frame boundary.
@@ -911,14 +878,7 @@ fn read_one(
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
         Err(e) => return Err(format!("read failed: {e}")),
     }
-    let n = u32::from_be_bytes(len);
-    if n > client.max_response_length || n > i32::MAX as u32 {
-        return Err(format!(
-            "response frame of {n} bytes exceeds the limit of {}",
-            client.max_response_length
-        ));
-    }
-    let n = n as usize;
+    let n = client.responses.frame_len(len).map_err(|e| e.to_string())?;
     let mut buf = client.recycler.take();
     // Grow (zeroing only new bytes) or cut back; a recycled buffer of the same size is reused
     // as is. A buffer too small is replaced by one with room up to the next power of two, so
@@ -935,25 +895,10 @@ fn read_one(
     }
     s.read_exact(&mut buf)
         .map_err(|e| format!("read failed: {e}"))?;
-    let frame = ResponseFrame::split(&buf).map_err(|e| e.to_string())?;
-    // One pass over the header: validates it (same errors as `validate()`) and reads every
-    // field, where validate + accessors scanned it once per field.
-    let h = RpcResponseHeaderView::new(frame.header)
-        .summary()
-        .map_err(|e| e.to_string())?;
-    let call_id = h.call_id_i32();
-    let status = h.status;
-    let state_id = h.state_id;
-    if let Some(sid) = state_id {
-        client.state_id.observe(sid);
-    }
-    let outcome = match status {
-        RpcStatusProto::Success => {
-            let Some(p) = frame.payload else {
-                return Err(format!(
-                    "SUCCESS response for call {call_id} without a message"
-                ));
-            };
+    let reply = client.responses.reply(&buf).map_err(|e| e.to_string())?;
+    let (call_id, state_id) = (reply.call_id, reply.state_id);
+    let outcome = match reply.result {
+        Ok(p) => {
             let start = p.as_ptr() as usize - buf.as_ptr() as usize;
             let payload = start..start + p.len();
             Ok(Response {
@@ -963,20 +908,11 @@ fn read_one(
                 recycle: Arc::downgrade(&client.recycler),
             })
         }
-        st => {
-            let err = ClientError::Remote {
-                status: st,
-                class: h
-                    .exception_class_name()
-                    .ok()
-                    .flatten()
-                    .unwrap_or("")
-                    .to_string(),
-                message: h.error_msg().ok().flatten().unwrap_or("").to_string(),
-                detail: h.error_detail,
-            };
+        Err(remote) => {
+            let fatal = remote.is_fatal();
+            let err = ClientError::from(remote);
             client.recycler.put(buf);
-            if st == RpcStatusProto::Fatal {
+            if fatal {
                 // The server closes the connection: the FATAL goes to its call (if it names
                 // one) and to every other pending call.
                 let pending: Vec<_> = lock(&conn.table).pending.drain().collect();

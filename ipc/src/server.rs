@@ -62,14 +62,16 @@ use crate::transport::{
 };
 use hadoop_wire::encode::{self, Body, RpcFailure, RpcResponseHeader};
 use hadoop_wire::frame::{
-    self, FrameAccumulator, FrameDecoder, PreambleOutcome, RequestFrame,
-    AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, DEFAULT_MAX_DATA_LENGTH,
-    PING_CALL_ID, SASL_CALL_ID,
+    self, FrameAccumulator, FrameDecoder, PreambleOutcome, RequestFrame, DEFAULT_MAX_DATA_LENGTH,
 };
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
 use hadoop_wire::pb::hadoop::common::IpcConnectionContextProto;
+use hadoop_wire::rpc::{
+    AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, IPC_VERSION, PING_CALL_ID,
+    SASL_CALL_ID,
+};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
@@ -77,15 +79,13 @@ pub const MAX_CLIENT_ID: usize = 64;
 /// Peer-provided names quoted in error messages are cut to this many bytes.
 const MAX_QUOTED: usize = 256;
 
-/// Exception class Java reports for fatal errors built from a message.
-pub const FATAL_EXCEPTION: &str = "org.apache.hadoop.ipc.Server$FatalRpcServerException";
-pub const NO_SUCH_PROTOCOL_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcNoSuchProtocolException";
-pub const NO_SUCH_METHOD_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcNoSuchMethodException";
-pub const VERSION_MISMATCH_EXCEPTION: &str = "org.apache.hadoop.ipc.RPC$VersionMismatch";
-/// What a handler that panicked is reported as.
-pub const SERVER_EXCEPTION: &str = "org.apache.hadoop.ipc.RpcServerException";
-/// Java's exception for an undecodable request message.
-pub const INVALID_PROTOBUF_EXCEPTION: &str = "com.google.protobuf.InvalidProtocolBufferException";
+// The exception class names live in `hadoop_wire::rpc::exception`; re-exported under the names
+// this module always gave them.
+pub use hadoop_wire::rpc::exception::{
+    FATAL as FATAL_EXCEPTION, INVALID_PROTOBUF as INVALID_PROTOBUF_EXCEPTION,
+    NO_SUCH_METHOD as NO_SUCH_METHOD_EXCEPTION, NO_SUCH_PROTOCOL as NO_SUCH_PROTOCOL_EXCEPTION,
+    SERVER as SERVER_EXCEPTION, VERSION_MISMATCH as VERSION_MISMATCH_EXCEPTION,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Handlers
@@ -792,7 +792,7 @@ impl Core {
             }) => {
                 // Java answers clients of version >= 9 (the FATAL format exists there) and
                 // just closes on anything else.
-                if magic_ok && client_version >= frame::IPC_VERSION {
+                if magic_ok && client_version >= IPC_VERSION {
                     self.scratch.clear();
                     if encode::version_mismatch_response(
                         &mut self.scratch,

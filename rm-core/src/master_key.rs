@@ -14,6 +14,7 @@
 use std::io::Read;
 
 use crate::Error;
+use hadoop_wire::writer::{Encode, Sink};
 
 /// Bytes of a master key secret.
 pub const KEY_BYTES: usize = 8;
@@ -70,16 +71,20 @@ impl MasterKey {
 
     /// The `MasterKeyProto` body length.
     pub fn encoded_len(&self) -> usize {
-        1 + prost::encoding::encoded_len_varint(self.key_id as i64 as u64) + 1 + 1 + KEY_BYTES
+        Encode::encoded_len(self)
     }
 
     /// Appends the `MasterKeyProto` body (fields 1, 2).
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        buf.push(0x08);
-        prost::encoding::encode_varint(self.key_id as i64 as u64, buf);
-        buf.push(0x12);
-        buf.push(KEY_BYTES as u8);
-        buf.extend_from_slice(&self.bytes);
+        hadoop_wire::writer::write(buf, self);
+    }
+}
+
+/// `MasterKeyProto { key_id, bytes }`.
+impl Encode for MasterKey {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.int32(1, self.key_id);
+        s.bytes(2, &self.bytes);
     }
 }
 

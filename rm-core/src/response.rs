@@ -1,9 +1,9 @@
-//! `NodeHeartbeatResponseProto`, hand-encoded from borrowed values (no prost struct, no
-//! allocation when the buffer has room). Fields are written in field-number order, as
+//! `NodeHeartbeatResponseProto`, written by the one protobuf writer from borrowed values (no
+//! prost struct, no allocation when the buffer has room). Fields are written in field-number order, as
 //! protobuf-java writes them; the tests check byte equality with prost.
 
 use hadoop_wire::pb::hadoop::yarn::NodeActionProto;
-use prost::encoding::{encode_varint, encoded_len_varint};
+use hadoop_wire::writer::{len_field_len, Counter, Sink, Writer, WIRE_LEN};
 
 use crate::ids::{AppKey, ContainerKey};
 use crate::master_key::MasterKey;
@@ -50,79 +50,72 @@ impl<'a> HeartbeatResponse<'a> {
 
     /// Appends the message body to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
+        let mut w = Writer::new(buf);
         if let Some(id) = self.response_id {
-            buf.push(0x08);
-            encode_varint(id as i64 as u64, buf);
+            w.int32(1, id);
         }
-        for (tag, key) in [
-            (0x12, self.container_token_master_key),
-            (0x1a, self.nm_token_master_key),
-        ] {
-            if let Some(k) = key {
-                buf.push(tag);
-                encode_varint(k.encoded_len() as u64, buf);
-                k.encode(buf);
-            }
+        if let Some(k) = self.container_token_master_key {
+            w.message(2, k);
         }
-        buf.push(0x20);
-        encode_varint(self.action as i32 as i64 as u64, buf);
+        if let Some(k) = self.nm_token_master_key {
+            w.message(3, k);
+        }
+        w.int32(4, self.action as i32);
         for c in self.containers_to_cleanup {
-            buf.push(0x2a);
-            encode_varint(c.encoded_len() as u64, buf);
-            c.encode(buf);
+            id_field(&mut w, 5, c.encoded_len(), |b| c.encode(b));
         }
         for a in self.applications_to_cleanup {
-            buf.push(0x32);
-            encode_varint(a.encoded_len() as u64, buf);
-            a.encode(buf);
+            id_field(&mut w, 6, a.encoded_len(), |b| a.encode(b));
         }
         if let Some(i) = self.next_heartbeat_interval_ms {
-            buf.push(0x38);
-            encode_varint(i as u64, buf);
+            w.int64(7, i);
         }
         if let Some(d) = self.diagnostics {
-            buf.push(0x42);
-            encode_varint(d.len() as u64, buf);
-            buf.extend_from_slice(d.as_bytes());
+            w.string(8, d);
         }
         for c in self.containers_to_be_removed_from_nm {
-            buf.push(0x4a);
-            encode_varint(c.encoded_len() as u64, buf);
-            c.encode(buf);
+            id_field(&mut w, 9, c.encoded_len(), |b| c.encode(b));
         }
     }
 
     /// The encoded length (for callers that size a buffer first).
     pub fn encoded_len(&self) -> usize {
-        let mut n = 0;
+        let mut n = Counter::default();
         if let Some(id) = self.response_id {
-            n += 1 + encoded_len_varint(id as i64 as u64);
+            n.int32(1, id);
         }
-        for k in [self.container_token_master_key, self.nm_token_master_key]
-            .into_iter()
-            .flatten()
-        {
-            n += 1 + encoded_len_varint(k.encoded_len() as u64) + k.encoded_len();
+        if let Some(k) = self.container_token_master_key {
+            n.message(2, k);
         }
-        n += 1 + encoded_len_varint(self.action as i32 as i64 as u64);
-        for c in self
+        if let Some(k) = self.nm_token_master_key {
+            n.message(3, k);
+        }
+        n.int32(4, self.action as i32);
+        if let Some(i) = self.next_heartbeat_interval_ms {
+            n.int64(7, i);
+        }
+        if let Some(d) = self.diagnostics {
+            n.string(8, d);
+        }
+        let containers = self
             .containers_to_cleanup
             .iter()
             .chain(self.containers_to_be_removed_from_nm)
-        {
-            n += 1 + encoded_len_varint(c.encoded_len() as u64) + c.encoded_len();
-        }
-        for a in self.applications_to_cleanup {
-            n += 1 + encoded_len_varint(a.encoded_len() as u64) + a.encoded_len();
-        }
-        if let Some(i) = self.next_heartbeat_interval_ms {
-            n += 1 + encoded_len_varint(i as u64);
-        }
-        if let Some(d) = self.diagnostics {
-            n += 1 + encoded_len_varint(d.len() as u64) + d.len();
-        }
-        n
+            .map(|c| len_field_len(5, c.encoded_len()));
+        let apps = self
+            .applications_to_cleanup
+            .iter()
+            .map(|a| len_field_len(6, a.encoded_len()));
+        n.len() + containers.sum::<usize>() + apps.sum::<usize>()
     }
+}
+
+/// A nested id message (`ContainerIdProto`, `ApplicationIdProto`): key and length through the
+/// writer, then the body by the id's own encoder in `ids.rs`, which writes into a `Vec`.
+fn id_field(w: &mut Writer<'_, Vec<u8>>, field: u32, len: usize, body: impl FnOnce(&mut Vec<u8>)) {
+    w.key(field, WIRE_LEN);
+    w.varint(len as u64);
+    body(w.buf());
 }
 
 #[cfg(test)]
@@ -187,5 +180,53 @@ mod tests {
             Some("Node not found resyncing h:1")
         );
         assert_eq!(rs.len(), resync.encoded_len());
+    }
+
+    #[test]
+    fn every_field_byte_equal_to_prost() {
+        let k1 = MasterKey {
+            key_id: -7,
+            bytes: [1; 8],
+        };
+        let k2 = MasterKey {
+            key_id: 300,
+            bytes: [2; 8],
+        };
+        let a = AppKey {
+            cluster_timestamp: 1_700_000_000_000,
+            id: 9,
+        };
+        let c = ContainerKey {
+            app: a,
+            attempt: 2,
+            id: 1 << 40,
+        };
+        let r = HeartbeatResponse {
+            response_id: Some(-1),
+            container_token_master_key: Some(&k1),
+            nm_token_master_key: Some(&k2),
+            action: NodeActionProto::Shutdown,
+            containers_to_cleanup: &[c],
+            applications_to_cleanup: &[a],
+            next_heartbeat_interval_ms: Some(-5),
+            diagnostics: Some("why"),
+            containers_to_be_removed_from_nm: &[c],
+        };
+        let mut ours = Vec::new();
+        r.encode(&mut ours);
+        let p = NodeHeartbeatResponseProto {
+            response_id: Some(-1),
+            container_token_master_key: Some(k1.to_proto()),
+            nm_token_master_key: Some(k2.to_proto()),
+            node_action: Some(NodeActionProto::Shutdown as i32),
+            containers_to_cleanup: vec![c.to_proto()],
+            applications_to_cleanup: vec![a.to_proto()],
+            next_heart_beat_interval: Some(-5),
+            diagnostics_message: Some("why".into()),
+            containers_to_be_removed_from_nm: vec![c.to_proto()],
+            ..Default::default()
+        };
+        assert_eq!(ours, p.encode_to_vec());
+        assert_eq!(ours.len(), r.encoded_len());
     }
 }
