@@ -3,7 +3,7 @@
 //! protobuf-java writes them; the tests check byte equality with prost.
 
 use hadoop_wire::pb::hadoop::yarn::NodeActionProto;
-use hadoop_wire::writer::{len_field_len, Counter, Sink, Writer, WIRE_LEN};
+use hadoop_wire::writer::{self, Encode, Sink};
 
 use crate::ids::{AppKey, ContainerKey};
 use crate::master_key::MasterKey;
@@ -50,72 +50,45 @@ impl<'a> HeartbeatResponse<'a> {
 
     /// Appends the message body to `buf`.
     pub fn encode(&self, buf: &mut Vec<u8>) {
-        let mut w = Writer::new(buf);
-        if let Some(id) = self.response_id {
-            w.int32(1, id);
-        }
-        if let Some(k) = self.container_token_master_key {
-            w.message(2, k);
-        }
-        if let Some(k) = self.nm_token_master_key {
-            w.message(3, k);
-        }
-        w.int32(4, self.action as i32);
-        for c in self.containers_to_cleanup {
-            id_field(&mut w, 5, c.encoded_len(), |b| c.encode(b));
-        }
-        for a in self.applications_to_cleanup {
-            id_field(&mut w, 6, a.encoded_len(), |b| a.encode(b));
-        }
-        if let Some(i) = self.next_heartbeat_interval_ms {
-            w.int64(7, i);
-        }
-        if let Some(d) = self.diagnostics {
-            w.string(8, d);
-        }
-        for c in self.containers_to_be_removed_from_nm {
-            id_field(&mut w, 9, c.encoded_len(), |b| c.encode(b));
-        }
+        writer::write(buf, self)
     }
 
     /// The encoded length (for callers that size a buffer first).
     pub fn encoded_len(&self) -> usize {
-        let mut n = Counter::default();
-        if let Some(id) = self.response_id {
-            n.int32(1, id);
-        }
-        if let Some(k) = self.container_token_master_key {
-            n.message(2, k);
-        }
-        if let Some(k) = self.nm_token_master_key {
-            n.message(3, k);
-        }
-        n.int32(4, self.action as i32);
-        if let Some(i) = self.next_heartbeat_interval_ms {
-            n.int64(7, i);
-        }
-        if let Some(d) = self.diagnostics {
-            n.string(8, d);
-        }
-        let containers = self
-            .containers_to_cleanup
-            .iter()
-            .chain(self.containers_to_be_removed_from_nm)
-            .map(|c| len_field_len(5, c.encoded_len()));
-        let apps = self
-            .applications_to_cleanup
-            .iter()
-            .map(|a| len_field_len(6, a.encoded_len()));
-        n.len() + containers.sum::<usize>() + apps.sum::<usize>()
+        Encode::encoded_len(self)
     }
 }
 
-/// A nested id message (`ContainerIdProto`, `ApplicationIdProto`): key and length through the
-/// writer, then the body by the id's own encoder in `ids.rs`, which writes into a `Vec`.
-fn id_field(w: &mut Writer<'_, Vec<u8>>, field: u32, len: usize, body: impl FnOnce(&mut Vec<u8>)) {
-    w.key(field, WIRE_LEN);
-    w.varint(len as u64);
-    body(w.buf());
+/// The fields in number order; one body serves the bytes ([`writer::Writer`]) and the exact
+/// length ([`writer::Counter`]).
+impl Encode for HeartbeatResponse<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        if let Some(id) = self.response_id {
+            s.int32(1, id);
+        }
+        if let Some(k) = self.container_token_master_key {
+            s.message(2, k);
+        }
+        if let Some(k) = self.nm_token_master_key {
+            s.message(3, k);
+        }
+        s.int32(4, self.action as i32);
+        for c in self.containers_to_cleanup {
+            s.message(5, c);
+        }
+        for a in self.applications_to_cleanup {
+            s.message(6, a);
+        }
+        if let Some(i) = self.next_heartbeat_interval_ms {
+            s.int64(7, i);
+        }
+        if let Some(d) = self.diagnostics {
+            s.string(8, d);
+        }
+        for c in self.containers_to_be_removed_from_nm {
+            s.message(9, c);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use crate::pb::hadoop::yarn::{ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto};
 use crate::reader::DecodeError;
 use crate::view::yarn::{ApplicationIdView, ContainerIdView};
-use crate::writer::{self, Encode, Sink};
+use crate::writer::{Encode, Sink};
 
 /// `ContainerId.CONTAINER_ID_BITMASK`: the sequence number's bits; the epoch sits above.
 pub const CONTAINER_ID_BITMASK: i64 = 0xff_ffff_ffff;
@@ -72,16 +72,6 @@ impl AppId {
     /// Parses Java's form `application_<timestamp>_<id>`; `None` if `s` is not one.
     pub fn parse(s: &str) -> Option<AppId> {
         s.parse().ok()
-    }
-
-    /// Appends the `ApplicationIdProto` body to `buf` (the [`Encode`] bytes).
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        writer::write(buf, self)
-    }
-
-    /// The length of the `ApplicationIdProto` body.
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
     }
 }
 
@@ -154,16 +144,6 @@ impl ContainerId {
             app: self.app,
             attempt: self.attempt,
         }
-    }
-
-    /// Appends the `ContainerIdProto` body to `buf` (the [`Encode`] bytes).
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        writer::write(buf, self)
-    }
-
-    /// The length of the `ContainerIdProto` body.
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
     }
 }
 
@@ -284,6 +264,7 @@ impl FromStr for ContainerId {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::writer;
     use prost::Message;
 
     #[test]
@@ -326,13 +307,13 @@ mod tests {
             id: (3i64 << 40) | 17,
         };
         let mut ours = Vec::new();
-        k.encode(&mut ours);
+        writer::write(&mut ours, &k);
         assert_eq!(ours, k.to_proto().encode_to_vec());
-        assert_eq!(ours.len(), k.encoded_len());
+        assert_eq!(ours.len(), writer::Encode::encoded_len(&k));
         let back = ContainerId::from_view(ContainerIdView::new(&ours)).unwrap();
         assert_eq!(back, Some(k));
         let mut a = Vec::new();
-        k.app.encode(&mut a);
+        writer::write(&mut a, &k.app);
         assert_eq!(a, k.app.to_proto().encode_to_vec());
         let mut att = Vec::new();
         writer::write(&mut att, &k.attempt_id());
