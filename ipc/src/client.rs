@@ -103,7 +103,7 @@ pub struct ClientConfig {
     pub keep_frame_buffer: usize,
     /// Name of the connection's reader thread (Linux shows 15 bytes).
     pub reader_thread_name: String,
-    /// CPU to pin the reader thread to (checked with `hw::pin_current_thread`; a refused CPU
+    /// CPU to pin the reader thread to (`hw::PinPolicy::Required`: a refused CPU
     /// fails the connect with [`ClientError::ReaderThread`]). `None`: not pinned.
     pub reader_cpu: Option<u32>,
 }
@@ -797,9 +797,9 @@ impl Client {
             .name(cfg.reader_thread_name.clone())
             .spawn(move || {
                 if let Some(cpu) = cpu {
-                    let pinned = hw::pin_current_thread(cpu);
+                    let pinned = hw::PinPolicy::Required.pin_current_thread(cpu);
                     let failed = pinned.is_err();
-                    let _ = pinned_tx.send(pinned);
+                    let _ = pinned_tx.send(pinned.map(drop));
                     if failed {
                         return;
                     }
