@@ -218,16 +218,16 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
     let client = ipc::client::Client::new(
         ipc,
         ipc::client::ClientConfig {
-            protocol: ipc::server::bench::PROTOCOL.into(),
+            protocol: ipc::buffer_protocol::PROTOCOL.into(),
             ..Default::default()
         },
     );
     let mut req = Vec::new();
-    ipc::server::bench::encode_request(1 << 20, &mut req);
-    let resp = client.call(ipc::server::bench::GET_BUFFER, &req).unwrap();
-    let data = ipc::server::bench::response_data(resp.payload()).unwrap();
+    ipc::buffer_protocol::encode_request(1 << 20, &mut req);
+    let resp = client.call(ipc::buffer_protocol::GET_BUFFER, &req).unwrap();
+    let data = ipc::buffer_protocol::response_data(resp.payload()).unwrap();
     assert_eq!(data.len(), 1 << 20);
-    assert!(ipc::server::bench::is_pattern(data));
+    assert!(ipc::buffer_protocol::is_pattern(data));
 
     // health: the script's ERROR line makes the node unhealthy, and the report says why
     assert!(sh.health.lock().unwrap().healthy);

@@ -23,8 +23,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig};
-use ipc::server::{bench, Registry, Server, ServerConfig};
+use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::BackendChoice;
 
 #[global_allocator]

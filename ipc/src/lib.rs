@@ -21,12 +21,15 @@
 //! - [`transport::RecvRing`]: a blocking per-thread receive ring for clients that read one
 //!   stream at a time (hdfs-io's block reader), sharing the event loops' ring setup and
 //!   registration fallback.
+//! - [`buffer_protocol`]: our large-response service (`getBuffer`, `echo`; HADOOP-4797), which
+//!   the agent serves and the benches and transport tests drive; registered on a [`server`].
 //! - [`metrics`]: the Prometheus text renderer and the `/metrics` HTTP endpoint every service
 //!   (RM core, agent) serves its counters with.
 //!
 //! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`; the codec's
 //! are `hadoop_wire::Error` and its parts.
 
+pub mod buffer_protocol;
 pub mod client;
 pub mod metrics;
 pub mod server;

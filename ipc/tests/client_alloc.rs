@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig, PendingCall, Response};
-use ipc::server::bench;
 use server_support::*;
 
 #[global_allocator]

@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
+use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig, ClientError};
-use ipc::server::{bench, Registry, ServerConfig};
+use ipc::server::{Registry, ServerConfig};
 use server_support::*;
 
 /// A slow fake server: answers each call (echoing its request) `delay` after reading it.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
-use ipc::server::bench;
+use ipc::buffer_protocol as bench;
 use ipc::transport::PoolConfig;
 use server_support::*;
 

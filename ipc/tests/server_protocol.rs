@@ -12,8 +12,9 @@ use hadoop_wire::encode::{self, RpcRequestHeader};
 use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
+use ipc::buffer_protocol as bench;
 use ipc::client::ClientError;
-use ipc::server::{bench, Call, CallError, Registry, Reply};
+use ipc::server::{Call, CallError, Registry, Reply};
 use server_support::*;
 
 #[test]

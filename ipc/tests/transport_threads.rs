@@ -98,8 +98,8 @@ fn connections_spread_over_the_rings() {
         let mut reg = bench_registry();
         let s = seen.clone();
         reg.register(
-            ipc::server::bench::PROTOCOL,
-            ipc::server::bench::VERSION,
+            ipc::buffer_protocol::PROTOCOL,
+            ipc::buffer_protocol::VERSION,
             "whichRing",
             move |_: &Call<'_>, reply: &mut Reply<'_, '_>| {
                 let name = std::thread::current().name().unwrap_or("?").to_string();

@@ -117,5 +117,5 @@ pub fn register(reg: &mut Registry, shared: Arc<OnceLock<Arc<Shared>>>, max_buff
             Ok(())
         },
     );
-    ipc::server::bench::register(reg, max_buffer);
+    ipc::buffer_protocol::register(reg, max_buffer);
 }

@@ -12,8 +12,9 @@ use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
 use hadoop_wire::view::rpc::RpcResponseHeaderView;
+use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig};
-use ipc::server::{bench, Registry, Server, ServerConfig};
+use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, BackendKind};
 
 /// The backends to test: both, or the one `HOTPATH_IO` names.

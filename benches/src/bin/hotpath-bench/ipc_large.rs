@@ -31,8 +31,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use hadoop_wire::encode::{Body, RpcResponseHeader};
 use hadoop_wire::frame::{RequestFrame, DEFAULT_MAX_DATA_LENGTH};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig};
-use ipc::server::{bench, Registry, Server, ServerConfig};
+use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::{BackendChoice, PoolConfig};
 
 /// Flags of `hotpath-bench ipc-large`.
