@@ -6,7 +6,7 @@
 //! packets and messages, also used as the fuzzers' starting corpus; they must decode fully), and
 //! other hand-made inputs (`input-*`).
 
-#[path = "../../fuzz/src/checks.rs"]
+#[path = "../../../fuzz/src/checks.rs"]
 #[allow(dead_code)]
 mod checks;
 

@@ -12,7 +12,7 @@
 //! whenever both `validate()` and prost accept the mutated bytes, every accessor must agree
 //! with prost, and after a successful `validate()` no accessor may fail except on UTF-8.
 
-mod view_support;
+use crate::view_support;
 
 use hadoop_wire::pb::hadoop::common as pb_common;
 use hadoop_wire::pb::hadoop::hdfs as pb_hdfs;

@@ -2,7 +2,7 @@
 //! nested view reachable from it) never panic. Errors are fine; panics, hangs and
 //! allocations sized by the input are not (the views allocate nothing at all).
 
-mod view_support;
+use crate::view_support;
 
 use hadoop_wire::view::common::TokenView;
 use hadoop_wire::view::hdfs::*;
