@@ -15,10 +15,11 @@
 //! the process CPU per call minus that share is the client's (`client_cpu_ns_per_op`).
 
 use benches::filestatus;
+use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
 use hadoop_wire::pb::hadoop::hdfs::{
     FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
 };
-use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
+use hdfs_io::namenode::{endpoints_from_conf, NameNodeClient, NameNodeConfig};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 use prost::Message;
 use std::time::Duration;
@@ -87,7 +88,7 @@ fn main() {
     let mut reg = Registry::new();
     reg.register(
         CLIENT_PROTOCOL,
-        1,
+        CLIENT_PROTOCOL_VERSION,
         "getFileInfo",
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| -> Result<(), CallError> {
             if call.request.is_empty() {

@@ -13,11 +13,15 @@ use benches::rm_heartbeat::{
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
+use hadoop_wire::yarn::{
+    HADOOP_VERSION, NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL,
+    RESOURCE_TRACKER_VERSION,
+};
 use ipc::client::{Client, ClientConfig};
 use ipc::server::ServerConfig;
 use rm_core::dispatcher::Placement;
 use rm_core::ids::NodeKey;
-use rm_core::service::{RmService, RESOURCE_TRACKER_PROTOCOL};
+use rm_core::service::RmService;
 use rm_core::RmConfig;
 
 fn main() {
@@ -56,8 +60,8 @@ fn main() {
     for (i, n) in ids.iter().enumerate() {
         conns[i % clients]
             .call(
-                "registerNodeManager",
-                &register_request(n, 65536, 32, "3.4.1"),
+                REGISTER_NODE_MANAGER,
+                &register_request(n, 65536, 32, HADOOP_VERSION),
             )
             .expect("register");
         let st = containers(i as i32 + 1, 50)
@@ -83,8 +87,8 @@ fn main() {
             let p = conns[i % clients]
                 .start_call(
                     RESOURCE_TRACKER_PROTOCOL,
-                    1,
-                    "nodeHeartbeat",
+                    RESOURCE_TRACKER_VERSION,
+                    NODE_HEARTBEAT,
                     req,
                     Duration::from_secs(30),
                 )

@@ -24,7 +24,8 @@
 use super::schema::Schema;
 use super::{last_known_enum, last_len, last_varint, message_view, required, utf8, Repeated};
 use crate::pb::hadoop::yarn::{
-    ContainerStateProto, ContainerSubStateProto, ExecutionTypeProto, ResourceTypesProto,
+    ContainerStateProto, ContainerSubStateProto, ExecutionTypeProto, NodeActionProto,
+    ResourceTypesProto,
 };
 use crate::pb::schema::hadoop::yarn as s;
 use crate::reader::{exact, fail, DecodeError, Failure, Reader, WireType};
@@ -806,5 +807,104 @@ impl<'a> NodeHealthStatusView<'a> {
     #[inline]
     pub fn last_health_report_time(&self) -> Result<Option<i64>, DecodeError> {
         Ok(last_varint(self.bytes, NH, 3)?.map(|v| v as i64))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The other direction: what the RM answers a heartbeat with, for node-side readers (the load
+// generator in `benches` reads every response with it, once per heartbeat).
+
+message_view! {
+    /// `hadoop.yarn.NodeHeartbeatResponseProto`, the answer to `nodeHeartbeat`: the scalars a
+    /// node acts on and the rolled master keys. The id lists and the rest are not read here.
+    NodeHeartbeatResponseView => s::NodeHeartbeatResponseProto
+}
+
+const HBR: &Schema = &s::NodeHeartbeatResponseProto;
+
+#[inline]
+fn known_action(v: i32) -> bool {
+    NodeActionProto::try_from(v).is_ok()
+}
+
+impl<'a> NodeHeartbeatResponseView<'a> {
+    /// Field 1 `int32 response_id`.
+    #[inline]
+    pub fn response_id(&self) -> Result<Option<i32>, DecodeError> {
+        Ok(last_varint(self.bytes, HBR, 1)?.map(|v| v as i32))
+    }
+    /// Field 2 `MasterKeyProto container_token_master_key` (sent when the RM rolled it).
+    #[inline]
+    pub fn container_token_master_key(&self) -> Result<Option<MasterKeyView<'a>>, DecodeError> {
+        Ok(last_len(self.bytes, HBR, 2)?.map(MasterKeyView::new))
+    }
+    /// Field 3 `MasterKeyProto nm_token_master_key` (sent when the RM rolled it).
+    #[inline]
+    pub fn nm_token_master_key(&self) -> Result<Option<MasterKeyView<'a>>, DecodeError> {
+        Ok(last_len(self.bytes, HBR, 3)?.map(MasterKeyView::new))
+    }
+    /// Field 4 `NodeActionProto nodeAction`; an unknown value is skipped as Java skips it, so
+    /// `None` (absent or unknown) means the default, `NORMAL`.
+    #[inline]
+    pub fn node_action(&self) -> Result<Option<NodeActionProto>, DecodeError> {
+        Ok(last_known_enum(self.bytes, HBR, 4, known_action)?
+            .and_then(|v| NodeActionProto::try_from(v).ok()))
+    }
+    /// Field 7 `int64 nextHeartBeatInterval`, ms.
+    #[inline]
+    pub fn next_heart_beat_interval(&self) -> Result<Option<i64>, DecodeError> {
+        Ok(last_varint(self.bytes, HBR, 7)?.map(|v| v as i64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pb::hadoop::yarn::{MasterKeyProto, NodeHeartbeatResponseProto};
+    use prost::Message;
+
+    #[test]
+    fn heartbeat_response_view_reads_what_prost_wrote() {
+        let mk = |id| MasterKeyProto {
+            key_id: Some(id),
+            bytes: Some(vec![1, 2, 3]),
+        };
+        let b = NodeHeartbeatResponseProto {
+            response_id: Some(41),
+            container_token_master_key: Some(mk(7)),
+            nm_token_master_key: Some(mk(-3)),
+            node_action: Some(NodeActionProto::Resync as i32),
+            next_heart_beat_interval: Some(1000),
+            diagnostics_message: Some("d".into()),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let v = NodeHeartbeatResponseView::new(&b);
+        v.validate().unwrap();
+        assert_eq!(v.response_id().unwrap(), Some(41));
+        let ck = v.container_token_master_key().unwrap().unwrap();
+        assert_eq!(
+            (ck.key_id().unwrap(), ck.key_bytes().unwrap()),
+            (Some(7), Some(&[1u8, 2, 3][..]))
+        );
+        let nk = v.nm_token_master_key().unwrap().unwrap();
+        assert_eq!(nk.key_id().unwrap(), Some(-3));
+        assert_eq!(v.node_action().unwrap(), Some(NodeActionProto::Resync));
+        assert_eq!(v.next_heart_beat_interval().unwrap(), Some(1000));
+
+        // Absent fields; an unknown action is skipped (Java: NORMAL).
+        let e = NodeHeartbeatResponseProto {
+            node_action: Some(7),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let v = NodeHeartbeatResponseView::new(&e);
+        assert_eq!(v.response_id().unwrap(), None);
+        assert!(v.container_token_master_key().unwrap().is_none());
+        assert_eq!(v.node_action().unwrap(), None);
+
+        // Truncated input (inside the last field) is an error, not a panic.
+        let v = NodeHeartbeatResponseView::new(&b[..b.len() - 1]);
+        assert!(v.validate().is_err());
     }
 }

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use hadoop_wire::encode::{Body, RpcResponseHeader};
 use hadoop_wire::frame::{RequestFrame, DEFAULT_MAX_DATA_LENGTH};
+use hadoop_wire::rpc;
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig};
@@ -320,7 +321,7 @@ fn baseline_conn(mut s: TcpStream, max: u64) -> std::io::Result<()> {
     s.set_nodelay(true)?;
     let mut preamble = [0u8; 7];
     s.read_exact(&mut preamble)?;
-    if &preamble[..4] != b"hrpc" || preamble[4] != 9 {
+    if preamble[..4] != rpc::MAGIC || preamble[4] != rpc::IPC_VERSION {
         return Err(Error::new(ErrorKind::InvalidData, "bad preamble"));
     }
     let bad = |e: &dyn std::fmt::Display| Error::new(ErrorKind::InvalidData, e.to_string());

@@ -13,10 +13,22 @@
 //! one call in flight: if its previous heartbeat is still unanswered when its next one is due,
 //! that beat is counted as `late` and skipped (a real NM would send it late).
 //!
+//! The wire is `hadoop_wire`'s, as every client in the workspace speaks it: the writer frames
+//! with the connection's [`Caller`] (preamble and connection context, then one call frame per
+//! request), the reader takes each frame through the connection's [`Responses`] (length cap,
+//! RpcResponseHeader, SUCCESS payload or RemoteError). The two share the connection's
+//! [`StateIdCell`], as `ipc::client`'s writers and reader thread do. Call ids are the loadgen's
+//! own, not [`Caller::next_call_id`]: `seq·m + l` makes the id name its node, so the reader
+//! finds the node with one `%` and no table.
+//!
 //! Allocation-light: each node's heartbeat is encoded once (the heartbeat fixture of
 //! `benches::rm_heartbeat`: 50 RUNNING GUARANTEED statuses, IP-literal host, distinct port)
-//! with the responseId as a fixed 5-byte varint that is patched in place; frames are built into one reused buffer per connection and
-//! responses read into one reused buffer. Re-encoding happens only when the RM rolls a key.
+//! with the responseId as a fixed 5-byte varint that is patched in place
+//! ([`fixtures::set_response_id`]), so a beat costs a memcpy into the frame rather than an
+//! encode of 50 statuses; frames are built into one reused buffer per connection and responses
+//! read into one reused buffer. Re-encoding happens only when the RM rolls a key. A heartbeat
+//! response is read in place with [`NodeHeartbeatResponseView`]; a registration response
+//! (once per node) is decoded with prost.
 
 use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -27,15 +39,24 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use benches::rm_heartbeat as fixtures;
 use clap::{Args, Subcommand};
-use hadoop_wire::encode::{self, ConnectionContext, RequestHeader, RpcRequestHeader};
-use hadoop_wire::frame::ResponseFrame;
-use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
-use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
+use hadoop_wire::encode::{ConnectionContext, RequestHeader};
+use hadoop_wire::pb::hadoop::yarn::{
+    ContainerStateProto, ExecutionTypeProto, MasterKeyProto, NodeActionProto,
+    RegisterNodeManagerResponseProto,
+};
+use hadoop_wire::rpc::client::{Caller, Responses, StateIdCell};
+use hadoop_wire::view::yarn::{MasterKeyView, NodeHeartbeatResponseView};
+use hadoop_wire::yarn::{
+    HADOOP_VERSION, NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL,
+    RESOURCE_TRACKER_VERSION,
+};
 use hdrhistogram::Histogram;
+use prost::Message;
 use rm_core::ids::NodeKey;
 
-const PROTOCOL: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
-const NM_VERSION: &str = "3.5.0";
+/// The largest response frame accepted (a heartbeat answer is tens of bytes; this only stops a
+/// corrupt length from allocating).
+const MAX_RESPONSE: u32 = 64 << 20;
 
 #[derive(Args)]
 pub struct LoadgenArgs {
@@ -260,7 +281,7 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
         let mut reqs = Vec::with_capacity(globals.len());
         for &g in &globals {
             let key = node_key(g, a.port_base);
-            let register = fixtures::register_request(&key, 1 << 20, 512, NM_VERSION);
+            let register = fixtures::register_request(&key, 1 << 20, 512, HADOOP_VERSION);
             let mut r = NodeReq {
                 key,
                 app: g as i32 + 1,
@@ -291,11 +312,16 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
             .with_context(|| format!("connecting to {addr}"))?;
         stream.set_nodelay(true)?;
         let reader = stream.try_clone()?;
+        // One client per connection: its writer sends with the Caller, its reader receives
+        // with the Responses; both see the same stateId cell.
+        let state_id = StateIdCell::new();
+        let caller = Caller::new(client_id(globals[0]), state_id.clone());
+        let responses = Responses::new(MAX_RESPONSE, state_id);
         let sh = shared.clone();
         threads.push(
             std::thread::Builder::new()
                 .name(format!("lg-read-{c}"))
-                .spawn(move || read_loop(reader, sh, clock0))?,
+                .spawn(move || read_loop(reader, responses, sh, clock0))?,
         );
         let sh = shared.clone();
         let (b1, b2) = (registered.clone(), barrier.clone());
@@ -307,6 +333,7 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
                 .spawn(move || {
                     write_loop(
                         stream,
+                        caller,
                         sh,
                         reqs,
                         globals,
@@ -407,6 +434,7 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
 #[allow(clippy::too_many_arguments)]
 fn write_loop(
     mut s: TcpStream,
+    caller: Caller,
     sh: Arc<Shared>,
     mut reqs: Vec<NodeReq>,
     globals: Vec<usize>,
@@ -418,20 +446,18 @@ fn write_loop(
     go: Arc<Barrier>,
 ) {
     let m = reqs.len();
-    let client_id = client_id(globals[0]);
     let gen_max = (i32::MAX as usize / m).max(1);
     let mut seq: usize = 0;
     let mut out: Vec<u8> = Vec::with_capacity(256 * 1024);
     let now_ns = || clock0.elapsed().as_nanos() as u64;
     let mut alive = true;
 
-    encode::preamble(&mut out, 0);
     let ctx = ConnectionContext {
         effective_user: Some("loadgen"),
         real_user: None,
-        protocol: Some(PROTOCOL),
+        protocol: Some(RESOURCE_TRACKER_PROTOCOL),
     };
-    if encode::connection_context_frame(&mut out, &client_id, &ctx).is_err() {
+    if caller.hello(&mut out, &ctx).is_err() {
         alive = false;
     }
 
@@ -440,7 +466,7 @@ fn write_loop(
         let slot = &sh.slots[l];
         let st = slot.state.load(Acquire);
         let (method, body): (&str, &[u8]) = match st {
-            NEED_REGISTER => ("registerNodeManager", &reqs[l].register),
+            NEED_REGISTER => (REGISTER_NODE_MANAGER, &reqs[l].register),
             IDLE => {
                 let keys = slot.keys.load(Acquire);
                 if keys != reqs[l].built_keys {
@@ -452,7 +478,7 @@ fn write_loop(
                     r.rid_at,
                     slot.response_id.load(Acquire),
                 );
-                ("nodeHeartbeat", &reqs[l].heartbeat)
+                (NODE_HEARTBEAT, &reqs[l].heartbeat)
             }
             IN_FLIGHT | REGISTERING => {
                 sh.counters.late.fetch_add(1, Relaxed);
@@ -460,15 +486,15 @@ fn write_loop(
             }
             _ => return false,
         };
+        // Non-negative, and `call_id % m == l` (see the module comment).
         let call_id = ((*seq % gen_max) * m + l) as i32;
         *seq += 1;
-        let header = RpcRequestHeader::call(call_id, &client_id, 0);
         let rh = RequestHeader {
             method_name: method,
-            declaring_class_protocol_name: PROTOCOL,
-            client_protocol_version: 1,
+            declaring_class_protocol_name: RESOURCE_TRACKER_PROTOCOL,
+            client_protocol_version: RESOURCE_TRACKER_VERSION,
         };
-        if encode::call_frame(out, &header, &rh, body).is_err() {
+        if caller.call_frame(out, call_id, &rh, body).is_err() {
             return false;
         }
         slot.sent_ns.store(now_ns(), Release);
@@ -555,7 +581,7 @@ fn write_loop(
     let _ = s.shutdown(std::net::Shutdown::Both);
 }
 
-fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
+fn read_loop(s: TcpStream, responses: Responses, sh: Arc<Shared>, clock0: Instant) {
     let m = sh.slots.len();
     let mut r = BufReader::with_capacity(256 * 1024, s);
     let mut buf = vec![0u8; 64 * 1024];
@@ -565,6 +591,20 @@ fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
             *g = Some(e);
         }
     };
+    // A call that got no usable answer: counted, its node sends again (registration again if
+    // it was registering).
+    let reject = |sh: &Shared, slot: &Slot, st: u8, e: String| {
+        sh.counters.errors.fetch_add(1, Relaxed);
+        fail(sh, e);
+        slot.state.store(
+            if st == REGISTERING {
+                NEED_REGISTER
+            } else {
+                IDLE
+            },
+            Release,
+        );
+    };
     loop {
         let mut len = [0u8; 4];
         if r.read_exact(&mut len).is_err() {
@@ -573,11 +613,13 @@ fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
             }
             return;
         }
-        let n = u32::from_be_bytes(len) as usize;
-        if n > 64 << 20 {
-            fail(&sh, format!("response frame of {n} bytes"));
-            return;
-        }
+        let n = match responses.frame_len(len) {
+            Ok(n) => n,
+            Err(e) => {
+                fail(&sh, e.to_string());
+                return;
+            }
+        };
         if buf.len() < n {
             buf.resize(n, 0);
         }
@@ -585,48 +627,44 @@ fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
             return;
         }
         let now = clock0.elapsed().as_nanos() as u64;
-        let (frame, header) = match ResponseFrame::parse(&buf[..n]) {
+        let reply = match responses.reply(&buf[..n]) {
             Ok(x) => x,
             Err(e) => {
                 fail(&sh, format!("bad response frame: {e}"));
                 return;
             }
         };
-        let Ok(call_id) = header.call_id_i32() else {
-            continue;
-        };
-        if call_id < 0 {
+        // Negative call ids are Hadoop's own (a FATAL not tied to a call): no node's.
+        if reply.call_id < 0 {
             continue;
         }
-        let l = call_id as usize % m;
+        let l = reply.call_id as usize % m;
         let slot = &sh.slots[l];
         let st = slot.state.load(Acquire);
-        let ok = matches!(header.status(), Ok(RpcStatusProto::Success));
-        if !ok {
-            sh.counters.errors.fetch_add(1, Relaxed);
-            let cls = header.exception_class_name().ok().flatten().unwrap_or("?");
-            let msg = header.error_msg().ok().flatten().unwrap_or("");
-            fail(&sh, format!("{cls}: {msg}"));
-            slot.state.store(
-                if st == REGISTERING {
-                    NEED_REGISTER
-                } else {
-                    IDLE
-                },
-                Release,
-            );
-            continue;
-        }
-        let payload = frame.payload.unwrap_or(&[]);
-        let resp = parse_response(payload, st == REGISTERING);
-        let keys = match (resp.container_key, resp.nm_key) {
-            (Some(c), Some(nk)) => Some(((c as u32 as u64) << 32) | nk as u32 as u64),
-            _ => None,
+        let payload = match reply.result {
+            Ok(p) => p,
+            Err(e) => {
+                let cls = if e.class.is_empty() { "?" } else { &e.class };
+                reject(&sh, slot, st, format!("{cls}: {}", e.message));
+                continue;
+            }
         };
         if st == REGISTERING {
+            let resp = match register_response(payload) {
+                Ok(r) => r,
+                Err(e) => {
+                    reject(
+                        &sh,
+                        slot,
+                        st,
+                        format!("unreadable {REGISTER_NODE_MANAGER} response: {e}"),
+                    );
+                    continue;
+                }
+            };
             match resp.action {
-                0 => {
-                    if let Some(k) = keys {
+                NodeActionProto::Normal => {
+                    if let Some(k) = resp.keys {
                         slot.keys.store(k, Release);
                     }
                     slot.response_id.store(0, Release);
@@ -647,25 +685,36 @@ fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
                     .unwrap_or_else(|p| p.into_inner())
                     .record(us.max(1));
             }
+            let resp = match heartbeat_response(payload) {
+                Ok(r) => r,
+                Err(e) => {
+                    reject(
+                        &sh,
+                        slot,
+                        st,
+                        format!("unreadable {NODE_HEARTBEAT} response: {e}"),
+                    );
+                    continue;
+                }
+            };
             match resp.action {
-                0 => {
+                NodeActionProto::Normal => {
                     if let Some(rid) = resp.response_id {
                         slot.response_id.store(rid, Release);
                     }
                     // Keys arrive in a heartbeat response only when rolled; keep echoing the
                     // registered ones otherwise.
-                    if let (Some(c), Some(nk)) = (resp.container_key, resp.nm_key) {
-                        slot.keys
-                            .store(((c as u32 as u64) << 32) | nk as u32 as u64, Release);
+                    if let Some(k) = resp.keys {
+                        slot.keys.store(k, Release);
                     }
                     sh.counters.heartbeats.fetch_add(1, Relaxed);
                     slot.state.store(IDLE, Release);
                 }
-                1 => {
+                NodeActionProto::Resync => {
                     sh.counters.resyncs.fetch_add(1, Relaxed);
                     slot.state.store(NEED_REGISTER, Release);
                 }
-                _ => {
+                NodeActionProto::Shutdown => {
                     sh.counters.shutdowns.fetch_add(1, Relaxed);
                     slot.state.store(STOPPED, Release);
                 }
@@ -674,95 +723,49 @@ fn read_loop(s: TcpStream, sh: Arc<Shared>, clock0: Instant) {
     }
 }
 
-#[derive(Default)]
+/// What the loadgen acts on in a response.
+#[derive(Debug, PartialEq, Eq)]
 struct Resp {
+    /// `NodeHeartbeatResponseProto.response_id` (a registration response has none).
     response_id: Option<i32>,
-    container_key: Option<i32>,
-    nm_key: Option<i32>,
-    action: i32,
+    /// The container-token and NM-token master-key ids packed as in [`Slot::keys`], when the
+    /// response carries both.
+    keys: Option<u64>,
+    /// `nodeAction`; absent (or unknown) is `NORMAL`, as in Java.
+    action: NodeActionProto,
 }
 
-/// Reads the few fields the loadgen needs from a RegisterNodeManagerResponseProto (keys 1, 2,
-/// action 3) or a NodeHeartbeatResponseProto (responseId 1, keys 2, 3, action 4).
-fn parse_response(b: &[u8], register: bool) -> Resp {
-    let mut r = Resp::default();
-    let (ck, nk, act) = if register { (1, 2, 3) } else { (2, 3, 4) };
-    let mut f = Fields { b };
-    while let Some((tag, v)) = f.next() {
-        match (tag, v) {
-            (1, Val::Varint(x)) if !register => r.response_id = Some(x as i32),
-            (t, Val::Varint(x)) if t == act => r.action = x as i32,
-            (t, Val::Bytes(sub)) if t == ck || t == nk => {
-                let mut g = Fields { b: sub };
-                let mut id = None;
-                while let Some((t, v)) = g.next() {
-                    if let (1, Val::Varint(x)) = (t, v) {
-                        id = Some(x as i32);
-                    }
-                }
-                if t == ck {
-                    r.container_key = id;
-                } else {
-                    r.nm_key = id;
-                }
-            }
-            _ => {}
-        }
-    }
-    r
+fn pack_keys(container: Option<i32>, nm: Option<i32>) -> Option<u64> {
+    Some(((container? as u32 as u64) << 32) | nm? as u32 as u64)
 }
 
-enum Val<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Other,
+/// A `RegisterNodeManagerResponseProto`, decoded with prost: once per node (and after a
+/// RESYNC), so the allocation of its key bytes does not matter.
+fn register_response(b: &[u8]) -> Result<Resp, prost::DecodeError> {
+    let r = RegisterNodeManagerResponseProto::decode(b)?;
+    let id = |k: &Option<MasterKeyProto>| k.as_ref().and_then(|k| k.key_id);
+    Ok(Resp {
+        response_id: None,
+        keys: pack_keys(
+            id(&r.container_token_master_key),
+            id(&r.nm_token_master_key),
+        ),
+        action: r.node_action(),
+    })
 }
 
-/// A minimal protobuf field walker (stops at the first malformed byte).
-struct Fields<'a> {
-    b: &'a [u8],
-}
-
-impl<'a> Fields<'a> {
-    fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let (&byte, rest) = self.b.split_first()?;
-            self.b = rest;
-            v |= ((byte & 0x7f) as u64) << (7 * i);
-            if byte < 0x80 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
-    fn next(&mut self) -> Option<(u32, Val<'a>)> {
-        if self.b.is_empty() {
-            return None;
-        }
-        let key = self.varint()?;
-        let tag = (key >> 3) as u32;
-        let v = match key & 7 {
-            0 => Val::Varint(self.varint()?),
-            1 => {
-                self.b = self.b.get(8..)?;
-                Val::Other
-            }
-            2 => {
-                let n = self.varint()? as usize;
-                let s = self.b.get(..n)?;
-                self.b = &self.b[n..];
-                Val::Bytes(s)
-            }
-            5 => {
-                self.b = self.b.get(4..)?;
-                Val::Other
-            }
-            _ => return None,
-        };
-        Some((tag, v))
-    }
+/// A `NodeHeartbeatResponseProto`, every heartbeat: read in place with the view, no allocation.
+fn heartbeat_response(b: &[u8]) -> Result<Resp, hadoop_wire::reader::DecodeError> {
+    let v = NodeHeartbeatResponseView::new(b);
+    let id = |k: Option<MasterKeyView<'_>>| k.map(|k| k.key_id()).transpose().map(Option::flatten);
+    Ok(Resp {
+        response_id: v.response_id()?,
+        keys: pack_keys(
+            id(v.container_token_master_key()?)?,
+            id(v.nm_token_master_key()?)?,
+        ),
+        action: v.node_action()?.unwrap_or(NodeActionProto::Normal),
+    })
 }
 
 fn client_id(seed: usize) -> [u8; 16] {
@@ -875,11 +878,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_heartbeat_and_register_responses() {
-        use hadoop_wire::pb::hadoop::yarn::{
-            MasterKeyProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
-        };
-        use prost::Message;
+    fn reads_heartbeat_and_register_responses() {
+        use hadoop_wire::pb::hadoop::yarn::NodeHeartbeatResponseProto;
         let mk = |id| MasterKeyProto {
             key_id: Some(id),
             bytes: Some(vec![1, 2, 3]),
@@ -888,26 +888,50 @@ mod tests {
             response_id: Some(41),
             container_token_master_key: Some(mk(7)),
             nm_token_master_key: Some(mk(-3)),
-            node_action: Some(1),
+            node_action: Some(NodeActionProto::Resync as i32),
             ..Default::default()
         }
         .encode_to_vec();
-        let r = parse_response(&hb, false);
-        assert_eq!(r.response_id, Some(41));
         assert_eq!(
-            (r.container_key, r.nm_key, r.action),
-            (Some(7), Some(-3), 1)
+            heartbeat_response(&hb).unwrap(),
+            Resp {
+                response_id: Some(41),
+                keys: Some((7u64 << 32) | (-3i32) as u32 as u64),
+                action: NodeActionProto::Resync,
+            }
+        );
+        // Keys only when both are there; no action is NORMAL.
+        let hb1 = NodeHeartbeatResponseProto {
+            response_id: Some(2),
+            container_token_master_key: Some(mk(7)),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(
+            heartbeat_response(&hb1).unwrap(),
+            Resp {
+                response_id: Some(2),
+                keys: None,
+                action: NodeActionProto::Normal,
+            }
         );
         let reg = RegisterNodeManagerResponseProto {
             container_token_master_key: Some(mk(5)),
             nm_token_master_key: Some(mk(6)),
-            node_action: Some(2),
+            node_action: Some(NodeActionProto::Shutdown as i32),
             ..Default::default()
         }
         .encode_to_vec();
-        let r = parse_response(&reg, true);
-        assert_eq!((r.container_key, r.nm_key, r.action), (Some(5), Some(6), 2));
-        // Truncated input: no panic, partial result.
-        let _ = parse_response(&hb[..hb.len() - 3], false);
+        assert_eq!(
+            register_response(&reg).unwrap(),
+            Resp {
+                response_id: None,
+                keys: Some((5u64 << 32) | 6),
+                action: NodeActionProto::Shutdown,
+            }
+        );
+        // Truncated input: an error, no panic.
+        assert!(heartbeat_response(&hb[..hb.len() - 3]).is_err());
+        assert!(register_response(&reg[..reg.len() - 3]).is_err());
     }
 }
