@@ -118,8 +118,9 @@ impl RecvRing {
         })?;
         let mut stats = RecvRingStats::default();
         let mut fixed = FixedUse::No;
-        // SAFETY: `pool` moves into the RecvRing built below, whose field order drops `ring`
-        // (and with it the registration) before the pool's mapping.
+        // `pool` moves into the RecvRing built below, whose field order drops `ring` (and with
+        // it the registration) before the pool's mapping.
+        // SAFETY: the pool outlives the ring's registration (RecvRing field order).
         if register && unsafe { register_pool(&ring, &mut pool, who, &REGISTER_WARNED) } {
             fixed = if mode == RingPoolMode::ReadFixed {
                 FixedUse::ReadFixed
@@ -191,9 +192,10 @@ impl RecvRing {
                     .offset(0) // a socket has no position
                     .build(),
             };
-            // SAFETY: `ptr..ptr+len` is inside a chunk of `self.pool`, borrowed mutably through
-            // `self` for this call, and `submit_one` does not return before the completion is
-            // reaped (on timeout or error it cancels and waits), so the kernel is done with it.
+            // `ptr..ptr+len` is inside a chunk of `self.pool`, borrowed mutably through `self`
+            // for this call, and `submit_one` does not return before the completion is reaped
+            // (on timeout or error it cancels and waits), so the kernel is done with it.
+            // SAFETY: the chunk range stays valid and unaliased until submit_one returns.
             let res = unsafe { self.submit_one(sqe.user_data(UD_RECV), timeout) }?;
             self.stats.recvs += 1;
             if res == -libc::EINVAL && fixed == FixedUse::RecvTry {
@@ -232,8 +234,9 @@ impl RecvRing {
             let sqe = opcode::Recv::new(types::Fd(fd.as_raw_fd()), buf.as_mut_ptr(), len)
                 .flags(flags)
                 .build();
-            // SAFETY: `buf` is borrowed mutably for this call and `submit_one` does not return
-            // before the completion is reaped, so the kernel is done with it by then.
+            // `buf` is borrowed mutably for this call and `submit_one` does not return before
+            // the completion is reaped, so the kernel is done with it by then.
+            // SAFETY: `buf` stays valid and unaliased until submit_one returns.
             let res = unsafe { self.submit_one(sqe.user_data(UD_RECV), timeout) }?;
             self.stats.recvs += 1;
             if res == -libc::EINTR || res == -libc::EAGAIN {
@@ -253,6 +256,7 @@ impl RecvRing {
     /// # Safety
     /// Any buffer `sqe` names must stay valid and unaliased until this returns (it returns
     /// only once the completion is reaped).
+    // SAFETY: an unsafe fn: callers keep the SQE's buffer valid (`# Safety` above).
     unsafe fn submit_one(&mut self, sqe: squeue::Entry, timeout: Duration) -> io::Result<i32> {
         // SAFETY: the caller keeps the SQE's buffer valid until we return, and we return only
         // after its completion is reaped.

@@ -138,6 +138,7 @@ pub fn build_ring(entries: u32) -> io::Result<(IoUring, &'static str)> {
 ///
 /// # Safety
 /// The pool's mapping must outlive the registration: drop `ring` (or unregister) before `pool`.
+// SAFETY: an unsafe fn: callers keep the pool mapped while registered (`# Safety` above).
 pub(crate) unsafe fn register_pool(
     ring: &IoUring,
     pool: &mut BufferPool,
@@ -462,9 +463,10 @@ impl<S: Service> Loop<S> {
             }
         };
         let mut pool = BufferPool::new(&cfg.pool)?;
-        // SAFETY: `pool` moves into the Loop built below, whose field order drops `ring` (and
-        // with it the registration) before the pool's mapping.
+        // `pool` moves into the Loop built below, whose field order drops `ring` (and with it
+        // the registration) before the pool's mapping.
         let registered = cfg.pool.register
+            // SAFETY: the pool outlives the ring's registration (Loop field order).
             && unsafe { register_pool(&ring, &mut pool, "io_uring transport", &REGISTER_WARNED) };
         if registered {
             shared.add(&shared.metrics.pools_registered, 1);
