@@ -33,6 +33,9 @@
 //! - [`encode`]: the length-prefix writer that patches its length, and the frame encoders.
 //! - [`rpc`], [`hdfs`]: modules by protocol noun that own their constants and exception class
 //!   names; [`rpc::client`] is the sans-IO client connection state machine.
+//! - [`sasl`]: SASL on IPC: the mechanism traits, DIGEST-MD5, the protection layer, the
+//!   negotiation state machines. [`token`]: tokens, Credentials files, identifiers, the secret
+//!   manager. [`entropy`]: random bytes, supplied by the caller.
 //! - [`yarn`]: YARN's protocol nouns: application and container ids, `ContainerExitStatus`,
 //!   the ResourceTracker protocol name and methods, the Hadoop version we report.
 //!
@@ -40,12 +43,15 @@
 //! [`EncodeError`]); [`Error`] unites them.
 
 pub mod encode;
+pub mod entropy;
 pub mod error;
 pub mod frame;
 pub mod hdfs;
 pub mod pb;
 pub mod reader;
 pub mod rpc;
+pub mod sasl;
+pub mod token;
 pub mod view;
 pub mod writer;
 pub mod yarn;

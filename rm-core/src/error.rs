@@ -54,8 +54,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// The random source failed.
-    #[error("entropy: {0}")]
-    Entropy(std::io::Error),
+    #[error(transparent)]
+    Entropy(#[from] hadoop_wire::entropy::EntropyError),
     /// A dispatcher thread could not be started.
     #[error("dispatcher: {0}")]
     Spawn(String),

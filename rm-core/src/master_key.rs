@@ -14,43 +14,23 @@
 use std::io::Read;
 
 use crate::Error;
+use hadoop_wire::entropy::EntropyError;
 use hadoop_wire::writer::{Encode, Sink};
 
 /// Bytes of a master key secret.
 pub const KEY_BYTES: usize = 8;
 
-/// A source of random bytes.
-pub trait Entropy: Send {
-    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error>;
-}
+pub use hadoop_wire::entropy::{Entropy, SeededEntropy};
 
 /// `/dev/urandom`.
 #[derive(Debug, Default)]
 pub struct OsEntropy;
 
 impl Entropy for OsEntropy {
-    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error> {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), EntropyError> {
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(buf))
-            .map_err(Error::Entropy)
-    }
-}
-
-/// A deterministic generator (xorshift64*) for tests and benches.
-#[derive(Debug, Clone)]
-pub struct SeededEntropy(pub u64);
-
-impl Entropy for SeededEntropy {
-    fn fill(&mut self, buf: &mut [u8]) -> Result<(), Error> {
-        for b in buf {
-            let mut x = self.0 | 1;
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            self.0 = x;
-            *b = (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8;
-        }
-        Ok(())
+            .map_err(EntropyError)
     }
 }
 
