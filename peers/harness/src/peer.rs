@@ -4,12 +4,18 @@
 //! [--work-dir DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...` plus:
 //! `hdfs`/`hdfs-ha`: `--datanodes N` (3), `--block-size BYTES` (1 MiB), `--racks /a,/b,..`,
 //! `--shared-ip true` (all DataNodes on 127.0.0.1); `yarn-rm`: `--nms K` (0);
-//! `yarn-nm`: `--rm HOST:PORT` (required). `--set` values go into the services' configuration
-//! and into the written site file.
+//! `yarn-nm`: `--rm HOST:PORT` (required); `sasl`: `--nm-key-id N --nm-key HEX` (both required:
+//! the NMToken master key, raw bytes in hex, normally 8). `--set` values go into the services'
+//! configuration and into the written site file.
 //!
 //! It writes `core-site.xml`, `hdfs-site.xml` / `yarn-site.xml` into the conf dir, prints
 //! `READY {json}`, then answers one command per line with one JSON line, `{"ok":true,...}` or
-//! `{"ok":false,"error":"..."}`. Commands:
+//! `{"ok":false,"error":"<class>: <first message line>",...}`; a failure also carries
+//! `exception_class` (for a Hadoop `RemoteException` the server-side class it names),
+//! `message` (the whole `getMessage()`), `cause_class`, `cause_message` (null when there is no
+//! cause), `remote` (a `RemoteException` in the cause chain: the other side said it) and, when
+//! the RPC response had one, `error_code` (see [`JavaException`]). Arguments are separated by
+//! whitespace. Commands:
 //!
 //! | mode | command | reply |
 //! |---|---|---|
@@ -27,6 +33,25 @@
 //! | yarn-rm | `nodes` | the RM context's nodes: id, state, memory/vcores, `last_heartbeat_ms_ago`, `response_id`, launched/completed containers; `inactive` nodes too |
 //! | | `nm-stop I` | stops in-JVM NodeManager I (it unregisters) |
 //! | yarn-nm | `status`, `nm-stop`, `nm-start` | NodeManager state; stop unregisters; start re-registers with the same NodeId |
+//! | sasl | `mint-nm-token ADDR ATTEMPT_ID USER FILE [key-id=N] [key=HEX] [service=HOST:PORT] [format=writable\|protobuf]` | Hadoop's `BaseNMTokenSecretManager.createNMToken` with the mode's key (or the given one): identifier (attempt, NodeId(ADDR), USER, key id), HMAC password, service = `buildTokenService(service or ADDR)`; written with `Credentials.writeTokenStorageFile` (alias = service; default format writable). `identifier`, `password` (base64), `kind`, `service`, `key_id`, `node_id`, `format`, `file` |
+//! | | `read-credentials FILE` | `Credentials.readTokenStorageFile`: `tokens` [{`alias`, `kind`, `service`, `identifier`, `password` (base64), NMTokens also `nm_token` {`app_attempt_id`, `node_id`, `app_submitter`, `key_id`} or `nm_token_error`}], `secrets` [{`alias`, `value` (base64)}], `format` (`writable`/`protobuf` from byte 4) |
+//! | | `call ADDR TOKENFILE PROTECTION [CONTAINER_ID ...]` | Java IPC client: new UGI named after the file's NMToken attempt id, holding the file's tokens; `hadoop.rpc.protection=PROTECTION`, SIMPLE otherwise (the token makes it SASL); one `getContainerStatuses` (default id `container_1_0001_01_000001`); stopProxy. `failed` {id: message}, `ms` (UGI creation to answer), `stop_ms`, `user`. No connect retries, 20 s connect and 60 s RPC timeout (a peer that drops a bad MAC silently fails the call instead of hanging the launcher) |
+//! | | `bench-connect ADDR TOKENFILE PROTECTION N` | N × the whole of `call` after `warmup` (= clamp(N/5, 2, 20)) unmeasured ones: `n`, `warmup`, `mean_us`, `p50_us`, `p99_us`, `min_us`, `max_us` (UGI to answer), `stop_mean_us`, `process_cpu_us_per_iter` (whole JVM, so it includes the Java servers when ADDR is one; Linux counts it in 10 ms ticks: use N ≥ 100), `caller_thread_cpu_us_per_iter` (the calling thread does the SASL handshake; the reply is read on the connection's thread), `wall_s` |
+//! | | `jdk-server-new ID PROTOCOL SERVERNAME QOPS USER PASSWORD` | JDK DIGEST-MD5 `SaslServer` (PROTOCOL `-` = ""; props `qop`=QOPS, `server.authentication`=true; knows only USER; authorized iff authzid = authid): `challenge` (base64 of `evaluateResponse([])`) |
+//! | | `jdk-server-step ID B64` | `token` (base64, null if the JDK returned null), `complete`; once complete `qop`, and `cipher` for auth-conf (taken from the response's cipher directive) |
+//! | | `jdk-client-new ID PROTOCOL SERVERNAME QOPS USER PASSWORD [AUTHZID\|-] [CIPHER\|-]` | JDK DIGEST-MD5 `SaslClient` (CIPHER sets `com.sun.security.sasl.digest.cipher`): `{}` |
+//! | | `jdk-client-step ID B64` | as `jdk-server-step` (`evaluateChallenge`) |
+//! | | `jdk-wrap ID B64`, `jdk-unwrap ID B64` | `token` / `plain` (base64; the JDK unwraps a bad MAC to empty); errors as above |
+//! | | `jdk-dispose ID` | `existed`. `ID` is any word; `-new` on an existing ID replaces it. `B64` = standard padded base64, `-` = empty |
+//! | | `bench-wrap QOP CIPHER\|- BYTES SECONDS` | in-process JDK client/server at QOP (protocol "", server "default"); 1 s warm-up, then client wrap + server unwrap of BYTES for SECONDS: `mb_per_s` (10^6 bytes per second of wrap+unwrap time), `iterations`, `warmup_iterations`, `wrap_ns`, `unwrap_ns` (means), `qop`, `cipher`, `bytes`, `wrapped_bytes` |
+//!
+//! `sasl` READY: `servers` {`authentication`, `integrity`, `privacy`: `127.0.0.1:PORT`}, `nm_key_id`.
+//! Each is a Hadoop IPC server for ContainerManagementProtocol with `hadoop.security.authentication`
+//! forced to TOKEN (as the NodeManager does) at that `hadoop.rpc.protection`, with its own real
+//! `NMTokenSecretManagerInNM` (master key from the arguments, NodeId = its own address);
+//! `getContainerStatuses` answers every id as a failed request with the message
+//! `user=<remote user short name> auth=<its AuthenticationMethod> ids=<n>`; all other methods throw
+//! `YarnException("not served by the hotpath sasl peer")`.
 //!
 //! Closing stdin stops everything; with `--delete-on-exit DIR` the JVM then removes DIR.
 
@@ -60,6 +85,10 @@ pub enum Mode {
     YarnRm,
     /// One NodeManager registered with `--rm HOST:PORT`.
     YarnNm,
+    /// Hadoop's and the JDK's SASL/DIGEST-MD5/token code (`--nm-key-id N --nm-key HEX`): three
+    /// TOKEN-only ContainerManagementProtocol servers, token minting, a Java IPC client, JDK
+    /// SASL sessions.
+    Sasl,
 }
 
 impl Mode {
@@ -69,6 +98,7 @@ impl Mode {
             Mode::HdfsHa => "hdfs-ha",
             Mode::YarnRm => "yarn-rm",
             Mode::YarnNm => "yarn-nm",
+            Mode::Sasl => "sasl",
         }
     }
 }
@@ -335,6 +365,18 @@ impl Peer {
         self.addr("resource_tracker")
     }
 
+    /// `sasl`: the ContainerManagementProtocol server at `protection` (`authentication`,
+    /// `integrity` or `privacy`).
+    pub fn sasl_server(&self, protection: &str) -> Result<SocketAddr, PeerError> {
+        let field = format!("servers.{protection}");
+        self.ready
+            .get("servers")
+            .and_then(|s| s.get(protection))
+            .and_then(Value::as_str)
+            .and_then(resolve)
+            .ok_or_else(|| self.field_error(&field))
+    }
+
     /// `hdfs`, `hdfs-ha`: the DataNodes as READY lists them.
     pub fn datanodes(&self) -> Result<Vec<DataNode>, PeerError> {
         let err = || self.field_error("datanodes");
@@ -385,6 +427,16 @@ impl Peer {
                     .to_owned(),
             })
         }
+    }
+
+    /// Sends one command line that must fail and returns the Java exception it failed with; a
+    /// reply with `ok:true` is a [`PeerError::Command`].
+    pub fn command_expect_error(&mut self, line: &str) -> Result<JavaException, PeerError> {
+        let reply = self.command_raw(line)?;
+        JavaException::from_reply(&reply).ok_or_else(|| PeerError::Command {
+            command: line.to_owned(),
+            error: format!("expected a failure, got {reply}"),
+        })
     }
 
     /// Sends one command line and returns the reply as it is, `ok` true or false.
@@ -475,6 +527,43 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.shutdown(Duration::from_secs(30));
         // `dir` (the TempDir) is dropped after this: conf, data and log go away
+    }
+}
+
+/// The exception of a failed command (`{"ok":false,...}`), as the launcher describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JavaException {
+    /// `<class>: <first line of the message>`.
+    pub error: String,
+    /// The exception's class; for a Hadoop `RemoteException`, the server-side class it names.
+    pub class: String,
+    /// The whole `getMessage()`, if any.
+    pub message: Option<String>,
+    /// The cause's class (same rule as `class`), if there is a cause.
+    pub cause_class: Option<String>,
+    pub cause_message: Option<String>,
+    /// A `RemoteException` is in the cause chain: the other side of the RPC said it.
+    pub remote: bool,
+    /// The RPC error code of that `RemoteException`, when the response carried one.
+    pub error_code: Option<String>,
+}
+
+impl JavaException {
+    /// The exception of an `ok:false` reply; `None` for anything else.
+    pub fn from_reply(reply: &Value) -> Option<JavaException> {
+        if reply.get("ok").and_then(Value::as_bool) != Some(false) {
+            return None;
+        }
+        let s = |k: &str| reply.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(JavaException {
+            error: s("error").unwrap_or_default(),
+            class: s("exception_class").unwrap_or_default(),
+            message: s("message"),
+            cause_class: s("cause_class"),
+            cause_message: s("cause_message"),
+            remote: reply.get("remote").and_then(Value::as_bool) == Some(true),
+            error_code: s("error_code"),
+        })
     }
 }
 

@@ -77,8 +77,9 @@ public final class Launcher {
         case "hdfs-ha" -> new HdfsMode(args, workDir, true);
         case "yarn-rm" -> new YarnRmMode(args, workDir);
         case "yarn-nm" -> new YarnNmMode(args, workDir);
+        case "sasl" -> new SaslMode(args);
         default -> throw new IllegalArgumentException("unknown mode " + args.mode
-            + " (hdfs, hdfs-ha, yarn-rm, yarn-nm)");
+            + " (hdfs, hdfs-ha, yarn-rm, yarn-nm, sasl)");
       };
     } catch (Throwable t) {
       System.err.println("peer: bad arguments " + Arrays.toString(argv) + ": " + t);
@@ -122,7 +123,9 @@ public final class Launcher {
       } catch (Throwable t) {
         System.err.println("peer: command failed: " + line);
         t.printStackTrace(System.err);
-        reply = Json.obj("ok", false, "error", describe(t));
+        Throwable u = unwrap(t);
+        reply = Json.obj("ok", false, "error", describe(u));
+        reply.putAll(exception(u));
       }
       out.println(Json.write(reply));
     }
@@ -187,6 +190,47 @@ public final class Launcher {
     } catch (Exception e) {
       System.err.println("peer: could not delete " + root + ": " + e);
     }
+  }
+
+  /** The throwable a reflective or privileged call wrapped around the real one. */
+  static Throwable unwrap(Throwable t) {
+    while ((t instanceof java.lang.reflect.UndeclaredThrowableException
+        || t instanceof java.lang.reflect.InvocationTargetException
+        || t instanceof java.security.PrivilegedActionException) && t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t;
+  }
+
+  /**
+   * The error reply's exception fields: {@code exception_class} (for a RemoteException the
+   * server-side class it names), {@code message} (the whole getMessage()), the same for the
+   * cause, {@code remote} (a RemoteException anywhere in the cause chain: the other side said it)
+   * and, for a RemoteException, its RPC {@code error_code}.
+   */
+  static Map<String, Object> exception(Throwable t) {
+    Map<String, Object> m = new java.util.LinkedHashMap<>();
+    m.put("exception_class", className(t));
+    m.put("message", t.getMessage());
+    Throwable c = t.getCause();
+    m.put("cause_class", c == null ? null : className(c));
+    m.put("cause_message", c == null ? null : c.getMessage());
+    boolean remote = false;
+    for (Throwable x = t; x != null && !remote; x = x.getCause() == x ? null : x.getCause()) {
+      if (x instanceof org.apache.hadoop.ipc.RemoteException re) {
+        remote = true;
+        if (re.getErrorCode() != null) {
+          m.put("error_code", re.getErrorCode().name());
+        }
+      }
+    }
+    m.put("remote", remote);
+    return m;
+  }
+
+  private static String className(Throwable t) {
+    return t instanceof org.apache.hadoop.ipc.RemoteException re
+        ? re.getClassName() : t.getClass().getName();
   }
 
   static String describe(Throwable t) {
