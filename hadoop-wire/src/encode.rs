@@ -415,8 +415,14 @@ pub fn preamble<B: BufMut>(buf: &mut B, service_class: u8) {
     buf.put_slice(Preamble::simple(service_class).as_bytes());
 }
 
+/// Appends the 7-byte SASL preamble (`hrpc`, 9, service class, 0xDF).
+pub fn sasl_preamble<B: BufMut>(buf: &mut B, service_class: u8) {
+    use zerocopy::IntoBytes;
+    buf.put_slice(Preamble::sasl(service_class).as_bytes());
+}
+
 /// Appends a frame of delimited parts; returns its size. On error nothing is appended.
-fn frame<B: FrameBuf>(
+pub(crate) fn frame<B: FrameBuf>(
     buf: &mut B,
     write: impl FnOnce(&mut B) -> Result<(), EncodeError>,
 ) -> Result<usize, EncodeError> {

@@ -42,9 +42,6 @@ pub enum FrameError {
     /// A frame's parts disagree with its header (e.g. a call without a RequestHeader).
     #[error("frame shape does not match call id {call_id}: {reason}")]
     Shape { call_id: i32, reason: &'static str },
-    /// The connection preamble asked for SASL (auth protocol 0xDF); only SIMPLE is supported.
-    #[error("the client asked for SASL authentication, which this server does not support")]
-    SaslUnsupported,
     /// The connection preamble names an auth protocol Hadoop does not know.
     #[error("unknown auth protocol {0:#04x} in the connection preamble")]
     UnknownAuthProtocol(u8),

@@ -93,6 +93,16 @@ impl Preamble {
             auth_protocol: AUTH_NONE,
         }
     }
+
+    /// The preamble of a SASL client (auth protocol 0xDF) with the given service class.
+    pub const fn sasl(service_class: u8) -> Self {
+        Self {
+            magic: MAGIC,
+            version: IPC_VERSION,
+            service_class,
+            auth_protocol: AUTH_SASL,
+        }
+    }
 }
 
 /// The 6-byte prefix of a DataTransfer packet: `packetLen` (counts its own 4 bytes, the checksums
@@ -128,6 +138,9 @@ pub enum PreambleOutcome {
     /// `hrpc`, version 9, auth NONE: SIMPLE auth. The server sends nothing back; the next bytes
     /// are the connection-context frame.
     Simple { service_class: u8 },
+    /// `hrpc`, version 9, auth SASL (0xDF): the next frame is the client's NEGOTIATE (or
+    /// INITIATE), callId −33.
+    Sasl { service_class: u8 },
     /// The first four bytes are `GET `: reply [`HTTP_PROBE_RESPONSE`] and close.
     HttpProbe,
     /// Wrong magic or a version other than 9. Hadoop answers a client version >= 9 with a FATAL
@@ -138,7 +151,7 @@ pub enum PreambleOutcome {
 }
 
 /// Parses the connection preamble at the start of `buf` (the first [`Preamble::SIZE`] bytes; any
-/// bytes after them belong to the first frame). SASL and unknown auth protocols are errors.
+/// bytes after them belong to the first frame). An unknown auth protocol is an error.
 pub fn parse_preamble(buf: &[u8]) -> Result<PreambleOutcome, FrameError> {
     let Ok((p, _rest)) = Preamble::ref_from_prefix(buf) else {
         return Ok(PreambleOutcome::NeedMore(Preamble::SIZE - buf.len()));
@@ -156,7 +169,9 @@ pub fn parse_preamble(buf: &[u8]) -> Result<PreambleOutcome, FrameError> {
         AUTH_NONE => Ok(PreambleOutcome::Simple {
             service_class: p.service_class,
         }),
-        AUTH_SASL => Err(FrameError::SaslUnsupported),
+        AUTH_SASL => Ok(PreambleOutcome::Sasl {
+            service_class: p.service_class,
+        }),
         other => Err(FrameError::UnknownAuthProtocol(other)),
     }
 }

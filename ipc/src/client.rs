@@ -68,6 +68,11 @@ use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
 /// as it always was.
 pub use hadoop_wire::rpc::client::StateIdCell;
 use hadoop_wire::rpc::client::{Caller, RemoteError, Responses};
+use hadoop_wire::sasl::client::{ClientAuth, ClientNegotiation, ClientOutcome, ClientStep};
+use hadoop_wire::sasl::message::{self as sasl_message, AuthMethod, SaslMessageView};
+use hadoop_wire::sasl::SecurityLayer;
+
+use crate::entropy::OsEntropy;
 
 /// Client configuration.
 #[derive(Debug, Clone)]
@@ -106,6 +111,10 @@ pub struct ClientConfig {
     /// CPU to pin the reader thread to (`hw::PinPolicy::Required`: a refused CPU
     /// fails the connect with [`ClientError::ReaderThread`]). `None`: not pinned.
     pub reader_cpu: Option<u32>,
+    /// How to authenticate: SIMPLE by default; holding a token (or security on) makes the
+    /// client negotiate SASL, as Java's does, and wrap everything after SUCCESS at
+    /// `auth-int` / `auth-conf`.
+    pub auth: ClientAuth,
 }
 
 impl Default for ClientConfig {
@@ -126,6 +135,7 @@ impl Default for ClientConfig {
             keep_frame_buffer: 1 << 20,
             reader_thread_name: "hp-ipc-client".into(),
             reader_cpu: None,
+            auth: ClientAuth::default(),
         }
     }
 }
@@ -163,6 +173,10 @@ pub enum ClientError {
     /// The request could not be encoded.
     #[error("encoding the request failed: {0}")]
     Encode(#[from] hadoop_wire::error::EncodeError),
+    /// SASL failed on this side (no usable method, fallback refused, a bad server reply).
+    /// Refusals sent by the server are [`ClientError::Remote`]. Not retried.
+    #[error("{class}: {message}")]
+    Auth { class: String, message: String },
 }
 
 impl From<RemoteError> for ClientError {
@@ -349,11 +363,19 @@ impl CallTable {
 }
 
 /// The sending half: the socket and the buffer call frames are encoded into.
+/// The security layer of a connection, shared by its writer (wrap) and reader thread (unwrap).
+type SharedLayer = Arc<Mutex<Box<dyn SecurityLayer>>>;
+
 struct Writer {
     stream: TcpStream,
     frame: Vec<u8>,
     /// Longest frame buffer kept after a write.
     keep: usize,
+    /// With a security layer: every frame goes out in WRAP packets.
+    layer: Option<SharedLayer>,
+    /// WRAP packets being written, and one wrapped token (reused).
+    wrapped: Vec<u8>,
+    token: Vec<u8>,
 }
 
 impl Writer {
@@ -365,13 +387,41 @@ impl Writer {
         self.frame.clear();
         let encoded = encode(&mut self.frame);
         let written = match encoded {
-            Ok(_) => Ok(self.stream.write_all(&self.frame)),
+            Ok(_) => Ok(self.write_out()),
             Err(e) => Err(e),
         };
         if self.frame.capacity() > self.keep {
             self.frame = Vec::new();
         }
         written
+    }
+
+    /// Writes `self.frame`: as it is, or wrapped in packets of at most the server's
+    /// `max_wrap_input` plaintext bytes (Java's client does the same through its buffered
+    /// stream). Wrapping happens under the writer's lock, so sequence numbers follow the order
+    /// of the bytes on the wire.
+    fn write_out(&mut self) -> io::Result<()> {
+        let Some(layer) = self.layer.as_ref() else {
+            return self.stream.write_all(&self.frame);
+        };
+        self.wrapped.clear();
+        {
+            let mut l = lock(layer);
+            let piece = l.max_wrap_input().max(1);
+            for part in self.frame.chunks(piece) {
+                self.token.clear();
+                l.wrap(part, &mut self.token)
+                    .map_err(|e| io::Error::other(format!("SASL wrap: {e}")))?;
+                sasl_message::client_wrap_frame(&mut self.wrapped, &self.token)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            }
+        }
+        let r = self.stream.write_all(&self.wrapped);
+        if self.wrapped.capacity() > self.keep {
+            self.wrapped = Vec::new();
+            self.token = Vec::new();
+        }
+        r
     }
 }
 
@@ -761,36 +811,62 @@ impl Client {
         let cfg = &self.inner.cfg;
         let mut s = TcpStream::connect_timeout(&self.inner.addr, cfg.connect_timeout)?;
         s.set_nodelay(true)?;
-        let mut hello = Vec::with_capacity(128);
-        let ctx = ConnectionContext {
+        let responses = Responses::new(
+            cfg.max_response_length,
+            self.inner.caller.state_id().clone(),
+        );
+        let mut ctx = ConnectionContext {
             effective_user: Some(&cfg.user),
             real_user: None,
             protocol: (!cfg.protocol.is_empty()).then_some(cfg.protocol.as_str()),
         };
-        self.inner
-            .caller
-            .hello(&mut hello, &ctx)
+        let mut hello = Vec::with_capacity(FRAME_BUFFER);
+        let mut layer = None;
+        if cfg.auth.uses_sasl() {
+            // The negotiation is bounded by the connect timeout.
+            s.set_read_timeout(Some(cfg.connect_timeout))?;
+            let outcome = sasl_connect(&mut s, &cfg.auth, &responses)?;
+            s.set_read_timeout(None)?;
+            if outcome.method == AuthMethod::Token {
+                // The token says who we are; Java's TOKEN clients claim no user.
+                ctx.effective_user = None;
+            }
+            layer = outcome.layer.map(|l| Arc::new(Mutex::new(l)));
+            hadoop_wire::encode::connection_context_frame(
+                &mut hello,
+                self.inner.caller.client_id(),
+                &ctx,
+            )
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        s.write_all(&hello)?;
-        let reader = BufReader::with_capacity(READ_BUFFER, s.try_clone()?);
+        } else {
+            self.inner
+                .caller
+                .hello(&mut hello, &ctx)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
+        let mut writer = Writer {
+            stream: s.try_clone()?,
+            frame: hello,
+            keep: cfg.keep_frame_buffer.max(FRAME_BUFFER),
+            layer: layer.clone(),
+            wrapped: Vec::new(),
+            token: Vec::new(),
+        };
+        writer.write_out()?;
+        writer.frame.clear();
+        let reader = BufReader::with_capacity(READ_BUFFER, s);
         let conn = Arc::new(Conn {
-            writer: Mutex::new(Writer {
-                stream: s,
-                frame: Vec::with_capacity(FRAME_BUFFER),
-                keep: cfg.keep_frame_buffer.max(FRAME_BUFFER),
-            }),
+            writer: Mutex::new(writer),
             table: Mutex::new(CallTable::new(cfg.call_slots)),
             broken: AtomicBool::new(false),
             why: Mutex::new(String::new()),
         });
         let c = conn.clone();
         let ctx = ReaderContext {
-            responses: Responses::new(
-                cfg.max_response_length,
-                self.inner.caller.state_id().clone(),
-            ),
+            responses,
             recycler: self.inner.recycler.clone(),
         };
+        let max_len = cfg.max_response_length;
         let cpu = cfg.reader_cpu;
         let (pinned_tx, pinned_rx) = std::sync::mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
@@ -806,7 +882,21 @@ impl Client {
                 } else {
                     let _ = pinned_tx.send(Ok(()));
                 }
-                read_loop(reader, c, ctx)
+                match layer {
+                    None => read_loop(reader, c, ctx),
+                    Some(layer) => read_loop(
+                        Unwrapped {
+                            inner: reader,
+                            layer,
+                            max_len,
+                            packet: Vec::new(),
+                            plain: Vec::new(),
+                            pos: 0,
+                        },
+                        c,
+                        ctx,
+                    ),
+                }
             });
         let thread_error = |why: String| {
             conn.fail(&why);
@@ -837,6 +927,133 @@ enum Opened {
     Thread(ClientError),
 }
 
+/// Reads the unwrapped bytes of a protected connection: the server's WRAP packets, one at a
+/// time, unwrapped into a buffer the response frames are then read from.
+struct Unwrapped<R> {
+    inner: R,
+    layer: SharedLayer,
+    max_len: u32,
+    packet: Vec<u8>,
+    plain: Vec<u8>,
+    pos: usize,
+}
+
+impl<R: Read> Read for Unwrapped<R> {
+    fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.plain.len() {
+            let mut len = [0u8; 4];
+            match self.inner.read_exact(&mut len) {
+                Ok(()) => {}
+                // A clean end between packets is a clean end of the stream.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            let n = u32::from_be_bytes(len);
+            if n > self.max_len || n > i32::MAX as u32 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "WRAP packet of {n} bytes exceeds the limit of {}",
+                        self.max_len
+                    ),
+                ));
+            }
+            self.packet.resize(n as usize, 0);
+            self.inner.read_exact(&mut self.packet)?;
+            let token = wrapped_token(&self.packet).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "Server sent non-wrapped response",
+                )
+            })?;
+            self.plain.clear();
+            self.pos = 0;
+            lock(&self.layer)
+                .unwrap(token, &mut self.plain)
+                .map_err(|e| {
+                    io::Error::new(io::ErrorKind::InvalidData, format!("SASL unwrap: {e}"))
+                })?;
+        }
+        let n = dst.len().min(self.plain.len() - self.pos);
+        dst[..n].copy_from_slice(&self.plain[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// The token of a server WRAP packet (a response frame for callId −33 whose message is a WRAP).
+fn wrapped_token(body: &[u8]) -> Option<&[u8]> {
+    let frame = hadoop_wire::frame::ResponseFrame::split(body).ok()?;
+    let h = hadoop_wire::view::rpc::RpcResponseHeaderView::new(frame.header)
+        .summary()
+        .ok()?;
+    if h.call_id_i32() != hadoop_wire::rpc::SASL_CALL_ID || h.status != RpcStatusProto::Success {
+        return None;
+    }
+    let v = SaslMessageView::read(frame.payload?).ok()?;
+    v.is_wrap().then_some(v.token.unwrap_or(&[]))
+}
+
+/// Runs SASL on a fresh socket: the SASL preamble and NEGOTIATE in one write, then one reply
+/// at a time until the negotiation says done.
+fn sasl_connect(
+    s: &mut TcpStream,
+    auth: &ClientAuth,
+    responses: &Responses,
+) -> Result<ClientOutcome, Opened> {
+    let local = |e: hadoop_wire::sasl::SaslError| {
+        Opened::Thread(ClientError::Auth {
+            class: e.java_class().to_string(),
+            message: e.to_string(),
+        })
+    };
+    let encode_err = |e: hadoop_wire::error::EncodeError| {
+        Opened::Io(io::Error::new(io::ErrorKind::InvalidInput, e))
+    };
+    let mut neg = ClientNegotiation::new(auth.clone());
+    let mut buf = Vec::with_capacity(64);
+    hadoop_wire::encode::sasl_preamble(&mut buf, 0);
+    sasl_message::client_frame(&mut buf, &neg.start()).map_err(encode_err)?;
+    s.write_all(&buf)?;
+    let limit = auth.max_message + 1024;
+    let mut body = Vec::new();
+    loop {
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len)?;
+        let n = responses
+            .frame_len(len)
+            .map_err(|e| Opened::Thread(ClientError::Protocol(e.to_string())))?;
+        if n > limit {
+            return Err(Opened::Thread(ClientError::Protocol(format!(
+                "SASL reply of {n} bytes exceeds the limit of {limit}"
+            ))));
+        }
+        body.resize(n, 0);
+        s.read_exact(&mut body)?;
+        let reply = responses
+            .reply(&body)
+            .map_err(|e| Opened::Thread(ClientError::Protocol(e.to_string())))?;
+        let payload = match reply.result {
+            Ok(p) => p,
+            Err(remote) => return Err(Opened::Thread(ClientError::from(remote))),
+        };
+        let step = neg
+            .on_reply(reply.call_id, payload, &mut OsEntropy)
+            .map_err(local)?;
+        let (msg, done) = match step {
+            ClientStep::Done(o) => return Ok(o),
+            ClientStep::Send(m) => (m, None),
+            ClientStep::SendThenDone(m, o) => (m, Some(o)),
+        };
+        buf.clear();
+        sasl_message::client_frame(&mut buf, &msg).map_err(encode_err)?;
+        s.write_all(&buf)?;
+        if let Some(o) = done {
+            return Ok(o);
+        }
+    }
+}
+
 impl From<io::Error> for Opened {
     fn from(e: io::Error) -> Self {
         Opened::Io(e)
@@ -844,7 +1061,7 @@ impl From<io::Error> for Opened {
 }
 
 /// Reads response frames and hands each to its pending call.
-fn read_loop(mut s: BufReader<TcpStream>, conn: Arc<Conn>, ctx: ReaderContext) {
+fn read_loop<R: Read>(mut s: R, conn: Arc<Conn>, ctx: ReaderContext) {
     let why = loop {
         match read_one(&mut s, &conn, &ctx) {
             Ok(true) => {}
@@ -867,11 +1084,7 @@ struct ReaderContext {
 }
 
 /// Reads one response frame. `Ok(false)` on a clean EOF at a frame boundary.
-fn read_one(
-    s: &mut BufReader<TcpStream>,
-    conn: &Conn,
-    client: &ReaderContext,
-) -> Result<bool, String> {
+fn read_one<R: Read>(s: &mut R, conn: &Conn, client: &ReaderContext) -> Result<bool, String> {
     let mut len = [0u8; 4];
     match s.read_exact(&mut len) {
         Ok(()) => {}

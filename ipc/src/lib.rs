@@ -31,6 +31,7 @@
 
 pub mod buffer_protocol;
 pub mod client;
+pub mod entropy;
 pub mod metrics;
 pub mod server;
 pub mod transport;

@@ -72,7 +72,12 @@ use hadoop_wire::rpc::{
     AUTHORIZATION_FAILED_CALL_ID, CONNECTION_CONTEXT_CALL_ID, IPC_VERSION, PING_CALL_ID,
     SASL_CALL_ID,
 };
+use hadoop_wire::sasl::message::{self as sasl_message, AuthMethod, SaslMessageView};
+use hadoop_wire::sasl::server::{ServerAuth, ServerFailure, ServerNegotiation, ServerStep};
+use hadoop_wire::sasl::{SaslError, SecurityLayer};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
+
+use crate::entropy::OsEntropy;
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
 pub const MAX_CLIENT_ID: usize = 64;
@@ -108,8 +113,13 @@ pub struct Call<'a> {
     pub rpc_header: RpcRequestHeaderView<'a>,
     /// The whole RequestHeader.
     pub request_header: RequestHeaderView<'a>,
-    /// `effectiveUser` from the connection context.
+    /// The remote user: the token's user after TOKEN authentication, else `effectiveUser`
+    /// from the connection context.
     pub user: Option<&'a str>,
+    /// How the connection authenticated.
+    pub auth_method: AuthMethod,
+    /// TOKEN: the token identifier as the client sent it.
+    pub token_identifier: Option<&'a [u8]>,
 }
 
 /// An application-level failure: answered with an ERROR response, the connection stays open.
@@ -185,9 +195,42 @@ where
     }
 }
 
+/// Where a reply's bytes go: straight into the pool chunk, or (on a connection with a security
+/// layer) into the connection's staging buffer, which is wrapped once the handler is done.
+enum ReplySink<'o, 'p> {
+    Direct(&'o mut Outbox<'p>),
+    Staged { buf: &'o mut Vec<u8>, chunk: usize },
+}
+
+/// The sink of a reply: staged on a connection with a security layer, else direct.
+fn reply_sink<'o, 'p>(
+    staged: bool,
+    chunk: usize,
+    out: &'o mut Outbox<'p>,
+    staging: &'o mut Vec<u8>,
+) -> ReplySink<'o, 'p> {
+    if staged {
+        ReplySink::Staged {
+            buf: staging,
+            chunk,
+        }
+    } else {
+        ReplySink::Direct(out)
+    }
+}
+
+impl ReplySink<'_, '_> {
+    fn chunk_size(&self) -> usize {
+        match self {
+            ReplySink::Direct(out) => out.chunk_size(),
+            ReplySink::Staged { chunk, .. } => *chunk,
+        }
+    }
+}
+
 /// Where a handler writes its answer. See [`Handler::call`].
 pub struct Reply<'o, 'p> {
-    out: &'o mut Outbox<'p>,
+    sink: ReplySink<'o, 'p>,
     head: HeadFields,
     replied: bool,
     stream: Option<(Box<dyn BodySource>, u64)>,
@@ -237,7 +280,8 @@ impl<'o, 'p> Reply<'o, 'p> {
     /// Largest message [`Self::with`] and friends accept (one chunk minus the header).
     pub fn max_unstreamed(&self) -> usize {
         let h = self.head.header();
-        self.out.chunk_size() - success_prefix_len(&h, self.out.chunk_size() as u64)
+        let chunk = self.sink.chunk_size();
+        chunk - success_prefix_len(&h, chunk as u64)
     }
 
     /// Answers with a message of exactly `len` bytes written by `fill` into the pool chunk.
@@ -248,24 +292,35 @@ impl<'o, 'p> Reply<'o, 'p> {
         let header = self.head.header();
         let p = success_prefix_len(&header, len as u64);
         let total = p + len;
-        let chunk = self.out.chunk_size();
+        let chunk = self.sink.chunk_size();
         if total > chunk {
             return Err(ReplyError::TooLarge {
                 len: len as u64,
                 chunk,
             });
         }
-        // The server reserved a whole chunk before calling the handler, so this cannot starve.
-        let Ok(dst) = self.out.contiguous(total) else {
-            return Err(ReplyError::TooLarge {
-                len: len as u64,
-                chunk,
-            });
-        };
-        write_success_prefix(&mut dst[..p], &header, len as u64);
-        fill(&mut dst[p..]);
-        self.out.advance(total);
-        self.out.seal();
+        match &mut self.sink {
+            ReplySink::Direct(out) => {
+                // The server reserved a whole chunk before calling the handler, so this cannot
+                // starve.
+                let Ok(dst) = out.contiguous(total) else {
+                    return Err(ReplyError::TooLarge {
+                        len: len as u64,
+                        chunk,
+                    });
+                };
+                write_success_prefix(&mut dst[..p], &header, len as u64);
+                fill(&mut dst[p..]);
+                out.advance(total);
+                out.seal();
+            }
+            ReplySink::Staged { buf, .. } => {
+                let at = buf.len();
+                buf.resize(at + total, 0);
+                write_success_prefix(&mut buf[at..at + p], &header, len as u64);
+                fill(&mut buf[at + p..]);
+            }
+        }
         self.replied = true;
         Ok(())
     }
@@ -291,13 +346,22 @@ impl<'o, 'p> Reply<'o, 'p> {
         if (p as u64 - 4).saturating_add(len) > frame::JAVA_INT_MAX as u64 {
             return Err(ReplyError::FrameTooLarge { len });
         }
-        let chunk = self.out.chunk_size();
-        let Ok(dst) = self.out.contiguous(p) else {
-            return Err(ReplyError::TooLarge { len, chunk });
-        };
-        write_success_prefix(dst, &header, len);
-        self.out.advance(p);
-        self.out.seal();
+        let chunk = self.sink.chunk_size();
+        match &mut self.sink {
+            ReplySink::Direct(out) => {
+                let Ok(dst) = out.contiguous(p) else {
+                    return Err(ReplyError::TooLarge { len, chunk });
+                };
+                write_success_prefix(dst, &header, len);
+                out.advance(p);
+                out.seal();
+            }
+            ReplySink::Staged { buf, .. } => {
+                let at = buf.len();
+                buf.resize(at + p, 0);
+                write_success_prefix(&mut buf[at..], &header, len);
+            }
+        }
         self.replied = true;
         self.stream = Some((source, len));
         Ok(())
@@ -397,6 +461,10 @@ pub struct ServerConfig {
     /// Calls per connection whose responses are not yet completely sent. At the limit the
     /// connection reads nothing more until sends complete. Default 256.
     pub max_outstanding_calls: usize,
+    /// Who may connect: the enabled auth methods (SIMPLE, TOKEN with its secrets), the accepted
+    /// `hadoop.rpc.protection` levels. Default: SIMPLE only (a SASL client is told to switch to
+    /// SIMPLE, as Java's server does).
+    pub auth: Arc<ServerAuth>,
 }
 
 impl Default for ServerConfig {
@@ -405,6 +473,7 @@ impl Default for ServerConfig {
             transport: TransportConfig::default(),
             max_data_length: DEFAULT_MAX_DATA_LENGTH,
             max_outstanding_calls: 256,
+            auth: Arc::new(ServerAuth::simple()),
         }
     }
 }
@@ -426,6 +495,8 @@ struct Counters {
     fatals: AtomicU64,
     pings: AtomicU64,
     oversized_frames: AtomicU64,
+    auth_successes: AtomicU64,
+    auth_failures: AtomicU64,
 }
 
 /// A copy of the server's counters (transport counters included).
@@ -441,11 +512,17 @@ pub struct ServerMetrics {
     pub pings: u64,
     /// Frames refused for their length before anything was read or allocated.
     pub oversized_frames: u64,
+    /// SASL negotiations that authenticated a client (Java: `RpcAuthenticationSuccesses`).
+    pub auth_successes: u64,
+    /// SASL negotiations refused, and wrapped packets that failed their MAC or sequence check
+    /// (Java: `RpcAuthenticationFailures`); each closed its connection.
+    pub auth_failures: u64,
     pub transport: MetricsSnapshot,
 }
 
 struct ServerShared {
     registry: Registry,
+    auth: Arc<ServerAuth>,
     max_data_length: u32,
     max_outstanding: usize,
     counters: Counters,
@@ -484,6 +561,7 @@ impl Server {
         }
         let shared = Arc::new(ServerShared {
             registry,
+            auth: config.auth,
             max_data_length: config.max_data_length,
             max_outstanding: config.max_outstanding_calls,
             counters: Counters::default(),
@@ -518,6 +596,8 @@ impl Server {
             fatals: l(&c.fatals),
             pings: l(&c.pings),
             oversized_frames: l(&c.oversized_frames),
+            auth_successes: l(&c.auth_successes),
+            auth_failures: l(&c.auth_failures),
             transport: self.running.metrics(),
         }
     }
@@ -537,7 +617,9 @@ enum Phase {
         buf: [u8; 7],
         have: u8,
     },
-    /// Preamble done; the connection context must come next.
+    /// SASL preamble: negotiation on callId −33 until SUCCESS (or SIMPLE).
+    Sasl,
+    /// Preamble (and SASL) done; the connection context must come next.
     Context,
     Ready,
     /// A FATAL was sent (or the preamble was refused): ignore everything.
@@ -550,9 +632,21 @@ struct Streaming {
     remaining: u64,
 }
 
+/// Largest plaintext piece of a streamed body wrapped at a time (also capped by the layer's
+/// `max_wrap_input`, the client's receive buffer).
+const WRAP_PIECE: usize = 64 * 1024;
+/// Staging and egress buffers above this size are given back after use.
+const KEEP_WRAP_BUFFER: usize = 256 * 1024;
+
 /// One server connection: a sans-IO [`Session`]. Bytes in, response frames out.
 pub struct ServerConn {
     acc: FrameAccumulator,
+    /// Inner frames inside unwrapped WRAP packets (a security layer is on): several per packet,
+    /// or one across several packets.
+    inner: FrameAccumulator,
+    /// Unwrapped plaintext: `unwrapped[upos..]` is not yet fed to `inner`.
+    unwrapped: Vec<u8>,
+    upos: usize,
     core: Core,
     /// Input that arrived while the connection could not act on it (backpressure).
     held: Vec<u8>,
@@ -568,6 +662,21 @@ struct Core {
     /// Scratch for error frames and messages (reused; capped contents).
     scratch: Vec<u8>,
     msg: String,
+    /// The preamble asked for SASL.
+    sasl_requested: bool,
+    negotiation: Option<Box<ServerNegotiation>>,
+    auth_method: AuthMethod,
+    token_identifier: Option<Box<[u8]>>,
+    /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
+    layer: Option<Box<dyn SecurityLayer>>,
+    /// Plain responses written by a handler, wrapped when it is done.
+    staging: Vec<u8>,
+    /// Wrapped frames not yet copied into the transmit queue: `egress[epos..]`.
+    egress: Vec<u8>,
+    epos: usize,
+    /// Scratch: one wrapped token; one plaintext piece of a streamed body.
+    token: Vec<u8>,
+    piece: Vec<u8>,
 }
 
 /// What handling one frame led to.
@@ -581,6 +690,9 @@ impl ServerConn {
         let decoder = FrameDecoder::new(sh.max_data_length);
         Self {
             acc: FrameAccumulator::new(decoder).with_retained_capacity(16 * 1024),
+            inner: FrameAccumulator::new(decoder).with_retained_capacity(16 * 1024),
+            unwrapped: Vec::new(),
+            upos: 0,
             core: Core {
                 sh,
                 phase: Phase::Preamble {
@@ -592,6 +704,16 @@ impl ServerConn {
                 ends: VecDeque::new(),
                 scratch: Vec::new(),
                 msg: String::new(),
+                sasl_requested: false,
+                negotiation: None,
+                auth_method: AuthMethod::Simple,
+                token_identifier: None,
+                layer: None,
+                staging: Vec::new(),
+                egress: Vec::new(),
+                epos: 0,
+                token: Vec::new(),
+                piece: Vec::new(),
             },
             held: Vec::new(),
         }
@@ -603,6 +725,16 @@ impl ServerConn {
         loop {
             if self.core.blocked() {
                 return (used, Flow::Continue);
+            }
+            // Unwrapped plaintext goes first: it arrived before anything still in `input`.
+            if self.upos < self.unwrapped.len() {
+                if out.reserve_spare().is_err() {
+                    return (used, Flow::Continue);
+                }
+                if let Next::Close = self.inner_frame(out) {
+                    return (input.len(), Flow::CloseAfterFlush);
+                }
+                continue;
             }
             let rest = &input[used..];
             if rest.is_empty() {
@@ -662,10 +794,55 @@ impl ServerConn {
             let Some(body) = step.frame else {
                 return (used, Flow::Continue);
             };
-            if let Next::Close = self.core.frame(&body, out) {
+            let next = if self.core.layer.is_some() {
+                self.core.unwrap_packet(&body, &mut self.unwrapped, out)
+            } else {
+                self.core.frame(&body, out)
+            };
+            if let Next::Close = next {
                 return (input.len(), Flow::CloseAfterFlush);
             }
         }
+    }
+
+    /// Feeds unwrapped plaintext to the inner frame accumulator and handles the frame it
+    /// completes, if any.
+    fn inner_frame(&mut self, out: &mut Outbox<'_>) -> Next {
+        let rest = &self.unwrapped[self.upos..];
+        let step = match self.inner.next_frame(rest) {
+            Ok(s) => s,
+            Err(e) => {
+                self.core
+                    .sh
+                    .counters
+                    .oversized_frames
+                    .fetch_add(1, Ordering::Relaxed);
+                return self.core.fatal_fmt(
+                    AUTHORIZATION_FAILED_CALL_ID,
+                    &[],
+                    -1,
+                    RpcErrorCodeProto::FatalInvalidRpcHeader,
+                    format_args!(
+                        "Requested data length is longer than maximum configured RPC length {}: {e}",
+                        self.inner.decoder().cap()
+                    ),
+                    out,
+                );
+            }
+        };
+        self.upos += step.consumed;
+        let next = match step.frame {
+            Some(body) => self.core.frame(&body, out),
+            None => Next::Continue,
+        };
+        if self.upos == self.unwrapped.len() {
+            self.unwrapped.clear();
+            self.upos = 0;
+            if self.unwrapped.capacity() > KEEP_WRAP_BUFFER {
+                self.unwrapped = Vec::new();
+            }
+        }
+        next
     }
 
     /// Continues a streamed body, then input held back by backpressure.
@@ -674,7 +851,10 @@ impl ServerConn {
         if !self.core.pump(out) {
             return Flow::Continue;
         }
-        if self.held.is_empty() || self.core.blocked() {
+        if self.core.phase == Phase::Dead {
+            return Flow::Continue;
+        }
+        if (self.held.is_empty() && self.upos == self.unwrapped.len()) || self.core.blocked() {
             return Flow::Continue;
         }
         let held = std::mem::take(&mut self.held);
@@ -697,7 +877,7 @@ impl ServerConn {
 impl Session for ServerConn {
     fn on_recv(&mut self, data: &[u8], out: &mut Outbox<'_>) -> Flow {
         self.core.retire(out);
-        if !self.held.is_empty() || self.core.blocked() {
+        if !self.held.is_empty() || self.upos < self.unwrapped.len() || self.core.blocked() {
             if self.core.phase != Phase::Dead {
                 self.held.extend_from_slice(data);
             }
@@ -715,13 +895,16 @@ impl Session for ServerConn {
     }
 
     fn wants_input(&self) -> bool {
-        self.held.is_empty() && !self.core.blocked()
+        self.held.is_empty() && self.upos == self.unwrapped.len() && !self.core.blocked()
     }
 
     fn is_idle(&self) -> bool {
         self.held.is_empty()
             && self.acc.pending() == 0
+            && self.inner.pending() == 0
+            && self.upos == self.unwrapped.len()
             && self.core.stream.is_none()
+            && self.core.epos == self.core.egress.len()
             && self.core.ends.is_empty()
     }
 }
@@ -742,6 +925,7 @@ impl Core {
     /// is reached, or the connection is finished.
     fn blocked(&self) -> bool {
         self.stream.is_some()
+            || self.epos < self.egress.len()
             || self.ends.len() >= self.sh.max_outstanding
             || self.phase == Phase::Dead
     }
@@ -754,31 +938,186 @@ impl Core {
         }
     }
 
-    /// Pushes the streamed body as far as the pool allows; true when it is complete (or there
-    /// is none).
+    /// Pushes wrapped bytes and the streamed body as far as the pool allows; true when both are
+    /// done (or there are none).
     fn pump(&mut self, out: &mut Outbox<'_>) -> bool {
+        if !drain(&mut self.egress, &mut self.epos, out) {
+            return false;
+        }
         let Some(s) = self.stream.as_mut() else {
             return true;
         };
-        while s.remaining > 0 {
-            let Ok(tail) = out.tail() else {
-                return false;
-            };
-            let n = (tail.len() as u64).min(s.remaining) as usize;
-            s.source.fill(&mut tail[..n]);
-            out.advance(n);
-            out.seal();
-            s.remaining -= n as u64;
+        match self.layer.as_mut() {
+            None => {
+                while s.remaining > 0 {
+                    let Ok(tail) = out.tail() else {
+                        return false;
+                    };
+                    let n = (tail.len() as u64).min(s.remaining) as usize;
+                    s.source.fill(&mut tail[..n]);
+                    out.advance(n);
+                    out.seal();
+                    s.remaining -= n as u64;
+                }
+            }
+            Some(layer) => {
+                // Each piece of the body becomes one WRAP packet; the client reads the
+                // unwrapped bytes as one stream, so the response may span packets.
+                let piece = WRAP_PIECE.min(layer.max_wrap_input().max(1));
+                while s.remaining > 0 {
+                    let n = (piece as u64).min(s.remaining) as usize;
+                    self.piece.resize(n, 0);
+                    s.source.fill(&mut self.piece);
+                    s.remaining -= n as u64;
+                    if let Err(e) = wrap_into(
+                        layer.as_mut(),
+                        &self.piece,
+                        &mut self.token,
+                        &mut self.egress,
+                    ) {
+                        tracing::error!("wrapping a streamed response failed: {e}");
+                        self.stream = None;
+                        self.phase = Phase::Dead;
+                        return true;
+                    }
+                    if !drain(&mut self.egress, &mut self.epos, out) {
+                        if s.remaining == 0 {
+                            self.stream = None;
+                            let end =
+                                out.queue().sealed_total() + (self.egress.len() - self.epos) as u64;
+                            self.ends.push_back(end);
+                        }
+                        return false;
+                    }
+                }
+                if self.piece.capacity() > KEEP_WRAP_BUFFER {
+                    self.piece = Vec::new();
+                }
+            }
         }
         self.stream = None;
         self.ends.push_back(out.queue().sealed_total());
         true
     }
 
+    /// Sends `self.scratch` (a complete response frame): wrapped when a security layer is on.
+    /// Returns the end of the response in the transmit queue's sealed count.
+    fn send_scratch(&mut self, out: &mut Outbox<'_>) -> u64 {
+        match self.layer.as_mut() {
+            None => {
+                if self.scratch.len() <= out.chunk_size() {
+                    let _ = out.write_sealed(&self.scratch);
+                }
+            }
+            Some(layer) => {
+                if let Err(e) = wrap_into(
+                    layer.as_mut(),
+                    &self.scratch,
+                    &mut self.token,
+                    &mut self.egress,
+                ) {
+                    tracing::error!("wrapping a response failed: {e}");
+                    self.phase = Phase::Dead;
+                }
+                drain(&mut self.egress, &mut self.epos, out);
+            }
+        }
+        out.queue().sealed_total() + (self.egress.len() - self.epos) as u64
+    }
+
+    /// Wraps what a handler staged (one response, in pieces the client's buffer takes) into
+    /// egress and pushes it out as far as the pool allows.
+    fn flush_staged(&mut self, out: &mut Outbox<'_>) {
+        let Some(layer) = self.layer.as_mut() else {
+            return;
+        };
+        let piece = layer.max_wrap_input().max(1);
+        for part in self.staging.chunks(piece) {
+            if let Err(e) = wrap_into(layer.as_mut(), part, &mut self.token, &mut self.egress) {
+                tracing::error!("wrapping a response failed: {e}");
+                self.phase = Phase::Dead;
+                break;
+            }
+        }
+        self.staging.clear();
+        if self.staging.capacity() > KEEP_WRAP_BUFFER {
+            self.staging = Vec::new();
+        }
+        drain(&mut self.egress, &mut self.epos, out);
+    }
+
+    /// An outer frame on a connection with a security layer: it must be a WRAP packet; its
+    /// plaintext is appended to `unwrapped` for the inner frame accumulator.
+    fn unwrap_packet(
+        &mut self,
+        body: &[u8],
+        unwrapped: &mut Vec<u8>,
+        out: &mut Outbox<'_>,
+    ) -> Next {
+        use RpcErrorCodeProto::FatalInvalidRpcHeader as Inval;
+        let token = RequestFrame::split(body).ok().and_then(|f| {
+            let h = RpcRequestHeaderView::new(f.rpc_header);
+            let call_id = h.call_id().ok()?;
+            if call_id != SASL_CALL_ID || f.request_header.is_some() {
+                return None;
+            }
+            let v = SaslMessageView::read(f.payload?).ok()?;
+            v.is_wrap().then_some(v.token.unwrap_or(&[]))
+        });
+        let Some(token) = token else {
+            // Java would take an unwrapped frame here; a client that negotiated a protection
+            // level and then sends in the clear is refused (our choice).
+            return self.fatal_class(
+                AUTHORIZATION_FAILED_CALL_ID,
+                SASL_EXCEPTION,
+                Inval,
+                format_args!("Unwrapped frame on a connection protected by SASL"),
+                out,
+            );
+        };
+        let layer = self.layer.as_mut().expect("unwrap_packet with a layer");
+        if let Err(e) = layer.unwrap(token, unwrapped) {
+            self.sh
+                .counters
+                .auth_failures
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("closing connection: {e}");
+            let class = e.java_class();
+            return self.fatal_class(
+                SASL_CALL_ID,
+                class,
+                RpcErrorCodeProto::FatalUnauthorized,
+                format_args!("{e}"),
+                out,
+            );
+        }
+        Next::Continue
+    }
+
     fn preamble(&mut self, buf: &[u8; 7], out: &mut Outbox<'_>) -> Next {
         match frame::parse_preamble(buf) {
             Ok(PreambleOutcome::Simple { .. }) => {
+                if !self.sh.auth.simple_enabled() {
+                    self.sh
+                        .counters
+                        .auth_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    let methods = self.sh.auth.methods_text();
+                    return self.fatal_class(
+                        AUTHORIZATION_FAILED_CALL_ID,
+                        ACCESS_CONTROL_EXCEPTION,
+                        RpcErrorCodeProto::FatalUnauthorized,
+                        format_args!("SIMPLE authentication is not enabled.  Available:{methods}"),
+                        out,
+                    );
+                }
                 self.phase = Phase::Context;
+                Next::Continue
+            }
+            Ok(PreambleOutcome::Sasl { .. }) => {
+                self.sasl_requested = true;
+                self.negotiation = Some(Box::new(ServerNegotiation::new(self.sh.auth.clone())));
+                self.phase = Phase::Sasl;
                 Next::Continue
             }
             Ok(PreambleOutcome::HttpProbe) => {
@@ -810,7 +1149,7 @@ impl Core {
             }
             Ok(PreambleOutcome::NeedMore(_)) => Next::Continue,
             Err(e) => {
-                // SASL or an unknown auth protocol: this server speaks SIMPLE only.
+                // An unknown auth protocol.
                 self.msg.clear();
                 let _ = write!(self.msg, "{e}");
                 self.fatal(
@@ -836,6 +1175,44 @@ impl Core {
         msg: Option<&str>,
         out: &mut Outbox<'_>,
     ) {
+        self.fatal_with(
+            call_id,
+            client_id,
+            retry_count,
+            FATAL_EXCEPTION,
+            code,
+            msg,
+            out,
+        )
+    }
+
+    /// A FATAL naming `class` (SASL refusals name the true cause, as Java's server does), with
+    /// an empty client id and retry count −1, closing the connection.
+    fn fatal_class(
+        &mut self,
+        call_id: i32,
+        class: &str,
+        code: RpcErrorCodeProto,
+        args: std::fmt::Arguments<'_>,
+        out: &mut Outbox<'_>,
+    ) -> Next {
+        self.msg.clear();
+        let _ = self.msg.write_fmt(args);
+        self.fatal_with(call_id, &[], -1, class, code, None, out);
+        Next::Close
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fatal_with(
+        &mut self,
+        call_id: i32,
+        client_id: &[u8],
+        retry_count: i32,
+        class: &str,
+        code: RpcErrorCodeProto,
+        msg: Option<&str>,
+        out: &mut Outbox<'_>,
+    ) {
         let message = msg.unwrap_or(&self.msg);
         let client_id = if client_id.len() <= MAX_CLIENT_ID {
             client_id
@@ -845,15 +1222,13 @@ impl Core {
         let header = RpcResponseHeader::success(call_id, client_id, retry_count);
         let failure = RpcFailure {
             status: RpcStatusProto::Fatal,
-            exception_class_name: FATAL_EXCEPTION,
+            exception_class_name: class,
             error_msg: message,
             error_detail: code,
         };
         self.scratch.clear();
-        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok()
-            && self.scratch.len() <= out.chunk_size()
-        {
-            let _ = out.write_sealed(&self.scratch);
+        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok() {
+            self.send_scratch(out);
         }
         self.sh.counters.fatals.fetch_add(1, Ordering::Relaxed);
         self.phase = Phase::Dead;
@@ -895,13 +1270,12 @@ impl Core {
             error_detail: code,
         };
         self.scratch.clear();
-        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok()
-            && self.scratch.len() <= out.chunk_size()
-        {
-            let _ = out.write_sealed(&self.scratch);
+        let mut end = out.queue().sealed_total();
+        if encode::error_response_frame(&mut self.scratch, &header, &failure).is_ok() {
+            end = self.send_scratch(out);
         }
         self.sh.counters.errors.fetch_add(1, Ordering::Relaxed);
-        self.ends.push_back(out.queue().sealed_total());
+        self.ends.push_back(end);
     }
 
     /// Handles one request frame body.
@@ -1109,21 +1483,26 @@ impl Core {
             rpc_header: h,
             request_header: rh,
             user: self.user.as_deref(),
+            auth_method: self.auth_method,
+            token_identifier: self.token_identifier.as_deref(),
         };
+        let staged = self.layer.is_some();
+        let chunk = out.chunk_size();
         let mut reply = Reply {
-            out,
+            sink: reply_sink(staged, chunk, out, &mut self.staging),
             head,
             replied: false,
             stream: None,
         };
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| handler.call(&call, &mut reply)));
         let (replied, stream) = (reply.replied, reply.stream.take());
+        drop(reply);
         match result {
             Ok(Ok(())) => {
                 if !replied {
                     // Nothing written: an empty message (one 00 length byte).
                     let mut r = Reply {
-                        out,
+                        sink: reply_sink(staged, chunk, out, &mut self.staging),
                         head,
                         replied: false,
                         stream: None,
@@ -1141,6 +1520,7 @@ impl Core {
                     );
                 } else {
                     out.rollback();
+                    self.staging.clear();
                     self.error(&head, &e.exception_class, &e.message, e.detail, out);
                     return Next::Continue;
                 }
@@ -1149,6 +1529,7 @@ impl Core {
                 tracing::error!("handler for {}.{} panicked", quote(protocol), quote(method));
                 if !replied {
                     out.rollback();
+                    self.staging.clear();
                     self.error(
                         &head,
                         SERVER_EXCEPTION,
@@ -1171,6 +1552,9 @@ impl Core {
                 }
             }
         }
+        if staged {
+            self.flush_staged(out);
+        }
         match stream {
             Some((source, len)) => {
                 self.stream = Some(Streaming {
@@ -1179,7 +1563,10 @@ impl Core {
                 });
                 self.pump(out);
             }
-            None => self.ends.push_back(out.queue().sealed_total()),
+            None => {
+                let end = out.queue().sealed_total() + (self.egress.len() - self.epos) as u64;
+                self.ends.push_back(end);
+            }
         }
         Next::Continue
     }
@@ -1197,6 +1584,16 @@ impl Core {
         };
         match call_id {
             CONNECTION_CONTEXT_CALL_ID => {
+                if self.phase == Phase::Sasl {
+                    return self.fatal_fmt(
+                        call_id,
+                        client_id,
+                        retry,
+                        Inval,
+                        format_args!("Connection header sent during SASL negotiation"),
+                        out,
+                    );
+                }
                 if self.phase == Phase::Ready {
                     return self.fatal_fmt(
                         call_id,
@@ -1223,10 +1620,33 @@ impl Core {
                         )
                     }
                 };
-                self.user = ctx
-                    .user_info
-                    .and_then(|u| u.effective_user)
-                    .map(|u| quote(&u).into());
+                let claimed = ctx.user_info.and_then(|u| u.effective_user);
+                if self.auth_method == AuthMethod::Token {
+                    // The token decides who this is; a different claim is refused (Java's
+                    // authorizeConnection). No claim, as Java's TOKEN clients send, is fine.
+                    if let Some(c) = claimed.as_deref() {
+                        let authenticated = self.user.as_deref().unwrap_or("");
+                        if c != authenticated {
+                            self.sh
+                                .counters
+                                .auth_failures
+                                .fetch_add(1, Ordering::Relaxed);
+                            let authenticated = authenticated.to_string();
+                            return self.fatal_class(
+                                call_id,
+                                ACCESS_CONTROL_EXCEPTION,
+                                RpcErrorCodeProto::FatalUnauthorized,
+                                format_args!(
+                                    "Authenticated user ({authenticated}) doesn't match what the client claims to be ({})",
+                                    quote(c)
+                                ),
+                                out,
+                            );
+                        }
+                    }
+                } else {
+                    self.user = claimed.map(|u| quote(&u).into());
+                }
                 self.phase = Phase::Ready;
                 Next::Continue
             }
@@ -1234,14 +1654,7 @@ impl Core {
                 self.sh.counters.pings.fetch_add(1, Ordering::Relaxed);
                 Next::Continue
             }
-            SASL_CALL_ID => self.fatal_fmt(
-                call_id,
-                client_id,
-                retry,
-                Inval,
-                format_args!("SASL protocol not requested by client"),
-                out,
-            ),
+            SASL_CALL_ID => self.sasl(f.payload, out),
             _ => self.fatal_fmt(
                 call_id,
                 client_id,
@@ -1252,4 +1665,152 @@ impl Core {
             ),
         }
     }
+}
+
+/// `javax.security.sasl.SaslException`.
+const SASL_EXCEPTION: &str = "javax.security.sasl.SaslException";
+/// `org.apache.hadoop.security.AccessControlException`.
+const ACCESS_CONTROL_EXCEPTION: &str = "org.apache.hadoop.security.AccessControlException";
+
+impl Core {
+    /// A callId −33 frame that is not an unwrapped packet: negotiation, or a protocol error.
+    fn sasl(&mut self, payload: Option<&[u8]>, out: &mut Outbox<'_>) -> Next {
+        use RpcErrorCodeProto::FatalInvalidRpcHeader as Inval;
+        let payload = payload.unwrap_or(&[]);
+        if !self.sasl_requested {
+            return self.fatal_class(
+                SASL_CALL_ID,
+                FATAL_EXCEPTION,
+                Inval,
+                format_args!("SASL protocol not requested by client"),
+                out,
+            );
+        }
+        let wrap = SaslMessageView::read(payload).is_ok_and(|v| v.is_wrap());
+        let Some(negotiation) = self.negotiation.as_mut() else {
+            // Negotiation finished: only WRAP packets may follow, and only with a layer (which
+            // `unwrap_packet` handles before frames get here).
+            let text = if wrap {
+                "Server is not wrapping data"
+            } else {
+                "Negotiation is already complete"
+            };
+            return self.fatal_class(
+                SASL_CALL_ID,
+                SASL_EXCEPTION,
+                Inval,
+                format_args!("{text}"),
+                out,
+            );
+        };
+        if wrap {
+            return self.fatal_class(
+                SASL_CALL_ID,
+                SASL_EXCEPTION,
+                Inval,
+                format_args!("Server is not wrapping data"),
+                out,
+            );
+        }
+        match negotiation.on_message(payload, &mut OsEntropy) {
+            Ok(ServerStep::Reply(m)) => {
+                self.send_negotiation(&m, out);
+                Next::Continue
+            }
+            Ok(ServerStep::Simple { reply }) => {
+                if let Some(m) = reply {
+                    self.send_negotiation(&m, out);
+                }
+                self.negotiation = None;
+                self.auth_method = AuthMethod::Simple;
+                self.phase = Phase::Context;
+                Next::Continue
+            }
+            Ok(ServerStep::Success { reply, auth }) => {
+                // SUCCESS goes out in the clear; the layer applies from the next byte on.
+                self.send_negotiation(&reply, out);
+                self.sh
+                    .counters
+                    .auth_successes
+                    .fetch_add(1, Ordering::Relaxed);
+                self.negotiation = None;
+                self.auth_method = auth.method;
+                self.user = Some(quote(&auth.user).into());
+                self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
+                self.layer = auth.layer;
+                self.phase = Phase::Context;
+                Next::Continue
+            }
+            Err(ServerFailure { error, code }) => {
+                self.sh
+                    .counters
+                    .auth_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::info!("SASL refused: {} {error}", error.java_class());
+                self.negotiation = None;
+                let class = error.java_class();
+                self.fatal_class(SASL_CALL_ID, class, code, format_args!("{error}"), out)
+            }
+        }
+    }
+
+    /// Writes a negotiation reply (in the clear).
+    fn send_negotiation(
+        &mut self,
+        m: &hadoop_wire::pb::hadoop::common::RpcSaslProto,
+        out: &mut Outbox<'_>,
+    ) {
+        self.scratch.clear();
+        if sasl_message::server_frame(&mut self.scratch, m).is_ok()
+            && self.scratch.len() <= out.chunk_size()
+        {
+            let _ = out.write_sealed(&self.scratch);
+        } else {
+            tracing::error!(
+                "SASL reply of {} bytes does not fit a pool chunk",
+                self.scratch.len()
+            );
+            self.phase = Phase::Dead;
+        }
+        let end = out.queue().sealed_total();
+        self.ends.push_back(end);
+    }
+}
+
+/// Wraps `plain` with `layer` and appends it to `egress` as one WRAP frame (`token` is scratch).
+fn wrap_into(
+    layer: &mut dyn SecurityLayer,
+    plain: &[u8],
+    token: &mut Vec<u8>,
+    egress: &mut Vec<u8>,
+) -> Result<(), SaslError> {
+    token.clear();
+    layer.wrap(plain, token)?;
+    sasl_message::server_wrap_frame(egress, token)
+        .map_err(|e| SaslError::Sasl(format!("WRAP frame: {e}")))?;
+    if token.capacity() > KEEP_WRAP_BUFFER {
+        *token = Vec::new();
+    }
+    Ok(())
+}
+
+/// Copies `egress[*epos..]` into the transmit queue as far as the pool allows; true when all of
+/// it is queued (the buffer is then emptied).
+fn drain(egress: &mut Vec<u8>, epos: &mut usize, out: &mut Outbox<'_>) -> bool {
+    while *epos < egress.len() {
+        let Ok(tail) = out.tail() else {
+            return false;
+        };
+        let n = tail.len().min(egress.len() - *epos);
+        tail[..n].copy_from_slice(&egress[*epos..*epos + n]);
+        out.advance(n);
+        out.seal();
+        *epos += n;
+    }
+    egress.clear();
+    *epos = 0;
+    if egress.capacity() > KEEP_WRAP_BUFFER {
+        *egress = Vec::new();
+    }
+    true
 }

@@ -11,7 +11,10 @@
 //!   byte it receives through it.
 //! - Errors are [`SaslError`]s, each naming the Java exception class Hadoop answers with.
 
+pub mod client;
 pub mod digest;
+pub mod message;
+pub mod server;
 
 /// A quality of protection (`hadoop.rpc.protection` / `javax.security.sasl.qop`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -79,7 +79,7 @@ fn preamble_outcomes() {
     );
     assert_eq!(
         parse_preamble(b"hrpc\x09\x00\xdf"),
-        Err(FrameError::SaslUnsupported)
+        Ok(PreambleOutcome::Sasl { service_class: 0 })
     );
     assert_eq!(
         parse_preamble(b"hrpc\x09\x00\x51"),

@@ -13,6 +13,7 @@ mod encode_frames;
 mod frame_decode;
 mod frame_views;
 mod fuzz_regressions;
+mod sasl_negotiation;
 mod view_descriptor;
 mod view_equivalence;
 mod view_robustness;
