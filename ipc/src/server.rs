@@ -635,6 +635,8 @@ struct Streaming {
 /// Largest plaintext piece of a streamed body wrapped at a time (also capped by the layer's
 /// `max_wrap_input`, the client's receive buffer).
 const WRAP_PIECE: usize = 64 * 1024;
+/// Initial room of the staging, egress and token buffers of a protected connection.
+const WRAP_SCRATCH: usize = 4096;
 /// Staging and egress buffers above this size are given back after use.
 const KEEP_WRAP_BUFFER: usize = 256 * 1024;
 
@@ -1737,6 +1739,13 @@ impl Core {
                 self.auth_method = auth.method;
                 self.user = Some(quote(&auth.user).into());
                 self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
+                if auth.layer.is_some() {
+                    // Room for small responses from the start, so that a response growing by
+                    // a byte (longer call ids) does not reallocate in the steady state.
+                    self.staging.reserve(WRAP_SCRATCH);
+                    self.egress.reserve(WRAP_SCRATCH);
+                    self.token.reserve(WRAP_SCRATCH);
+                }
                 self.layer = auth.layer;
                 self.phase = Phase::Context;
                 Next::Continue

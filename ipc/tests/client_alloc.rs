@@ -227,3 +227,93 @@ fn abandoned_and_timed_out_calls_do_not_leak_slots_into_later_calls() {
     }
     srv.shutdown();
 }
+
+/// The server's ring threads (`hp-ring-*`) or the current reader: counted together.
+fn on_ring_or_current_reader() -> bool {
+    thread_local! {
+        static RING: Cell<u8> = const { Cell::new(0) };
+    }
+    let ring = RING.with(|r| {
+        if r.get() == 0 {
+            let mut name = [0u8; 16];
+            // SAFETY: a 16-byte buffer for a name Linux caps at 16 bytes including the NUL.
+            let ok = unsafe {
+                libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), 16)
+            } == 0;
+            if ok && name[0] != 0 {
+                r.set(if name.starts_with(b"hp-ring") { 1 } else { 2 });
+            }
+        }
+        r.get() == 1
+    });
+    ring || on_current_reader()
+}
+
+#[test]
+fn token_sasl_calls_allocate_nothing_after_warm_up_at_every_level() {
+    use hadoop_wire::sasl::client::ClientAuth;
+    use hadoop_wire::sasl::message::AuthMethod;
+    use hadoop_wire::sasl::server::ServerAuth;
+    use hadoop_wire::sasl::Qop;
+    use server_support::sasl::{token, Secrets, KEY};
+    use std::sync::Arc;
+
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    for_each_backend(|b| {
+        for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
+            let auth = ServerAuth::new(
+                AuthMethod::Token,
+                Some(Arc::new(Secrets { key: KEY.to_vec() })),
+                vec![qop],
+            )
+            .unwrap();
+            let srv = start(b, bench_registry(), |c| c.auth = Arc::new(auth));
+            let c = counted_client(srv.local_addr(), |cfg| {
+                cfg.auth = ClientAuth::token(token(KEY), vec![qop]);
+            });
+            // call ids past 127 (a longer varint in every header) before counting
+            let big = get_buffer_request(256 << 10);
+            for i in 0..150 {
+                check_echo(&c.call(bench::ECHO, &echo_request(i)).unwrap(), i);
+            }
+            for _ in 0..10 {
+                drop(c.call(bench::GET_BUFFER, &big).unwrap());
+            }
+            alloc_counter::set_process_filter(Some(on_ring_or_current_reader));
+            let ((_, caller), others) = alloc_counter::process(|| {
+                alloc_counter::thread(|| {
+                    for i in 0..1_000 {
+                        check_echo(&c.call(bench::ECHO, &echo_request(i)).unwrap(), i);
+                    }
+                })
+            });
+            eprintln!(
+                "{b:?} {qop:?} echo: calling thread {caller:?}, reader + ring threads {others:?}"
+            );
+            assert_eq!(caller.allocs, 0, "{qop:?} calling thread: {caller:?}");
+            assert_eq!(
+                others.allocs, 0,
+                "{qop:?} reader and server ring threads: {others:?}"
+            );
+            // Streamed responses: the handler boxes its body source (one 32-byte allocation
+            // per response on the ring thread, with or without SASL); nothing else.
+            let ((_, caller), others) = alloc_counter::process(|| {
+                alloc_counter::thread(|| {
+                    for _ in 0..10 {
+                        let r = c.call(bench::GET_BUFFER, &big).unwrap();
+                        assert!(bench::is_pattern(
+                            bench::response_data(r.payload()).unwrap()
+                        ));
+                    }
+                })
+            });
+            eprintln!("{b:?} {qop:?} getBuffer: calling thread {caller:?}, reader + ring threads {others:?}");
+            assert_eq!(caller.allocs, 0, "{qop:?} calling thread: {caller:?}");
+            assert_eq!(
+                others.allocs, 10,
+                "{qop:?} reader and server ring threads: {others:?}"
+            );
+            srv.shutdown();
+        }
+    });
+}

@@ -19,53 +19,14 @@ use hadoop_wire::rpc::client::Responses;
 use hadoop_wire::rpc::client::StateIdCell;
 use hadoop_wire::sasl::client::{ClientAuth, ClientNegotiation, ClientStep, TokenCredential};
 use hadoop_wire::sasl::message::{self, AuthMethod};
-use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
-use hadoop_wire::sasl::{Qop, SaslError};
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::sasl::Qop;
 use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientError};
 use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::BackendChoice;
+use server_support::sasl::*;
 use server_support::*;
-
-/// The token user every test token stands for.
-const USER: &str = "appattempt_1700000000000_0001_000001";
-
-/// Token secrets for these tests: HMAC-SHA1 over the identifier with one key; the identifier is
-/// `USER` followed by anything. (The real secret managers are tested in hadoop-wire.)
-struct Secrets {
-    key: Vec<u8>,
-}
-
-fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    use hmac::{KeyInit, Mac};
-    let mut m = hmac::Hmac::<sha1::Sha1>::new_from_slice(key).unwrap();
-    m.update(data);
-    m.finalize().into_bytes().to_vec()
-}
-
-impl TokenSecrets for Secrets {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
-        if !identifier.starts_with(USER.as_bytes()) {
-            return Err(SaslError::InvalidToken(
-                "Given NMToken seems to have been generated illegally.".into(),
-            ));
-        }
-        Ok(TokenPassword {
-            password: hmac(&self.key, identifier),
-            user: USER.into(),
-        })
-    }
-}
-
-const KEY: &[u8] = b"\x01\x02\x03\x04\x05\x06\x07\x08";
-
-fn token(key: &[u8]) -> TokenCredential {
-    let identifier = format!("{USER}:node-1:8041").into_bytes();
-    TokenCredential {
-        password: hmac(key, &identifier),
-        identifier,
-    }
-}
 
 fn token_server(backend: BackendChoice, qops: Vec<Qop>, simple_too: bool) -> Server {
     let configured = if simple_too {

@@ -215,3 +215,52 @@ pub fn raise_nofile(want: u64) -> u64 {
     }
     r.rlim_cur
 }
+
+// ---------------------------------------------------------------------------------------------
+// SASL
+
+pub mod sasl {
+    use hadoop_wire::sasl::client::TokenCredential;
+    use hadoop_wire::sasl::server::{TokenPassword, TokenSecrets};
+    use hadoop_wire::sasl::SaslError;
+
+    /// The token user every test token stands for.
+    pub const USER: &str = "appattempt_1700000000000_0001_000001";
+
+    /// Token secrets for these tests: HMAC-SHA1 over the identifier with one key; the identifier is
+    /// `USER` followed by anything. (The real secret managers are tested in hadoop-wire.)
+    pub struct Secrets {
+        pub key: Vec<u8>,
+    }
+
+    pub fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
+        use hmac::{KeyInit, Mac};
+        let mut m = hmac::Hmac::<sha1::Sha1>::new_from_slice(key).unwrap();
+        m.update(data);
+        m.finalize().into_bytes().to_vec()
+    }
+
+    impl TokenSecrets for Secrets {
+        fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+            if !identifier.starts_with(USER.as_bytes()) {
+                return Err(SaslError::InvalidToken(
+                    "Given NMToken seems to have been generated illegally.".into(),
+                ));
+            }
+            Ok(TokenPassword {
+                password: hmac(&self.key, identifier),
+                user: USER.into(),
+            })
+        }
+    }
+
+    pub const KEY: &[u8] = b"\x01\x02\x03\x04\x05\x06\x07\x08";
+
+    pub fn token(key: &[u8]) -> TokenCredential {
+        let identifier = format!("{USER}:node-1:8041").into_bytes();
+        TokenCredential {
+            password: hmac(key, &identifier),
+            identifier,
+        }
+    }
+}
