@@ -73,7 +73,10 @@ fn message(
     while !r.is_empty() {
         let (number, wt) = r.read_tag()?;
         let slot = schema.slots.get(number as usize).copied().unwrap_or(0);
-        let Some(field) = (slot as usize).checked_sub(1).and_then(|i| schema.fields.get(i)) else {
+        let Some(field) = (slot as usize)
+            .checked_sub(1)
+            .and_then(|i| schema.fields.get(i))
+        else {
             read_unknown(&mut r, number, wt, depth, &mut unknown)?;
             continue;
         };
@@ -175,7 +178,11 @@ fn push_known<'a>(
     if let (Kind::Enum(values), Elem::Varint(v)) = (kind, e) {
         let v = v as u32 as i32;
         if values.binary_search(&v).is_err() {
-            unknown.entry(number).or_default().varint.push(v as i64 as u64);
+            unknown
+                .entry(number)
+                .or_default()
+                .varint
+                .push(v as i64 as u64);
             return;
         }
     }
@@ -190,7 +197,9 @@ fn read_elem<'a>(r: &mut Reader<'a>, wt: WireType) -> Result<Elem<'a>, DecodeErr
         WireType::Len => Elem::Len(r.read_len()?),
         // A known field never has a group type in Hadoop's protos; the caller files groups
         // as unknown fields before getting here.
-        WireType::StartGroup | WireType::EndGroup => return Err(DecodeError::BadWireType(wt as u8)),
+        WireType::StartGroup | WireType::EndGroup => {
+            return Err(DecodeError::BadWireType(wt as u8))
+        }
     })
 }
 
@@ -328,7 +337,10 @@ mod tests {
             ..Default::default()
         };
         let b = p.encode_to_vec();
-        assert_eq!(reserialize(&sy::ContainerTokenIdentifierProto, &b, true).unwrap(), b);
+        assert_eq!(
+            reserialize(&sy::ContainerTokenIdentifierProto, &b, true).unwrap(),
+            b
+        );
     }
 
     #[test]

@@ -127,7 +127,10 @@ impl Credentials {
             });
         }
         let mut r = WritableReader::new(bytes);
-        if r.read_bytes(4, "Credentials header").map_err(|_| TokenError::BadMagic)? != MAGIC {
+        if r.read_bytes(4, "Credentials header")
+            .map_err(|_| TokenError::BadMagic)?
+            != MAGIC
+        {
             return Err(TokenError::BadMagic);
         }
         let format = Format::from_byte(r.read_u8("Credentials format byte")?)?;
@@ -185,8 +188,16 @@ impl Credentials {
         )
         .map_err(TokenError::proto(WHAT))?;
         let p = CredentialsProto::decode(body).map_err(TokenError::prost(WHAT))?;
-        check_count("Credentials tokens", p.tokens.len() as i64, limits.max_tokens)?;
-        check_count("Credentials secrets", p.secrets.len() as i64, limits.max_secrets)?;
+        check_count(
+            "Credentials tokens",
+            p.tokens.len() as i64,
+            limits.max_tokens,
+        )?;
+        check_count(
+            "Credentials secrets",
+            p.secrets.len() as i64,
+            limits.max_secrets,
+        )?;
         let text = |what, s: &String| {
             if s.len() > limits.max_text {
                 Err(TokenError::TooLong {
@@ -227,7 +238,9 @@ impl Credentials {
         out.push(format.byte());
         match format {
             Format::Writable => self.write_writable_body(&mut out),
-            Format::Protobuf => out.extend_from_slice(&self.to_proto().encode_length_delimited_to_vec()),
+            Format::Protobuf => {
+                out.extend_from_slice(&self.to_proto().encode_length_delimited_to_vec())
+            }
         }
         out
     }
@@ -303,6 +316,9 @@ impl Credentials {
 
     /// Every token of this kind.
     pub fn tokens_of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Token> + 'a {
-        self.tokens.iter().map(|(_, t)| t).filter(move |t| t.kind == kind)
+        self.tokens
+            .iter()
+            .map(|(_, t)| t)
+            .filter(move |t| t.kind == kind)
     }
 }

@@ -23,13 +23,12 @@
 
 use std::fmt;
 
-
 use super::canonical;
 use super::writable::{self, WritableReader};
 use super::{TokenError, TokenIdentifier};
 use crate::pb::hadoop::yarn::{
-    AmrmTokenIdentifierProto, ApplicationAttemptIdProto, ApplicationIdProto,
-    ContainerIdProto, ContainerTokenIdentifierProto, ContainerTypeProto, ExecutionTypeProto,
+    AmrmTokenIdentifierProto, ApplicationAttemptIdProto, ApplicationIdProto, ContainerIdProto,
+    ContainerTokenIdentifierProto, ContainerTypeProto, ExecutionTypeProto,
     LogAggregationContextProto, NmTokenIdentifierProto, NodeIdProto, ResourceProto,
 };
 use crate::pb::schema::hadoop::yarn as schema;
@@ -190,7 +189,10 @@ impl NmTokenIdentifier {
     }
 
     pub fn attempt_id(&self) -> Option<AttemptId> {
-        self.proto.app_attempt_id.as_ref().and_then(attempt_from_proto)
+        self.proto
+            .app_attempt_id
+            .as_ref()
+            .and_then(attempt_from_proto)
     }
 
     pub fn node_id(&self) -> Option<NodeId> {
@@ -311,7 +313,11 @@ impl AmrmTokenIdentifier {
     }
 
     pub fn from_proto(proto: AmrmTokenIdentifierProto) -> AmrmTokenIdentifier {
-        let bytes = encode_proto(&schema::AMRMTokenIdentifierProto, &proto, "AMRMTokenIdentifier");
+        let bytes = encode_proto(
+            &schema::AMRMTokenIdentifierProto,
+            &proto,
+            "AMRMTokenIdentifier",
+        );
         AmrmTokenIdentifier {
             raw: bytes.clone(),
             bytes,
@@ -324,7 +330,10 @@ impl AmrmTokenIdentifier {
     }
 
     pub fn attempt_id(&self) -> Option<AttemptId> {
-        self.proto.app_attempt_id.as_ref().and_then(attempt_from_proto)
+        self.proto
+            .app_attempt_id
+            .as_ref()
+            .and_then(attempt_from_proto)
     }
 
     /// The AMRM-token master key id (−1 when absent).
@@ -337,8 +346,11 @@ impl TokenIdentifier for AmrmTokenIdentifier {
     const KIND: &'static str = super::KIND_AMRM;
 
     fn parse(raw: &[u8]) -> Result<Self, TokenError> {
-        let (bytes, proto) =
-            parse_proto(&schema::AMRMTokenIdentifierProto, raw, "AMRMTokenIdentifier")?;
+        let (bytes, proto) = parse_proto(
+            &schema::AMRMTokenIdentifierProto,
+            raw,
+            "AMRMTokenIdentifier",
+        )?;
         Ok(AmrmTokenIdentifier {
             raw: raw.to_vec(),
             bytes,
@@ -400,7 +412,10 @@ impl ContainerTokenIdentifier {
 
     /// `getContainerID()`: `None` without an attempt (Java's would throw on use).
     pub fn container_id(&self) -> Option<ContainerId> {
-        self.proto.container_id.as_ref().and_then(container_from_proto)
+        self.proto
+            .container_id
+            .as_ref()
+            .and_then(container_from_proto)
     }
 
     /// `getNmHostAddress()`: the NM's `host:port` (`""` when absent).
@@ -451,12 +466,16 @@ impl ContainerTokenIdentifier {
 
     /// `getContainerType()`: `None` when absent.
     pub fn container_type(&self) -> Option<ContainerTypeProto> {
-        self.proto.container_type.map(|_| self.proto.container_type())
+        self.proto
+            .container_type
+            .map(|_| self.proto.container_type())
     }
 
     /// `getExecutionType()`: `None` when absent.
     pub fn execution_type(&self) -> Option<ExecutionTypeProto> {
-        self.proto.execution_type.map(|_| self.proto.execution_type())
+        self.proto
+            .execution_type
+            .map(|_| self.proto.execution_type())
     }
 
     pub fn version(&self) -> i32 {

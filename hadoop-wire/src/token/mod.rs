@@ -242,7 +242,10 @@ impl fmt::Debug for Token {
         f.debug_struct("Token")
             .field("kind", &self.kind)
             .field("service", &self.service)
-            .field("identifier", &format_args!("{} bytes", self.identifier.len()))
+            .field(
+                "identifier",
+                &format_args!("{} bytes", self.identifier.len()),
+            )
             .field("password", &format_args!("{} bytes", self.password.len()))
             .finish()
     }

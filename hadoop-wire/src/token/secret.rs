@@ -232,7 +232,11 @@ impl MasterKeys {
     }
 
     /// The password of identifier bytes made with key `key_id` (current or previous).
-    pub fn retrieve_password(&self, key_id: i32, identifier: &[u8]) -> Result<Password, TokenError> {
+    pub fn retrieve_password(
+        &self,
+        key_id: i32,
+        identifier: &[u8],
+    ) -> Result<Password, TokenError> {
         match self.get(key_id) {
             Some(k) => Ok(k.password(identifier)),
             None if self.current.is_none() => Err(TokenError::NoCurrentKey),
@@ -333,7 +337,10 @@ impl NmTokenSecretManager {
 
     /// `appAttemptStartContainer`: remembers the attempt's NMToken key (current or previous)
     /// at its container starts, so the attempt's later calls verify after keys roll on.
-    pub fn app_attempt_start_container(&mut self, id: &NmTokenIdentifier) -> Result<(), TokenError> {
+    pub fn app_attempt_start_container(
+        &mut self,
+        id: &NmTokenIdentifier,
+    ) -> Result<(), TokenError> {
         let Some(attempt) = id.attempt_id() else {
             return Err(TokenError::InvalidToken("Invalid NMToken".into()));
         };

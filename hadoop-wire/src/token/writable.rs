@@ -107,7 +107,11 @@ impl<'a> WritableReader<'a> {
 
     /// `vint len ‖ len bytes` (the identifier and password of a Writable `Token`, a
     /// Credentials secret).
-    pub fn read_vint_bytes(&mut self, what: &'static str, max: usize) -> Result<&'a [u8], TokenError> {
+    pub fn read_vint_bytes(
+        &mut self,
+        what: &'static str,
+        max: usize,
+    ) -> Result<&'a [u8], TokenError> {
         let len = self.read_vint_len(what, max)?;
         self.read_bytes(len, what)
     }
@@ -179,7 +183,11 @@ pub fn write_vlong(out: &mut Vec<u8>, v: i64) {
         out.push(v as i8 as u8);
         return;
     }
-    let (magnitude, base) = if v < 0 { ((!v) as u64, -120i32) } else { (v as u64, -112i32) };
+    let (magnitude, base) = if v < 0 {
+        ((!v) as u64, -120i32)
+    } else {
+        (v as u64, -112i32)
+    };
     let n = vlong_size(v) - 1;
     out.push((base - n as i32) as i8 as u8);
     out.extend_from_slice(&magnitude.to_be_bytes()[8 - n..]);
@@ -251,7 +259,10 @@ mod tests {
         }
         assert_eq!(vlong(128), [0x8f, 0x80]);
         assert_eq!(vlong(-113), [0x87, 0x70]);
-        assert_eq!(vlong(i64::MAX), [0x88, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(
+            vlong(i64::MAX),
+            [0x88, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
     }
 
     #[test]
@@ -266,7 +277,10 @@ mod tests {
         write_string(&mut b, None);
         write_string(&mut b, Some("ab"));
         write_text(&mut b, "cd");
-        assert_eq!(b, [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, b'a', b'b', 2, b'c', b'd']);
+        assert_eq!(
+            b,
+            [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, b'a', b'b', 2, b'c', b'd']
+        );
         let mut r = WritableReader::new(&b);
         assert_eq!(r.read_string("s", 10).unwrap(), None);
         assert_eq!(r.read_string("s", 10).unwrap(), Some("ab"));

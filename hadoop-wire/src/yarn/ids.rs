@@ -365,7 +365,10 @@ mod tests {
             attempt: -12,
         };
         assert_eq!(neg.to_string(), "appattempt_5_-0005_-000012");
-        assert_eq!(AppId::new(1, i32::MIN).to_string(), "application_1_-2147483648");
+        assert_eq!(
+            AppId::new(1, i32::MIN).to_string(),
+            "application_1_-2147483648"
+        );
         assert_eq!(
             ContainerId::new(AppId::new(1, 12345), 100, 1234567).to_string(),
             "container_1_12345_100_1234567"

@@ -110,7 +110,12 @@ fn delegation_token_bad_inputs() {
 #[test]
 fn sasl_strings_of_the_vector() {
     let (id, pw) = dt_vector();
-    let t = Token::new(id.clone(), pw.clone(), KIND_HDFS_DELEGATION, "127.0.0.1:8020");
+    let t = Token::new(
+        id.clone(),
+        pw.clone(),
+        KIND_HDFS_DELEGATION,
+        "127.0.0.1:8020",
+    );
     assert_eq!(
         t.sasl_username(),
         "ABpoZGZzL2xvY2FsaG9zdEBFWEFNUExFLkNPTQAAigGObf7Sk4oBjpILVpMBAg=="
@@ -119,7 +124,10 @@ fn sasl_strings_of_the_vector() {
     assert_eq!(sasl_decode(&t.sasl_username(), "username").unwrap(), id);
     assert_eq!(sasl_decode(&t.sasl_password(), "password").unwrap(), pw);
     assert!(sasl_decode("@@@", "username").is_err());
-    assert!(!format!("{t:?}").contains("Dg+P"), "Debug hides the password");
+    assert!(
+        !format!("{t:?}").contains("Dg+P"),
+        "Debug hides the password"
+    );
 }
 
 #[test]
@@ -152,7 +160,13 @@ fn vint_and_vlong_edges() {
             writable::write_vint(&mut b2, v as i32);
             assert_eq!(b2, b);
         } else {
-            assert_eq!(read, Err(TokenError::VIntRange { what: "v", value: v }));
+            assert_eq!(
+                read,
+                Err(TokenError::VIntRange {
+                    what: "v",
+                    value: v
+                })
+            );
         }
         for n in 0..b.len() {
             assert_eq!(
@@ -245,7 +259,10 @@ fn token_forms_round_trip() {
     assert_eq!(empty.to_writable(), [0, 0, 0, 0]);
     assert_eq!(Token::from_writable(&[0, 0, 0, 0], &limits).unwrap(), empty);
     for n in 0..w.len() {
-        assert!(Token::from_writable(&w[..n], &limits).is_err(), "prefix {n}");
+        assert!(
+            Token::from_writable(&w[..n], &limits).is_err(),
+            "prefix {n}"
+        );
     }
 }
 
@@ -261,7 +278,10 @@ fn sample_credentials() -> Credentials {
 
 #[test]
 fn credentials_round_trip_both_formats() {
-    assert_eq!(Credentials::new().write(Format::Writable), unhex("48445453 00 00 00"));
+    assert_eq!(
+        Credentials::new().write(Format::Writable),
+        unhex("48445453 00 00 00")
+    );
     assert_eq!(Format::default(), Format::Writable, "Hadoop 3.5's default");
     let c = sample_credentials();
     for format in [Format::Writable, Format::Protobuf] {
@@ -278,7 +298,10 @@ fn credentials_round_trip_both_formats() {
     assert_eq!(c.token("ct"), Some(&sample_token(3)));
     assert_eq!(c.secret("key.one"), Some(&[1u8, 2, 3][..]));
     assert_eq!(c.tokens_of_kind(KIND_CONTAINER).count(), 1);
-    assert!(!format!("{c:?}").contains("[1, 2, 3]"), "Debug hides secrets");
+    assert!(
+        !format!("{c:?}").contains("[1, 2, 3]"),
+        "Debug hides secrets"
+    );
 
     // a repeated alias replaces the earlier entry (Java's maps), keeping its position
     let mut w = Vec::new();
@@ -509,7 +532,10 @@ fn mint_and_verify_with_current_previous_and_unknown_key() {
     nm.set_node_id(node());
     nm.set_master_key(key(11));
     let parsed = NmTokenIdentifier::parse(&t.identifier).unwrap();
-    assert_eq!(parsed.user().as_deref(), Some("appattempt_1700000000000_0001_000001"));
+    assert_eq!(
+        parsed.user().as_deref(),
+        Some("appattempt_1700000000000_0001_000001")
+    );
     assert_eq!(nm.retrieve_password(&parsed).unwrap()[..], t.password[..]);
 
     // one roll: the token's key is the previous one and still verifies
@@ -573,7 +599,12 @@ fn container(app: i32, id: i64) -> ContainerId {
     ContainerId::new(AppId::new(1_700_000_000_000, app), 1, id)
 }
 
-fn container_token_id(c: ContainerId, key_id: i32, expiry: i64, nm_addr: &str) -> ContainerTokenIdentifier {
+fn container_token_id(
+    c: ContainerId,
+    key_id: i32,
+    expiry: i64,
+    nm_addr: &str,
+) -> ContainerTokenIdentifier {
     ContainerTokenIdentifier::from_proto(py::ContainerTokenIdentifierProto {
         container_id: Some(c.to_proto()),
         nm_host_addr: Some(nm_addr.into()),
@@ -610,7 +641,10 @@ fn container_token_checks() {
     let token = rm_keys.token(&ct, "10.0.0.1:45454").unwrap();
     assert_eq!(token.kind, KIND_CONTAINER);
     let checked = nm.verify(&token).unwrap();
-    assert_eq!(checked.user().as_deref(), Some("container_1700000000000_0001_01_000005"));
+    assert_eq!(
+        checked.user().as_deref(),
+        Some("container_1700000000000_0001_01_000005")
+    );
     assert_eq!(checked.bytes(), ct.bytes());
 
     let mut forged = token.clone();
@@ -658,7 +692,10 @@ fn container_token_checks() {
             "Unauthorized request to start container.\nNMToken for application attempt : appattempt_1700000000000_0009_000001 was used for starting container with container token issued for application attempt : appattempt_1700000000000_0001_000001".into()
         )
     );
-    assert_eq!(e.java_class(), "org.apache.hadoop.yarn.exceptions.YarnException");
+    assert_eq!(
+        e.java_class(),
+        "org.apache.hadoop.yarn.exceptions.YarnException"
+    );
     // after the token expired the start is forgotten, and the token refused as expired
     let later = now + 600_001;
     assert_eq!(
@@ -714,14 +751,20 @@ fn identifiers_re_encode_canonical_input_to_itself() {
     assert_eq!(ct.bytes(), &raw[..]);
     assert_eq!(ct.raw(), &raw[..]);
     assert_eq!(ct.proto(), &p);
-    assert_eq!(ct.user().as_deref(), Some("container_e03_1700000000000_0004_01_000008"));
+    assert_eq!(
+        ct.user().as_deref(),
+        Some("container_e03_1700000000000_0004_01_000008")
+    );
     assert_eq!(ct.container_id(), Some(container(4, (3 << 40) | 8)));
     assert_eq!(ct.nm_host_addr(), "h:1");
     assert_eq!(ct.master_key_id(), 5);
     assert_eq!(ct.expiry_time_stamp(), 1_700_000_600_000);
     assert_eq!(ct.node_label_expression(), "gpu");
     assert_eq!(ct.container_type(), Some(py::ContainerTypeProto::Task));
-    assert_eq!(ct.execution_type(), Some(py::ExecutionTypeProto::Guaranteed));
+    assert_eq!(
+        ct.execution_type(),
+        Some(py::ExecutionTypeProto::Guaranteed)
+    );
     assert_eq!(ct.allocation_tags(), ["a", "b"]);
     assert_eq!(ct.allocation_request_id(), -1);
     assert_eq!(ct.priority(), Some(0));
@@ -737,9 +780,16 @@ fn identifiers_re_encode_canonical_input_to_itself() {
     let am = AmrmTokenIdentifier::new(Some(attempt(7, 2)), 4);
     let again = AmrmTokenIdentifier::parse(am.bytes()).unwrap();
     assert_eq!(again.bytes(), am.bytes());
-    assert_eq!(again.user().as_deref(), Some("appattempt_1700000000000_0007_000002"));
+    assert_eq!(
+        again.user().as_deref(),
+        Some("appattempt_1700000000000_0007_000002")
+    );
     assert_eq!(again.key_id(), 4);
-    assert_eq!(AmrmTokenIdentifier::parse(&[]).unwrap().key_id(), -1, "proto default");
+    assert_eq!(
+        AmrmTokenIdentifier::parse(&[]).unwrap().key_id(),
+        -1,
+        "proto default"
+    );
     assert_eq!(AmrmTokenIdentifier::parse(&[]).unwrap().user(), None);
 }
 
@@ -767,7 +817,11 @@ fn non_canonical_identifiers_are_re_serialized_as_java_does() {
         assert_eq!(id.bytes(), &unhex(java)[..], "{input}");
     }
     let id = ContainerTokenIdentifier::parse(&unhex("60076801")).unwrap();
-    assert_eq!(id.container_type(), None, "an unknown enum value is not seen");
+    assert_eq!(
+        id.container_type(),
+        None,
+        "an unknown enum value is not seen"
+    );
     // what protobuf-java refuses: a stray end-group tag, a missing required nested field
     assert!(NmTokenIdentifier::parse(&[0x24]).is_err());
     assert!(ContainerTokenIdentifier::parse(&unhex("22021a00")).is_err());
@@ -801,7 +855,11 @@ fn legacy_nm_token_identifier_is_read_as_java_recovers_it() {
     assert!(id.is_legacy());
     assert_eq!(id.raw(), &raw[..]);
     let built = NmTokenIdentifier::new(Some(attempt(7, 2)), Some(&node()), "alice", -3);
-    assert_eq!(id.bytes(), built.bytes(), "Java hashes the protobuf form it builds");
+    assert_eq!(
+        id.bytes(),
+        built.bytes(),
+        "Java hashes the protobuf form it builds"
+    );
     // a bad port is refused
     let mut bad = raw.clone();
     let at = 16 + 2 + "nm1.example.com:".len();
