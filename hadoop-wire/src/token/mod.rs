@@ -130,8 +130,9 @@ pub enum TokenError {
     /// A Credentials file that does not start with `HDTS`.
     #[error("Bad header found in token storage.")]
     BadMagic,
-    /// A Credentials file whose format byte is neither 0 (Writable) nor 1 (protobuf).
-    #[error("Unknown value of SerializedFormat: {0}")]
+    /// A Credentials file whose format byte is neither 0 (Writable) nor 1 (protobuf) (Java
+    /// prints the byte signed).
+    #[error("Unknown credential format: {}", *.0 as i8)]
     UnknownFormat(u8),
     /// A delegation token identifier whose version byte is not 0.
     #[error("Unknown version of delegation token {0}")]

@@ -1,6 +1,6 @@
-//! Application and container ids: small `Copy` keys with Java's string forms
-//! (`application_1410901177871_0001`, `container_1410901177871_0001_01_000005`,
-//! `container_e17_…` when the RM epoch is non-zero).
+//! Application, attempt and container ids: small `Copy` keys with Java's string forms
+//! (`application_1410901177871_0001`, `appattempt_1410901177871_0001_000001`,
+//! `container_1410901177871_0001_01_000005`, `container_e17_…` when the RM epoch is non-zero).
 //!
 //! One implementation for both ends: the RM reads them from heartbeats with
 //! [`ContainerId::from_view`] and writes them into responses, the NM keys its container table

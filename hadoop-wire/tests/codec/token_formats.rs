@@ -893,3 +893,11 @@ fn token_errors_become_sasl_invalid_token() {
     );
     assert_eq!(TokenError::BadMagic.java_class(), "java.io.IOException");
 }
+
+#[test]
+fn unknown_format_byte_is_named_as_java_names_it() {
+    assert_eq!(
+        Credentials::read(b"HDTS\xff").unwrap_err().to_string(),
+        "Unknown credential format: -1"
+    );
+}
