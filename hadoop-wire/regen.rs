@@ -27,6 +27,7 @@ pub const FILES: &[&str] = &[
     "IpcConnectionContext.proto",
     "ProtobufRpcEngine2.proto",
     "yarn_protos.proto",
+    "yarn_security_token.proto",
     "yarn_service_protos.proto",
     "yarn_server_common_protos.proto",
     "yarn_server_common_service_protos.proto",

@@ -931,3 +931,55 @@ pub fn view_frames(d: &[u8]) -> bool {
         }
     }
 }
+
+// --- tokens ----------------------------------------------------------------------------------
+
+/// Credentials files ("HDTS", both formats), the Writable and protobuf `Token`, and every token
+/// identifier, on the same bytes. Whatever parses must write back to something that parses to
+/// the same value; an identifier's Java re-serialization must be a fixed point. Returns whether
+/// the bytes were a whole Credentials file.
+pub fn credentials(d: &[u8]) -> bool {
+    use hadoop_wire::token::{
+        AmrmTokenIdentifier, ContainerTokenIdentifier, Credentials, DelegationTokenIdentifier,
+        Format, Limits, NmTokenIdentifier, Token, TokenIdentifier,
+    };
+
+    fn fixed_point<I: TokenIdentifier>(d: &[u8]) {
+        if let Ok(id) = I::parse(d) {
+            let _ = id.user();
+            let again = I::parse(id.bytes()).expect("re-serialized identifier parses");
+            assert_eq!(
+                again.bytes(),
+                id.bytes(),
+                "re-serialization is a fixed point"
+            );
+            assert_eq!(again.key_id(), id.key_id());
+            assert_eq!(again.user(), id.user());
+        }
+    }
+    fixed_point::<NmTokenIdentifier>(d);
+    fixed_point::<ContainerTokenIdentifier>(d);
+    fixed_point::<AmrmTokenIdentifier>(d);
+    fixed_point::<DelegationTokenIdentifier>(d);
+
+    let limits = Limits::DEFAULT;
+    if let Ok(t) = Token::from_writable(d, &limits) {
+        assert_eq!(Token::from_writable(&t.to_writable(), &limits).unwrap(), t);
+        assert_eq!(
+            Token::decode_from_url_string(&t.encode_to_url_string(), &limits).unwrap(),
+            t
+        );
+    }
+    if let Ok(t) = Token::decode_proto(d, &limits) {
+        assert_eq!(Token::decode_proto(&t.encode_proto(), &limits).unwrap(), t);
+    }
+
+    let Ok(c) = Credentials::read(d) else {
+        return false;
+    };
+    for format in [Format::Writable, Format::Protobuf] {
+        let back = Credentials::read(&c.write(format)).expect("written Credentials read back");
+        assert_eq!(back, c, "{format:?}");
+    }
+    true
+}

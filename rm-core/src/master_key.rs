@@ -15,7 +15,6 @@ use std::io::Read;
 
 use crate::Error;
 use hadoop_wire::entropy::EntropyError;
-use hadoop_wire::writer::{Encode, Sink};
 
 /// Bytes of a master key secret.
 pub const KEY_BYTES: usize = 8;
@@ -34,39 +33,9 @@ impl Entropy for OsEntropy {
     }
 }
 
-/// One master key (`MasterKeyProto`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MasterKey {
-    pub key_id: i32,
-    pub bytes: [u8; KEY_BYTES],
-}
-
-impl MasterKey {
-    pub fn to_proto(&self) -> hadoop_wire::pb::hadoop::yarn::MasterKeyProto {
-        hadoop_wire::pb::hadoop::yarn::MasterKeyProto {
-            key_id: Some(self.key_id),
-            bytes: Some(self.bytes.to_vec()),
-        }
-    }
-
-    /// The `MasterKeyProto` body length.
-    pub fn encoded_len(&self) -> usize {
-        Encode::encoded_len(self)
-    }
-
-    /// Appends the `MasterKeyProto` body (fields 1, 2).
-    pub fn encode(&self, buf: &mut Vec<u8>) {
-        hadoop_wire::writer::write(buf, self);
-    }
-}
-
-/// `MasterKeyProto { key_id, bytes }`.
-impl Encode for MasterKey {
-    fn encode<S: Sink>(&self, s: &mut S) {
-        s.int32(1, self.key_id);
-        s.bytes(2, &self.bytes);
-    }
-}
+/// One master key (`MasterKeyProto`): the hadoop-wire type, so the keys this roller makes
+/// are the ones `hadoop_wire::token::secret` mints and verifies with.
+pub use hadoop_wire::token::secret::MasterKey;
 
 /// The current key, the pending next key, and the schedule.
 #[derive(Debug, Clone)]
@@ -148,7 +117,10 @@ fn new_key(entropy: &mut dyn Entropy, serial: &mut i32) -> Result<MasterKey, Err
     entropy.fill(&mut bytes)?;
     let key_id = *serial;
     *serial = serial.wrapping_add(1) & 0x7fff_ffff;
-    Ok(MasterKey { key_id, bytes })
+    Ok(MasterKey {
+        key_id,
+        bytes: bytes.to_vec(),
+    })
 }
 
 #[cfg(test)]
@@ -189,7 +161,7 @@ mod tests {
     fn encoding_matches_prost() {
         let k = MasterKey {
             key_id: 123456,
-            bytes: [1, 2, 3, 4, 5, 6, 7, 8],
+            bytes: vec![1, 2, 3, 4, 5, 6, 7, 8],
         };
         let mut b = Vec::new();
         k.encode(&mut b);

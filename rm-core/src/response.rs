@@ -101,7 +101,7 @@ mod tests {
     fn byte_equal_to_prost() {
         let k1 = MasterKey {
             key_id: 5,
-            bytes: [9; 8],
+            bytes: vec![9; 8],
         };
         let c = ContainerKey {
             app: AppKey {
@@ -159,11 +159,11 @@ mod tests {
     fn every_field_byte_equal_to_prost() {
         let k1 = MasterKey {
             key_id: -7,
-            bytes: [1; 8],
+            bytes: vec![1; 8],
         };
         let k2 = MasterKey {
             key_id: 300,
-            bytes: [2; 8],
+            bytes: vec![2; 8],
         };
         let a = AppKey {
             cluster_timestamp: 1_700_000_000_000,

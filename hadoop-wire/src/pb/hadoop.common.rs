@@ -11,6 +11,22 @@ pub struct TokenProto {
     pub service: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CredentialsKvProto {
+    #[prost(string, required, tag = "1")]
+    pub alias: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "2")]
+    pub token: ::core::option::Option<TokenProto>,
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub secret: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CredentialsProto {
+    #[prost(message, repeated, tag = "1")]
+    pub tokens: ::prost::alloc::vec::Vec<CredentialsKvProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub secrets: ::prost::alloc::vec::Vec<CredentialsKvProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RpcTraceInfoProto {
     #[prost(int64, optional, tag = "1")]
     pub trace_id: ::core::option::Option<i64>,

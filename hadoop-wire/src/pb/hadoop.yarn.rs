@@ -78,6 +78,29 @@ pub struct PriorityProto {
     #[prost(int32, optional, tag = "1")]
     pub priority: ::core::option::Option<i32>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LogAggregationContextProto {
+    #[prost(string, optional, tag = "1", default = ".*")]
+    pub include_pattern: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2", default = "")]
+    pub exclude_pattern: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3", default = "")]
+    pub rolled_logs_include_pattern: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(string, optional, tag = "4", default = ".*")]
+    pub rolled_logs_exclude_pattern: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(string, optional, tag = "5")]
+    pub log_aggregation_policy_class_name: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(string, optional, tag = "6")]
+    pub log_aggregation_policy_parameters: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ContainerProto {
     #[prost(message, optional, tag = "1")]
@@ -289,6 +312,32 @@ impl ExecutionTypeProto {
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
+pub enum ContainerTypeProto {
+    ApplicationMaster = 1,
+    Task = 2,
+}
+impl ContainerTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::ApplicationMaster => "APPLICATION_MASTER",
+            Self::Task => "TASK",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "APPLICATION_MASTER" => Some(Self::ApplicationMaster),
+            "TASK" => Some(Self::Task),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
 pub enum LogAggregationStatusProto {
     LogDisabled = 1,
     LogNotStart = 2,
@@ -455,6 +504,64 @@ impl ContainerExitStatusProto {
             _ => None,
         }
     }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NmTokenIdentifierProto {
+    #[prost(message, optional, tag = "1")]
+    pub app_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+    #[prost(message, optional, tag = "2")]
+    pub node_id: ::core::option::Option<NodeIdProto>,
+    #[prost(string, optional, tag = "3")]
+    pub app_submitter: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "4", default = "-1")]
+    pub key_id: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AmrmTokenIdentifierProto {
+    #[prost(message, optional, tag = "1")]
+    pub app_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+    #[prost(int32, optional, tag = "2", default = "-1")]
+    pub key_id: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ContainerTokenIdentifierProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_id: ::core::option::Option<ContainerIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub nm_host_addr: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub app_submitter: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "4")]
+    pub resource: ::core::option::Option<ResourceProto>,
+    #[prost(int64, optional, tag = "5")]
+    pub expiry_time_stamp: ::core::option::Option<i64>,
+    #[prost(int32, optional, tag = "6", default = "-1")]
+    pub master_key_id: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "7")]
+    pub rm_identifier: ::core::option::Option<i64>,
+    #[prost(message, optional, tag = "8")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(int64, optional, tag = "9")]
+    pub creation_time: ::core::option::Option<i64>,
+    #[prost(message, optional, tag = "10")]
+    pub log_aggregation_context: ::core::option::Option<LogAggregationContextProto>,
+    #[prost(string, optional, tag = "11")]
+    pub node_label_expression: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "ContainerTypeProto", optional, tag = "12")]
+    pub container_type: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "ExecutionTypeProto",
+        optional,
+        tag = "13",
+        default = "Guaranteed"
+    )]
+    pub execution_type: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "14", default = "0")]
+    pub version: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "15", default = "-1")]
+    pub allocation_request_id: ::core::option::Option<i64>,
+    #[prost(string, repeated, tag = "16")]
+    pub allocation_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SignalContainerRequestProto {

@@ -1,7 +1,8 @@
 //! Prost types generated from our own `.proto` files in `hadoop-wire/proto/` (checked in).
 //!
 //! One module per protobuf package: [`hadoop::common`] (RPC headers, connection context,
-//! RequestHeader, TokenProto), [`hadoop::yarn`] (ResourceTracker heartbeat set) and
+//! RequestHeader, TokenProto, CredentialsProto), [`hadoop::yarn`] (ResourceTracker heartbeat
+//! set, the token identifiers of `yarn_security_token.proto`) and
 //! [`hadoop::hdfs`] (ClientNamenodeProtocol read subset, DataTransfer read path). Field
 //! names are prost's snake_case of Hadoop's names (`containersStatuses` →
 //! `containers_statuses`), and type names are prost's CamelCase (`NMContainerStatusProto` →

@@ -11,6 +11,126 @@ pub mod hadoop {
     pub mod common {
         #[allow(unused_imports)]
         use super::*;
+        pub static CredentialsKVProto: Schema = Schema {
+            name: "hadoop.common.CredentialsKVProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "alias",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "secret",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x1,
+            fast: fast_CredentialsKVProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CredentialsKVProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&CredentialsKVProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&CredentialsKVProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static CredentialsProto: Schema = Schema {
+            name: "hadoop.common.CredentialsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "tokens",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::CredentialsKVProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "secrets",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::CredentialsKVProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_CredentialsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CredentialsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::common::fast_CredentialsKVProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::common::fast_CredentialsKVProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&CredentialsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&CredentialsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static IpcConnectionContextProto: Schema = Schema {
             name: "hadoop.common.IpcConnectionContextProto",
             fields: &[
@@ -3623,6 +3743,69 @@ pub mod hadoop {
     pub mod yarn {
         #[allow(unused_imports)]
         use super::*;
+        pub static AMRMTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.AMRMTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "appAttemptId",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "keyId",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_AMRMTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_AMRMTokenIdentifierProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AMRMTokenIdentifierProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AMRMTokenIdentifierProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static AppCollectorDataProto: Schema = Schema {
             name: "hadoop.yarn.AppCollectorDataProto",
             fields: &[
@@ -4245,6 +4428,329 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ContainerTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.ContainerTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "containerId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "nmHostAddr",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "appSubmitter",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "resource",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "expiryTimeStamp",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "masterKeyId",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "rmIdentifier",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "creationTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "logAggregationContext",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::LogAggregationContextProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "nodeLabelExpression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "containerType",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "executionType",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "version",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "allocation_request_id",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 16,
+                    name: "allocation_tags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+            required: 0x0,
+            fast: fast_ContainerTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ContainerTokenIdentifierProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x80 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x200 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_LogAggregationContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x200;
+                    }
+                    Some(0x5a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x60) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x70) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x78) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ContainerTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ContainerTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static LogAggregationContextProto: Schema = Schema {
+            name: "hadoop.yarn.LogAggregationContextProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "include_pattern",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "exclude_pattern",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "rolled_logs_include_pattern",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "rolled_logs_exclude_pattern",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "log_aggregation_policy_class_name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "log_aggregation_policy_parameters",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6],
+            required: 0x0,
+            fast: fast_LogAggregationContextProto,
+        };
+        #[inline]
+        pub(crate) fn fast_LogAggregationContextProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LogAggregationContextProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LogAggregationContextProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static LogAggregationReportProto: Schema = Schema {
             name: "hadoop.yarn.LogAggregationReportProto",
             fields: &[
@@ -4526,6 +5032,93 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&NMContainerStatusProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static NMTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.NMTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "appAttemptId",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "appSubmitter",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "keyId",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4],
+            required: 0x0,
+            fast: fast_NMTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NMTokenIdentifierProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NMTokenIdentifierProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NMTokenIdentifierProto, r, n, wt, seen, depth)?;
                     }
                 }
             }

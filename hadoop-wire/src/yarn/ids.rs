@@ -1,6 +1,6 @@
-//! Application and container ids: small `Copy` keys with Java's string forms
-//! (`application_1410901177871_0001`, `container_1410901177871_0001_01_000005`,
-//! `container_e17_…` when the RM epoch is non-zero).
+//! Application, attempt and container ids: small `Copy` keys with Java's string forms
+//! (`application_1410901177871_0001`, `appattempt_1410901177871_0001_000001`,
+//! `container_1410901177871_0001_01_000005`, `container_e17_…` when the RM epoch is non-zero).
 //!
 //! One implementation for both ends: the RM reads them from heartbeats with
 //! [`ContainerId::from_view`] and writes them into responses, the NM keys its container table
@@ -173,9 +173,42 @@ impl Encode for AttemptId {
     }
 }
 
+/// Java's `FastNumberFormat.format(sb, value, minimumDigits)`: a sign, then the magnitude
+/// zero-padded to `min` digits (`-5` with 4 digits is `-0005`, where `{:04}` would give `-005`).
+struct JavaDigits(i64, usize);
+
+impl fmt::Display for JavaDigits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let JavaDigits(v, min) = *self;
+        if v < 0 {
+            f.write_str("-")?;
+        }
+        write!(f, "{:0min$}", v.unsigned_abs())
+    }
+}
+
 impl fmt::Display for AppId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "application_{}_{:04}", self.cluster_timestamp, self.id)
+        write!(
+            f,
+            "application_{}_{}",
+            self.cluster_timestamp,
+            JavaDigits(self.id.into(), 4)
+        )
+    }
+}
+
+/// Java's `ApplicationAttemptId.toString()`: `appattempt_<timestamp>_<app, 4 digits>_<attempt,
+/// 6 digits>`, the user name of NMToken and AMRMToken connections.
+impl fmt::Display for AttemptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "appattempt_{}_{}_{}",
+            self.app.cluster_timestamp,
+            JavaDigits(self.app.id.into(), 4),
+            JavaDigits(self.attempt.into(), 6)
+        )
     }
 }
 
@@ -184,15 +217,15 @@ impl fmt::Display for ContainerId {
         f.write_str("container_")?;
         let epoch = self.epoch();
         if epoch > 0 {
-            write!(f, "e{epoch:02}_")?;
+            write!(f, "e{}_", JavaDigits(epoch, 2))?;
         }
         write!(
             f,
-            "{}_{:04}_{:02}_{:06}",
+            "{}_{}_{}_{}",
             self.app.cluster_timestamp,
-            self.app.id,
-            self.attempt,
-            self.id & CONTAINER_ID_BITMASK
+            JavaDigits(self.app.id.into(), 4),
+            JavaDigits(self.attempt.into(), 2),
+            JavaDigits(self.id & CONTAINER_ID_BITMASK, 6)
         )
     }
 }
@@ -318,6 +351,28 @@ mod tests {
         let mut att = Vec::new();
         writer::write(&mut att, &k.attempt_id());
         assert_eq!(att, k.attempt_proto().encode_to_vec());
+    }
+
+    #[test]
+    fn attempt_display_and_negative_numbers_as_java_prints_them() {
+        let a = AttemptId {
+            app: AppId::new(1_700_000_000_123, 7),
+            attempt: 2,
+        };
+        assert_eq!(a.to_string(), "appattempt_1700000000123_0007_000002");
+        let neg = AttemptId {
+            app: AppId::new(5, -5),
+            attempt: -12,
+        };
+        assert_eq!(neg.to_string(), "appattempt_5_-0005_-000012");
+        assert_eq!(
+            AppId::new(1, i32::MIN).to_string(),
+            "application_1_-2147483648"
+        );
+        assert_eq!(
+            ContainerId::new(AppId::new(1, 12345), 100, 1234567).to_string(),
+            "container_1_12345_100_1234567"
+        );
     }
 
     #[test]

@@ -86,6 +86,7 @@ replay_tests!(
     view_datanode_info,
     view_packet_header,
     view_frames,
+    credentials,
 );
 
 /// Writes the `seed-*` inputs of the view targets (valid messages built with prost).
@@ -103,6 +104,25 @@ fn write_view_seeds() {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join(format!("seed-{name}")), bytes).unwrap();
     };
+
+    // Credentials files, both formats (the `credentials` target)
+    {
+        use hadoop_wire::token::{Credentials, Format, Token};
+        let mut c = Credentials::new();
+        c.add_token(
+            "nm",
+            Token::new(vec![1; 12], vec![2; 20], "NMToken", "10.0.0.1:45454"),
+        );
+        c.add_token("empty", Token::default());
+        c.add_secret("key", vec![7; 4]);
+        write("credentials", "writable", &c.write(Format::Writable));
+        write("credentials", "protobuf", &c.write(Format::Protobuf));
+        write(
+            "credentials",
+            "empty",
+            &Credentials::new().write(Format::Writable),
+        );
+    }
 
     let cid: Vec<u8> = (0..16).collect();
     let app = py::ApplicationIdProto {

@@ -1,6 +1,6 @@
 //! The codec's tests in one binary (one link instead of eight; `view_support` compiled once):
-//! encoders, frames, views against prost and hand-made vectors, robustness, the descriptor set
-//! and the fuzz regressions. Each module keeps its own docs.
+//! encoders, frames, views against prost and hand-made vectors, robustness, the descriptor set,
+//! token formats and the fuzz regressions. Each module keeps its own docs.
 //!
 //! Tests that need a binary of their own stay beside this directory: the counting-allocator
 //! tests (`*_alloc.rs`, `response_summary.rs`: one global allocator per binary) and the ones
@@ -14,6 +14,7 @@ mod frame_decode;
 mod frame_views;
 mod fuzz_regressions;
 mod sasl_negotiation;
+mod token_formats;
 mod view_descriptor;
 mod view_equivalence;
 mod view_robustness;
