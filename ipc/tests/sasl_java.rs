@@ -237,3 +237,262 @@ fn hadoops_server_refuses_bad_tokens_and_we_report_its_exception() {
         "{e}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hadoop's Java client against our server
+
+use std::sync::{Arc, RwLock};
+
+use hadoop_wire::sasl::message::AuthMethod;
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::token::credentials::{Credentials, Format};
+use hadoop_wire::token::identifier::{NmTokenIdentifier, NodeId};
+use hadoop_wire::token::secret::{MasterKey, MasterKeys, NmTokenSecretManager};
+use hadoop_wire::token::KIND_NM;
+use hadoop_wire::yarn::ids::AttemptId;
+use ipc::server::{Call, Registry, Reply, Server, ServerConfig};
+
+const KEY_ID: i32 = 11;
+
+fn key_bytes() -> Vec<u8> {
+    (0..8)
+        .map(|i| u8::from_str_radix(&KEY_HEX[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// `SerializedExceptionProto { message = 1 }` inside `ContainerExceptionMapProto { 1 id, 2 exception }`.
+struct Failed<'a> {
+    id: &'a [u8],
+    message: &'a str,
+}
+
+impl Encode for Failed<'_> {
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.bytes(1, self.id);
+        struct Ex<'a>(&'a str);
+        impl Encode for Ex<'_> {
+            fn encode<S: Sink>(&self, s: &mut S) {
+                s.string(1, self.0);
+            }
+        }
+        s.message(2, &Ex(self.message));
+    }
+}
+
+/// Our ContainerManagementProtocol stand-in for this test: `getContainerStatuses` answers, like
+/// the peer's Java server, a failure per container naming who authenticated.
+fn who_registry() -> Registry {
+    let mut r = Registry::new();
+    r.register(
+        PROTOCOL,
+        1,
+        "getContainerStatuses",
+        |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let mut ids = Vec::new();
+            let mut rd = Reader::new(call.request);
+            while !rd.is_empty() {
+                let (f, wt) = rd
+                    .read_tag()
+                    .map_err(ipc::server::CallError::invalid_request)?;
+                if (f, wt) == (1, WireType::Len) {
+                    ids.push(
+                        rd.read_len()
+                            .map_err(ipc::server::CallError::invalid_request)?,
+                    );
+                } else {
+                    rd.skip(f, wt, 0)
+                        .map_err(ipc::server::CallError::invalid_request)?;
+                }
+            }
+            let message = format!(
+                "user={} auth={} ids={}",
+                call.user.unwrap_or("-"),
+                call.auth_method,
+                ids.len()
+            );
+            struct Resp<'a>(&'a [&'a [u8]], &'a str);
+            impl Encode for Resp<'_> {
+                fn encode<S: Sink>(&self, s: &mut S) {
+                    for id in self.0 {
+                        s.message(
+                            2,
+                            &Failed {
+                                id,
+                                message: self.1,
+                            },
+                        );
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            hadoop_wire::writer::write(&mut out, &Resp(&ids, &message));
+            reply.bytes(&out)?;
+            Ok(())
+        },
+    );
+    r
+}
+
+/// Our TOKEN-only server at `qop`, with a NodeManager's NMToken secret manager holding the
+/// peer's master key and our address as its NodeId.
+fn our_nm_server(qop: Qop) -> (Server, Arc<RwLock<NmTokenSecretManager>>) {
+    let secrets = Arc::new(RwLock::new(NmTokenSecretManager::default()));
+    secrets
+        .write()
+        .unwrap()
+        .set_master_key(MasterKey::new(KEY_ID, key_bytes()).unwrap());
+    let auth = ServerAuth::new(AuthMethod::Token, Some(secrets.clone()), vec![qop]).unwrap();
+    let server = Server::start(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerConfig {
+            auth: Arc::new(auth),
+            ..ServerConfig::default()
+        },
+        who_registry(),
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    secrets
+        .write()
+        .unwrap()
+        .set_node_id(NodeId::new(addr.ip().to_string(), i32::from(addr.port())));
+    (server, secrets)
+}
+
+/// An NMToken minted by us for `addr` with `key`, in a Credentials file of `format`.
+fn our_token_file(dir: &std::path::Path, addr: SocketAddr, key: &[u8], format: Format) -> String {
+    let mut keys = MasterKeys::new();
+    keys.set_master_key(MasterKey::new(KEY_ID, key.to_vec()).unwrap());
+    // appattempt_1700000000000_0042_000001
+    let attempt = AttemptId {
+        app: hadoop_wire::yarn::ids::AppId {
+            cluster_timestamp: 1_700_000_000_000,
+            id: 42,
+        },
+        attempt: 1,
+    };
+    assert_eq!(attempt.to_string(), ATTEMPT);
+    let node = NodeId::new(addr.ip().to_string(), i32::from(addr.port()));
+    let id = NmTokenIdentifier::new(Some(attempt), Some(&node), "hotpath", KEY_ID);
+    let service = addr.to_string();
+    let token = keys.token(&id, &service).unwrap();
+    let mut creds = Credentials::default();
+    creds.add_token(&service, token);
+    let path = dir.join(format!("ours-{}-{format:?}.token", addr.port()));
+    std::fs::write(&path, creds.write(format)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn hadoops_client_calls_our_server_at_every_protection_level() {
+    let mut peer = SASL.lock().expect("sasl peer");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, qop) in LEVELS {
+        let (server, _secrets) = our_nm_server(qop);
+        let addr = server.local_addr();
+        // a token minted by Hadoop for our node, in Hadoop's Credentials file; our reader
+        // finds the same token in it
+        let file = dir.path().join(format!("java-{name}.token"));
+        let minted = peer
+            .command(&format!(
+                "mint-nm-token {addr} {ATTEMPT} hotpath {}",
+                file.display()
+            ))
+            .unwrap();
+        let creds = Credentials::read(&std::fs::read(&file).unwrap()).unwrap();
+        let t = creds.find(KIND_NM, &addr.to_string()).expect("the NMToken");
+        assert_eq!(t.identifier, unb64(&minted["identifier"]));
+        assert_eq!(t.password, unb64(&minted["password"]));
+        let r = peer
+            .command(&format!("call {addr} {} {name}", file.display()))
+            .unwrap();
+        let want = format!("user={ATTEMPT} auth=TOKEN ids=1");
+        assert_eq!(
+            r["failed"].as_object().unwrap().values().next().unwrap(),
+            &want,
+            "{name}: {r}"
+        );
+        // tokens minted by us, in our Credentials files (both formats), read by Hadoop
+        for format in [Format::Writable, Format::Protobuf] {
+            let ours = our_token_file(dir.path(), addr, &key_bytes(), format);
+            let read = peer.command(&format!("read-credentials {ours}")).unwrap();
+            assert_eq!(read["tokens"][0]["kind"], "NMToken");
+            assert_eq!(read["tokens"][0]["nm_token"]["app_attempt_id"], ATTEMPT);
+            assert_eq!(read["tokens"][0]["nm_token"]["key_id"], KEY_ID);
+            let r = peer
+                .command(&format!("call {addr} {ours} {name} container_1700000000000_0042_01_000001 container_1700000000000_0042_01_000002"))
+                .unwrap();
+            let failed = r["failed"].as_object().unwrap();
+            assert_eq!(failed.len(), 2, "{r}");
+            for m in failed.values() {
+                assert_eq!(m, &format!("user={ATTEMPT} auth=TOKEN ids=2"));
+            }
+        }
+        let m = server.metrics();
+        assert_eq!((m.auth_successes, m.auth_failures), (3, 0), "{name}");
+        server.shutdown();
+    }
+}
+
+#[test]
+fn our_server_refuses_bad_tokens_as_hadoops_does() {
+    let mut peer = SASL.lock().expect("sasl peer");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, qop) in LEVELS {
+        let (server, _secrets) = our_nm_server(qop);
+        let ours = server.local_addr();
+        let java = peer.sasl_server(name).unwrap();
+        // a wrong password (a token made with another key but the same key id), for each server
+        let refusal = |peer: &mut Peer, addr: SocketAddr| {
+            let f = our_token_file(
+                dir.path(),
+                addr,
+                b"\x01\x01\x01\x01\x01\x01\x01\x01",
+                Format::Writable,
+            );
+            peer.command_expect_error(&format!("call {addr} {f} {name}"))
+                .unwrap()
+        };
+        let theirs = refusal(&mut peer, java);
+        let mine = refusal(&mut peer, ours);
+        assert_eq!(
+            theirs.class, "javax.security.sasl.SaslException",
+            "{theirs:?}"
+        );
+        assert_eq!(
+            (mine.class.as_str(), &mine.message),
+            (theirs.class.as_str(), &theirs.message),
+            "{name}"
+        );
+        assert!(mine.remote, "{mine:?}");
+        // a token for another node: InvalidToken, the same text but for the addresses
+        let other: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let refusal = |peer: &mut Peer, addr: SocketAddr| {
+            let file = dir.path().join(format!("other-{}.token", addr.port()));
+            peer.command(&format!(
+                "mint-nm-token {other} {ATTEMPT} hotpath {} service={addr}",
+                file.display()
+            ))
+            .unwrap();
+            peer.command_expect_error(&format!("call {addr} {} {name}", file.display()))
+                .unwrap()
+        };
+        let theirs = refusal(&mut peer, java);
+        let mine = refusal(&mut peer, ours);
+        assert_eq!(
+            mine.class,
+            "org.apache.hadoop.security.token.SecretManager$InvalidToken"
+        );
+        assert_eq!(mine.class, theirs.class);
+        let strip =
+            |m: &Option<String>, a: SocketAddr| m.clone().unwrap().replace(&a.to_string(), "ADDR");
+        assert_eq!(
+            strip(&mine.message, ours),
+            strip(&theirs.message, java),
+            "{name}"
+        );
+        let m = server.metrics();
+        assert_eq!((m.auth_successes, m.auth_failures), (0, 2), "{name}");
+        server.shutdown();
+    }
+}
