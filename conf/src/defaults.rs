@@ -101,7 +101,30 @@ pub const DEFAULTS: &[Default] = &[
         "hadoop.security.authentication",
         Literal("simple"),
         Text,
-        "`simple` or `kerberos`. hotpath speaks SIMPLE authentication only.",
+        "`simple` or `kerberos` (`token` forces TOKEN-only servers). hotpath speaks SIMPLE and \
+       TOKEN (DIGEST-MD5); KERBEROS comes with GSSAPI.",
+    ),
+    d(
+        Site::Core,
+        "hadoop.rpc.protection",
+        Literal("authentication"),
+        Text,
+        "Comma list of `authentication`, `integrity`, `privacy`: what a SASL server accepts and, \
+       in order of preference, what a client asks for.",
+    ),
+    d(
+        Site::Core,
+        "hadoop.security.sasl.mechanism",
+        Literal("DIGEST-MD5"),
+        Text,
+        "The SASL mechanism of TOKEN authentication (only DIGEST-MD5 is implemented).",
+    ),
+    d(
+        Site::Core,
+        "ipc.client.fallback-to-simple-auth-allowed",
+        Literal("false"),
+        Bool,
+        "Whether a secure client may follow a server that answers SASL with SIMPLE.",
     ),
     d(
         Site::Core,

@@ -1,4 +1,5 @@
-//! `ipc`: Hadoop IPC v9 (protobuf RPC, SIMPLE auth), the one crate that touches sockets.
+//! `ipc`: Hadoop IPC v9 (protobuf RPC; SIMPLE and SASL TOKEN auth at every protection level),
+//! the one crate that touches sockets.
 //!
 //! The codec is `hadoop-wire` (sans-IO: bytes in, values out); this crate drives it.
 //!
@@ -12,12 +13,20 @@
 //!                   hadoop_wire::view::* ──> server::Registry handler
 //!                                              │ Reply
 //!                   hadoop_wire::encode::* ◀───┘ into pool chunks
+//!
+//!   SASL (callId −33, before the context): hadoop_wire::sasl::{server,client} negotiate;
+//!   from SUCCESS on, a protected connection's bytes pass through its SecurityLayer:
+//!     server  WRAP packets ─unwrap─> inner FrameAccumulator ─> the same frame handling
+//!             responses ─> staging ─wrap─> WRAP packets (egress) ─> pool chunks
+//!     client  frames ─wrap (pieces ≤ the peer's maxbuf)─> WRAP packets; reader: Unwrapped
 //! ```
 //!
 //! - [`transport`]: the event loops (io_uring with an epoll fallback, `HOTPATH_IO=uring|epoll`),
 //!   the bounded buffer pool and transmit queue.
 //! - [`server`]: protocol registry, Hadoop's ERROR/FATAL rules, on the transport.
-//! - [`client`]: pipelined calls, timeouts, reconnect, stateId.
+//! - [`client`]: pipelined calls, timeouts, reconnect, stateId, SASL ([`client::ClientConfig::auth`]).
+//! - [`sasl`]: SASL settings from Hadoop's keys (`hadoop.rpc.protection`, ...) and token selection;
+//!   [`entropy::OsEntropy`] feeds the DIGEST-MD5 nonces.
 //! - [`transport::RecvRing`]: a blocking per-thread receive ring for clients that read one
 //!   stream at a time (hdfs-io's block reader), sharing the event loops' ring setup and
 //!   registration fallback.
@@ -33,5 +42,6 @@ pub mod buffer_protocol;
 pub mod client;
 pub mod entropy;
 pub mod metrics;
+pub mod sasl;
 pub mod server;
 pub mod transport;

@@ -35,6 +35,22 @@
 //! | wrong magic / version in the preamble | FATAL `FATAL_VERSION_MISMATCH` (callId −1), close |
 //! | `GET ` instead of a preamble | Hadoop's plain-text HTTP reply, close |
 //! | frame length over `ipc.maximum.data.length` (or ≥ 2^31) | **FATAL** (callId −1, `FATAL_INVALID_RPC_HEADER`), close |
+//! | SIMPLE preamble, SIMPLE not enabled | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `AccessControlException` "SIMPLE authentication is not enabled.  Available:[TOKEN]" |
+//! | SASL refused (wrong DIGEST response, unknown/forged/expired token, method not offered, out of order, oversized) | FATAL (callId −33, `FATAL_UNAUTHORIZED`) naming the true cause (`SaslException`, `SecretManager$InvalidToken`, `AccessControlException`), close; `auth_failures` counted |
+//! | context during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts), close |
+//! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
+//! | protected connection: bad MAC / padding, replayed or reordered sequence number | FATAL (wrapped), `SaslException`, close; `auth_failures` counted. The JDK drops a bad MAC silently, so a Java peer would just wait: we close |
+//! | protected connection: a frame in the clear | FATAL `FATAL_INVALID_RPC_HEADER` (our choice; Java would process it) |
+//!
+//! SASL: [`ServerConfig::auth`] says which methods are enabled (SIMPLE only by default, where a
+//! SASL client is told to switch to SIMPLE as Java's server does) and which protection levels.
+//! Negotiation replies go out in the clear; after SUCCESS at `auth-int`/`auth-conf` every
+//! incoming WRAP packet is unwrapped and its plaintext cut into frames by a second capped
+//! accumulator (several frames per packet, or one across packets), and every response is
+//! written into a staging buffer, wrapped whole (in pieces of at most the client's maxbuf) and
+//! queued; a streamed body is wrapped piece by piece. Wrapping costs one copy into staging and
+//! one from the egress buffer into pool chunks; the buffers are kept per connection (nothing
+//! allocated per call once warm; `client_alloc.rs` counts it), and given back above 256 KiB.
 //!
 //! On the oversized frame Java only logs and closes. We send a FATAL first (our choice) so that
 //! a client learns why instead of seeing a reset: it costs one small frame, nothing is read or
