@@ -35,7 +35,7 @@
 //! | wrong magic / version in the preamble | FATAL `FATAL_VERSION_MISMATCH` (callId −1), close |
 //! | `GET ` instead of a preamble | Hadoop's plain-text HTTP reply, close |
 //! | frame length over `ipc.maximum.data.length` (or ≥ 2^31) | **FATAL** (callId −1, `FATAL_INVALID_RPC_HEADER`), close |
-//! | SIMPLE preamble, SIMPLE not enabled | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `AccessControlException` "SIMPLE authentication is not enabled.  Available:[TOKEN]" |
+//! | SIMPLE preamble, SIMPLE not enabled | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `AccessControlException` "SIMPLE authentication is not enabled.  Available:\[TOKEN\]" |
 //! | SASL refused (wrong DIGEST response, unknown/forged/expired token, method not offered, out of order, oversized) | FATAL (callId −33, `FATAL_UNAUTHORIZED`) naming the true cause (`SaslException`, `SecretManager$InvalidToken`, `AccessControlException`), close; `auth_failures` counted |
 //! | context during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts), close |
 //! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
