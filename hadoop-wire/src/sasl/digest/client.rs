@@ -249,9 +249,11 @@ impl DigestClient {
                 // The JDK throws NumberFormatException here; a negative value breaks its layer.
                 match java_parse_int(&s, 10).map(u32::try_from) {
                     Some(Ok(n)) => n,
-                    _ => return Err(sasl(format!(
+                    _ => {
+                        return Err(sasl(format!(
                         "DIGEST-MD5: digest-challenge format violation. Invalid maxbuf value: {s}"
-                    ))),
+                    )))
+                    }
                 }
             }
         };
