@@ -86,6 +86,7 @@ replay_tests!(
     view_datanode_info,
     view_packet_header,
     view_frames,
+    digest_directives,
 );
 
 /// Writes the `seed-*` inputs of the view targets (valid messages built with prost).
