@@ -87,6 +87,7 @@ replay_tests!(
     view_packet_header,
     view_frames,
     credentials,
+    digest_directives,
 );
 
 /// Writes the `seed-*` inputs of the view targets (valid messages built with prost).

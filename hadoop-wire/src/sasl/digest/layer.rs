@@ -512,4 +512,119 @@ mod tests {
             ]
         );
     }
+
+    fn keys(cipher: DigestCipher) -> SessionKeys {
+        let h: [u8; 16] = std::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5a);
+        SessionKeys::new(h, Qop::AuthConf, Some(cipher)).unwrap()
+    }
+
+    /// A client-to-server message sealed by hand: `body` (msg ‖ pad ‖ MAC) encrypted with a
+    /// fresh client sealer, then the type and seq 0.
+    fn sealed(keys: &SessionKeys, body: &[u8]) -> Vec<u8> {
+        let (kcc, _) = keys.privacy_keys().unwrap();
+        let mut s = Sealer::new(keys.cipher().unwrap(), &kcc);
+        let mut out = body.to_vec();
+        s.encrypt(&mut out);
+        out.extend_from_slice(&[0, 1, 0, 0, 0, 0]);
+        out
+    }
+
+    fn client_mac(keys: &SessionKeys, msg: &[u8]) -> [u8; MAC_LEN] {
+        let half = Half {
+            mac: hmac_key(&keys.integrity_keys().0),
+            seq: 0,
+            cipher: None,
+        };
+        half.mac(&[0; 4], msg)
+    }
+
+    #[test]
+    fn bad_padding_is_an_integrity_error() {
+        let keys = keys(DigestCipher::TripleDes);
+        let body = |msg: &[u8], pad: &[u8]| {
+            let mut b = msg.to_vec();
+            b.extend_from_slice(pad);
+            b.extend_from_slice(&client_mac(&keys, msg));
+            b
+        };
+        // The hand-made message is right when the padding is.
+        let mut out = Vec::new();
+        keys.server_layer(65536)
+            .unwrap(&sealed(&keys, &body(b"hel", &[3, 3, 3])), &mut out)
+            .unwrap();
+        assert_eq!(out, b"hel");
+        for (msg, pad, shown) in [
+            (&b"hello"[..], &[0u8][..], "0"),
+            (b"hello", &[9; 9], "9"),
+            (b"hel", &[1, 3, 3], "3"),
+            (b"hello", &[0x80], "-128"),
+        ] {
+            let mut out = vec![1];
+            let e = keys
+                .server_layer(65536)
+                .unwrap(&sealed(&keys, &body(msg, pad)), &mut out)
+                .unwrap_err();
+            assert_eq!(
+                e,
+                SaslError::Integrity(format!("DIGEST-MD5: Incorrect padding: {shown}"))
+            );
+            assert_eq!(out, [1]);
+        }
+    }
+
+    #[test]
+    fn cbc_chains_across_messages() {
+        let keys = keys(DigestCipher::Des);
+        let (kcc, _) = keys.privacy_keys().unwrap();
+        let data: Vec<u8> = (0..48).collect();
+        let mut whole = data.clone();
+        Sealer::new(DigestCipher::Des, &kcc).encrypt(&mut whole);
+        let mut parts = data.clone();
+        let mut s = Sealer::new(DigestCipher::Des, &kcc);
+        let (a, b) = parts.split_at_mut(16);
+        s.encrypt(a);
+        s.encrypt(b);
+        assert_eq!(parts, whole);
+        let mut d = Sealer::new(DigestCipher::Des, &kcc);
+        let (a, b) = parts.split_at_mut(8);
+        d.decrypt(a);
+        d.decrypt(b);
+        assert_eq!(parts, data);
+    }
+
+    #[test]
+    fn rc4_doubled_key_is_the_16_byte_key() {
+        let kc: [u8; 16] = std::array::from_fn(|i| i as u8 * 7 + 1);
+        let mut ours = [0u8; 64];
+        match Sealer::new(DigestCipher::Rc4, &kc) {
+            Sealer::Rc4(mut r) => r.apply_keystream(&mut ours),
+            _ => unreachable!(),
+        }
+        let mut direct = [0u8; 64];
+        <Rc4 as KeyInit>::new_from_slice(&kc)
+            .unwrap()
+            .apply_keystream(&mut direct);
+        assert_eq!(ours, direct);
+    }
+
+    #[test]
+    fn three_des_is_two_key_ede_with_parity_keys() {
+        let keys = keys(DigestCipher::TripleDes);
+        let (kcc, _) = keys.privacy_keys().unwrap();
+        let k1 = Des::new(&add_des_parity(&kcc[0..7]).into());
+        let k2 = Des::new(&add_des_parity(&kcc[7..14]).into());
+        let mut iv = [0u8; 8];
+        iv.copy_from_slice(&kcc[8..]);
+        let plain = *b"8 bytes!";
+        let mut block = Block::<Des>::default();
+        for ((b, p), v) in block.iter_mut().zip(plain).zip(iv) {
+            *b = p ^ v;
+        }
+        k1.encrypt_block(&mut block);
+        k2.decrypt_block(&mut block);
+        k1.encrypt_block(&mut block);
+        let mut ours = plain;
+        Sealer::new(DigestCipher::TripleDes, &kcc).encrypt(&mut ours);
+        assert_eq!(&ours[..], &block[..]);
+    }
 }
