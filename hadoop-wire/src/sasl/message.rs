@@ -113,7 +113,16 @@ pub fn decode(msg: &[u8], max: usize) -> Result<RpcSaslProto, SaslError> {
             msg.len()
         )));
     }
-    prost::Message::decode(msg).map_err(|e| SaslError::Sasl(format!("Malformed RpcSaslProto: {e}")))
+    let m: RpcSaslProto = prost::Message::decode(msg)
+        .map_err(|e| SaslError::Sasl(format!("Malformed RpcSaslProto: {e}")))?;
+    // prost fills an absent required enum with its default (SUCCESS); protobuf-java refuses
+    // the message, and so do we.
+    if SaslMessageView::read(msg).map_or(true, |v| v.state.is_none()) {
+        return Err(SaslError::Sasl(
+            "Malformed RpcSaslProto: Message missing required fields: state".into(),
+        ));
+    }
+    Ok(m)
 }
 
 /// The request header of every client SASL frame (callId −33, empty clientId, retryCount −1).
@@ -279,5 +288,8 @@ mod tests {
         let e = decode(&[0u8; 100], 99).unwrap_err();
         assert!(matches!(e, SaslError::Sasl(m) if m.contains("exceeds the limit of 99")));
         assert!(decode(&[0xff], 10).is_err());
+        // a message without its required state is not a SUCCESS
+        assert!(decode(&[0x1a, 0x00], 10).is_err());
+        assert!(decode(&[0x10, 0x00], 10).is_ok());
     }
 }
