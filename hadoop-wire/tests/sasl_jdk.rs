@@ -14,7 +14,7 @@ use hadoop_wire::sasl::digest::{
     DigestCipher, DigestClient, DigestClientConfig, DigestServer, DigestServerConfig,
 };
 use hadoop_wire::sasl::{ClientMechanism, Qop, SaslError, SecurityLayer, ServerMechanism};
-use peer_harness::{Mode, Peer, Shared};
+use peer_harness::{Mode, Shared};
 use serde_json::Value;
 
 static PEER: Shared = Shared::new(

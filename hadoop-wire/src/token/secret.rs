@@ -550,6 +550,29 @@ impl ContainerTokenSecretManager {
     }
 }
 
+/// TOKEN authentication on a NodeManager's ContainerManagementProtocol server: NMTokens are
+/// verified by the node's secret manager, behind a lock because the status updater sets new
+/// master keys on it as the RM rolls them (and container starts remember attempt keys).
+impl crate::sasl::server::TokenSecrets for std::sync::RwLock<NmTokenSecretManager> {
+    fn retrieve(
+        &self,
+        identifier: &[u8],
+    ) -> Result<crate::sasl::server::TokenPassword, crate::sasl::SaslError> {
+        // Java: SaslDigestCallbackHandler.getIdentifier.
+        let id = NmTokenIdentifier::parse(identifier).map_err(|_| {
+            crate::sasl::SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into())
+        })?;
+        let password = self
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .retrieve_password(&id)?;
+        Ok(crate::sasl::server::TokenPassword {
+            password: password.to_vec(),
+            user: id.user().unwrap_or_default(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,28 +618,5 @@ mod tests {
             bytes: None
         })
         .is_err());
-    }
-}
-
-/// TOKEN authentication on a NodeManager's ContainerManagementProtocol server: NMTokens are
-/// verified by the node's secret manager, behind a lock because the status updater sets new
-/// master keys on it as the RM rolls them (and container starts remember attempt keys).
-impl crate::sasl::server::TokenSecrets for std::sync::RwLock<NmTokenSecretManager> {
-    fn retrieve(
-        &self,
-        identifier: &[u8],
-    ) -> Result<crate::sasl::server::TokenPassword, crate::sasl::SaslError> {
-        // Java: SaslDigestCallbackHandler.getIdentifier.
-        let id = NmTokenIdentifier::parse(identifier).map_err(|_| {
-            crate::sasl::SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into())
-        })?;
-        let password = self
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .retrieve_password(&id)?;
-        Ok(crate::sasl::server::TokenPassword {
-            password: password.to_vec(),
-            user: id.user().unwrap_or_default(),
-        })
     }
 }
