@@ -1,6 +1,6 @@
 //! Every measurement the project makes, kept out of the libraries and out of the installed
 //! `hotpath` binary: the criterion benches (`benches/`), the `hotpath-bench` binary
-//! (`src/bin/hotpath-bench`: `heartbeat`, `dn-select`, `ipc-large`, `filestatus`,
+//! (`src/bin/hotpath-bench`: `heartbeat`, `dn-select`, `ipc-large`, `filestatus`, `sasl`,
 //! `loadgen heartbeats`), the counting allocator (`alloc-counter/`), and the measuring code
 //! they share:
 //!

@@ -92,7 +92,7 @@ pub enum BackendArg {
 }
 
 impl BackendArg {
-    fn choice(self) -> BackendChoice {
+    pub(crate) fn choice(self) -> BackendChoice {
         match self {
             BackendArg::Auto => BackendChoice::Auto,
             BackendArg::Uring => BackendChoice::Uring,
@@ -161,7 +161,8 @@ fn status_kb(pid: u32, key: &str) -> Result<u64> {
         .ok_or_else(|| anyhow!("{key} missing in {path}"))
 }
 
-fn self_cpu_us() -> u64 {
+/// User + system CPU of this process (every thread), µs.
+pub(crate) fn self_cpu_us() -> u64 {
     // SAFETY: getrusage writes into a live, zero-initialised local struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: see above.

@@ -5,6 +5,7 @@
 
 mod ipc_large;
 mod loadgen;
+mod sasl;
 
 /// Counts allocations for the benches' allocation figures. It stays off until a bench
 /// switches it on ([`alloc_counter::enable_process`]), after its timings: until then each
@@ -47,6 +48,10 @@ enum Cmd {
     Filestatus(FilestatusArgs),
     /// Load generators: `loadgen heartbeats` simulates N NodeManagers against a ResourceTracker.
     Loadgen(loadgen::LoadgenArgs),
+    /// SASL (TOKEN, DIGEST-MD5) at authentication / integrity / privacy: connection setup ours vs
+    /// Hadoop's Java client against the Java server, the security layer ours vs the JDK's, and
+    /// calls over one connection to our server vs SIMPLE.
+    Sasl(sasl::SaslArgs),
     /// Internal: one server of `ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(ipc_large::ServerChildArgs),
@@ -66,6 +71,7 @@ fn main() -> Result<()> {
         Cmd::Heartbeat(args) => heartbeat(args),
         Cmd::Filestatus(args) => filestatus(args),
         Cmd::Loadgen(args) => loadgen::run(args),
+        Cmd::Sasl(args) => sasl::run(args),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
 }
