@@ -194,6 +194,12 @@ impl DigestClient {
         self.session_keys().and_then(SessionKeys::cipher)
     }
 
+    /// The security layer as its concrete type (once complete with `auth-int` / `auth-conf`;
+    /// taken once, shared with [`ClientMechanism::take_layer`]).
+    pub fn take_digest_layer(&mut self) -> Option<DigestLayer> {
+        self.layer.take()
+    }
+
     /// Step 2: the JDK's `processChallenge`, `checkQopSupport` and `generateClientResponse`.
     fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
         let t = parse_table(challenge, &KEYS, Some(REALM))?;
@@ -469,7 +475,7 @@ impl ClientMechanism for DigestClient {
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        let layer = self.layer.take()?;
+        let layer = self.take_digest_layer()?;
         Some(Box::new(layer))
     }
 }

@@ -91,10 +91,12 @@ impl SessionKeys {
         &self.h_a1
     }
 
+    /// `auth-int` or `auth-conf`.
     pub fn qop(&self) -> Qop {
         self.qop
     }
 
+    /// The `auth-conf` cipher.
     pub fn cipher(&self) -> Option<DigestCipher> {
         self.cipher
     }

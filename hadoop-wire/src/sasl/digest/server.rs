@@ -38,6 +38,7 @@ pub struct DigestServerConfig {
     pub max_buf: u32,
     /// The ciphers offered when `auth-conf` is; always listed in `CIPHER_TOKENS` order.
     pub ciphers: Vec<DigestCipher>,
+    /// Whether a client may send an authzid other than its username.
     pub authz: AuthzPolicy,
 }
 
@@ -202,6 +203,12 @@ impl DigestServer {
     /// The negotiated cipher, once complete with `auth-conf`.
     pub fn negotiated_cipher(&self) -> Option<DigestCipher> {
         self.session_keys().and_then(SessionKeys::cipher)
+    }
+
+    /// The security layer as its concrete type (once complete with `auth-int` / `auth-conf`;
+    /// taken once, shared with [`ServerMechanism::take_layer`]).
+    pub fn take_digest_layer(&mut self) -> Option<DigestLayer> {
+        self.outcome.as_mut()?.layer.take()
     }
 
     /// The challenge, in the JDK's order and quoting:
@@ -469,7 +476,7 @@ impl ServerMechanism for DigestServer {
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        let layer = self.outcome.as_mut()?.layer.take()?;
+        let layer = self.take_digest_layer()?;
         Some(Box::new(layer))
     }
 }

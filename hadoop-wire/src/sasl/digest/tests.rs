@@ -558,6 +558,10 @@ fn peer_layer_from_session_keys() {
         let rebuilt = SessionKeys::new(*keys.h_a1(), qop, cipher).unwrap();
         assert_eq!(&rebuilt, s.session_keys().unwrap());
         let mut cl = c.take_layer().unwrap();
+        assert!(c.take_layer().is_none(), "taken once");
+        let sl = s.take_digest_layer().unwrap();
+        assert_eq!((sl.send_seq(), sl.recv_seq()), (0, 0));
+        assert!(s.take_layer().is_none(), "taken once");
         let mut twin = rebuilt.client_layer(DEFAULT_MAXBUF);
         let mut peer = rebuilt.server_layer(DEFAULT_MAXBUF);
         for msg in [&b"first"[..], b"second message", &[0u8; 100]] {
