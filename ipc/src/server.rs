@@ -785,26 +785,7 @@ impl ServerConn {
                 Err(e) => {
                     // Only the length check fails here: nothing of the claimed body was read
                     // and nothing was allocated for it.
-                    self.core
-                        .sh
-                        .counters
-                        .oversized_frames
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("closing connection: {e}");
-                    self.core.msg.clear();
-                    let _ = write!(
-                        self.core.msg,
-                        "Requested data length is longer than maximum configured RPC length {}: {e}",
-                        self.acc.decoder().cap()
-                    );
-                    self.core.fatal(
-                        AUTHORIZATION_FAILED_CALL_ID,
-                        &[],
-                        -1,
-                        RpcErrorCodeProto::FatalInvalidRpcHeader,
-                        None,
-                        out,
-                    );
+                    self.core.oversized(&e, self.acc.decoder().cap(), out);
                     return (input.len(), Flow::CloseAfterFlush);
                 }
             };
@@ -830,22 +811,8 @@ impl ServerConn {
         let step = match self.inner.next_frame(rest) {
             Ok(s) => s,
             Err(e) => {
-                self.core
-                    .sh
-                    .counters
-                    .oversized_frames
-                    .fetch_add(1, Ordering::Relaxed);
-                return self.core.fatal_fmt(
-                    AUTHORIZATION_FAILED_CALL_ID,
-                    &[],
-                    -1,
-                    RpcErrorCodeProto::FatalInvalidRpcHeader,
-                    format_args!(
-                        "Requested data length is longer than maximum configured RPC length {}: {e}",
-                        self.inner.decoder().cap()
-                    ),
-                    out,
-                );
+                self.core.oversized(&e, self.inner.decoder().cap(), out);
+                return Next::Close;
             }
         };
         self.upos += step.consumed;
@@ -1181,6 +1148,29 @@ impl Core {
                 Next::Close
             }
         }
+    }
+
+    /// A frame (outer, or inner in unwrapped data) claimed more than `cap` bytes: counted, a
+    /// FATAL (callId −1), and the connection closes.
+    fn oversized(&mut self, e: &hadoop_wire::FrameError, cap: u32, out: &mut Outbox<'_>) {
+        self.sh
+            .counters
+            .oversized_frames
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("closing connection: {e}");
+        self.msg.clear();
+        let _ = write!(
+            self.msg,
+            "Requested data length is longer than maximum configured RPC length {cap}: {e}"
+        );
+        self.fatal(
+            AUTHORIZATION_FAILED_CALL_ID,
+            &[],
+            -1,
+            RpcErrorCodeProto::FatalInvalidRpcHeader,
+            None,
+            out,
+        );
     }
 
     /// Writes a FATAL response with `self.msg` (or `msg`) and marks the connection dead.

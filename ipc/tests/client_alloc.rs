@@ -32,17 +32,22 @@ thread_local! {
     static READER: Cell<u32> = const { Cell::new(0) };
 }
 
+/// This thread's name (Linux: at most 15 bytes), once it has one. Allocation-free.
+fn thread_name() -> Option<[u8; 16]> {
+    let mut name = [0u8; 16];
+    // SAFETY: a 16-byte buffer for a name Linux caps at 16 bytes including the NUL.
+    let ok =
+        unsafe { libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), 16) }
+            == 0;
+    (ok && name[0] != 0).then_some(name)
+}
+
 /// The process-wide filter: the current test's reader thread only. Allocation-free.
 fn on_current_reader() -> bool {
     READER.with(|r| {
         if r.get() == 0 {
-            let mut name = [0u8; 16];
-            // SAFETY: a 16-byte buffer for a name Linux caps at 16 bytes including the NUL.
-            let ok = unsafe {
-                libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), 16)
-            } == 0;
             // Only cache once the thread has its name (it is set right after creation).
-            if ok && name[0] != 0 {
+            if let Some(name) = thread_name() {
                 let n = name
                     .strip_prefix(b"hpa-")
                     .map(|rest| {
@@ -235,12 +240,7 @@ fn on_ring_or_current_reader() -> bool {
     }
     let ring = RING.with(|r| {
         if r.get() == 0 {
-            let mut name = [0u8; 16];
-            // SAFETY: a 16-byte buffer for a name Linux caps at 16 bytes including the NUL.
-            let ok = unsafe {
-                libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr().cast(), 16)
-            } == 0;
-            if ok && name[0] != 0 {
+            if let Some(name) = thread_name() {
                 r.set(if name.starts_with(b"hp-ring") { 1 } else { 2 });
             }
         }

@@ -199,15 +199,9 @@ impl ClientNegotiation {
                 if !mech.is_complete() {
                     return Err(SaslError::Sasl("Client is out of sync with server".into()));
                 }
-                let qop = mech.negotiated_qop().unwrap_or(Qop::Auth);
-                let layer = if qop.wraps() { mech.take_layer() } else { None };
-                if qop.wraps() && layer.is_none() {
-                    return Err(SaslError::Sasl(format!(
-                        "{} negotiated {} without a security layer",
-                        mech.mechanism(),
-                        qop.sasl_name()
-                    )));
-                }
+                let name = mech.mechanism().to_string();
+                let (qop, layer) =
+                    super::negotiated(&name, mech.negotiated_qop(), || mech.take_layer())?;
                 Ok(ClientStep::Done(ClientOutcome {
                     method: self.method.unwrap_or(AuthMethod::Token),
                     qop,

@@ -183,3 +183,23 @@ pub trait SecurityLayer: Send {
     /// Appends the plaintext of `token` to `out`.
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError>;
 }
+
+/// What a complete mechanism negotiated: its protection and, when that wraps, the layer it must
+/// hand over (a mechanism that negotiated `auth-int`/`auth-conf` without one is refused).
+pub(crate) fn negotiated(
+    mechanism: &str,
+    qop: Option<Qop>,
+    take_layer: impl FnOnce() -> Option<Box<dyn SecurityLayer>>,
+) -> Result<(Qop, Option<Box<dyn SecurityLayer>>), SaslError> {
+    let qop = qop.unwrap_or(Qop::Auth);
+    if !qop.wraps() {
+        return Ok((qop, None));
+    }
+    match take_layer() {
+        Some(layer) => Ok((qop, Some(layer))),
+        None => Err(SaslError::Sasl(format!(
+            "{mechanism} negotiated {} without a security layer",
+            qop.sasl_name()
+        ))),
+    }
+}

@@ -438,15 +438,8 @@ impl ServerNegotiation {
         }
         let mut reply = message::message(SaslState::Success);
         reply.token = Some(out);
-        let qop = mech.negotiated_qop().unwrap_or(Qop::Auth);
-        let layer = if qop.wraps() { mech.take_layer() } else { None };
-        if qop.wraps() && layer.is_none() {
-            return Err(SaslError::Sasl(format!(
-                "{} negotiated {} without a security layer",
-                mech.mechanism(),
-                qop.sasl_name()
-            )));
-        }
+        let name = mech.mechanism().to_string();
+        let (qop, layer) = super::negotiated(&name, mech.negotiated_qop(), || mech.take_layer())?;
         // The mechanism authorized the authzid (Hadoop: only as the token's own user).
         let (_username, user, identifier) = self
             .found
