@@ -197,6 +197,107 @@ pub struct StringStringMapProto {
     #[prost(string, optional, tag = "2")]
     pub value: ::core::option::Option<::prost::alloc::string::String>,
 }
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SerializedExceptionProto {
+    #[prost(string, optional, tag = "1")]
+    pub message: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2")]
+    pub trace: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub class_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, boxed, tag = "4")]
+    pub cause: ::core::option::Option<
+        ::prost::alloc::boxed::Box<SerializedExceptionProto>,
+    >,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UrlProto {
+    #[prost(string, optional, tag = "1")]
+    pub scheme: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2")]
+    pub host: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "3")]
+    pub port: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5")]
+    pub user_info: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LocalResourceProto {
+    #[prost(message, optional, tag = "1")]
+    pub resource: ::core::option::Option<UrlProto>,
+    #[prost(int64, optional, tag = "2")]
+    pub size: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "3")]
+    pub timestamp: ::core::option::Option<i64>,
+    #[prost(enumeration = "LocalResourceTypeProto", optional, tag = "4")]
+    pub r#type: ::core::option::Option<i32>,
+    #[prost(enumeration = "LocalResourceVisibilityProto", optional, tag = "5")]
+    pub visibility: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "6")]
+    pub pattern: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "7")]
+    pub should_be_uploaded_to_shared_cache: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StringLocalResourceMapProto {
+    #[prost(string, optional, tag = "1")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "2")]
+    pub value: ::core::option::Option<LocalResourceProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StringBytesMapProto {
+    #[prost(string, optional, tag = "1")]
+    pub key: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub value: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplicationAclMapProto {
+    #[prost(enumeration = "ApplicationAccessTypeProto", optional, tag = "1")]
+    pub access_type: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "2", default = " ")]
+    pub acl: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ContainerRetryContextProto {
+    #[prost(
+        enumeration = "ContainerRetryPolicyProto",
+        optional,
+        tag = "1",
+        default = "NeverRetry"
+    )]
+    pub retry_policy: ::core::option::Option<i32>,
+    #[prost(int32, repeated, packed = "false", tag = "2")]
+    pub error_codes: ::prost::alloc::vec::Vec<i32>,
+    #[prost(int32, optional, tag = "3", default = "0")]
+    pub max_retries: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "4", default = "0")]
+    pub retry_interval: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "5", default = "-1")]
+    pub failures_validity_interval: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ContainerLaunchContextProto {
+    #[prost(message, repeated, tag = "1")]
+    pub local_resources: ::prost::alloc::vec::Vec<StringLocalResourceMapProto>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub tokens: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(message, repeated, tag = "3")]
+    pub service_data: ::prost::alloc::vec::Vec<StringBytesMapProto>,
+    #[prost(message, repeated, tag = "4")]
+    pub environment: ::prost::alloc::vec::Vec<StringStringMapProto>,
+    #[prost(string, repeated, tag = "5")]
+    pub command: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "6")]
+    pub application_ac_ls: ::prost::alloc::vec::Vec<ApplicationAclMapProto>,
+    #[prost(message, optional, tag = "7")]
+    pub container_retry_context: ::core::option::Option<ContainerRetryContextProto>,
+    #[prost(bytes = "vec", optional, tag = "8")]
+    pub tokens_conf: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ResourceTypesProto {
@@ -505,6 +606,119 @@ impl ContainerExitStatusProto {
         }
     }
 }
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum LocalResourceVisibilityProto {
+    Public = 1,
+    Private = 2,
+    Application = 3,
+}
+impl LocalResourceVisibilityProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Public => "PUBLIC",
+            Self::Private => "PRIVATE",
+            Self::Application => "APPLICATION",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "PUBLIC" => Some(Self::Public),
+            "PRIVATE" => Some(Self::Private),
+            "APPLICATION" => Some(Self::Application),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum LocalResourceTypeProto {
+    Archive = 1,
+    File = 2,
+    Pattern = 3,
+}
+impl LocalResourceTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Archive => "ARCHIVE",
+            Self::File => "FILE",
+            Self::Pattern => "PATTERN",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ARCHIVE" => Some(Self::Archive),
+            "FILE" => Some(Self::File),
+            "PATTERN" => Some(Self::Pattern),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ApplicationAccessTypeProto {
+    AppaccessViewApp = 1,
+    AppaccessModifyApp = 2,
+}
+impl ApplicationAccessTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::AppaccessViewApp => "APPACCESS_VIEW_APP",
+            Self::AppaccessModifyApp => "APPACCESS_MODIFY_APP",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "APPACCESS_VIEW_APP" => Some(Self::AppaccessViewApp),
+            "APPACCESS_MODIFY_APP" => Some(Self::AppaccessModifyApp),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ContainerRetryPolicyProto {
+    NeverRetry = 0,
+    RetryOnAllErrors = 1,
+    RetryOnSpecificErrorCodes = 2,
+}
+impl ContainerRetryPolicyProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::NeverRetry => "NEVER_RETRY",
+            Self::RetryOnAllErrors => "RETRY_ON_ALL_ERRORS",
+            Self::RetryOnSpecificErrorCodes => "RETRY_ON_SPECIFIC_ERROR_CODES",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "NEVER_RETRY" => Some(Self::NeverRetry),
+            "RETRY_ON_ALL_ERRORS" => Some(Self::RetryOnAllErrors),
+            "RETRY_ON_SPECIFIC_ERROR_CODES" => Some(Self::RetryOnSpecificErrorCodes),
+            _ => None,
+        }
+    }
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NmTokenIdentifierProto {
     #[prost(message, optional, tag = "1")]
@@ -569,6 +783,60 @@ pub struct SignalContainerRequestProto {
     pub container_id: ContainerIdProto,
     #[prost(enumeration = "SignalContainerCommandProto", required, tag = "2")]
     pub command: i32,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SignalContainerResponseProto {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StartContainerRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_launch_context: ::core::option::Option<ContainerLaunchContextProto>,
+    #[prost(message, optional, tag = "2")]
+    pub container_token: ::core::option::Option<super::common::TokenProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StartContainersRequestProto {
+    #[prost(message, repeated, tag = "1")]
+    pub start_container_request: ::prost::alloc::vec::Vec<StartContainerRequestProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ContainerExceptionMapProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_id: ::core::option::Option<ContainerIdProto>,
+    #[prost(message, optional, tag = "2")]
+    pub exception: ::core::option::Option<SerializedExceptionProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StartContainersResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub services_meta_data: ::prost::alloc::vec::Vec<StringBytesMapProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub succeeded_requests: ::prost::alloc::vec::Vec<ContainerIdProto>,
+    #[prost(message, repeated, tag = "3")]
+    pub failed_requests: ::prost::alloc::vec::Vec<ContainerExceptionMapProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopContainersRequestProto {
+    #[prost(message, repeated, tag = "1")]
+    pub container_id: ::prost::alloc::vec::Vec<ContainerIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopContainersResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub succeeded_requests: ::prost::alloc::vec::Vec<ContainerIdProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub failed_requests: ::prost::alloc::vec::Vec<ContainerExceptionMapProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetContainerStatusesRequestProto {
+    #[prost(message, repeated, tag = "1")]
+    pub container_id: ::prost::alloc::vec::Vec<ContainerIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetContainerStatusesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub status: ::prost::alloc::vec::Vec<ContainerStatusProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub failed_requests: ::prost::alloc::vec::Vec<ContainerExceptionMapProto>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct NodeStatusProto {

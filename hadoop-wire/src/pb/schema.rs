@@ -3898,6 +3898,60 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ApplicationACLMapProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationACLMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "accessType",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "acl",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ApplicationACLMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationACLMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationACLMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationACLMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ApplicationAttemptIdProto: Schema = Schema {
             name: "hadoop.yarn.ApplicationAttemptIdProto",
             fields: &[
@@ -4011,6 +4065,74 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ContainerExceptionMapProto: Schema = Schema {
+            name: "hadoop.yarn.ContainerExceptionMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "container_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "exception",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::SerializedExceptionProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ContainerExceptionMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ContainerExceptionMapProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_SerializedExceptionProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerExceptionMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerExceptionMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ContainerIdProto: Schema = Schema {
             name: "hadoop.yarn.ContainerIdProto",
             fields: &[
@@ -4078,6 +4200,153 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&ContainerIdProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ContainerLaunchContextProto: Schema = Schema {
+            name: "hadoop.yarn.ContainerLaunchContextProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "localResources",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::StringLocalResourceMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "tokens",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "service_data",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringBytesMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 4,
+                    name: "environment",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringStringMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 5,
+                    name: "command",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 6,
+                    name: "application_ACLs",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationACLMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 7,
+                    name: "container_retry_context",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerRetryContextProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "tokens_conf",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+            required: 0x0,
+            fast: fast_ContainerLaunchContextProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ContainerLaunchContextProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringLocalResourceMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringBytesMapProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringStringMapProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationACLMapProto(b, depth + 1)?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x40 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerRetryContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ContainerLaunchContextProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ContainerLaunchContextProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -4297,6 +4566,103 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&ContainerQueuingLimitProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ContainerRetryContextProto: Schema = Schema {
+            name: "hadoop.yarn.ContainerRetryContextProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "retry_policy",
+                    kind: Kind::Enum(&[0, 1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "error_codes",
+                    kind: Kind::Int32,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "max_retries",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "retry_interval",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "failures_validity_interval",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5],
+            required: 0x0,
+            fast: fast_ContainerRetryContextProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ContainerRetryContextProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        packed_g::<Invalid>(
+                            &ContainerRetryContextProto,
+                            &ContainerRetryContextProto.fields[1],
+                            WireType::Varint,
+                            b,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerRetryContextProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerRetryContextProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4646,6 +5012,246 @@ pub mod hadoop {
                             seen,
                             depth,
                         )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetContainerStatusesRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainerStatusesRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "container_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetContainerStatusesRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainerStatusesRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerStatusesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerStatusesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetContainerStatusesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainerStatusesResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "status",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerStatusProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "failed_requests",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerExceptionMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_GetContainerStatusesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainerStatusesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerStatusProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerExceptionMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerStatusesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerStatusesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static LocalResourceProto: Schema = Schema {
+            name: "hadoop.yarn.LocalResourceProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "resource",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::URLProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "size",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "timestamp",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "type",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "visibility",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "pattern",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "should_be_uploaded_to_shared_cache",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7],
+            required: 0x0,
+            fast: fast_LocalResourceProto,
+        };
+        #[inline]
+        pub(crate) fn fast_LocalResourceProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_URLProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&LocalResourceProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&LocalResourceProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6850,6 +7456,87 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static SerializedExceptionProto: Schema = Schema {
+            name: "hadoop.yarn.SerializedExceptionProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "message",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "trace",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "class_name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "cause",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::SerializedExceptionProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4],
+            required: 0x0,
+            fast: fast_SerializedExceptionProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SerializedExceptionProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_SerializedExceptionProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x8;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&SerializedExceptionProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&SerializedExceptionProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static SignalContainerRequestProto: Schema = Schema {
             name: "hadoop.yarn.SignalContainerRequestProto",
             fields: &[
@@ -6925,6 +7612,448 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static SignalContainerResponseProto: Schema = Schema {
+            name: "hadoop.yarn.SignalContainerResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_SignalContainerResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SignalContainerResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SignalContainerResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SignalContainerResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StartContainerRequestProto: Schema = Schema {
+            name: "hadoop.yarn.StartContainerRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "container_launch_context",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerLaunchContextProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "container_token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_StartContainerRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StartContainerRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerLaunchContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StartContainerRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StartContainerRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StartContainersRequestProto: Schema = Schema {
+            name: "hadoop.yarn.StartContainersRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "start_container_request",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StartContainerRequestProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_StartContainersRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StartContainersRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StartContainerRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StartContainersRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StartContainersRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StartContainersResponseProto: Schema = Schema {
+            name: "hadoop.yarn.StartContainersResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "services_meta_data",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringBytesMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "succeeded_requests",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "failed_requests",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerExceptionMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x0,
+            fast: fast_StartContainersResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StartContainersResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringBytesMapProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerExceptionMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StartContainersResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StartContainersResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StopContainersRequestProto: Schema = Schema {
+            name: "hadoop.yarn.StopContainersRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "container_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_StopContainersRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StopContainersRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StopContainersRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StopContainersRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StopContainersResponseProto: Schema = Schema {
+            name: "hadoop.yarn.StopContainersResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "succeeded_requests",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "failed_requests",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerExceptionMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_StopContainersResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StopContainersResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerExceptionMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StopContainersResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StopContainersResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StringBytesMapProto: Schema = Schema {
+            name: "hadoop.yarn.StringBytesMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "key",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "value",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_StringBytesMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StringBytesMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringBytesMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&StringBytesMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static StringFloatMapProto: Schema = Schema {
             name: "hadoop.yarn.StringFloatMapProto",
             fields: &[
@@ -6975,6 +8104,79 @@ pub mod hadoop {
                 }
             }
             if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static StringLocalResourceMapProto: Schema = Schema {
+            name: "hadoop.yarn.StringLocalResourceMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "key",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "value",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::LocalResourceProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_StringLocalResourceMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StringLocalResourceMapProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_LocalResourceProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StringLocalResourceMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StringLocalResourceMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
                 return Err(Invalid);
             }
             Ok(())
@@ -7098,6 +8300,88 @@ pub mod hadoop {
                             seen,
                             depth,
                         )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static URLProto: Schema = Schema {
+            name: "hadoop.yarn.URLProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "scheme",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "host",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "port",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "file",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "userInfo",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5],
+            required: 0x0,
+            fast: fast_URLProto,
+        };
+        #[inline]
+        pub(crate) fn fast_URLProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&URLProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&URLProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
