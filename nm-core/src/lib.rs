@@ -41,6 +41,7 @@
 //! The protocol's names (`ResourceTrackerPB`, its methods and version) and the version we
 //! report are in `hadoop_wire::yarn`, shared with `rm-core`.
 
+pub mod container_manager;
 pub mod health;
 pub mod status_updater;
 pub mod table;
