@@ -60,6 +60,10 @@ fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
         journal: false,
         default_fs: "file:///".into(),
         hdfs: None,
+        ipc_port: 0,
+        nm: AgentConfig::local(rm, "127.0.0.1".parse().unwrap(), dir)
+            .unwrap()
+            .nm,
     }
 }
 

@@ -45,7 +45,9 @@ use hadoop_wire::pb::hadoop::yarn::{
 use hadoop_wire::token::identifier::{
     container_from_proto, ContainerTokenIdentifier, NmTokenIdentifier, NodeId,
 };
-use hadoop_wire::token::secret::{ContainerTokenSecretManager, MasterKey, NmTokenSecretManager};
+use hadoop_wire::token::secret::{
+    ContainerTokenSecretManager, MasterKey, MasterKeys, NmTokenSecretManager,
+};
 use hadoop_wire::token::{Limits, Token, TokenError, TokenIdentifier};
 use hadoop_wire::yarn::{exception, exit_status};
 
@@ -299,6 +301,28 @@ impl ContainerManager {
         if rm_identifier.is_some() {
             self.rm_identifier = rm_identifier;
         }
+    }
+
+    /// Whether the RM's container-token key and identifier are known (a start before the
+    /// first registration cannot be verified).
+    pub fn has_keys(&self) -> bool {
+        self.container_tokens.keys().current().is_some() && self.rm_identifier.is_some()
+    }
+
+    /// The RM's current and previous keys (container tokens, NMTokens), for tools and tests
+    /// that mint tokens the way the RM does. The keys stay in this process.
+    pub fn master_keys(&self) -> (MasterKeys, MasterKeys) {
+        let nm = self
+            .nm_tokens
+            .read()
+            .map(|m| m.keys().clone())
+            .unwrap_or_default();
+        (self.container_tokens.keys().clone(), nm)
+    }
+
+    /// The RM identifier from the registration.
+    pub fn rm_identifier(&self) -> Option<i64> {
+        self.rm_identifier
     }
 
     /// The node is stopping: further starts are refused.

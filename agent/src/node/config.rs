@@ -67,6 +67,12 @@ pub struct AgentConfig {
     pub default_fs: String,
     /// The HDFS reader's settings when `fs.defaultFS` is `hdfs://…`; `None`: no reader thread.
     pub hdfs: Option<HdfsSettings>,
+    /// Port of the agent's own IPC server (`getNodeReport`, `getBuffer`):
+    /// `hotpath.agent.ipc.address`'s port, 0 (ephemeral) by default. The node address itself
+    /// serves ContainerManagementProtocol.
+    pub ipc_port: u16,
+    /// The NodeManager's settings (containers, launch, logs).
+    pub nm: NmSettings,
 }
 
 fn resolve(what: &str, host: &str, port: u16) -> Result<SocketAddr, AgentError> {
@@ -90,6 +96,117 @@ fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, Agen
     match conf.try_get(key)? {
         Some(_) => Ok(conf.get_i64(key)?),
         None => Ok(default),
+    }
+}
+
+/// What the NodeManager part of the agent reads from the configuration.
+#[derive(Debug, Clone)]
+pub struct NmSettings {
+    /// `yarn.nodemanager.log-dirs` (`/tmp/logs` when unset, Java's code default).
+    pub log_dirs: Vec<PathBuf>,
+    /// `hadoop.rpc.protection` of the ContainerManagementProtocol server.
+    pub rpc_protection: Vec<hadoop_wire::sasl::Qop>,
+    /// `hadoop.security.sasl.mechanism`.
+    pub sasl_mechanism: String,
+    /// `yarn.nodemanager.aux-services` (none are run by this agent, so a start naming one is
+    /// refused as Java refuses an unknown one).
+    pub aux_services: Vec<String>,
+    /// `yarn.nodemanager.env-whitelist`.
+    pub env_whitelist: Vec<String>,
+    /// `yarn.nodemanager.admin-env`.
+    pub admin_env: String,
+    /// `yarn.nodemanager.force.path`.
+    pub force_path: Option<String>,
+    /// `yarn.nodemanager.user-home-dir`.
+    pub user_home_dir: String,
+    /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
+    pub sigkill_delay: Duration,
+    /// `yarn.nodemanager.process-kill-wait.ms`.
+    pub process_kill_wait: Duration,
+    /// `yarn.nodemanager.log-container-debug-info.enabled`.
+    pub debug_info: bool,
+    /// `hotpath.agent.cgroups`: `auto` (probe v1/v2) or `off` (affinity and rlimit only).
+    pub cgroups: bool,
+    /// `yarn.nodemanager.recovery.enabled`: containers of a restarted agent are recovered
+    /// from their pid and exit-code files, else reported lost.
+    pub recovery: bool,
+    /// `yarn.nodemanager.pmem-check-enabled`: enforce each container's memory.
+    pub pmem_check: bool,
+}
+
+impl NmSettings {
+    fn from_conf(conf: &Configuration) -> Result<NmSettings, AgentError> {
+        let strings = |key: &str, default: &str| -> Vec<String> {
+            conf.get(key)
+                .unwrap_or(default)
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let flag = |key: &str, default: bool| -> Result<bool, AgentError> {
+            match conf.get(key).map(str::trim) {
+                None | Some("") => Ok(default),
+                Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+                Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+                Some(v) => Err(AgentError::Config(format!(
+                    "{key} = {v:?}: expected true or false"
+                ))),
+            }
+        };
+        let log_dirs = strings("yarn.nodemanager.log-dirs", "/tmp/logs")
+            .into_iter()
+            .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(&d)))
+            .collect();
+        let cgroups = match conf.get("hotpath.agent.cgroups").map(str::trim) {
+            None | Some("") | Some("auto") => true,
+            Some("off") => false,
+            Some(v) => {
+                return Err(AgentError::Config(format!(
+                    "hotpath.agent.cgroups = {v:?}: expected auto or off"
+                )))
+            }
+        };
+        Ok(NmSettings {
+            log_dirs,
+            rpc_protection: ipc::sasl::protection(conf)
+                .map_err(|e| AgentError::Config(e.to_string()))?,
+            sasl_mechanism: conf
+                .get("hadoop.security.sasl.mechanism")
+                .unwrap_or("DIGEST-MD5")
+                .trim()
+                .to_string(),
+            aux_services: strings("yarn.nodemanager.aux-services", ""),
+            env_whitelist: strings(
+                "yarn.nodemanager.env-whitelist",
+                "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ",
+            ),
+            admin_env: conf
+                .get("yarn.nodemanager.admin-env")
+                .unwrap_or("MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX")
+                .to_string(),
+            force_path: conf
+                .get("yarn.nodemanager.force.path")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+            user_home_dir: conf
+                .get("yarn.nodemanager.user-home-dir")
+                .unwrap_or("/home/")
+                .to_string(),
+            sigkill_delay: Duration::from_millis(
+                get_i64_or(conf, "yarn.nodemanager.sleep-delay-before-sigkill.ms", 250)?.max(0)
+                    as u64,
+            ),
+            process_kill_wait: Duration::from_millis(
+                get_i64_or(conf, "yarn.nodemanager.process-kill-wait.ms", 5000)?.max(0) as u64,
+            ),
+            debug_info: flag("yarn.nodemanager.log-container-debug-info.enabled", true)?,
+            cgroups,
+            recovery: flag("yarn.nodemanager.recovery.enabled", false)?,
+            pmem_check: flag("yarn.nodemanager.pmem-check-enabled", true)?,
+        })
     }
 }
 
@@ -221,6 +338,11 @@ impl AgentConfig {
             journal: false,
             default_fs: localize::default_fs(conf),
             hdfs: HdfsSettings::from_conf(conf)?,
+            ipc_port: match conf.try_get("hotpath.agent.ipc.address")? {
+                Some(_) => conf.get_address("hotpath.agent.ipc.address")?.port,
+                None => 0,
+            },
+            nm: NmSettings::from_conf(conf)?,
         })
     }
 }
@@ -238,6 +360,7 @@ impl AgentConfig {
         cfg.http_port = Some(0);
         cfg.control_socket = Some(dir.join("agent.sock"));
         cfg.health.local_dirs = vec![dir.join("local")];
+        cfg.nm.log_dirs = vec![dir.join("logs")];
         cfg.health.max_utilization_percent = 100.0;
         cfg.pin = false;
         Ok(cfg)

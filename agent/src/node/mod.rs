@@ -25,8 +25,10 @@
 //!   `hdfs://…`.
 
 pub mod cli;
+pub mod cmp;
 pub mod config;
 pub mod control;
+pub mod launcher;
 pub mod localize;
 pub mod metrics;
 pub mod report;

@@ -80,9 +80,16 @@ pub fn node_report(shared: &Shared) -> GetNodeReportResponseProto {
     }
 }
 
-struct VecBody {
+/// A streamed reply body from an owned buffer.
+pub(crate) struct VecBody {
     bytes: Vec<u8>,
     pos: usize,
+}
+
+impl VecBody {
+    pub(crate) fn new(bytes: Vec<u8>) -> VecBody {
+        VecBody { bytes, pos: 0 }
+    }
 }
 
 impl BodySource for VecBody {

@@ -29,6 +29,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hadoop_wire::sasl::message::AuthMethod;
+use hadoop_wire::sasl::server::{ServerAuth, TokenSecrets};
+use hadoop_wire::token::identifier::NodeId;
+use hadoop_wire::token::secret::NmTokenSecretManager;
 use hadoop_wire::yarn::{
     NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL, RESOURCE_TRACKER_VERSION,
     UNREGISTER_NODE_MANAGER,
@@ -36,6 +40,7 @@ use hadoop_wire::yarn::{
 use ipc::client::{Client, ClientConfig, ClientError};
 use ipc::server::{Registry, Server, ServerConfig};
 use ipc::transport::{PoolConfig, TransportConfig};
+use nm_core::container_manager::{ContainerManager, ManagerConfig};
 use nm_core::health::HealthChecker;
 use nm_core::status_updater::{
     HeartbeatOutcome, NodeIdentity, Phase, RegisterOutcome, StatusUpdater, UpdaterConfig,
@@ -45,6 +50,7 @@ use nm_core::table::{ContainerTable, Resource};
 
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
+use super::launcher::LauncherHandle;
 use super::report;
 use super::shared::{lock, Shared};
 use super::simulate::Simulator;
@@ -80,6 +86,7 @@ pub struct Agent {
     hk: Option<JoinHandle<()>>,
     hdfs: Option<JoinHandle<()>>,
     server: Option<Server>,
+    cmp_server: Option<Server>,
     control_path: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     ipc_addr: Option<SocketAddr>,
@@ -138,33 +145,64 @@ impl Agent {
             memory_mb: cfg.memory_mb,
             vcores: cfg.vcores,
         };
-        // The node port is the IPC server's (bound first, so an ephemeral port is known).
-        let mut node_port = cfg.node_port;
+        // Two IPC servers on the network ring's CPU: ContainerManagementProtocol on the node
+        // address (TOKEN only; its port is the NodeId registered with the RM, bound first so
+        // that an ephemeral port is known), and the agent's own protocols (getNodeReport,
+        // getBuffer; SIMPLE) on `hotpath.agent.ipc.address`.
         let shared_slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::default();
+        let transport = |name: &str| TransportConfig {
+            threads: 1,
+            cpus: ring_cpu.into_iter().collect(),
+            pool: PoolConfig {
+                chunk_size: 64 * 1024,
+                chunks: cfg.ipc_pool_chunks.max(2),
+                per_conn_chunks: 8.min(cfg.ipc_pool_chunks.max(2)),
+                register: true,
+            },
+            recv_buf_size: 16 * 1024,
+            recv_bufs: 8,
+            max_connections: 256,
+            thread_names: ring_cpu
+                .map(|c| vec![format!("hp-{name}-{c}")])
+                .unwrap_or_default(),
+            ..TransportConfig::default()
+        };
+        let nm_tokens = Arc::new(std::sync::RwLock::new(NmTokenSecretManager::default()));
+        let (launcher, launcher_rx) = LauncherHandle::channel();
+        let cmp_server = {
+            let mut reg = Registry::new();
+            super::cmp::register(&mut reg, shared_slot.clone(), launcher.clone());
+            let auth = ServerAuth::new(
+                AuthMethod::Token,
+                Some(nm_tokens.clone() as Arc<dyn TokenSecrets>),
+                cfg.nm.rpc_protection.clone(),
+            )
+            .and_then(|a| a.with_token_mechanism(&cfg.nm.sasl_mechanism))
+            .map_err(|e| AgentError::Config(format!("ContainerManagementProtocol auth: {e}")))?;
+            Server::start(
+                SocketAddr::new(cfg.bind_ip, cfg.node_port),
+                ServerConfig {
+                    transport: transport("ring0cmp"),
+                    auth: Arc::new(auth),
+                    ..ServerConfig::default()
+                },
+                reg,
+            )
+            .map_err(|e| {
+                AgentError::Bind(format!(
+                    "ContainerManagementProtocol server on {}:{}: {e}",
+                    cfg.bind_ip, cfg.node_port
+                ))
+            })?
+        };
+        let node_port = cmp_server.local_addr().port();
         let server = if cfg.ipc_server {
             let mut reg = Registry::new();
             report::register(&mut reg, shared_slot.clone(), 64 << 20);
-            let transport = TransportConfig {
-                threads: 1,
-                cpus: ring_cpu.into_iter().collect(),
-                pool: PoolConfig {
-                    chunk_size: 64 * 1024,
-                    chunks: cfg.ipc_pool_chunks.max(2),
-                    per_conn_chunks: 8.min(cfg.ipc_pool_chunks.max(2)),
-                    register: true,
-                },
-                recv_buf_size: 16 * 1024,
-                recv_bufs: 8,
-                max_connections: 256,
-                thread_names: ring_cpu
-                    .map(|c| vec![format!("hp-ring0srv-{c}")])
-                    .unwrap_or_default(),
-                ..TransportConfig::default()
-            };
             let s = Server::start(
-                SocketAddr::new(cfg.bind_ip, cfg.node_port),
+                SocketAddr::new(cfg.bind_ip, cfg.ipc_port),
                 ServerConfig {
-                    transport,
+                    transport: transport("ring0srv"),
                     ..ServerConfig::default()
                 },
                 reg,
@@ -172,10 +210,9 @@ impl Agent {
             .map_err(|e| {
                 AgentError::Bind(format!(
                     "IPC server on {}:{}: {e}",
-                    cfg.bind_ip, cfg.node_port
+                    cfg.bind_ip, cfg.ipc_port
                 ))
             })?;
-            node_port = s.local_addr().port();
             Some(s)
         } else {
             None
@@ -210,7 +247,15 @@ impl Agent {
         if cfg.journal {
             table.enable_journal();
         }
-        let shared = Arc::new(Shared::new(identity.clone(), table));
+        let cm = ContainerManager::new(
+            ManagerConfig {
+                node: NodeId::new(identity.host.clone(), identity.port),
+                aux_services: cfg.nm.aux_services.clone(),
+                track_stopped_ms: cfg.track_stopped_ms as i64,
+            },
+            nm_tokens,
+        );
+        let shared = Arc::new(Shared::new(identity.clone(), cm, table));
         let _ = shared_slot.set(shared.clone());
         // The first health verdict before registering (local dirs only: the script, if any,
         // reports on a later heartbeat).
@@ -262,6 +307,7 @@ impl Agent {
             hk: Some(hk),
             hdfs,
             server,
+            cmp_server: Some(cmp_server),
             control_path: Some(control_path),
             metrics_addr,
             ipc_addr,
@@ -322,6 +368,9 @@ impl Agent {
             let _ = h.join();
         }
         join_reader(self.hdfs.take());
+        if let Some(s) = self.cmp_server.take() {
+            s.shutdown();
+        }
         if let Some(s) = self.server.take() {
             s.shutdown();
         }
@@ -366,6 +415,13 @@ fn join_reader(h: Option<JoinHandle<()>>) {
 }
 
 fn publish(shared: &Shared, u: &StatusUpdater, unreachable: bool) {
+    // The RM's keys and identifier, for the container manager's token checks (keys change only
+    // when their id does).
+    lock(&shared.cm).set_keys(
+        u.container_key().map(|k| (k.key_id, k.bytes.as_slice())),
+        u.nm_key().map(|k| (k.key_id, k.bytes.as_slice())),
+        u.rm_identifier(),
+    );
     let mut st = lock(&shared.status);
     st.phase = match u.phase() {
         Phase::Unregistered => "unregistered",

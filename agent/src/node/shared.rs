@@ -6,6 +6,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::metrics::AgentMetrics;
+use nm_core::container_manager::ContainerManager;
 use nm_core::status_updater::NodeIdentity;
 use nm_core::table::ContainerTable;
 use nm_core::wire::NodeHealth;
@@ -79,6 +80,8 @@ impl Stopper {
 #[derive(Debug)]
 pub struct Shared {
     pub identity: NodeIdentity,
+    /// ContainerManagementProtocol's state. Lock order: `cm` before `table`.
+    pub cm: Mutex<ContainerManager>,
     pub table: Mutex<ContainerTable>,
     pub health: Mutex<NodeHealth>,
     pub metrics: AgentMetrics,
@@ -91,9 +94,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(identity: NodeIdentity, table: ContainerTable) -> Self {
+    pub fn new(identity: NodeIdentity, cm: ContainerManager, table: ContainerTable) -> Self {
         Self {
             identity,
+            cm: Mutex::new(cm),
             table: Mutex::new(table),
             health: Mutex::new(NodeHealth::default()),
             metrics: AgentMetrics::default(),

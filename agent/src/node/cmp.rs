@@ -1,0 +1,166 @@
+//! ContainerManagementProtocolPB on the node address (`yarn.nodemanager.address`, the port
+//! registered as the NodeId): the IPC handlers around [`nm_core::container_manager`].
+//!
+//! The server is TOKEN-only, as Java's NodeManager forces it even on SIMPLE clusters: a SIMPLE
+//! client is refused at connection time ("SIMPLE authentication is not enabled"), a SASL client
+//! authenticates with its NMToken (DIGEST-MD5 against the node's `NmTokenSecretManager`, the
+//! same one the container manager uses). Each handler decodes its request (prost: these calls
+//! are few and carry launch contexts, nothing hot), takes the container manager and then the
+//! table (always in that order), and answers; accepted starts, kills and signals go to the
+//! launcher thread over its channel, so no handler waits for a process or a download.
+//!
+//! Served: `startContainers`, `stopContainers`, `getContainerStatuses`, `signalToContainer`.
+//! The other eight methods answer at once with a `YarnException` naming the method.
+
+use std::sync::{Arc, OnceLock};
+
+use hadoop_wire::pb::hadoop::yarn::{
+    GetContainerStatusesRequestProto, SignalContainerRequestProto, SignalContainerResponseProto,
+    StartContainersRequestProto, StopContainersRequestProto,
+};
+use hadoop_wire::yarn::{
+    cmp, exception, CONTAINER_MANAGEMENT_PROTOCOL, CONTAINER_MANAGEMENT_VERSION,
+};
+use ipc::server::{Call, CallError, Registry, Reply};
+use nm_core::container_manager::CallFailure;
+
+use super::launcher::{LaunchCommand, LauncherHandle};
+use super::runtime::wall_ms;
+use super::shared::{lock, Shared};
+
+fn failure(f: CallFailure) -> CallError {
+    CallError::application(f.class, f.message)
+}
+
+fn starting() -> CallError {
+    CallError::application(
+        exception::NM_NOT_YET_READY,
+        "Rejecting new containers as NodeManager has not yet connected with ResourceManager",
+    )
+}
+
+fn decode<M: prost::Message + Default>(call: &Call<'_>) -> Result<M, CallError> {
+    M::decode(call.request).map_err(CallError::invalid_request)
+}
+
+fn shared_of(slot: &OnceLock<Arc<Shared>>) -> Result<&Arc<Shared>, CallError> {
+    slot.get().ok_or_else(starting)
+}
+
+fn answer<M: prost::Message>(reply: &mut Reply<'_, '_>, m: &M) -> Result<(), CallError> {
+    let bytes = m.encode_to_vec();
+    if bytes.len() <= reply.max_unstreamed() {
+        reply.bytes(&bytes)?;
+    } else {
+        let len = bytes.len() as u64;
+        reply.stream(len, Box::new(super::report::VecBody::new(bytes)))?;
+    }
+    Ok(())
+}
+
+/// Registers the ContainerManagementProtocol handlers.
+pub fn register(reg: &mut Registry, slot: Arc<OnceLock<Arc<Shared>>>, launcher: LauncherHandle) {
+    let (s, l) = (slot.clone(), launcher.clone());
+    reg.register(
+        CONTAINER_MANAGEMENT_PROTOCOL,
+        CONTAINER_MANAGEMENT_VERSION,
+        cmp::START_CONTAINERS,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let shared = shared_of(&s)?;
+            let req: StartContainersRequestProto = decode(call)?;
+            let outcome = {
+                let mut cm = lock(&shared.cm);
+                if !cm.has_keys() {
+                    return Err(starting());
+                }
+                let mut table = lock(&shared.table);
+                cm.start_containers(call.token_identifier, call.user, req, wall_ms(), &mut table)
+                    .map_err(failure)?
+            };
+            for order in outcome.launches {
+                l.send(LaunchCommand::Launch(Box::new(order)));
+            }
+            answer(reply, &outcome.response)
+        },
+    );
+    let (s, l) = (slot.clone(), launcher.clone());
+    reg.register(
+        CONTAINER_MANAGEMENT_PROTOCOL,
+        CONTAINER_MANAGEMENT_VERSION,
+        cmp::STOP_CONTAINERS,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let shared = shared_of(&s)?;
+            let req: StopContainersRequestProto = decode(call)?;
+            let outcome = {
+                let mut cm = lock(&shared.cm);
+                let mut table = lock(&shared.table);
+                cm.stop_containers(call.token_identifier, &req, wall_ms(), &mut table)
+                    .map_err(failure)?
+            };
+            for (id, reason) in outcome.kills {
+                l.send(LaunchCommand::Kill(id, reason));
+            }
+            answer(reply, &outcome.response)
+        },
+    );
+    let s = slot.clone();
+    reg.register(
+        CONTAINER_MANAGEMENT_PROTOCOL,
+        CONTAINER_MANAGEMENT_VERSION,
+        cmp::GET_CONTAINER_STATUSES,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let shared = shared_of(&s)?;
+            let req: GetContainerStatusesRequestProto = decode(call)?;
+            let resp = {
+                let cm = lock(&shared.cm);
+                let table = lock(&shared.table);
+                cm.get_statuses(call.token_identifier, &req, wall_ms(), &table)
+                    .map_err(failure)?
+            };
+            answer(reply, &resp)
+        },
+    );
+    let (s, l) = (slot, launcher);
+    reg.register(
+        CONTAINER_MANAGEMENT_PROTOCOL,
+        CONTAINER_MANAGEMENT_VERSION,
+        cmp::SIGNAL_TO_CONTAINER,
+        move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let shared = shared_of(&s)?;
+            let req: SignalContainerRequestProto = decode(call)?;
+            let sig = lock(&shared.cm).signal(&req);
+            match sig {
+                Some((id, sig)) => l.send(LaunchCommand::Signal(id, sig)),
+                None => tracing::info!(
+                    "signalToContainer for a container that is not running here; ignored"
+                ),
+            }
+            answer(reply, &SignalContainerResponseProto {})
+        },
+    );
+    for method in cmp::ALL {
+        if [
+            cmp::START_CONTAINERS,
+            cmp::STOP_CONTAINERS,
+            cmp::GET_CONTAINER_STATUSES,
+            cmp::SIGNAL_TO_CONTAINER,
+        ]
+        .contains(&method)
+        {
+            continue;
+        }
+        reg.register(
+            CONTAINER_MANAGEMENT_PROTOCOL,
+            CONTAINER_MANAGEMENT_VERSION,
+            method,
+            move |_call: &Call<'_>, _reply: &mut Reply<'_, '_>| {
+                Err(CallError::application(
+                    exception::YARN,
+                    format!(
+                        "{method} is not supported by this NodeManager (hotpath agent): it serves startContainers, stopContainers, getContainerStatuses and signalToContainer"
+                    ),
+                ))
+            },
+        );
+    }
+}
