@@ -565,6 +565,24 @@ impl ContainerManager {
         Ok(())
     }
 
+    /// A container of this agent's previous run, found on disk at start
+    /// (`yarn.nodemanager.recovery.enabled`): managed again, as launched when its process still
+    /// runs, else as done. The caller puts it in the table.
+    pub fn recover(&mut self, id: ContainerId, user: &str, running: bool) {
+        self.managed.insert(
+            id,
+            Managed {
+                user: user.to_string(),
+                stage: if running {
+                    Stage::Launched
+                } else {
+                    Stage::Done
+                },
+                kill: None,
+            },
+        );
+    }
+
     /// The launcher started the container's process.
     pub fn launched(&mut self, id: &ContainerId) {
         if let Some(m) = self.managed.get_mut(id) {

@@ -43,6 +43,7 @@
 
 pub mod container_manager;
 pub mod health;
+pub mod recovery;
 pub mod status_updater;
 pub mod table;
 pub mod wire;

@@ -50,12 +50,14 @@ use nm_core::table::{ContainerTable, Resource};
 
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
-use super::launcher::LauncherHandle;
+use super::launcher::{LaunchCommand, LauncherHandle};
 use super::report;
 use super::shared::{lock, Shared};
 use super::simulate::Simulator;
 use super::AgentError;
 use ipc::metrics::MetricsHttp;
+use nm_core::container_manager::KillReason;
+use nm_core::table::CleanupReason;
 
 /// The control socket when `hotpath.agent.control-socket` is not set (also the default of
 /// `hotpath container --socket`).
@@ -298,7 +300,9 @@ impl Agent {
             let sim = cfg.simulate.clone().map(|s| Simulator::new(s, wall_ms()));
             let (grace, track) = (cfg.cleanup_grace, cfg.track_stopped_ms);
             spawn(hw::Role::Housekeeping, hk_cpu, move || {
-                housekeeping(&shared, control, http, health, sim, grace, track, started)
+                housekeeping(
+                    &shared, control, http, health, sim, grace, track, started, launcher,
+                )
             })?
         };
         Ok(Agent {
@@ -721,8 +725,10 @@ fn housekeeping(
     grace: Duration,
     track_stopped_ms: u64,
     started: Instant,
+    launcher: LauncherHandle,
 ) {
     let mut orders = Vec::new();
+    let mut external = Vec::new();
     let mut last_expiry = Instant::now();
     loop {
         let now = Instant::now();
@@ -765,12 +771,49 @@ fn housekeeping(
             t.expire_cleanups(now_ms, grace.as_millis() as u64);
         }
         if !orders.is_empty() {
-            control.dispatch(&orders);
+            // Containers this node runs (started through ContainerManagementProtocol) are
+            // killed by the launcher with the reason's exit status; the others belong to the
+            // control socket's executors (the storm tools) as before.
+            external.clear();
+            let mut finished_apps = Vec::new();
+            {
+                let mut cm = lock(&shared.cm);
+                for o in &orders {
+                    let reason = match o.reason {
+                        CleanupReason::Container => KillReason::ByResourceManager,
+                        CleanupReason::Application => KillReason::AfterAppCompletion,
+                    };
+                    if cm.stage(&o.container).is_some() {
+                        if let Some(r) = cm.cleanup(&o.container, reason) {
+                            launcher.send(LaunchCommand::Kill(o.container, r));
+                        }
+                        if o.reason == CleanupReason::Application
+                            && !finished_apps.contains(&o.container.app)
+                        {
+                            finished_apps.push(o.container.app);
+                        }
+                    } else {
+                        external.push(*o);
+                    }
+                }
+                for app in &finished_apps {
+                    cm.app_finished(*app);
+                }
+            }
+            for app in finished_apps {
+                launcher.send(LaunchCommand::AppFinished(app));
+            }
+            if !external.is_empty() {
+                control.dispatch(&external);
+            }
         }
         if now.duration_since(last_expiry) >= Duration::from_secs(1) {
             last_expiry = now;
             // Delivered times are the updater's monotonic ms from the same origin.
-            lock(&shared.table).expire_delivered(now_ms, track_stopped_ms);
+            let mut cm = lock(&shared.cm);
+            let mut t = lock(&shared.table);
+            t.expire_delivered(now_ms, track_stopped_ms);
+            cm.sync_with_table(&t, wall);
         }
         if shared.stop.sleep(Duration::from_millis(10)) {
             break;
