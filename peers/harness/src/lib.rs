@@ -25,4 +25,4 @@ pub mod peer;
 
 pub use driver::Driver;
 pub use error::PeerError;
-pub use peer::{JavaException, Mode, Peer, Shared};
+pub use peer::{JavaException, Mode, Peer, Shared, SharedGuard};
