@@ -218,6 +218,21 @@ pub enum ContainerCmd {
         #[arg(long)]
         overwrite: bool,
     },
+    /// A container's log files from the agent's webapp (`/ws/v1/node/containers/CID/logs`),
+    /// framed as `yarn logs` prints them: with --file that file, else every listed file.
+    Logs {
+        container: String,
+        /// One log file (e.g. `stderr`); without it, all of the container's files.
+        #[arg(long)]
+        file: Option<String>,
+        /// Bytes of each file: N > 0 the first N, N < 0 the last |N| (default: all).
+        #[arg(long, allow_negative_numbers = true)]
+        size: Option<i64>,
+        /// The agent's webapp address, HOST:PORT (default: `yarn.nodemanager.webapp.address`
+        /// from $HADOOP_CONF_DIR, 0.0.0.0 read as 127.0.0.1; else 127.0.0.1:8042).
+        #[arg(long)]
+        addr: Option<String>,
+    },
     /// `getNodeReport` over the agent's IPC server.
     Report {
         /// The agent's IPC address (its node address).
@@ -284,6 +299,16 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
                 }
             }
         }
+        ContainerCmd::Logs {
+            container,
+            file,
+            size,
+            addr,
+        } => {
+            let addr = webapp_addr(addr.as_deref())?;
+            let mut out = std::io::stdout().lock();
+            return print_container_logs(addr, container, file.as_deref(), *size, &mut out);
+        }
         ContainerCmd::Report { ipc } => {
             let addr = std::net::ToSocketAddrs::to_socket_addrs(ipc.as_str())
                 .map_err(|e| AgentError::Config(format!("--ipc {ipc}: {e}")))?
@@ -300,6 +325,192 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
         "{}",
         serde_json::to_string_pretty(&reply).unwrap_or_default()
     );
+    Ok(())
+}
+
+/// The agent's webapp address: `addr` when given, else `yarn.nodemanager.webapp.address` of
+/// the environment's configuration (`0.0.0.0` as `127.0.0.1`), else `127.0.0.1:8042`.
+pub fn webapp_addr(addr: Option<&str>) -> Result<std::net::SocketAddr, AgentError> {
+    const KEY: &str = "yarn.nodemanager.webapp.address";
+    let text = match addr {
+        Some(a) => a.to_string(),
+        None => {
+            let conf = Configuration::from_env()?;
+            match conf.try_get(KEY)? {
+                Some(_) => {
+                    let hp = conf.get_socket_addr(KEY, 8042)?;
+                    let host = if hp.host == "0.0.0.0" || hp.host.is_empty() {
+                        "127.0.0.1".to_string()
+                    } else {
+                        hp.host
+                    };
+                    format!("{host}:{}", hp.port)
+                }
+                None => "127.0.0.1:8042".into(),
+            }
+        }
+    };
+    std::net::ToSocketAddrs::to_socket_addrs(text.as_str())
+        .map_err(|e| AgentError::Config(format!("webapp address {text}: {e}")))?
+        .next()
+        .ok_or_else(|| AgentError::Config(format!("webapp address {text}: no address")))
+}
+
+/// `s` with everything but RFC 3986 unreserved characters percent-encoded (one path segment).
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Longest response head read by [`http_get`].
+const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+/// Longest JSON listing or error body read into memory.
+const MAX_SMALL_BODY: u64 = 16 * 1024 * 1024;
+
+/// `GET target` (HTTP/1.1, `Connection: close`) on `addr`: the status and a reader of the
+/// body (to the end of the connection).
+pub fn http_get(
+    addr: std::net::SocketAddr,
+    target: &str,
+    accept: &str,
+) -> Result<(u16, Box<dyn std::io::Read>), AgentError> {
+    use std::io::{Read, Write};
+    let io = |e: std::io::Error| AgentError::Io(format!("GET http://{addr}{target}: {e}"));
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(io)?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(io)?;
+    s.set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(io)?;
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(io)?;
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if head.len() > MAX_RESPONSE_HEAD {
+            return Err(AgentError::Io(format!(
+                "GET http://{addr}{target}: response head longer than {MAX_RESPONSE_HEAD} bytes"
+            )));
+        }
+        let n = s.read(&mut chunk).map_err(io)?;
+        if n == 0 {
+            return Err(AgentError::Io(format!(
+                "GET http://{addr}{target}: connection closed before the response head ended"
+            )));
+        }
+        head.extend_from_slice(&chunk[..n]);
+    };
+    let status_line = String::from_utf8_lossy(head.split(|&b| b == b'\n').next().unwrap_or(&[]))
+        .trim_end()
+        .to_string();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .filter(|_| status_line.starts_with("HTTP/"))
+        .ok_or_else(|| {
+            AgentError::Io(format!(
+                "GET http://{addr}{target}: not an HTTP status line: {status_line:?}"
+            ))
+        })?;
+    let rest = head[end..].to_vec();
+    Ok((status, Box::new(std::io::Cursor::new(rest).chain(s))))
+}
+
+/// Reads at most [`MAX_SMALL_BODY`] bytes of `r`.
+fn read_small(r: Box<dyn std::io::Read>) -> Result<Vec<u8>, AgentError> {
+    use std::io::Read;
+    let mut v = Vec::new();
+    r.take(MAX_SMALL_BODY)
+        .read_to_end(&mut v)
+        .map_err(|e| AgentError::Io(format!("reading the response: {e}")))?;
+    Ok(v)
+}
+
+/// The refusal of a non-200 answer: its `RemoteException.message` or its text.
+fn http_refusal(target: &str, status: u16, body: &[u8]) -> AgentError {
+    let msg = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["RemoteException"]["message"].as_str().map(String::from))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_string());
+    AgentError::Io(format!("GET {target}: HTTP {status}: {msg}"))
+}
+
+/// The `fileName`s of a `/containers/{cid}/logs` listing, both levels object or array (as
+/// LogsCLI reads them), in order, each once.
+pub fn listed_file_names(v: &serde_json::Value) -> Vec<String> {
+    fn items(v: &serde_json::Value) -> Vec<&serde_json::Value> {
+        match v {
+            serde_json::Value::Array(a) => a.iter().collect(),
+            serde_json::Value::Object(_) => vec![v],
+            _ => Vec::new(),
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for info in items(&v["containerLogsInfo"]) {
+        for f in items(&info["containerLogInfo"]) {
+            if let Some(n) = f["fileName"].as_str() {
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// `hotpath container logs`: fetches the listing (unless `file` is given) and writes each
+/// file's framed text to `out`.
+pub fn print_container_logs(
+    addr: std::net::SocketAddr,
+    container: &str,
+    file: Option<&str>,
+    size: Option<i64>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), AgentError> {
+    let base = format!("/ws/v1/node/containers/{}/logs", encode_segment(container));
+    let names = match file {
+        Some(f) => vec![f.to_string()],
+        None => {
+            let (status, body) = http_get(addr, &base, "application/json")?;
+            let body = read_small(body)?;
+            if status != 200 {
+                return Err(http_refusal(&base, status, &body));
+            }
+            let v: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|e| AgentError::Io(format!("GET {base}: the listing is not JSON: {e}")))?;
+            listed_file_names(&v)
+        }
+    };
+    if names.is_empty() {
+        eprintln!("container {container}: no log files on this node");
+    }
+    for name in names {
+        let mut target = format!("{base}/{}", encode_segment(&name));
+        if let Some(n) = size {
+            target.push_str(&format!("?size={n}"));
+        }
+        let (status, mut body) = http_get(addr, &target, "text/plain")?;
+        if status != 200 {
+            let body = read_small(body)?;
+            return Err(http_refusal(&target, status, &body));
+        }
+        std::io::copy(&mut body, out).map_err(|e| AgentError::Io(format!("GET {target}: {e}")))?;
+    }
+    out.flush()
+        .map_err(|e| AgentError::Io(format!("writing the logs: {e}")))?;
     Ok(())
 }
 

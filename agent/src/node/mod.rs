@@ -23,6 +23,8 @@
 //! - [`localize`]: resource localization (HDFS file → local path) on the pinned HDFS-reader
 //!   thread, fed by the control socket through a bounded queue; only when `fs.defaultFS` is
 //!   `hdfs://…`.
+//! - [`logs`]: container logs and node info over HTTP (`/ws/v1/node/…`, as `yarn logs`
+//!   reads them), served beside `/metrics` by the housekeeping thread ([`logs::poll_webapp`]).
 
 pub mod cli;
 pub mod cmp;
@@ -30,6 +32,7 @@ pub mod config;
 pub mod control;
 pub mod launcher;
 pub mod localize;
+pub mod logs;
 pub mod metrics;
 pub mod report;
 pub mod runtime;
