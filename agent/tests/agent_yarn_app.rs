@@ -37,7 +37,11 @@ fn read_json(path: &Path) -> Value {
 
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let code = out
@@ -45,7 +49,10 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
     (code, body)
 }
 
@@ -88,7 +95,8 @@ impl ChildAgent {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let ready: Value = serde_json::from_str(line.trim().strip_prefix("READY ").unwrap()).unwrap();
+        let ready: Value =
+            serde_json::from_str(line.trim().strip_prefix("READY ").unwrap()).unwrap();
         ChildAgent {
             child,
             node_id: ready["node_id"].as_str().unwrap().to_string(),
@@ -215,7 +223,10 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
         .map(|(i, comp)| (*i, comp["container_id"].as_str().unwrap().to_string()))
         .unwrap();
     let web = c.local.metrics_addr().unwrap().to_string();
-    let (code, body) = http_get(&web, &format!("/ws/v1/node/containers/{}/logs/stdout", on_local.1));
+    let (code, body) = http_get(
+        &web,
+        &format!("/ws/v1/node/containers/{}/logs/stdout", on_local.1),
+    );
     assert_eq!(code, 200, "{body}");
     assert!(body.contains(&format!("hello-{}", on_local.0)), "{body}");
     assert!(body.contains("LogType:stdout"), "{body}");

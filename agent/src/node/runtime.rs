@@ -299,9 +299,13 @@ impl Agent {
             let shared = shared.clone();
             let sim = cfg.simulate.clone().map(|s| Simulator::new(s, wall_ms()));
             let (grace, track) = (cfg.cleanup_grace, cfg.track_stopped_ms);
+            let logs = super::logs::ContainerLogs::new(
+                cfg.nm.log_dirs.clone(),
+                format!("{}:{}", identity.host, identity.port),
+            );
             spawn(hw::Role::Housekeeping, hk_cpu, move || {
                 housekeeping(
-                    &shared, control, http, health, sim, grace, track, started, launcher,
+                    &shared, control, http, health, sim, grace, track, started, launcher, logs,
                 )
             })?
         };
@@ -726,6 +730,7 @@ fn housekeeping(
     track_stopped_ms: u64,
     started: Instant,
     launcher: LauncherHandle,
+    logs: super::logs::ContainerLogs,
 ) {
     let mut orders = Vec::new();
     let mut external = Vec::new();
@@ -736,14 +741,8 @@ fn housekeeping(
         let wall = wall_ms();
         control.poll(shared, wall);
         if let Some(h) = &mut http {
-            h.poll(|| {
-                let (c, t) = {
-                    let t = lock(&shared.table);
-                    (t.counts(), t.totals())
-                };
-                let reg = lock(&shared.status).phase == "registered";
-                shared.metrics.render(c, t, reg)
-            });
+            // /metrics and the container logs (/ws/v1/node/...).
+            super::logs::poll_webapp(h, &logs, shared);
         }
         if let Some(h) = health.poll(now, wall) {
             let mut cur = lock(&shared.health);
