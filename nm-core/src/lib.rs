@@ -31,6 +31,9 @@
 //! - [`status_updater`]: the protocol logic (registration, responseId, master-key echo, resend
 //!   of an unanswered heartbeat byte for byte, RESYNC, SHUTDOWN). No I/O and no clock: the
 //!   caller passes bytes and the time.
+//! - [`launch`]: container launch as Java's `DefaultContainerExecutor` lays it out (paths,
+//!   command and env expansion, environment order, `launch_container.sh`, the pid/exit-code
+//!   wrapper scripts, exit statuses); pure, the agent's executor does the I/O.
 //! - [`health`]: the node's health as Java judges it; the one part that touches the system
 //!   (statvfs, a child process), and never blocks.
 //!
@@ -43,6 +46,7 @@
 
 pub mod container_manager;
 pub mod health;
+pub mod launch;
 pub mod recovery;
 pub mod status_updater;
 pub mod table;
