@@ -88,42 +88,7 @@ impl CallFailure {
     }
 }
 
-/// Why a container is killed; decides its exit status (the reason wins over 143/137).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KillReason {
-    /// `stopContainers` from the ApplicationMaster: −105.
-    ByAppMaster,
-    /// `containers_to_cleanup` from the RM: −106.
-    ByResourceManager,
-    /// `applications_to_cleanup` from the RM: −107.
-    AfterAppCompletion,
-    /// The agent is stopping and does not keep containers: −100 (ABORTED).
-    NodeStopping,
-}
-
-impl KillReason {
-    /// The exit status a container killed for this reason reports.
-    pub fn exit_status(self) -> i32 {
-        match self {
-            KillReason::ByAppMaster => exit_status::KILLED_BY_APPMASTER,
-            KillReason::ByResourceManager => exit_status::KILLED_BY_RESOURCEMANAGER,
-            KillReason::AfterAppCompletion => exit_status::KILLED_AFTER_APP_COMPLETION,
-            KillReason::NodeStopping => exit_status::ABORTED,
-        }
-    }
-
-    /// The first diagnostics line Java writes for this kill.
-    pub fn diagnostics(self) -> &'static str {
-        match self {
-            KillReason::ByAppMaster => "Container killed by the ApplicationMaster.",
-            KillReason::ByResourceManager => "Container Killed by ResourceManager",
-            KillReason::AfterAppCompletion => {
-                "Container killed on application-finish event: Application killed by ResourceManager"
-            }
-            KillReason::NodeStopping => "Container killed as the NodeManager is shutting down",
-        }
-    }
-}
+pub use crate::launch::KillReason;
 
 /// A signal for `signalToContainer` (Java's translation of the command).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,7 +307,7 @@ impl ContainerManager {
 
     /// The kill requested for a container, if any.
     pub fn kill_reason(&self, id: &ContainerId) -> Option<KillReason> {
-        self.managed.get(id).and_then(|m| m.kill)
+        self.managed.get(id).and_then(|m| m.kill.clone())
     }
 
     /// Containers managed now (any stage).
@@ -593,8 +558,9 @@ impl ContainerManager {
     }
 
     /// The container ended (exited, killed, or never ran: a localization or launch failure
-    /// reports −1000 or −1 with the diagnostics). Completes it in the table, which delivers
-    /// the status to the RM. A requested kill's status wins over the process's code.
+    /// reports −1000 or −1 with the diagnostics), with its final status as the launcher
+    /// classified it ([`crate::launch::classify_exit`]: a requested kill's status wins over
+    /// the process's code). Completes it in the table, which delivers the status to the RM.
     /// Returns false if it was already complete.
     pub fn exited(
         &mut self,
@@ -603,21 +569,11 @@ impl ContainerManager {
         diagnostics: &str,
         table: &mut ContainerTable,
     ) -> bool {
-        let (status, diag) = match self.managed.get_mut(id) {
-            Some(m) => {
-                m.stage = Stage::Done;
-                match m.kill {
-                    Some(k) if exit_status != exit_status::KILLED_EXCEEDED_PMEM => (
-                        k.exit_status(),
-                        format!("{}\n{diagnostics}", k.diagnostics()),
-                    ),
-                    _ => (exit_status, diagnostics.to_string()),
-                }
-            }
-            None => (exit_status, diagnostics.to_string()),
-        };
+        if let Some(m) = self.managed.get_mut(id) {
+            m.stage = Stage::Done;
+        }
         self.stats.exited += 1;
-        table.complete(id, status, &diag).unwrap_or(false)
+        table.complete(id, exit_status, diagnostics).unwrap_or(false)
     }
 
     fn authorize_get_stop(
@@ -697,7 +653,7 @@ impl ContainerManager {
         if m.kill.is_none() {
             m.kill = Some(reason);
         }
-        m.kill
+        m.kill.clone()
     }
 
     /// `getContainerStatuses`.

@@ -363,12 +363,9 @@ fn stop_kills_with_minus_105_and_finished_containers_stop_quietly() {
     assert_eq!(o.kills, vec![(c, KillReason::ByAppMaster)]);
     assert_eq!(o.response.succeeded_requests.len(), 1);
     // The process dies of SIGTERM (143); the kill reason's status wins.
-    assert!(w.cm.exited(
-        &c,
-        exit_status::TERMINATED,
-        "Container killed on request. Exit code is 143",
-        &mut w.table
-    ));
+    let kill = w.cm.kill_reason(&c);
+    let class = nm_core::launch::classify_exit(exit_status::TERMINATED, kill.as_ref());
+    assert!(w.cm.exited(&c, class.exit_status, &class.diagnostics(), &mut w.table));
     let t = w.table.get(&c).unwrap();
     assert_eq!(
         (t.state, t.exit_status),
@@ -498,7 +495,8 @@ fn a_kill_before_launch_completes_with_the_reason() {
         w.cm.request_kill(&c, KillReason::ByAppMaster),
         Some(KillReason::AfterAppCompletion)
     );
-    w.cm.exited(&c, exit_status::INVALID, "", &mut w.table);
+    let k = w.cm.kill_reason(&c).unwrap();
+    w.cm.exited(&c, k.exit_status(), k.diagnostics(), &mut w.table);
     assert_eq!(
         w.table.get(&c).unwrap().exit_status,
         exit_status::KILLED_AFTER_APP_COMPLETION

@@ -41,3 +41,420 @@ impl LauncherHandle {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The launcher thread
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hadoop_wire::token::credentials::{Credentials, Format};
+use hadoop_wire::yarn::exit_status;
+use nm_core::launch::{
+    self, classify_exit, container_env, error_file_diagnostics, executor_scripts, expand,
+    launch_script, resolve_links, stderr_diagnostics, ContainerPaths, ExitClass, LaunchEnvInput,
+    NmDirs, ScriptInput, DEFAULT_TAIL_BYTES, PRELAUNCH_ERR,
+};
+use nm_core::recovery::{ContainerRecord, RECORD_FILE};
+
+use super::config::NmSettings;
+use super::executor::{Executor, Limits, RunningContainer};
+use super::resources::ResourceLocalizer;
+use super::runtime::wall_ms;
+use super::shared::{lock, Shared};
+
+/// What the launcher needs besides the shared state.
+#[derive(Debug, Clone)]
+pub struct LauncherConfig {
+    pub dirs: NmDirs,
+    pub nm: NmSettings,
+    /// The NodeId and the webapp port (`NM_HOST`, `NM_PORT`, `NM_HTTP_PORT`).
+    pub node_host: String,
+    pub node_port: u16,
+    pub http_port: u16,
+    /// The agent's own environment, `JAVA_HOME` included (found from `java` on `PATH` when the
+    /// agent was started without it).
+    pub agent_env: Vec<(String, String)>,
+    /// Whether the JDK under `JAVA_HOME` is 17 or newer (`<ADD_OPENS>`).
+    pub java17: bool,
+    /// Where launch workers run (the housekeeping CPU).
+    pub worker_cpu: Option<u32>,
+}
+
+impl LauncherConfig {
+    /// The agent's environment with `JAVA_HOME` filled in, and whether that JDK is ≥ 17.
+    pub fn agent_env() -> (Vec<(String, String)>, bool) {
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        let java_home = match env.iter().find(|(k, _)| k == "JAVA_HOME") {
+            Some((_, v)) => Some(PathBuf::from(v)),
+            None => {
+                let found = find_java_home();
+                if let Some(h) = &found {
+                    tracing::info!(
+                        "JAVA_HOME is not set; containers get {} (from java on PATH)",
+                        h.display()
+                    );
+                    env.push(("JAVA_HOME".into(), h.display().to_string()));
+                } else {
+                    tracing::warn!(
+                        "JAVA_HOME is not set and no java is on PATH: Java containers will not start"
+                    );
+                }
+                found
+            }
+        };
+        let java17 = java_home.as_deref().is_some_and(jdk_is_17_or_newer);
+        (env, java17)
+    }
+}
+
+fn find_java_home() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        let java = dir.join("java");
+        if java.is_file() {
+            let real = std::fs::canonicalize(&java).ok()?;
+            // <home>/bin/java
+            return real.parent()?.parent().map(Path::to_path_buf);
+        }
+    }
+    None
+}
+
+/// The `release` file of the JDK says its version (`JAVA_VERSION="17.0.15"`).
+fn jdk_is_17_or_newer(home: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(home.join("release")) else {
+        return true;
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("JAVA_VERSION="))
+        .map(|v| v.trim_matches('"'))
+        .and_then(|v| {
+            let major = v.split('.').next()?;
+            let major: u32 = major.parse().ok()?;
+            // 1.8 style
+            Some(if major == 1 { 8 } else { major })
+        })
+        .is_none_or(|m| m >= 17)
+}
+
+/// What a launch worker reports.
+enum Worker {
+    Spawned(ContainerId, RunningContainer),
+    /// It never ran: localization failed (−1000), the launch failed (−1), or it was killed
+    /// before its process started (the kill's status).
+    Failed(ContainerId, i32, String),
+}
+
+struct Live {
+    rc: RunningContainer,
+    paths: ContainerPaths,
+}
+
+/// Starts the launcher thread.
+pub fn spawn(
+    rx: mpsc::Receiver<LaunchCommand>,
+    shared: Arc<Shared>,
+    cfg: LauncherConfig,
+    executor: Arc<Executor>,
+    localizer: Arc<ResourceLocalizer>,
+    recovered: Vec<(ContainerId, ContainerPaths, RunningContainer)>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("hp-launcher".into())
+        .spawn(move || run(rx, &shared, &cfg, executor, localizer, recovered))
+}
+
+fn run(
+    rx: mpsc::Receiver<LaunchCommand>,
+    shared: &Arc<Shared>,
+    cfg: &LauncherConfig,
+    executor: Arc<Executor>,
+    localizer: Arc<ResourceLocalizer>,
+    recovered: Vec<(ContainerId, ContainerPaths, RunningContainer)>,
+) {
+    let (done_tx, done_rx) = mpsc::channel::<Worker>();
+    let mut live: HashMap<ContainerId, Live> = recovered
+        .into_iter()
+        .map(|(id, paths, rc)| (id, Live { rc, paths }))
+        .collect();
+    let mut users: HashMap<AppId, String> = HashMap::new();
+    let mut finished_apps: Vec<AppId> = Vec::new();
+    let mut workers = 0u64;
+    loop {
+        let stopping = shared.stop.is_stopped();
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(LaunchCommand::Launch(order)) => {
+                users.insert(order.id.app, order.user.clone());
+                workers += 1;
+                let (shared, cfg, ex, loc, tx) = (
+                    shared.clone(),
+                    cfg.clone(),
+                    executor.clone(),
+                    localizer.clone(),
+                    done_tx.clone(),
+                );
+                let cpu = cfg.worker_cpu;
+                let r = std::thread::Builder::new()
+                    .name(format!("hp-launch-{workers}"))
+                    .spawn(move || {
+                        if let Some(c) = cpu {
+                            let _ = hw::PinPolicy::BestEffort.pin_current_thread(c);
+                        }
+                        let id = order.id;
+                        let out = match launch_one(&order, &shared, &cfg, &ex, &loc) {
+                            Ok(rc) => Worker::Spawned(id, rc),
+                            Err((status, diag)) => Worker::Failed(id, status, diag),
+                        };
+                        let _ = tx.send(out);
+                    });
+                if let Err(e) = r {
+                    complete(shared, &order.id, launch::LAUNCH_FAILED_CODE, &format!("no launch thread: {e}"));
+                }
+            }
+            Ok(LaunchCommand::Kill(id, reason)) => {
+                if let Some(l) = live.get_mut(&id) {
+                    l.rc.kill(&reason);
+                }
+                // Not live yet: the worker sees the kill before it spawns.
+            }
+            Ok(LaunchCommand::Signal(id, sig)) => {
+                if let Some(l) = live.get_mut(&id) {
+                    l.rc.signal(sig.number());
+                }
+            }
+            Ok(LaunchCommand::AppFinished(app)) => finished_apps.push(app),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {}
+        }
+        while let Ok(w) = done_rx.try_recv() {
+            match w {
+                Worker::Spawned(id, mut rc) => {
+                    lock(&shared.cm).launched(&id);
+                    if let Some(k) = lock(&shared.cm).kill_reason(&id) {
+                        rc.kill(&k);
+                    }
+                    let paths = rc.paths().clone();
+                    live.insert(id, Live { rc, paths });
+                }
+                Worker::Failed(id, status, diag) => complete(shared, &id, status, &diag),
+            }
+        }
+        let mut ended = Vec::new();
+        for (id, l) in live.iter_mut() {
+            if let Some(exit) = l.rc.poll() {
+                ended.push((*id, exit));
+            }
+        }
+        for (id, exit) in ended {
+            let Some(l) = live.remove(&id) else { continue };
+            let kill = exit.pmem_kill.clone().or_else(|| lock(&shared.cm).kill_reason(&id));
+            let class = classify_exit(exit.code, kill.as_ref());
+            let diag = diagnostics(&class, &l.paths);
+            complete(shared, &id, class.exit_status, &diag);
+            // Java deletes the container's work dirs at completion; its logs stay.
+            for d in &l.paths.container_dirs {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+        // Applications whose containers are all done: their dirs and caches go.
+        finished_apps.retain(|app| {
+            let busy = live.keys().any(|c| c.app == *app)
+                || lock(&shared.cm)
+                    .managed()
+                    .any(|(c, st)| c.app == *app && st != nm_core::container_manager::Stage::Done);
+            if busy {
+                return true;
+            }
+            if let Some(user) = users.remove(app) {
+                clean_app(&cfg.dirs, &user, *app);
+                localizer.app_finished(&user, app);
+            }
+            false
+        });
+        if stopping {
+            // Java's NodeManager kills its containers when it stops, unless they are to be
+            // recovered by the next start.
+            if !cfg.nm.recovery {
+                let reason = KillReason::Aborted {
+                    diagnostics: "Container killed as the NodeManager is shutting down".into(),
+                };
+                for l in live.values_mut() {
+                    l.rc.kill(&reason);
+                }
+                let t0 = Instant::now();
+                while !live.is_empty() && t0.elapsed() < cfg.nm.sigkill_delay + Duration::from_secs(2) {
+                    live.retain(|id, l| match l.rc.poll() {
+                        Some(exit) => {
+                            let class = classify_exit(exit.code, Some(&reason));
+                            complete(shared, id, class.exit_status, &class.diagnostics());
+                            false
+                        }
+                        None => true,
+                    });
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            break;
+        }
+    }
+}
+
+fn complete(shared: &Shared, id: &ContainerId, status: i32, diag: &str) {
+    let mut cm = lock(&shared.cm);
+    let mut t = lock(&shared.table);
+    cm.exited(id, status, diag, &mut t);
+}
+
+/// Java's failure diagnostics: the classification's lines, then the tail of prelaunch.err and
+/// of the newest stderr-like log.
+fn diagnostics(class: &ExitClass, paths: &ContainerPaths) -> String {
+    let mut d = class.diagnostics();
+    if class.exit_status == 0 || matches!(class.kind, launch::ExitKind::Killed) {
+        return d;
+    }
+    let log_dir = paths.log_dir();
+    if let Ok(b) = read_tail(&log_dir.join(PRELAUNCH_ERR), DEFAULT_TAIL_BYTES) {
+        d.push_str(&error_file_diagnostics(PRELAUNCH_ERR, &b, DEFAULT_TAIL_BYTES));
+    }
+    let newest = std::fs::read_dir(log_dir).ok().and_then(|rd| {
+        rd.filter_map(Result::ok)
+            .filter(|e| launch::is_stderr_name(&e.file_name().to_string_lossy()))
+            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+    });
+    if let Some(e) = newest {
+        if let Ok(b) = read_tail(&e.path(), DEFAULT_TAIL_BYTES) {
+            d.push_str(&stderr_diagnostics(&e.file_name().to_string_lossy(), &b, DEFAULT_TAIL_BYTES));
+        }
+    }
+    d
+}
+
+fn read_tail(p: &Path, n: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(p)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(n as u64)))?;
+    let mut b = Vec::with_capacity(n.min(len as usize));
+    f.take(n as u64).read_to_end(&mut b)?;
+    Ok(b)
+}
+
+/// Deletes an application's directories on every local dir (`usercache/<user>/appcache/<app>`,
+/// `nmPrivate/<app>`), as Java does when the application finishes on the node.
+fn clean_app(dirs: &NmDirs, user: &str, app: AppId) {
+    for l in &dirs.local_dirs {
+        let _ = std::fs::remove_dir_all(l.join("usercache").join(user).join("appcache").join(app.to_string()));
+        let _ = std::fs::remove_dir_all(l.join("nmPrivate").join(app.to_string()));
+    }
+}
+
+/// One container from accepted start to running process (on a worker thread).
+fn launch_one(
+    order: &LaunchOrder,
+    shared: &Shared,
+    cfg: &LauncherConfig,
+    executor: &Executor,
+    localizer: &ResourceLocalizer,
+) -> Result<RunningContainer, (i32, String)> {
+    let id = order.id;
+    let killed = || lock(&shared.cm).kill_reason(&id);
+    let failed = |e: &dyn std::fmt::Display| (launch::LAUNCH_FAILED_CODE, e.to_string());
+    let paths = ContainerPaths::new(&cfg.dirs, &order.user, id).map_err(|e| failed(&e))?;
+    let ctx = &order.context;
+    // Localization: a failure leaves the exit status at −1000 with the message (Java's
+    // LOCALIZATION_FAILED).
+    let t0 = Instant::now();
+    let resources = localizer
+        .localize(&order.user, &id, &paths, &ctx.local_resources)
+        .map_err(|e| (exit_status::INVALID, e.to_string()))?;
+    if let Some(k) = killed() {
+        return Err((k.exit_status(), k.diagnostics().to_string()));
+    }
+    let counters = [
+        resources.bytes_missed,
+        resources.bytes_cached,
+        resources.files_missed,
+        resources.files_cached,
+        t0.elapsed().as_millis() as u64,
+    ];
+    let env = container_env(
+        &LaunchEnvInput {
+            container_env: ctx
+                .environment
+                .iter()
+                .map(|e| {
+                    (
+                        e.key.clone().unwrap_or_default(),
+                        e.value.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            agent_env: cfg.agent_env.clone(),
+            whitelist: cfg.nm.env_whitelist.join(","),
+            admin_env: cfg.nm.admin_env.clone(),
+            force_path: cfg.nm.force_path.clone().unwrap_or_default(),
+            node_host: cfg.node_host.clone(),
+            node_port: cfg.node_port,
+            http_port: cfg.http_port,
+            user: order.user.clone(),
+            user_home_dir: cfg.nm.user_home_dir.clone(),
+            aux_services: Vec::new(),
+            localization_counters: counters,
+            java17: cfg.java17,
+        },
+        &paths,
+    );
+    let links = resolve_links(&resources.links, &mut |dir: &Path| {
+        std::fs::read_dir(dir)
+            .and_then(|rd| {
+                rd.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+    })
+    .map_err(|e| failed(&e))?;
+    let log_dir = paths.log_dir().display().to_string();
+    let commands: Vec<String> = ctx
+        .command
+        .iter()
+        .map(|c| expand(c, &log_dir, cfg.java17))
+        .collect();
+    let script = launch_script(&ScriptInput {
+        log_dir: paths.log_dir(),
+        env: &env,
+        links: &links,
+        commands: &commands,
+        debug_info: cfg.nm.debug_info,
+    });
+    let (session, wrapper) = executor_scripts(&paths, true);
+    // container_tokens is always written (an empty Credentials when the context has none).
+    let tokens = match &ctx.tokens {
+        Some(t) if !t.is_empty() => t.clone(),
+        _ => Credentials::new().write(Format::Writable),
+    };
+    executor
+        .prepare(&paths, &script, &session, &wrapper, &tokens)
+        .map_err(|e| failed(&e))?;
+    let record = ContainerRecord {
+        id,
+        user: order.user.clone(),
+        resource: order.resource,
+        priority: order.priority,
+        is_am: order.is_am,
+        created_ms: wall_ms(),
+        token_expiry_ms: order.token_expiry_ms,
+    };
+    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()).map_err(|e| failed(&e))?;
+    if let Some(k) = killed() {
+        return Err((k.exit_status(), k.diagnostics().to_string()));
+    }
+    let limits = Limits {
+        memory_bytes: (cfg.nm.pmem_check && order.resource.memory_mb > 0)
+            .then(|| order.resource.memory_mb as u64 * 1024 * 1024),
+    };
+    executor.spawn(&paths, limits).map_err(|e| failed(&e))
+}
