@@ -3,7 +3,12 @@
 //! The launcher (`peers/hadoop`, class `hotpath.peer.Launcher`) takes `MODE --conf-dir DIR
 //! [--work-dir DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...` plus:
 //! `hdfs`/`hdfs-ha`: `--datanodes N` (3), `--block-size BYTES` (1 MiB), `--racks /a,/b,..`,
-//! `--shared-ip true` (all DataNodes on 127.0.0.1); `yarn-rm`: `--nms K` (0);
+//! `--shared-ip true` (all DataNodes on 127.0.0.1); `yarn-rm`: `--nms K` (0), `--profile agents`
+//! (defaults for running apps on external NodeManagers, each overridable by `--set`: FifoScheduler,
+//! `yarn.scheduler.minimum-allocation-mb` 128, `yarn.resourcemanager.am.max-attempts` 2,
+//! `yarn.nm.liveness-monitor.expiry-interval-ms` 10000,
+//! `yarn.client.nodemanager-connect.max-wait-ms` 5000 / `retry-interval-ms` 1000,
+//! `yarn.am.liveness-monitor.expiry-interval-ms` 30000, in-JVM NMs 4096 MB / 8 vcores);
 //! `yarn-nm`: `--rm HOST:PORT` (required); `sasl`: `--nm-key-id N --nm-key HEX` (both required:
 //! the NMToken master key, raw bytes in hex, normally 8). `--set` values go into the services'
 //! configuration and into the written site file.
@@ -32,6 +37,9 @@
 //! | | `namenodes` | each NameNode's state, addresses, `rpc_requests` (client port total) |
 //! | yarn-rm | `nodes` | the RM context's nodes: id, state, memory/vcores, `last_heartbeat_ms_ago`, `response_id`, launched/completed containers; `inactive` nodes too |
 //! | | `nm-stop I` | stops in-JVM NodeManager I (it unregisters) |
+//! | | `app-submit KEY=VALUE...` | submits the `hotpath.peer.ShellAm` app through `YarnClient` (keys: `mode` shell\|bench, `containers` (1), `exit` `I:CODE,...`, `stop` `I,...` (runs `sleep 600`, stopped by the AM: −105), `sleep` `I:SECS,...`, `am_mb` (256), `container_mb` (128), `container_vcores` (1), `fail_attempt` (0: attempts ≤ N exit 3), `result` FILE (required), `shared` DIR (default under the app dir), `queue` (default), `per_node` (bench, 4), `timeout_s` (AM, 300), `heartbeat_ms` (AM→RM, 200), `name`): `app_id`, `app_dir`, `shared`, `result`, `am_command`, `am_classpath`, `local_resources` {name: `path`, `size`, `timestamp`, `type`, `visibility`} |
+//! | | `app-wait APP_ID [TIMEOUT_S]` (120) | polls until the client report and the RM's app and attempts are final: `timed_out`, `state`, `rm_app_state`, `final_status`, `diagnostics`, `attempt_count`, `attempts` [{`attempt_id`, `attempt`, `state`, `am_container_id`, `am_node_id`, `am_container_exit_status` (only for an attempt the AM container's exit ended; else −1000), `diagnostics`}], `current_attempt_id` |
+//! | | `app-kill APP_ID` | `killApplication`, then `app-wait APP_ID 30` |
 //! | yarn-nm | `status`, `nm-stop`, `nm-start` | NodeManager state; stop unregisters; start re-registers with the same NodeId |
 //! | sasl | `mint-nm-token ADDR ATTEMPT_ID USER FILE [key-id=N] [key=HEX] [service=HOST:PORT] [format=writable\|protobuf]` | Hadoop's `BaseNMTokenSecretManager.createNMToken` with the mode's key (or the given one): identifier (attempt, NodeId(ADDR), USER, key id), HMAC password, service = `buildTokenService(service or ADDR)`; written with `Credentials.writeTokenStorageFile` (alias = service; default format writable). `identifier`, `password` (base64), `kind`, `service`, `key_id`, `node_id`, `format`, `file` |
 //! | | `read-credentials FILE` | `Credentials.readTokenStorageFile`: `tokens` [{`alias`, `kind`, `service`, `identifier`, `password` (base64), NMTokens also `nm_token` {`app_attempt_id`, `node_id`, `app_submitter`, `key_id`} or `nm_token_error`}], `secrets` [{`alias`, `value` (base64)}], `format` (`writable`/`protobuf` from byte 4) |
@@ -44,6 +52,10 @@
 //! | | `jdk-wrap ID B64`, `jdk-unwrap ID B64` | `token` / `plain` (base64; the JDK unwraps a bad MAC to empty); errors as above |
 //! | | `jdk-dispose ID` | `existed`. `ID` is any word; `-new` on an existing ID replaces it. `B64` = standard padded base64, `-` = empty |
 //! | | `bench-wrap QOP CIPHER\|- BYTES SECONDS` | in-process JDK client/server at QOP (protocol "", server "default"); 1 s warm-up, then client wrap + server unwrap of BYTES for SECONDS: `mb_per_s` (10^6 bytes per second of wrap+unwrap time), `iterations`, `warmup_iterations`, `wrap_ns`, `unwrap_ns` (means), `qop`, `cipher`, `bytes`, `wrapped_bytes` |
+//!
+//! `yarn-rm` READY also has `profile`, `scheduler`, `minimum_allocation_mb`, `am_max_attempts`,
+//! `am_conf_dir` (the running cluster's conf as the AMs' yarn-site.xml), `am_conf_scheduler_address`,
+//! `am_conf_has_bound_ports` (startup fails if the bound ports are not in it).
 //!
 //! `sasl` READY: `servers` {`authentication`, `integrity`, `privacy`: `127.0.0.1:PORT`}, `nm_key_id`.
 //! Each is a Hadoop IPC server for ContainerManagementProtocol with `hadoop.security.authentication`

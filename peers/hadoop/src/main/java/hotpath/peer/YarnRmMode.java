@@ -1,13 +1,42 @@
 package hotpath.peer;
 
+import java.io.IOException;
+import java.io.OutputStream;
 import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.yarn.api.ApplicationConstants;
+import org.apache.hadoop.yarn.api.records.ApplicationReport;
+import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
+import org.apache.hadoop.yarn.api.records.Container;
+import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.LocalResource;
+import org.apache.hadoop.yarn.api.records.LocalResourceType;
+import org.apache.hadoop.yarn.api.records.LocalResourceVisibility;
+import org.apache.hadoop.yarn.api.records.Priority;
+import org.apache.hadoop.yarn.api.records.URL;
+import org.apache.hadoop.yarn.api.records.YarnApplicationState;
+import org.apache.hadoop.yarn.client.api.YarnClient;
+import org.apache.hadoop.yarn.client.api.YarnClientApplication;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMApp;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.RMAppState;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptState;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttempt;
+import org.apache.hadoop.yarn.server.resourcemanager.rmapp.attempt.RMAppAttemptImpl;
 import org.apache.hadoop.util.Time;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ContainerId;
@@ -23,8 +52,15 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNodeImpl;
 import org.apache.hadoop.yarn.util.AbstractLivelinessMonitor;
 
 /**
- * {@code yarn-rm [--nms K] [--set key=value]...}: a real ResourceManager (MiniYARNCluster) with K
- * in-JVM NodeManagers (default 0), whose resource-tracker port any NodeManager can register with.
+ * {@code yarn-rm [--nms K] [--profile agents] [--set key=value]...}: a real ResourceManager
+ * (MiniYARNCluster) with K in-JVM NodeManagers (default 0), whose resource-tracker port any
+ * NodeManager can register with.
+ *
+ * <p>{@code --profile agents} sets the defaults for running applications on external NodeManagers
+ * (hotpath agents), see {@link #AGENTS_PROFILE}; {@code --set} still overrides each of them.
+ * The application commands ({@code app-submit}, {@code app-wait}, {@code app-kill}) are the client
+ * half of the {@link ShellAm} application: they submit it through {@link YarnClient}, with the
+ * cluster's own configuration (bound addresses included) written out as the AM's yarn-site.xml.
  */
 final class YarnRmMode implements Mode {
   private final Args args;
@@ -32,10 +68,65 @@ final class YarnRmMode implements Mode {
   private final int nms;
   private MiniYARNCluster cluster;
 
+  /**
+   * {@code --profile agents}: FIFO scheduling (no queue configuration to get wrong), a 128 MB
+   * minimum allocation (a 4 GB node hosts an AM and many shell containers), two AM attempts, a
+   * 10 s NodeManager expiry (a killed node's containers are declared lost within ~10-20 s), a fast
+   * give-up when a NodeManager's CMP port does not answer (RM AMLauncher and AMs), a 30 s AM
+   * liveness expiry (an AM container whose completion is never reported surfaces in 30 s, not 15
+   * min), and 4 GB / 8 vcores for in-JVM NodeManagers.
+   */
+  static final Map<String, String> AGENTS_PROFILE = profile(
+      YarnConfiguration.RM_SCHEDULER,
+      "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler",
+      YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, "128",
+      YarnConfiguration.RM_AM_MAX_ATTEMPTS, "2",
+      YarnConfiguration.RM_NM_EXPIRY_INTERVAL_MS, "10000",
+      YarnConfiguration.CLIENT_NM_CONNECT_MAX_WAIT_MS, "5000",
+      YarnConfiguration.CLIENT_NM_CONNECT_RETRY_INTERVAL_MS, "1000",
+      YarnConfiguration.RM_AM_EXPIRY_INTERVAL_MS, "30000",
+      YarnConfiguration.NM_PMEM_MB, "4096",
+      YarnConfiguration.YARN_MINICLUSTER_NM_PMEM_MB, "4096",
+      YarnConfiguration.NM_VCORES, "8");
+
+  private static Map<String, String> profile(String... kv) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
+  private final Path workDir;
+  /** Keys set by the profile (written to the clients' yarn-site.xml too). */
+  private final Map<String, String> profileKeys = new LinkedHashMap<>();
+  private YarnClient client;
+  /** The AMs' conf dir: the running cluster's whole configuration as yarn-site.xml. */
+  private Path amConfDir;
+  private String amConfSchedulerAddress;
+  private boolean amConfHasBoundPorts;
+
   YarnRmMode(Args args, Path workDir) {
     this.args = args;
+    this.workDir = workDir;
     this.conf = YarnConf.base(args, workDir);
     this.nms = args.getInt("nms", 0);
+    String profile = args.get("profile", "none");
+    switch (profile) {
+      case "none" -> {}
+      case "agents" -> profileKeys.putAll(AGENTS_PROFILE);
+      default -> throw new IllegalArgumentException("unknown --profile " + profile
+          + " (agents, none)");
+    }
+    Set<String> explicit = new HashSet<>();
+    for (String[] kv : args.sets) {
+      explicit.add(kv[0]);
+    }
+    for (Map.Entry<String, String> e : profileKeys.entrySet()) {
+      if (!explicit.contains(e.getKey())) {
+        conf.set(e.getKey(), e.getValue());
+      }
+    }
   }
 
   @Override
@@ -46,6 +137,38 @@ final class YarnRmMode implements Mode {
     if (nms > 0 && !cluster.waitForNodeManagersToConnect(120_000)) {
       throw new IllegalStateException(nms + " NodeManagers did not register in 120 s");
     }
+    writeAmConf();
+    client = YarnClient.createYarnClient();
+    client.init(new YarnConfiguration(cluster.getConfig()));
+    client.start();
+  }
+
+  /**
+   * Writes {@code cluster.getConfig()} after start as the AMs' yarn-site.xml, and checks that the
+   * bound scheduler and resource-tracker ports really are in it (nodemanager.md 9.1).
+   */
+  private void writeAmConf() throws IOException {
+    Configuration c = cluster.getConfig();
+    amConfDir = workDir.resolve("am-conf");
+    Files.createDirectories(amConfDir);
+    int schedPort = rm().getApplicationMasterService().getBindAddress().getPort();
+    int rtPort = rm().getResourceTrackerService().getServer().getListenerAddress().getPort();
+    amConfSchedulerAddress = c.get(YarnConfiguration.RM_SCHEDULER_ADDRESS);
+    String rt = c.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS);
+    amConfHasBoundPorts = amConfSchedulerAddress != null
+        && amConfSchedulerAddress.endsWith(":" + schedPort) && rt != null
+        && rt.endsWith(":" + rtPort);
+    if (!amConfHasBoundPorts) {
+      throw new IllegalStateException("the cluster's conf lacks the bound ports: scheduler "
+          + amConfSchedulerAddress + " (bound " + schedPort + "), resource tracker " + rt
+          + " (bound " + rtPort + ")");
+    }
+    Path tmp = amConfDir.resolve("yarn-site.xml.tmp");
+    try (OutputStream out = Files.newOutputStream(tmp)) {
+      c.writeXml(out);
+    }
+    Files.move(tmp, amConfDir.resolve("yarn-site.xml"), StandardCopyOption.REPLACE_EXISTING,
+        StandardCopyOption.ATOMIC_MOVE);
   }
 
   private ResourceManager rm() {
@@ -83,6 +206,15 @@ final class YarnRmMode implements Mode {
     r.put("nm_heartbeat_interval_ms", conf.getLong(
         YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS,
         YarnConfiguration.DEFAULT_RM_NM_HEARTBEAT_INTERVAL_MS));
+    r.put("profile", args.get("profile", "none"));
+    r.put("scheduler", rm().getResourceScheduler().getClass().getName());
+    r.put("minimum_allocation_mb", conf.getInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB,
+        YarnConfiguration.DEFAULT_RM_SCHEDULER_MINIMUM_ALLOCATION_MB));
+    r.put("am_max_attempts", conf.getInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS,
+        YarnConfiguration.DEFAULT_RM_AM_MAX_ATTEMPTS));
+    r.put("am_conf_dir", amConfDir.toString());
+    r.put("am_conf_scheduler_address", amConfSchedulerAddress);
+    r.put("am_conf_has_bound_ports", amConfHasBoundPorts);
     return r;
   }
 
@@ -102,6 +234,9 @@ final class YarnRmMode implements Mode {
     y.put(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, conf.get(
         YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS,
         String.valueOf(YarnConfiguration.DEFAULT_RM_NM_HEARTBEAT_INTERVAL_MS)));
+    for (Map.Entry<String, String> e : profileKeys.entrySet()) {
+      y.put(e.getKey(), conf.get(e.getKey()));
+    }
     for (String[] kv : args.sets) {
       y.put(kv[0], kv[1]);
     }
@@ -126,9 +261,27 @@ final class YarnRmMode implements Mode {
       }
       case "ping":
         return Json.obj();
+      case "app-submit":
+        return appSubmit(args);
+      case "app-wait": {
+        if (args.length < 1) {
+          throw new IllegalArgumentException("app-wait APP_ID [TIMEOUT_S]");
+        }
+        long timeout = args.length > 1 ? Long.parseLong(args[1]) : 120;
+        return appWait(ApplicationId.fromString(args[0]), timeout);
+      }
+      case "app-kill": {
+        if (args.length < 1) {
+          throw new IllegalArgumentException("app-kill APP_ID");
+        }
+        ApplicationId id = ApplicationId.fromString(args[0]);
+        client.killApplication(id);
+        return appWait(id, 30);
+      }
       default:
         throw new IllegalArgumentException("unknown command " + name
-            + " (yarn-rm: nodes, nm-stop I, ping)");
+            + " (yarn-rm: nodes, nm-stop I, ping, app-submit KEY=VALUE..., app-wait APP_ID"
+            + " [TIMEOUT_S], app-kill APP_ID)");
     }
   }
 
@@ -212,8 +365,238 @@ final class YarnRmMode implements Mode {
     }
   }
 
+  /** Keys {@code app-submit} accepts, with their defaults (null: none). */
+  private static final Map<String, String> SUBMIT_KEYS = profile(
+      "mode", "shell", "containers", "1", "exit", "", "stop", "", "sleep", "", "am_mb", "256",
+      "container_mb", "128", "container_vcores", "1", "fail_attempt", "0", "result", null,
+      "shared", null, "queue", "default", "per_node", "4", "timeout_s", "300",
+      "heartbeat_ms", "200", "name", "hotpath-shell");
+
+  /**
+   * {@code app-submit key=value...}: submits a {@link ShellAm} application. Its AM container gets
+   * two FILE/APPLICATION local resources with exact size and mtime ({@code shellCommands}: the
+   * plan; {@code AppMaster.jar}: the peer jar, when built), CLASSPATH = {@code {{CLASSPATH}}}, the
+   * work dir's jars, the AM conf dir and this JVM's class path (valid because the NMs run on this
+   * machine), and DistributedShell's command shape.
+   */
+  private Map<String, Object> appSubmit(String[] words) throws Exception {
+    Map<String, String> o = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : SUBMIT_KEYS.entrySet()) {
+      if (e.getValue() != null) {
+        o.put(e.getKey(), e.getValue());
+      }
+    }
+    for (String w : words) {
+      int eq = w.indexOf('=');
+      if (eq <= 0 || !SUBMIT_KEYS.containsKey(w.substring(0, eq))) {
+        throw new IllegalArgumentException("app-submit wants KEY=VALUE with KEY one of "
+            + SUBMIT_KEYS.keySet() + ", got " + w);
+      }
+      o.put(w.substring(0, eq), w.substring(eq + 1));
+    }
+    String amMode = o.get("mode");
+    if (!amMode.equals("shell") && !amMode.equals("bench")) {
+      throw new IllegalArgumentException("mode must be shell or bench, got " + amMode);
+    }
+    if (!o.containsKey("result")) {
+      throw new IllegalArgumentException("app-submit needs result=FILE");
+    }
+    int amMb = Integer.parseInt(o.get("am_mb"));
+
+    YarnClientApplication app = client.createApplication();
+    ApplicationSubmissionContext ctx = app.getApplicationSubmissionContext();
+    ApplicationId id = ctx.getApplicationId();
+    Path dir = workDir.resolve("apps").resolve(id.toString());
+    Files.createDirectories(dir);
+    Path shared = o.containsKey("shared") ? Paths.get(o.get("shared")).toAbsolutePath()
+        : dir.resolve("shared");
+    Files.createDirectories(shared);
+
+    Properties plan = new Properties();
+    plan.setProperty("containers", o.get("containers"));
+    plan.setProperty("exit", o.get("exit"));
+    plan.setProperty("stop", o.get("stop"));
+    plan.setProperty("sleep", o.get("sleep"));
+    plan.setProperty("container-mb", o.get("container_mb"));
+    plan.setProperty("container-vcores", o.get("container_vcores"));
+    plan.setProperty("result", Paths.get(o.get("result")).toAbsolutePath().toString());
+    plan.setProperty("shared-dir", shared.toString());
+    plan.setProperty("per-node", o.get("per_node"));
+    plan.setProperty("timeout-s", o.get("timeout_s"));
+    plan.setProperty("heartbeat-ms", o.get("heartbeat_ms"));
+    Path planFile = dir.resolve("shellCommands");
+    try (var w = Files.newBufferedWriter(planFile, StandardCharsets.UTF_8)) {
+      plan.store(w, "ShellAm plan for " + id);
+    }
+    Map<String, LocalResource> resources = new LinkedHashMap<>();
+    Map<String, Object> described = new LinkedHashMap<>();
+    addResource(resources, described, "shellCommands", planFile);
+    Path jar = peerJar();
+    if (jar != null) {
+      addResource(resources, described, "AppMaster.jar", jar);
+    }
+
+    String cps = ApplicationConstants.CLASS_PATH_SEPARATOR;
+    StringBuilder cp = new StringBuilder(ApplicationConstants.Environment.CLASSPATH.$$());
+    cp.append(cps).append("./*").append(cps).append(amConfDir);
+    for (String e : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+      if (!e.isEmpty()) {
+        cp.append(cps).append(e);
+      }
+    }
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put(ApplicationConstants.Environment.CLASSPATH.name(), cp.toString());
+
+    List<String> cmd = new ArrayList<>();
+    cmd.add(ApplicationConstants.Environment.JAVA_HOME.$$() + "/bin/java");
+    cmd.add(ApplicationConstants.JVM_ADD_OPENS_VAR);
+    cmd.add("-Xmx" + Math.max(64, amMb * 3 / 4) + "m");
+    cmd.add("-Djava.net.preferIPv4Stack=true");
+    cmd.add(ShellAm.class.getName());
+    cmd.add(amMode);
+    cmd.add("--plan");
+    cmd.add("shellCommands");
+    int failAttempt = Integer.parseInt(o.get("fail_attempt"));
+    if (failAttempt > 0) {
+      cmd.add("--fail-attempt");
+      cmd.add(String.valueOf(failAttempt));
+    }
+    cmd.add("1>" + ApplicationConstants.LOG_DIR_EXPANSION_VAR + "/AppMaster.stdout");
+    cmd.add("2>" + ApplicationConstants.LOG_DIR_EXPANSION_VAR + "/AppMaster.stderr");
+    String command = String.join(" ", cmd);
+
+    ContainerLaunchContext am = ContainerLaunchContext.newInstance(resources, env,
+        List.of(command), null, null, null);
+    ctx.setApplicationName(o.get("name"));
+    ctx.setApplicationType("HOTPATH-SHELL");
+    ctx.setQueue(o.get("queue"));
+    ctx.setAMContainerSpec(am);
+    ctx.setResource(Resource.newInstance(amMb, 1));
+    ctx.setPriority(Priority.newInstance(0));
+    ctx.setMaxAppAttempts(conf.getInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS,
+        YarnConfiguration.DEFAULT_RM_AM_MAX_ATTEMPTS));
+    ctx.setKeepContainersAcrossApplicationAttempts(false);
+    client.submitApplication(ctx);
+    return Json.obj("app_id", id.toString(), "app_dir", dir.toString(),
+        "shared", shared.toString(), "result", plan.getProperty("result"),
+        "am_command", command, "am_classpath", cp.toString(), "local_resources", described);
+  }
+
+  /** A FILE/APPLICATION resource for a local file: file: URL, exact size and mtime (ms). */
+  private static void addResource(Map<String, LocalResource> resources,
+      Map<String, Object> described, String name, Path file) {
+    java.io.File f = file.toFile();
+    URL url = URL.fromPath(new org.apache.hadoop.fs.Path(f.toURI()));
+    long size = f.length();
+    long mtime = f.lastModified();
+    resources.put(name, LocalResource.newInstance(url, LocalResourceType.FILE,
+        LocalResourceVisibility.APPLICATION, size, mtime));
+    described.put(name, Json.obj("path", f.getAbsolutePath(), "size", size, "timestamp", mtime,
+        "type", "FILE", "visibility", "APPLICATION"));
+  }
+
+  /** The peer's own jar (target/hotpath-peer-*.jar next to target/classes), if it was built. */
+  private static Path peerJar() throws Exception {
+    Path code = Paths.get(ShellAm.class.getProtectionDomain().getCodeSource().getLocation()
+        .toURI());
+    if (Files.isRegularFile(code)) {
+      return code;
+    }
+    Path target = code.getParent();
+    if (target == null) {
+      return null;
+    }
+    try (var s = Files.newDirectoryStream(target, "hotpath-peer-*.jar")) {
+      for (Path p : s) {
+        return p;
+      }
+    }
+    return null;
+  }
+
+  /** Whether the RM's app and every one of its attempts reached a final state. */
+  private boolean rmFinal(ApplicationId id) {
+    RMApp app = rm().getRMContext().getRMApps().get(id);
+    if (app == null) {
+      return true;
+    }
+    RMAppState s = app.getState();
+    if (s != RMAppState.FINISHED && s != RMAppState.FAILED && s != RMAppState.KILLED) {
+      return false;
+    }
+    for (RMAppAttempt a : app.getAppAttempts().values()) {
+      RMAppAttemptState as = a.getAppAttemptState();
+      if (as != RMAppAttemptState.FINISHED && as != RMAppAttemptState.FAILED
+          && as != RMAppAttemptState.KILLED) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Polls the application until it ends (client report final, and the RM's app and attempts
+   * final: FINISHING ends only when the AM container's completion arrives) or {@code timeoutS}
+   * passes; then describes it.
+   */
+  private Map<String, Object> appWait(ApplicationId id, long timeoutS) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutS);
+    ApplicationReport r;
+    boolean timedOut;
+    while (true) {
+      r = client.getApplicationReport(id);
+      YarnApplicationState s = r.getYarnApplicationState();
+      // the client report says FINISHED already while the RM waits (FINISHING) for the AM
+      // container's completion from its NodeManager: wait for the RM's own final states too
+      if ((s == YarnApplicationState.FINISHED || s == YarnApplicationState.FAILED
+          || s == YarnApplicationState.KILLED) && rmFinal(id)) {
+        timedOut = false;
+        break;
+      }
+      if (System.nanoTime() > deadline) {
+        timedOut = true;
+        break;
+      }
+      Thread.sleep(100);
+    }
+    List<Object> attempts = new ArrayList<>();
+    RMApp rmApp = rm().getRMContext().getRMApps().get(id);
+    if (rmApp != null) {
+      List<RMAppAttempt> list = new ArrayList<>(rmApp.getAppAttempts().values());
+      list.sort(Comparator.comparing(a -> a.getAppAttemptId().getAttemptId()));
+      for (RMAppAttempt a : list) {
+        Container master = a.getMasterContainer();
+        attempts.add(Json.obj(
+            "attempt_id", a.getAppAttemptId().toString(),
+            "attempt", a.getAppAttemptId().getAttemptId(),
+            "state", a.getAppAttemptState().toString(),
+            "am_container_id", master == null ? null : master.getId().toString(),
+            "am_node_id", master == null ? null : master.getNodeId().toString(),
+            // the RM records it only when the AM container ends the attempt (a failed
+            // attempt); after an unregistered AM it stays -1000 (INVALID)
+            "am_container_exit_status", a instanceof RMAppAttemptImpl impl
+                ? impl.getAMContainerExitStatus() : null,
+            "diagnostics", a.getDiagnostics()));
+      }
+    }
+    return Json.obj(
+        "app_id", id.toString(),
+        "timed_out", timedOut,
+        "rm_app_state", rmApp == null ? null : rmApp.getState().toString(),
+        "state", r.getYarnApplicationState().toString(),
+        "final_status", r.getFinalApplicationStatus().toString(),
+        "diagnostics", r.getDiagnostics(),
+        "attempt_count", attempts.size(),
+        "attempts", attempts,
+        "current_attempt_id", r.getCurrentApplicationAttemptId() == null ? null
+            : r.getCurrentApplicationAttemptId().toString());
+  }
+
   @Override
   public void close() {
+    if (client != null) {
+      client.stop();
+    }
     if (cluster != null) {
       cluster.stop();
     }
