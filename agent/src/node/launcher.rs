@@ -54,14 +54,14 @@ use std::time::{Duration, Instant};
 use hadoop_wire::token::credentials::{Credentials, Format};
 use hadoop_wire::yarn::exit_status;
 use nm_core::launch::{
-    self, classify_exit, container_env, error_file_diagnostics, executor_scripts, expand,
-    launch_script, resolve_links, stderr_diagnostics, ContainerPaths, ExitClass, LaunchEnvInput,
-    NmDirs, ScriptInput, DEFAULT_TAIL_BYTES, PRELAUNCH_ERR,
+    self, container_env, expand, launch_script, resolve_links, ContainerPaths,
+    LaunchEnvInput, NmDirs, ScriptInput,
 };
+use nm_core::localization::ResourceRequest;
 use nm_core::recovery::{ContainerRecord, RECORD_FILE};
 
 use super::config::NmSettings;
-use super::executor::{Executor, Limits, RunningContainer};
+use super::executor::{Executor, Limits, PrepareInput, RunningContainer};
 use super::resources::ResourceLocalizer;
 use super::runtime::wall_ms;
 use super::shared::{lock, Shared};
@@ -143,7 +143,7 @@ fn jdk_is_17_or_newer(home: &Path) -> bool {
 
 /// What a launch worker reports.
 enum Worker {
-    Spawned(ContainerId, RunningContainer),
+    Spawned(ContainerId, RunningContainer, ContainerPaths),
     /// It never ran: localization failed (−1000), the launch failed (−1), or it was killed
     /// before its process started (the kill's status).
     Failed(ContainerId, i32, String),
@@ -206,7 +206,7 @@ fn run(
                         }
                         let id = order.id;
                         let out = match launch_one(&order, &shared, &cfg, &ex, &loc) {
-                            Ok(rc) => Worker::Spawned(id, rc),
+                            Ok((rc, paths)) => Worker::Spawned(id, rc, paths),
                             Err((status, diag)) => Worker::Failed(id, status, diag),
                         };
                         let _ = tx.send(out);
@@ -217,13 +217,18 @@ fn run(
             }
             Ok(LaunchCommand::Kill(id, reason)) => {
                 if let Some(l) = live.get_mut(&id) {
-                    l.rc.kill(&reason);
+                    l.rc.kill(reason);
                 }
                 // Not live yet: the worker sees the kill before it spawns.
             }
             Ok(LaunchCommand::Signal(id, sig)) => {
                 if let Some(l) = live.get_mut(&id) {
-                    l.rc.signal(sig.number());
+                    use super::executor::Signal as S;
+                    l.rc.signal(match sig {
+                        Signal::Quit => S::Quit,
+                        Signal::Term => S::Term,
+                        Signal::Kill => S::Kill,
+                    });
                 }
             }
             Ok(LaunchCommand::AppFinished(app)) => finished_apps.push(app),
@@ -232,12 +237,15 @@ fn run(
         }
         while let Ok(w) = done_rx.try_recv() {
             match w {
-                Worker::Spawned(id, mut rc) => {
-                    lock(&shared.cm).launched(&id);
-                    if let Some(k) = lock(&shared.cm).kill_reason(&id) {
-                        rc.kill(&k);
+                Worker::Spawned(id, mut rc, paths) => {
+                    let kill = {
+                        let mut cm = lock(&shared.cm);
+                        cm.launched(&id);
+                        cm.kill_reason(&id)
+                    };
+                    if let Some(k) = kill {
+                        rc.kill(k);
                     }
-                    let paths = rc.paths().clone();
                     live.insert(id, Live { rc, paths });
                 }
                 Worker::Failed(id, status, diag) => complete(shared, &id, status, &diag),
@@ -251,10 +259,9 @@ fn run(
         }
         for (id, exit) in ended {
             let Some(l) = live.remove(&id) else { continue };
-            let kill = exit.pmem_kill.clone().or_else(|| lock(&shared.cm).kill_reason(&id));
-            let class = classify_exit(exit.code, kill.as_ref());
-            let diag = diagnostics(&class, &l.paths);
-            complete(shared, &id, class.exit_status, &diag);
+            // The executor classified the exit with the kill it carried out (the reason's
+            // status wins over 143/137) and the prelaunch.err / stderr tails.
+            complete(shared, &id, exit.exit_status(), &exit.diagnostics());
             // Java deletes the container's work dirs at completion; its logs stay.
             for d in &l.paths.container_dirs {
                 let _ = std::fs::remove_dir_all(d);
@@ -270,8 +277,10 @@ fn run(
                 return true;
             }
             if let Some(user) = users.remove(app) {
+                if let Err(e) = localizer.app_finished(&user, app) {
+                    tracing::warn!("cleaning up {app}: {e}");
+                }
                 clean_app(&cfg.dirs, &user, *app);
-                localizer.app_finished(&user, app);
             }
             false
         });
@@ -283,14 +292,13 @@ fn run(
                     diagnostics: "Container killed as the NodeManager is shutting down".into(),
                 };
                 for l in live.values_mut() {
-                    l.rc.kill(&reason);
+                    l.rc.kill(reason.clone());
                 }
                 let t0 = Instant::now();
                 while !live.is_empty() && t0.elapsed() < cfg.nm.sigkill_delay + Duration::from_secs(2) {
                     live.retain(|id, l| match l.rc.poll() {
                         Some(exit) => {
-                            let class = classify_exit(exit.code, Some(&reason));
-                            complete(shared, id, class.exit_status, &class.diagnostics());
+                            complete(shared, id, exit.exit_status(), &exit.diagnostics());
                             false
                         }
                         None => true,
@@ -309,40 +317,6 @@ fn complete(shared: &Shared, id: &ContainerId, status: i32, diag: &str) {
     cm.exited(id, status, diag, &mut t);
 }
 
-/// Java's failure diagnostics: the classification's lines, then the tail of prelaunch.err and
-/// of the newest stderr-like log.
-fn diagnostics(class: &ExitClass, paths: &ContainerPaths) -> String {
-    let mut d = class.diagnostics();
-    if class.exit_status == 0 || matches!(class.kind, launch::ExitKind::Killed) {
-        return d;
-    }
-    let log_dir = paths.log_dir();
-    if let Ok(b) = read_tail(&log_dir.join(PRELAUNCH_ERR), DEFAULT_TAIL_BYTES) {
-        d.push_str(&error_file_diagnostics(PRELAUNCH_ERR, &b, DEFAULT_TAIL_BYTES));
-    }
-    let newest = std::fs::read_dir(log_dir).ok().and_then(|rd| {
-        rd.filter_map(Result::ok)
-            .filter(|e| launch::is_stderr_name(&e.file_name().to_string_lossy()))
-            .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-    });
-    if let Some(e) = newest {
-        if let Ok(b) = read_tail(&e.path(), DEFAULT_TAIL_BYTES) {
-            d.push_str(&stderr_diagnostics(&e.file_name().to_string_lossy(), &b, DEFAULT_TAIL_BYTES));
-        }
-    }
-    d
-}
-
-fn read_tail(p: &Path, n: usize) -> std::io::Result<Vec<u8>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(p)?;
-    let len = f.metadata()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(n as u64)))?;
-    let mut b = Vec::with_capacity(n.min(len as usize));
-    f.take(n as u64).read_to_end(&mut b)?;
-    Ok(b)
-}
-
 /// Deletes an application's directories on every local dir (`usercache/<user>/appcache/<app>`,
 /// `nmPrivate/<app>`), as Java does when the application finishes on the node.
 fn clean_app(dirs: &NmDirs, user: &str, app: AppId) {
@@ -359,26 +333,31 @@ fn launch_one(
     cfg: &LauncherConfig,
     executor: &Executor,
     localizer: &ResourceLocalizer,
-) -> Result<RunningContainer, (i32, String)> {
+) -> Result<(RunningContainer, ContainerPaths), (i32, String)> {
     let id = order.id;
     let killed = || lock(&shared.cm).kill_reason(&id);
     let failed = |e: &dyn std::fmt::Display| (launch::LAUNCH_FAILED_CODE, e.to_string());
-    let paths = ContainerPaths::new(&cfg.dirs, &order.user, id).map_err(|e| failed(&e))?;
+    let paths = executor.paths(&order.user, id).map_err(|e| failed(&e))?;
     let ctx = &order.context;
     // Localization: a failure leaves the exit status at −1000 with the message (Java's
     // LOCALIZATION_FAILED).
     let t0 = Instant::now();
-    let resources = localizer
-        .localize(&order.user, &id, &paths, &ctx.local_resources)
+    let requests = ResourceRequest::parse_all(&ctx.local_resources)
         .map_err(|e| (exit_status::INVALID, e.to_string()))?;
+    let before = localizer.downloads();
+    let resources = localizer
+        .localize(&order.user, &id.app, &id, &requests)
+        .map_err(|e| (exit_status::INVALID, e.diagnostics()))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), k.diagnostics().to_string()));
     }
+    let missed = localizer.downloads().saturating_sub(before);
+    let files = resources.len() as u64;
     let counters = [
-        resources.bytes_missed,
-        resources.bytes_cached,
-        resources.files_missed,
-        resources.files_cached,
+        0,
+        0,
+        missed,
+        files.saturating_sub(missed),
         t0.elapsed().as_millis() as u64,
     ];
     let env = container_env(
@@ -408,7 +387,11 @@ fn launch_one(
         },
         &paths,
     );
-    let links = resolve_links(&resources.links, &mut |dir: &Path| {
+    let sources: Vec<(PathBuf, Vec<String>)> = resources
+        .iter()
+        .map(|r| (r.path.clone(), vec![r.link.clone()]))
+        .collect();
+    let links = resolve_links(&sources, &mut |dir: &Path| {
         std::fs::read_dir(dir)
             .and_then(|rd| {
                 rd.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
@@ -430,14 +413,22 @@ fn launch_one(
         commands: &commands,
         debug_info: cfg.nm.debug_info,
     });
-    let (session, wrapper) = executor_scripts(&paths, true);
+    let (session, wrapper) = executor.executor_scripts(&paths);
     // container_tokens is always written (an empty Credentials when the context has none).
     let tokens = match &ctx.tokens {
         Some(t) if !t.is_empty() => t.clone(),
         _ => Credentials::new().write(Format::Writable),
     };
     executor
-        .prepare(&paths, &script, &session, &wrapper, &tokens)
+        .prepare(
+            &paths,
+            &PrepareInput {
+                launch_script: &script,
+                tokens: &tokens,
+                session_script: &session,
+                executor_script: &wrapper,
+            },
+        )
         .map_err(|e| failed(&e))?;
     let record = ContainerRecord {
         id,
@@ -448,13 +439,18 @@ fn launch_one(
         created_ms: wall_ms(),
         token_expiry_ms: order.token_expiry_ms,
     };
-    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()).map_err(|e| failed(&e))?;
+    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode())
+        .map_err(|e| failed(&e))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), k.diagnostics().to_string()));
     }
     let limits = Limits {
         memory_bytes: (cfg.nm.pmem_check && order.resource.memory_mb > 0)
             .then(|| order.resource.memory_mb as u64 * 1024 * 1024),
+        cpus: Vec::new(),
     };
-    executor.spawn(&paths, limits).map_err(|e| failed(&e))
+    let rc = executor
+        .spawn(&paths, &env, &limits)
+        .map_err(|e| failed(&e))?;
+    Ok((rc, paths))
 }
