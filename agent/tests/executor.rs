@@ -437,3 +437,65 @@ fn recover_running_and_exited_containers() {
     fs::write(&never.pid_file, "garbage").unwrap();
     assert_eq!(again.recover(&never), Recovered::Lost);
 }
+
+#[test]
+fn leftovers_of_an_exited_container_are_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(11),
+        "sleep 600 & echo \\$! > <LOG_DIR>/grandchild; exit 0",
+        &Limits::default(),
+    );
+    let e = wait_exit(&mut rc, Duration::from_secs(20));
+    assert_eq!(e.exit_status(), 0);
+    let gc: i32 = wait_file(&paths.log_dir().join("grandchild"))
+        .trim()
+        .parse()
+        .unwrap();
+    wait_finished(&mut rc);
+    wait_dead(gc);
+}
+
+#[test]
+fn kill_without_a_pid_file_kills_the_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = NmDirs {
+        local_dirs: vec![dir.path().join("local")],
+        log_dirs: vec![dir.path().join("logs")],
+    };
+    let mut cfg = ExecutorConfig::new(dirs, the_work_cpus());
+    cfg.hierarchy = "hotpath-test".into();
+    cfg.process_kill_wait = Duration::from_millis(200);
+    let ex = Executor::new(cfg);
+    let paths = ex.paths("hp-test", cid(12)).unwrap();
+    let (_, exec) = ex.executor_scripts(&paths);
+    // A session script that never writes the pid file.
+    ex.prepare(
+        &paths,
+        &PrepareInput {
+            launch_script: "#!/bin/bash\nexit 0\n",
+            tokens: EMPTY_HDTS,
+            session_script: "#!/bin/bash\nsleep 600\n",
+            executor_script: &exec,
+        },
+    )
+    .unwrap();
+    let mut rc = ex.spawn(&paths, &[], &Limits::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let t = Instant::now();
+    rc.kill(KillReason::ByAppMaster);
+    assert!(t.elapsed() < Duration::from_millis(100), "kill blocked");
+    let e = wait_exit(&mut rc, Duration::from_secs(10));
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert_eq!(e.exit_status(), -105);
+    assert_eq!(e.exit_code, 137);
+    assert!(
+        e.diagnostics()
+            .ends_with("Container terminated before pid file created.\n"),
+        "{}",
+        e.diagnostics()
+    );
+    wait_finished(&mut rc);
+}
