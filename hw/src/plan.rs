@@ -234,6 +234,30 @@ impl Plan {
     pub fn free_cpus(&self) -> &[u32] {
         &self.free_cpus
     }
+
+    /// The CPUs containers run on: [`Plan::free_cpus`]; when the plan leaves none (machines
+    /// of 1 to 3 cores), the housekeeping CPU, the cold role's, minus any CPU of a network
+    /// ring. On 2 cores the HDFS reader shares housekeeping's CPU, so containers share it
+    /// too; on 1 core everything is CPU 0. The second value says whether it fell back.
+    pub fn work_cpus(&self) -> (Vec<u32>, bool) {
+        if !self.free_cpus.is_empty() {
+            return (self.free_cpus.clone(), false);
+        }
+        let ring = |cpu: u32| {
+            self.roles_on(cpu)
+                .any(|r| matches!(r, Role::NetRing(_) | Role::DispatcherShard(_)))
+        };
+        let mut hk: Vec<u32> = self
+            .assignments
+            .iter()
+            .filter(|a| a.role == Role::Housekeeping)
+            .map(|a| a.cpu)
+            .collect();
+        hk.sort_unstable();
+        hk.dedup();
+        let apart: Vec<u32> = hk.iter().copied().filter(|&c| !ring(c)).collect();
+        (if apart.is_empty() { hk } else { apart }, true)
+    }
 }
 
 /// The agent's role list (the same on every machine: the rest is for containers).
@@ -365,6 +389,21 @@ mod tests {
         assert!("shard-x".parse::<Role>().is_err());
         assert!("ring-70000".parse::<Role>().is_err());
         assert!("cook".parse::<Role>().is_err());
+    }
+
+    #[test]
+    fn work_cpus_avoid_the_rings() {
+        use crate::topology::Synthetic;
+        let work = |cores| {
+            let t = Topology::synthetic(Synthetic::flat(cores)).unwrap();
+            Plan::for_agent(&t).work_cpus()
+        };
+        assert_eq!(work(1), (vec![0], true));
+        // 0: housekeeping + HDFS reader, 1: ring.
+        assert_eq!(work(2), (vec![0], true));
+        assert_eq!(work(3), (vec![0], true));
+        assert_eq!(work(4), (vec![3], false));
+        assert_eq!(work(8), (vec![3, 4, 5, 6, 7], false));
     }
 
     #[test]

@@ -20,16 +20,21 @@
 //! - [`config`]: the agent's settings from the Hadoop configuration.
 //! - [`runtime`]: the threads (ring, housekeeping, control) and the RPC calls.
 //! - [`control`]: the control socket executors and scripts use.
+//! - [`executor`]: container processes as Java's `DefaultContainerExecutor` runs them
+//!   (`nm_core::launch` scripts, pid/exit-code files, process-group kills, recovery), confined
+//!   by [`cgroups`] (cpuset, memory limit) or by affinity and rlimits.
 //! - [`localize`]: resource localization (HDFS file → local path) on the pinned HDFS-reader
 //!   thread, fed by the control socket through a bounded queue; only when `fs.defaultFS` is
 //!   `hdfs://…`.
 //! - [`logs`]: container logs and node info over HTTP (`/ws/v1/node/…`, as `yarn logs`
 //!   reads them), served beside `/metrics` by the housekeeping thread ([`logs::poll_webapp`]).
 
+pub mod cgroups;
 pub mod cli;
 pub mod cmp;
 pub mod config;
 pub mod control;
+pub mod executor;
 pub mod launcher;
 pub mod localize;
 pub mod logs;

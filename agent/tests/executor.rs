@@ -1,0 +1,501 @@
+//! The container executor with real processes and, where the probe finds them writable, real
+//! cgroups: exit codes and files, process-group kills (SIGTERM, SIGKILL after the delay), the
+//! memory limit (−104), CPU placement, the fallback without cgroups, and recovery.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agent::node::executor::{
+    work_cpus, CgroupMode, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput, Recovered,
+    RunningContainer,
+};
+use nm_core::ids::{AppId, ContainerId};
+use nm_core::launch::{
+    container_env, expand, launch_script, ContainerPaths, KillReason, LaunchEnvInput, NmDirs,
+    ScriptInput,
+};
+
+/// An empty credentials file in Hadoop's token storage format (`HDTS`, version 0, no tokens,
+/// no secrets).
+const EMPTY_HDTS: &[u8] = b"HDTS\x00\x00\x00";
+
+fn executor(dir: &Path, mode: CgroupMode, cpus: Vec<u32>) -> Executor {
+    let dirs = NmDirs {
+        local_dirs: vec![dir.join("local0"), dir.join("local1")],
+        log_dirs: vec![dir.join("logs")],
+    };
+    let mut cfg = ExecutorConfig::new(dirs, cpus);
+    cfg.cgroups = mode;
+    cfg.hierarchy = "hotpath-test".into();
+    Executor::new(cfg)
+}
+
+fn the_work_cpus() -> Vec<u32> {
+    let topo = hw::Topology::detect().expect("topology");
+    work_cpus(&hw::Plan::for_agent(&topo))
+}
+
+fn cid(n: i64) -> ContainerId {
+    // A distinct application per test process run, so parallel runs do not share cgroups.
+    let ts = std::process::id() as i64 + 1_700_000_000_000;
+    ContainerId::new(AppId::new(ts, 7), 1, n)
+}
+
+/// Prepares and starts a container running `command` (markers expanded).
+fn launch(
+    ex: &Executor,
+    id: ContainerId,
+    command: &str,
+    limits: &Limits,
+) -> (ContainerPaths, RunningContainer) {
+    let paths = ex.paths("hp-test", id).unwrap();
+    let log_dir = paths.log_dir().display().to_string();
+    let input = LaunchEnvInput {
+        container_env: vec![("GREETING".into(), "hello-{{USER}}".into())],
+        agent_env: std::env::vars().collect(),
+        node_host: "localhost".into(),
+        node_port: 45454,
+        http_port: 8042,
+        user: "hp-test".into(),
+        ..LaunchEnvInput::default()
+    };
+    let env = container_env(&input, &paths);
+    let commands = vec![expand(command, &log_dir, true)];
+    let script = launch_script(&ScriptInput {
+        log_dir: paths.log_dir(),
+        env: &env,
+        links: &[],
+        commands: &commands,
+        debug_info: true,
+    });
+    let (session, exec) = ex.executor_scripts(&paths);
+    ex.prepare(
+        &paths,
+        &PrepareInput {
+            launch_script: &script,
+            tokens: EMPTY_HDTS,
+            session_script: &session,
+            executor_script: &exec,
+        },
+    )
+    .unwrap();
+    let rc = ex.spawn(&paths, &env, limits).unwrap();
+    (paths, rc)
+}
+
+fn wait_exit(rc: &mut RunningContainer, limit: Duration) -> ExitInfo {
+    let t = Instant::now();
+    loop {
+        if let Some(e) = rc.poll() {
+            return e;
+        }
+        assert!(
+            t.elapsed() < limit,
+            "container did not exit within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn wait_file(p: &Path) -> String {
+    let t = Instant::now();
+    loop {
+        if let Ok(s) = fs::read_to_string(p) {
+            if s.ends_with('\n') {
+                return s;
+            }
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn wait_dead(pid: i32) {
+    let t = Instant::now();
+    while alive(pid) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "pid {pid} still alive"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn status_field(pid: i32, key: &str) -> String {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| {
+            l.strip_prefix(key)
+                .map(|v| v.trim_start_matches(':').trim().to_string())
+        })
+        .unwrap()
+}
+
+fn wait_finished(rc: &mut RunningContainer) {
+    let t = Instant::now();
+    while !rc.finished() {
+        rc.poll();
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "cleanup did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn exit_code_files_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(1),
+        "echo hi 1><LOG_DIR>/stdout; echo $CONTAINER_ID $HOME $GREETING > <LOG_DIR>/env; \
+echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
+        &Limits::default(),
+    );
+    let e = wait_exit(&mut rc, Duration::from_secs(20));
+    assert_eq!(e.exit_code, 3);
+    assert_eq!(e.exit_status(), 3);
+    assert!(e.kill_reason.is_none());
+    let d = e.diagnostics();
+    assert!(
+        d.starts_with("Container exited with a non-zero exit code 3. "),
+        "{d}"
+    );
+    assert!(
+        d.contains("Error file: prelaunch.err.\nLast 4096 bytes of prelaunch.err :\n"),
+        "{d}"
+    );
+    assert!(
+        d.contains("broken"),
+        "the command's stderr reached prelaunch.err: {d}"
+    );
+    assert!(d.contains("Last 4096 bytes of stderr :\noops\n"), "{d}");
+    let log = paths.log_dir();
+    assert_eq!(fs::read_to_string(log.join("stdout")).unwrap(), "hi\n");
+    assert_eq!(
+        fs::read_to_string(log.join("env")).unwrap(),
+        format!("{} /home/ hello-hp-test\n", paths.container)
+    );
+    let out = fs::read_to_string(log.join("prelaunch.out")).unwrap();
+    assert!(out.contains("Setting up env variables") && out.contains("Launching container"));
+    assert!(log.join("directory.info").exists());
+    assert!(log.join("launch_container.sh").exists());
+    // pid and exit-code files; tokens in both places.
+    let pid: i32 = fs::read_to_string(&paths.pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid > 0);
+    assert_eq!(fs::read_to_string(&paths.exit_code_file).unwrap(), "3\n");
+    assert_eq!(fs::read(&paths.tokens).unwrap(), EMPTY_HDTS);
+    assert_eq!(fs::read(&paths.private_tokens).unwrap(), EMPTY_HDTS);
+    // Java's modes.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&paths.user_dirs[0]), 0o750);
+    assert_eq!(mode(&paths.work_dir), 0o710);
+    assert_eq!(mode(&paths.tmp_dir), 0o710);
+    assert_eq!(mode(log), 0o710);
+    assert_eq!(mode(&paths.private_dir), 0o700);
+    assert_eq!(mode(&paths.executor_script), 0o700);
+    assert_eq!(mode(&paths.session_script), 0o700);
+    // Container dirs on every local dir.
+    assert!(paths.container_dirs.iter().all(|d| d.is_dir()));
+    // The cgroup goes away after the exit.
+    let cg_dirs: Vec<PathBuf> = rc.cgroup().map(|c| c.dirs().to_vec()).unwrap_or_default();
+    wait_finished(&mut rc);
+    assert!(cg_dirs.iter().all(|d| !d.exists()), "{cg_dirs:?}");
+    // Success reports 0.
+    let (_, mut ok) = launch(&ex, cid(2), "true", &Limits::default());
+    let e = wait_exit(&mut ok, Duration::from_secs(20));
+    assert_eq!(
+        (e.exit_code, e.exit_status(), e.diagnostics()),
+        (0, 0, String::new())
+    );
+}
+
+#[test]
+fn kill_by_app_master_kills_the_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(3),
+        "sleep 600 & echo \\$! > <LOG_DIR>/grandchild; wait",
+        &Limits::default(),
+    );
+    let gc: i32 = wait_file(&paths.log_dir().join("grandchild"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(gc));
+    assert!(rc.poll().is_none());
+    let t = Instant::now();
+    rc.kill(KillReason::ByAppMaster);
+    assert!(t.elapsed() < Duration::from_millis(100), "kill blocked");
+    let e = wait_exit(&mut rc, Duration::from_secs(10));
+    assert_eq!(e.exit_status(), -105);
+    assert_eq!(e.exit_code, 143);
+    assert_eq!(
+        e.diagnostics(),
+        "Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is 143\n\
+Container exited with a non-zero exit code 143. \n"
+    );
+    wait_dead(gc);
+    wait_finished(&mut rc);
+}
+
+#[test]
+fn sigkill_follows_when_term_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(4),
+        "trap '' TERM; sleep 600 & echo \\$! > <LOG_DIR>/grandchild; wait",
+        &Limits::default(),
+    );
+    let gc: i32 = wait_file(&paths.log_dir().join("grandchild"))
+        .trim()
+        .parse()
+        .unwrap();
+    let t = Instant::now();
+    rc.kill(KillReason::ByResourceManager);
+    assert!(t.elapsed() < Duration::from_millis(100), "kill blocked");
+    // TERM is ignored: still running well before the delay ends.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(rc.poll().is_none());
+    assert!(alive(gc));
+    let e = wait_exit(&mut rc, Duration::from_secs(10));
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(e.exit_code, 137);
+    assert_eq!(e.exit_status(), -106);
+    assert!(e
+        .diagnostics()
+        .starts_with("Container Killed by ResourceManager\n"));
+    wait_dead(gc);
+    wait_finished(&mut rc);
+}
+
+#[test]
+fn memory_hog_is_killed_as_exceeding_pmem() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    if !ex.has_memory_cgroup() {
+        eprintln!("SKIPPED memory_hog_is_killed_as_exceeding_pmem: the probe found no writable memory cgroup");
+        return;
+    }
+    let limit = 64u64 << 20;
+    let (_, mut rc) = launch(
+        &ex,
+        cid(5),
+        "head -c 400000000 /dev/zero | tail > /dev/null; sleep 600",
+        &Limits {
+            memory_bytes: Some(limit),
+            cpus: vec![],
+        },
+    );
+    let e = wait_exit(&mut rc, Duration::from_secs(30));
+    assert_eq!(e.exit_status(), -104, "{e:?}");
+    assert!(matches!(
+        e.kill_reason,
+        Some(KillReason::ExceededPmem { .. })
+    ));
+    let d = e.diagnostics();
+    assert!(d.starts_with("Container [pid="), "{d}");
+    assert!(
+        d.contains(&format!(
+            ",containerID={}] is running beyond physical memory limits. Current usage: ",
+            cid(5)
+        )),
+        "{d}"
+    );
+    assert!(
+        d.contains(" of 64 MB physical memory used; Killing container.\n"),
+        "{d}"
+    );
+    wait_finished(&mut rc);
+}
+
+#[test]
+fn container_runs_on_the_work_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = the_work_cpus();
+    let ex = executor(dir.path(), CgroupMode::Auto, cpus.clone());
+    let (paths, mut rc) = launch(&ex, cid(6), "sleep 600", &Limits::default());
+    let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
+    assert_eq!(
+        status_field(pid, "Cpus_allowed_list"),
+        hw::cpulist::format(&cpus)
+    );
+    if ex.has_cpuset_cgroup() {
+        let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        let name = paths.container.to_string();
+        assert!(
+            cg.lines()
+                .any(|l| l.contains("cpuset") && l.ends_with(&format!("/hotpath-test/{name}"))),
+            "{cg}"
+        );
+    } else {
+        eprintln!(
+            "container_runs_on_the_work_cpus: no writable cpuset cgroup; checked the affinity only"
+        );
+    }
+    rc.kill(KillReason::ByAppMaster);
+    wait_exit(&mut rc, Duration::from_secs(10));
+    wait_finished(&mut rc);
+}
+
+#[test]
+fn without_cgroups_affinity_and_rlimit_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    // The last CPU this test may use: not what a child would inherit by default.
+    let mine = hw::affinity::current_cpus().unwrap();
+    let cpu = *mine.last().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Off, vec![cpu]);
+    assert!(!ex.has_memory_cgroup() && !ex.has_cpuset_cgroup());
+    let limit = 512u64 << 20;
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(7),
+        "sleep 600",
+        &Limits {
+            memory_bytes: Some(limit),
+            cpus: vec![],
+        },
+    );
+    assert!(rc.cgroup().is_none());
+    let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
+    assert_eq!(status_field(pid, "Cpus_allowed_list"), cpu.to_string());
+    let limits = fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let data = limits
+        .lines()
+        .find(|l| l.starts_with("Max data size"))
+        .unwrap();
+    let nums: Vec<&str> = data.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(nums, [limit.to_string(), limit.to_string()], "{data}");
+    rc.kill(KillReason::AfterAppCompletion);
+    let e = wait_exit(&mut rc, Duration::from_secs(10));
+    assert_eq!(e.exit_status(), -107);
+}
+
+#[test]
+fn recover_running_and_exited_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    // Still running: the first agent goes away without killing it.
+    let (paths, rc) = launch(&ex, cid(8), "sleep 600", &Limits::default());
+    let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
+    drop(rc);
+    assert!(alive(pid));
+    let again = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let p2 = again.paths("hp-test", cid(8)).unwrap();
+    assert_eq!(p2, paths);
+    assert_eq!(again.recover(&p2), Recovered::Running { pid });
+    let mut w = again.watch(&p2, pid);
+    assert!(w.poll().is_none());
+    w.kill(KillReason::ByResourceManager);
+    let e = wait_exit(&mut w, Duration::from_secs(10));
+    assert_eq!(e.exit_status(), -106);
+    assert_eq!(e.exit_code, 143, "the wrapper recorded the code");
+    wait_dead(pid);
+    wait_finished(&mut w);
+    assert_eq!(again.recover(&p2), Recovered::Exited { code: 143 });
+
+    // Exited while the agent was away.
+    let (paths, mut rc) = launch(&ex, cid(9), "exit 7", &Limits::default());
+    wait_exit(&mut rc, Duration::from_secs(20));
+    assert_eq!(again.recover(&paths), Recovered::Exited { code: 7 });
+
+    // Never started, and a dead pid without an exit code.
+    let never = again.paths("hp-test", cid(10)).unwrap();
+    assert_eq!(again.recover(&never), Recovered::Lost);
+    fs::create_dir_all(&never.private_dir).unwrap();
+    fs::write(&never.pid_file, "999999999\n").unwrap();
+    assert_eq!(again.recover(&never), Recovered::Lost);
+    fs::write(&never.pid_file, "garbage").unwrap();
+    assert_eq!(again.recover(&never), Recovered::Lost);
+}
+
+#[test]
+fn leftovers_of_an_exited_container_are_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let (paths, mut rc) = launch(
+        &ex,
+        cid(11),
+        "sleep 600 & echo \\$! > <LOG_DIR>/grandchild; exit 0",
+        &Limits::default(),
+    );
+    let e = wait_exit(&mut rc, Duration::from_secs(20));
+    assert_eq!(e.exit_status(), 0);
+    let gc: i32 = wait_file(&paths.log_dir().join("grandchild"))
+        .trim()
+        .parse()
+        .unwrap();
+    wait_finished(&mut rc);
+    wait_dead(gc);
+}
+
+#[test]
+fn kill_without_a_pid_file_kills_the_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = NmDirs {
+        local_dirs: vec![dir.path().join("local")],
+        log_dirs: vec![dir.path().join("logs")],
+    };
+    let mut cfg = ExecutorConfig::new(dirs, the_work_cpus());
+    cfg.hierarchy = "hotpath-test".into();
+    cfg.process_kill_wait = Duration::from_millis(200);
+    let ex = Executor::new(cfg);
+    let paths = ex.paths("hp-test", cid(12)).unwrap();
+    let (_, exec) = ex.executor_scripts(&paths);
+    // A session script that never writes the pid file.
+    ex.prepare(
+        &paths,
+        &PrepareInput {
+            launch_script: "#!/bin/bash\nexit 0\n",
+            tokens: EMPTY_HDTS,
+            session_script: "#!/bin/bash\nsleep 600\n",
+            executor_script: &exec,
+        },
+    )
+    .unwrap();
+    let mut rc = ex.spawn(&paths, &[], &Limits::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let t = Instant::now();
+    rc.kill(KillReason::ByAppMaster);
+    assert!(t.elapsed() < Duration::from_millis(100), "kill blocked");
+    let e = wait_exit(&mut rc, Duration::from_secs(10));
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    assert_eq!(e.exit_status(), -105);
+    assert_eq!(e.exit_code, 137);
+    assert!(
+        e.diagnostics()
+            .ends_with("Container terminated before pid file created.\n"),
+        "{}",
+        e.diagnostics()
+    );
+    wait_finished(&mut rc);
+}
