@@ -33,6 +33,9 @@
 //!   caller passes bytes and the time.
 //! - [`health`]: the node's health as Java judges it; the one part that touches the system
 //!   (statvfs, a child process), and never blocks.
+//! - [`localization`]: the rules of resource localization (requests parsed from the launch
+//!   context, cache keys, cache directories, unpacking, permissions, Java's failure messages);
+//!   no I/O: the agent's `node::resources` does the downloads.
 //!
 //! Errors: [`wire::WireError`] (a response we cannot read) inside
 //! [`status_updater::UpdaterError`] (what the updater refuses); [`Error`] unites them with
@@ -42,6 +45,7 @@
 //! report are in `hadoop_wire::yarn`, shared with `rm-core`.
 
 pub mod health;
+pub mod localization;
 pub mod status_updater;
 pub mod table;
 pub mod wire;
