@@ -23,6 +23,9 @@
 //! - [`localize`]: resource localization (HDFS file → local path) on the pinned HDFS-reader
 //!   thread, fed by the control socket through a bounded queue; only when `fs.defaultFS` is
 //!   `hdfs://…`.
+//! - [`resources`]: container localization (every `LocalResource` of a container into the
+//!   node's cache, unpacked, before launch), called from launch workers; HDFS sources go
+//!   through the same reader thread ([`localize::HdfsFetcher`]).
 
 pub mod cli;
 pub mod config;
@@ -30,6 +33,7 @@ pub mod control;
 pub mod localize;
 pub mod metrics;
 pub mod report;
+pub mod resources;
 pub mod runtime;
 pub mod shared;
 pub mod simulate;
