@@ -36,6 +36,9 @@
 //!   wrapper scripts, exit statuses); pure, the agent's executor does the I/O.
 //! - [`health`]: the node's health as Java judges it; the one part that touches the system
 //!   (statvfs, a child process), and never blocks.
+//! - [`localization`]: the rules of resource localization (requests parsed from the launch
+//!   context, cache keys, cache directories, unpacking, permissions, Java's failure messages);
+//!   no I/O: the agent's `node::resources` does the downloads.
 //!
 //! Errors: [`wire::WireError`] (a response we cannot read) inside
 //! [`status_updater::UpdaterError`] (what the updater refuses); [`Error`] unites them with
@@ -47,6 +50,7 @@
 pub mod container_manager;
 pub mod health;
 pub mod launch;
+pub mod localization;
 pub mod recovery;
 pub mod status_updater;
 pub mod table;

@@ -17,6 +17,14 @@
 //!                         ControlServer::poll picks it up (every 10 ms) and answers the caller
 //! ```
 //!
+//! The same thread also serves [`FetchRequest`]s from container localization
+//! (`super::resources`): a launch worker calls [`HdfsFetcher::fetch`], which queues the job
+//! (waiting while the queue is full, not refusing) and blocks until the reader answered. Such a
+//! fetch reads as the application's submitter: the reader keeps one `DfsClient` per HDFS user
+//! (the NameNode connection context's `effectiveUser`, SIMPLE auth), at most
+//! [`MAX_USER_CLIENTS`] of them, and checks the source's modification time (and, for PUBLIC
+//! resources, that everyone may read it) before reading.
+//!
 //! The reader thread exists only when `fs.defaultFS` names an `hdfs://` file system
 //! ([`HdfsSettings::from_conf`]); otherwise a localize request is answered with
 //! [`LocalizeError::NotConfigured`].
@@ -53,6 +61,7 @@ use serde_json::{json, Value};
 use super::shared::{Shared, Stopper};
 use super::AgentError;
 use nm_core::ids::ContainerId;
+use nm_core::localization::LocalizationError;
 
 /// Localize requests that may wait for the reader when `hotpath.agent.localize.queue-depth`
 /// is not set.
@@ -61,6 +70,9 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 16;
 pub const MAX_QUEUE_DEPTH: usize = 1024;
 /// Write buffer between the block reader and the temp file.
 const WRITE_BUFFER: usize = 256 * 1024;
+/// HDFS users the reader keeps a client for (the agent's own one included); one more
+/// replaces the least recently used.
+pub const MAX_USER_CLIENTS: usize = 8;
 
 /// What the HDFS reader needs: the configuration its `DfsClient` is built from.
 #[derive(Debug, Clone)]
@@ -164,6 +176,9 @@ pub enum LocalizeError {
     },
     #[error("the agent is stopping")]
     Stopping,
+    /// A localization rule refused the source (changed timestamp, not public).
+    #[error(transparent)]
+    Resource(#[from] LocalizationError),
 }
 
 impl LocalizeError {
@@ -189,6 +204,7 @@ impl LocalizeError {
             LocalizeError::Changed { .. } => "changed",
             LocalizeError::Local { .. } => "local_io",
             LocalizeError::Stopping => "stopping",
+            LocalizeError::Resource(_) => "resource",
         }
     }
 
@@ -365,6 +381,66 @@ pub struct Done {
     pub reply: Value,
 }
 
+/// What the reader thread is asked to do.
+#[derive(Debug)]
+enum Work {
+    /// A control-socket request; answered on the queue's `Done` channel.
+    Control(Job),
+    /// A container resource; answered on its own channel.
+    Fetch(FetchRequest, Sender<Result<Fetched, LocalizeError>>),
+}
+
+/// One HDFS file for container localization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    /// The resource's URL as Java prints it (for messages).
+    pub url: nm_core::localization::ResourceUrl,
+    /// The absolute HDFS path.
+    pub path: String,
+    /// The HDFS user to read as (the application submitter); `None`: the agent's own user
+    /// (PUBLIC resources, as Java's NM reads them).
+    pub user: Option<String>,
+    /// The source's modification time must equal this (ms).
+    pub timestamp: i64,
+    /// Check that everyone may read the file: `o+r` on it, `o+x` on every parent directory.
+    pub public: bool,
+    /// The local file to create (it must not exist; its directory must).
+    pub dest: PathBuf,
+}
+
+/// A finished fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub bytes: u64,
+    /// The source's modification time (ms).
+    pub modification_time: u64,
+}
+
+/// A handle for container localization to the HDFS reader: clone it freely, call it from any
+/// thread but the reader's own.
+#[derive(Debug, Clone)]
+pub struct HdfsFetcher {
+    tx: SyncSender<Work>,
+    default_fs: String,
+}
+
+impl HdfsFetcher {
+    /// `fs.defaultFS` of the reader.
+    pub fn default_fs(&self) -> &str {
+        &self.default_fs
+    }
+
+    /// Queues `req` (waiting while the queue is full) and waits for the reader's answer. On
+    /// failure `req.dest` does not exist.
+    pub fn fetch(&self, req: FetchRequest) -> Result<Fetched, LocalizeError> {
+        let (tx, rx) = mpsc::channel();
+        self.tx
+            .send(Work::Fetch(req, tx))
+            .map_err(|_| LocalizeError::ReaderGone)?;
+        rx.recv().map_err(|_| LocalizeError::ReaderGone)?
+    }
+}
+
 /// Counters shared between the control socket, the reader thread and `/metrics`.
 #[derive(Debug, Default)]
 pub struct LocalizeMetrics {
@@ -385,7 +461,7 @@ pub struct LocalizeMetrics {
 /// The control socket's end: submit jobs, collect replies.
 #[derive(Debug)]
 pub struct Queue {
-    tx: SyncSender<Job>,
+    tx: SyncSender<Work>,
     done: Receiver<Done>,
     depth: usize,
 }
@@ -393,7 +469,7 @@ pub struct Queue {
 /// The reader thread's end.
 #[derive(Debug)]
 pub struct ReaderEnd {
-    rx: Receiver<Job>,
+    rx: Receiver<Work>,
     done: Sender<Done>,
 }
 
@@ -416,7 +492,7 @@ impl Queue {
     /// Queues `job` for the reader; [`LocalizeError::Busy`] at once when `depth` jobs wait.
     pub fn submit(&self, job: Job, m: &LocalizeMetrics) -> Result<(), LocalizeError> {
         m.pending.fetch_add(1, Relaxed);
-        match self.tx.try_send(job) {
+        match self.tx.try_send(Work::Control(job)) {
             Ok(()) => Ok(()),
             Err(e) => {
                 m.pending.fetch_sub(1, Relaxed);
@@ -436,10 +512,67 @@ impl Queue {
     pub fn depth(&self) -> usize {
         self.depth
     }
+
+    /// A handle for container localization (`default_fs` as in [`HdfsSettings`]).
+    pub fn fetcher(&self, default_fs: &str) -> HdfsFetcher {
+        HdfsFetcher {
+            tx: self.tx.clone(),
+            default_fs: default_fs.to_string(),
+        }
+    }
 }
 
-/// The HDFS-reader thread's body: serves jobs until the control end is gone or the agent
-/// stops. The `DfsClient` is built once (again on the next job if building failed, e.g. an
+/// The reader's `DfsClient`s, one per HDFS user, built on first use (again after a failed
+/// build), the least recently used dropped beyond [`MAX_USER_CLIENTS`].
+struct Clients {
+    conf: Configuration,
+    placement: hdfs_io::namenode::NameNodeConfig,
+    own_user: String,
+    /// Most recently used last.
+    clients: Vec<(String, DfsClient)>,
+}
+
+impl Clients {
+    fn new(settings: &HdfsSettings, cpu: Option<u32>) -> Clients {
+        // The NameNode connections' reader threads sit on this thread's CPU, named after it.
+        let placement = hdfs_io::namenode::NameNodeConfig {
+            reader_thread_name: Some(
+                cpu.map_or_else(|| "hp-hdfsrx".into(), |c| format!("hp-hdfsrx-{c}")),
+            ),
+            reader_cpu: cpu,
+            ..Default::default()
+        };
+        Clients {
+            conf: settings.conf.clone(),
+            own_user: placement.user.clone(),
+            placement,
+            clients: Vec::new(),
+        }
+    }
+
+    /// The client reading as `user` (`None`: the agent's own user).
+    fn get(&mut self, user: Option<&str>) -> Result<&DfsClient, hdfs_io::Error> {
+        let user = user.unwrap_or(&self.own_user).to_string();
+        if let Some(i) = self.clients.iter().position(|(u, _)| *u == user) {
+            let c = self.clients.remove(i);
+            self.clients.push(c);
+        } else {
+            let cfg = hdfs_io::namenode::NameNodeConfig {
+                user: user.clone(),
+                ..self.placement.clone()
+            };
+            let c = DfsClient::from_conf_with(&self.conf, cfg)?;
+            if self.clients.len() >= MAX_USER_CLIENTS {
+                self.clients.remove(0);
+            }
+            self.clients.push((user, c));
+        }
+        Ok(&self.clients[self.clients.len() - 1].1)
+    }
+}
+
+/// The HDFS-reader thread's body: serves jobs until every sender is gone or the agent stops.
+/// Clients are built on first use (again on the next job if building failed, e.g. an
 /// unresolvable NameNode host).
 pub fn run_reader(
     end: ReaderEnd,
@@ -448,36 +581,23 @@ pub fn run_reader(
     shared: Arc<Shared>,
     cpu: Option<u32>,
 ) {
-    // The NameNode connections' reader threads sit on this thread's CPU, named after it.
-    let nn_placement = || hdfs_io::namenode::NameNodeConfig {
-        reader_thread_name: Some(
-            cpu.map_or_else(|| "hp-hdfsrx".into(), |c| format!("hp-hdfsrx-{c}")),
-        ),
-        reader_cpu: cpu,
-        ..Default::default()
-    };
     let m = &shared.metrics.localize;
     m.reader_running.store(1, Relaxed);
-    let mut client = match DfsClient::from_conf_with(&settings.conf, nn_placement()) {
-        Ok(c) => {
-            tracing::info!(
-                "HDFS reader for {} ready ({} localizations may wait)",
-                settings.default_fs,
-                settings.queue_depth
-            );
-            Some(c)
-        }
-        Err(e) => {
-            tracing::warn!(
-                "HDFS reader: no client for {} yet ({e}); retrying on the first request",
-                settings.default_fs
-            );
-            None
-        }
-    };
+    let mut clients = Clients::new(&settings, cpu);
+    match clients.get(None) {
+        Ok(_) => tracing::info!(
+            "HDFS reader for {} ready ({} localizations may wait)",
+            settings.default_fs,
+            settings.queue_depth
+        ),
+        Err(e) => tracing::warn!(
+            "HDFS reader: no client for {} yet ({e}); retrying on the first request",
+            settings.default_fs
+        ),
+    }
     let mut seq = 0u64;
     loop {
-        let job = match end.rx.recv_timeout(Duration::from_millis(200)) {
+        let work = match end.rx.recv_timeout(Duration::from_millis(200)) {
             Ok(j) => j,
             Err(RecvTimeoutError::Timeout) => {
                 if shared.stop.is_stopped() {
@@ -487,25 +607,53 @@ pub fn run_reader(
             }
             Err(RecvTimeoutError::Disconnected) => break,
         };
+        seq += 1;
+        let job = match work {
+            Work::Control(job) => job,
+            Work::Fetch(req, reply) => {
+                m.active.store(1, Relaxed);
+                let t0 = Instant::now();
+                let result = if shared.stop.is_stopped() {
+                    Err(LocalizeError::Stopping)
+                } else {
+                    match clients.get(req.user.as_deref()) {
+                        Ok(c) => fetch(c, &req, &shared.stop, seq),
+                        Err(e) => Err(LocalizeError::from_hdfs(e, &req.path)),
+                    }
+                };
+                m.active.store(0, Relaxed);
+                match &result {
+                    Ok(f) => {
+                        m.ok.fetch_add(1, Relaxed);
+                        m.bytes.fetch_add(f.bytes, Relaxed);
+                        tracing::info!(
+                            "fetched {} as {} to {}: {} bytes in {:?}",
+                            req.url,
+                            req.user.as_deref().unwrap_or(&clients.own_user),
+                            req.dest.display(),
+                            f.bytes,
+                            t0.elapsed()
+                        );
+                    }
+                    Err(e) => {
+                        m.failed.fetch_add(1, Relaxed);
+                        tracing::warn!("fetching {} failed: {e}", req.url);
+                    }
+                }
+                // the caller may have given up; nothing to do then
+                let _ = reply.send(result);
+                continue;
+            }
+        };
         m.active.store(1, Relaxed);
         let t0 = Instant::now();
         let queued_ms = t0.duration_since(job.queued).as_secs_f64() * 1e3;
-        seq += 1;
         let result = if shared.stop.is_stopped() {
             Err(LocalizeError::Stopping)
         } else {
-            let c = match client.take() {
-                Some(c) => Ok(c),
-                None => DfsClient::from_conf_with(&settings.conf, nn_placement())
-                    .map_err(|e| LocalizeError::from_hdfs(e, &job.req.path)),
-            };
-            match c {
-                Ok(c) => {
-                    let r = localize(&c, &job.req, &local_dirs, &shared.stop, seq);
-                    client = Some(c);
-                    r
-                }
-                Err(e) => Err(e),
+            match clients.get(None) {
+                Ok(c) => localize(c, &job.req, &local_dirs, &shared.stop, seq),
+                Err(e) => Err(LocalizeError::from_hdfs(e, &job.req.path)),
             }
         };
         let elapsed = t0.elapsed();
@@ -771,6 +919,114 @@ pub fn localize(
     })
 }
 
+/// A container resource from HDFS into `req.dest` (see [`FetchRequest`]): stat, timestamp
+/// and public checks, CRC-verified read, fsync. Nothing is left behind on failure.
+pub fn fetch(
+    client: &DfsClient,
+    req: &FetchRequest,
+    stop: &Stopper,
+    seq: u64,
+) -> Result<Fetched, LocalizeError> {
+    let st = client
+        .stat(&req.path)
+        .map_err(|e| LocalizeError::from_hdfs(e, &req.path))?;
+    match st.file_type {
+        FileType::File => {}
+        FileType::Dir => {
+            return Err(LocalizeError::NotAFile {
+                path: req.path.clone(),
+                what: "directory",
+            })
+        }
+        FileType::Symlink => {
+            return Err(LocalizeError::NotAFile {
+                path: req.path.clone(),
+                what: "symlink",
+            })
+        }
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    nm_core::localization::check_timestamp(
+        &req.url,
+        req.timestamp,
+        st.modification_time as i64,
+        now_ms,
+    )?;
+    if req.public {
+        // everyone reads the file and traverses every directory above it
+        let mut public = st.permission & 0o004 != 0;
+        for dir in req.url.ancestors() {
+            if !public {
+                break;
+            }
+            let d = client
+                .stat(dir)
+                .map_err(|e| LocalizeError::from_hdfs(e, dir))?;
+            public = d.permission & 0o001 != 0;
+        }
+        if !public {
+            return Err(LocalizationError::NotPublic {
+                path: req.url.to_string(),
+            }
+            .into());
+        }
+    }
+    let dir = req.dest.parent().unwrap_or(Path::new("/")).to_path_buf();
+    if let Ok(available) = fs4::available_space(&dir) {
+        if available < st.length {
+            return Err(LocalizeError::NoSpace {
+                dir,
+                need: st.length,
+                available,
+            });
+        }
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&req.dest)
+        .map_err(|e| LocalizeError::local(format!("creating {}", req.dest.display()), e))?;
+    let mut placed = TempFile {
+        path: req.dest.clone(),
+        armed: true,
+    };
+    let mut sink = Sink {
+        out: BufWriter::with_capacity(WRITE_BUFFER, file),
+        stop,
+    };
+    let stats = match client.read(&req.path, 0, None, &mut sink) {
+        Ok(s) => s,
+        Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
+        Err(hdfs_io::Error::Sink { source }) => {
+            return Err(LocalizeError::local(
+                format!("writing {}", req.dest.display()),
+                source,
+            ))
+        }
+        Err(e) => return Err(LocalizeError::from_hdfs(e, &req.path)),
+    };
+    if stats.bytes != st.length {
+        return Err(LocalizeError::Changed {
+            path: req.path.clone(),
+            expected: st.length,
+            got: stats.bytes,
+        });
+    }
+    let file = sink.out.into_inner().map_err(|e| {
+        LocalizeError::local(format!("writing {}", req.dest.display()), e.into_error())
+    })?;
+    file.sync_all()
+        .map_err(|e| LocalizeError::local(format!("fsync {}", req.dest.display()), e))?;
+    placed.armed = false;
+    tracing::debug!("fetch #{seq}: {} bytes of {}", stats.bytes, req.path);
+    Ok(Fetched {
+        bytes: stats.bytes,
+        modification_time: st.modification_time,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -856,7 +1112,9 @@ mod tests {
         );
         assert_eq!(m.pending.load(Relaxed), 2);
         // the reader takes one: room for one more
-        let first = end.rx.try_recv().unwrap();
+        let Ok(Work::Control(first)) = end.rx.try_recv() else {
+            panic!("a control job first")
+        };
         assert_eq!(first.conn, 1);
         q.submit(job(), &m).unwrap();
         drop(end);

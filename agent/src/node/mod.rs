@@ -28,6 +28,9 @@
 //!   `hdfs://…`.
 //! - [`logs`]: container logs and node info over HTTP (`/ws/v1/node/…`, as `yarn logs`
 //!   reads them), served beside `/metrics` by the housekeeping thread ([`logs::poll_webapp`]).
+//! - [`resources`]: container localization (every `LocalResource` of a container into the
+//!   node's cache, unpacked, before launch), called from launch workers; HDFS sources go
+//!   through the same reader thread ([`localize::HdfsFetcher`]).
 
 pub mod cgroups;
 pub mod cli;
@@ -40,6 +43,7 @@ pub mod localize;
 pub mod logs;
 pub mod metrics;
 pub mod report;
+pub mod resources;
 pub mod runtime;
 pub mod shared;
 pub mod simulate;
