@@ -49,7 +49,7 @@ use hadoop_wire::token::secret::{
     ContainerTokenSecretManager, MasterKey, MasterKeys, NmTokenSecretManager,
 };
 use hadoop_wire::token::{Limits, Token, TokenError, TokenIdentifier};
-use hadoop_wire::yarn::{exception, exit_status};
+use hadoop_wire::yarn::exception;
 
 use crate::ids::{AppId, AttemptId, ContainerId};
 use crate::table::{ContainerState, ContainerTable, Resource};

@@ -54,8 +54,8 @@ use std::time::{Duration, Instant};
 use hadoop_wire::token::credentials::{Credentials, Format};
 use hadoop_wire::yarn::exit_status;
 use nm_core::launch::{
-    self, container_env, expand, launch_script, resolve_links, ContainerPaths,
-    LaunchEnvInput, NmDirs, ScriptInput,
+    self, container_env, expand, launch_script, resolve_links, ContainerPaths, LaunchEnvInput,
+    NmDirs, ScriptInput,
 };
 use nm_core::localization::ResourceRequest;
 use nm_core::recovery::{ContainerRecord, RECORD_FILE};
@@ -190,7 +190,7 @@ fn run(
             Ok(LaunchCommand::Launch(order)) => {
                 users.insert(order.id.app, order.user.clone());
                 workers += 1;
-                let (shared, cfg, ex, loc, tx) = (
+                let (sh, cfg, ex, loc, tx) = (
                     shared.clone(),
                     cfg.clone(),
                     executor.clone(),
@@ -198,6 +198,7 @@ fn run(
                     done_tx.clone(),
                 );
                 let cpu = cfg.worker_cpu;
+                let failed_id = order.id;
                 let r = std::thread::Builder::new()
                     .name(format!("hp-launch-{workers}"))
                     .spawn(move || {
@@ -205,14 +206,19 @@ fn run(
                             let _ = hw::PinPolicy::BestEffort.pin_current_thread(c);
                         }
                         let id = order.id;
-                        let out = match launch_one(&order, &shared, &cfg, &ex, &loc) {
+                        let out = match launch_one(&order, &sh, &cfg, &ex, &loc) {
                             Ok((rc, paths)) => Worker::Spawned(id, rc, paths),
                             Err((status, diag)) => Worker::Failed(id, status, diag),
                         };
                         let _ = tx.send(out);
                     });
                 if let Err(e) = r {
-                    complete(shared, &order.id, launch::LAUNCH_FAILED_CODE, &format!("no launch thread: {e}"));
+                    complete(
+                        shared,
+                        &failed_id,
+                        launch::LAUNCH_FAILED_CODE,
+                        &format!("no launch thread: {e}"),
+                    );
                 }
             }
             Ok(LaunchCommand::Kill(id, reason)) => {
@@ -295,7 +301,9 @@ fn run(
                     l.rc.kill(reason.clone());
                 }
                 let t0 = Instant::now();
-                while !live.is_empty() && t0.elapsed() < cfg.nm.sigkill_delay + Duration::from_secs(2) {
+                while !live.is_empty()
+                    && t0.elapsed() < cfg.nm.sigkill_delay + Duration::from_secs(2)
+                {
                     live.retain(|id, l| match l.rc.poll() {
                         Some(exit) => {
                             complete(shared, id, exit.exit_status(), &exit.diagnostics());
@@ -321,7 +329,12 @@ fn complete(shared: &Shared, id: &ContainerId, status: i32, diag: &str) {
 /// `nmPrivate/<app>`), as Java does when the application finishes on the node.
 fn clean_app(dirs: &NmDirs, user: &str, app: AppId) {
     for l in &dirs.local_dirs {
-        let _ = std::fs::remove_dir_all(l.join("usercache").join(user).join("appcache").join(app.to_string()));
+        let _ = std::fs::remove_dir_all(
+            l.join("usercache")
+                .join(user)
+                .join("appcache")
+                .join(app.to_string()),
+        );
         let _ = std::fs::remove_dir_all(l.join("nmPrivate").join(app.to_string()));
     }
 }
@@ -439,8 +452,7 @@ fn launch_one(
         created_ms: wall_ms(),
         token_expiry_ms: order.token_expiry_ms,
     };
-    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode())
-        .map_err(|e| failed(&e))?;
+    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()).map_err(|e| failed(&e))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), k.diagnostics().to_string()));
     }
@@ -453,4 +465,123 @@ fn launch_one(
         .spawn(&paths, &env, &limits)
         .map_err(|e| failed(&e))?;
     Ok((rc, paths))
+}
+
+/// The containers a previous run of the agent left on this node (their records under
+/// `<local-dir>/nmPrivate/<app>/<container>/`), found before the first registration so that
+/// it reports them.
+///
+/// - `yarn.nodemanager.recovery.enabled`: each is **recovered**: a live process is managed
+///   again (RUNNING, watched through `/proc` and its exit-code file, killable and stoppable),
+///   an exited one is reported COMPLETE with its exit code.
+/// - Otherwise each live one is **reported lost**: its process group is killed, and the
+///   container is reported COMPLETE with ABORTED (−100) in the registration, so the RM does not
+///   wait for the liveness expiry; one that exited meanwhile reports its exit code (Java's NodeManager without recovery kills its containers when it
+///   stops; one killed −9 cannot, so its successor does).
+///
+/// Records that cannot be read are logged and skipped.
+pub fn recover(
+    shared: &Shared,
+    executor: &Executor,
+    dirs: &NmDirs,
+    enabled: bool,
+) -> Vec<(ContainerId, ContainerPaths, RunningContainer)> {
+    let mut out = Vec::new();
+    for local in &dirs.local_dirs {
+        let Ok(apps) = std::fs::read_dir(local.join("nmPrivate")) else {
+            continue;
+        };
+        for app in apps.flatten() {
+            let Ok(containers) = std::fs::read_dir(app.path()) else {
+                continue;
+            };
+            for c in containers.flatten() {
+                let file = c.path().join(RECORD_FILE);
+                let Ok(bytes) = std::fs::read(&file) else {
+                    continue;
+                };
+                let rec = match ContainerRecord::decode(&bytes) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!("{}: {e}; not recovered", file.display());
+                        continue;
+                    }
+                };
+                let Ok(paths) = executor.paths(&rec.user, rec.id) else {
+                    continue;
+                };
+                if paths.private_dir != c.path() {
+                    // Another local-dir layout than the one that wrote it.
+                    continue;
+                }
+                if let Some(rc) = recover_one(shared, executor, &rec, &paths, enabled) {
+                    out.push((rec.id, paths, rc));
+                }
+            }
+        }
+    }
+    if !out.is_empty() || enabled {
+        tracing::info!(
+            "recovery ({}): {} container(s) still running",
+            if enabled { "enabled" } else { "disabled" },
+            out.len()
+        );
+    }
+    out
+}
+
+fn recover_one(
+    shared: &Shared,
+    executor: &Executor,
+    rec: &ContainerRecord,
+    paths: &ContainerPaths,
+    enabled: bool,
+) -> Option<RunningContainer> {
+    use super::executor::Recovered;
+    let found = executor.recover(paths);
+    let mut cm = lock(&shared.cm);
+    let mut t = lock(&shared.table);
+    if t.launch(rec.id, rec.resource, rec.priority, rec.created_ms, true)
+        .is_err()
+    {
+        return None;
+    }
+    match (found, enabled) {
+        (Recovered::Running { pid }, true) => {
+            cm.recover(rec.id, &rec.user, true);
+            tracing::info!("recovered {} (pid {pid}, still running)", rec.id);
+            Some(executor.watch(paths, pid))
+        }
+        (Recovered::Exited { code }, _) => {
+            // It ended while the agent was away: its exit code is known either way.
+            cm.recover(rec.id, &rec.user, false);
+            let class = launch::classify_exit(code, None);
+            let _ = t.complete(&rec.id, class.exit_status, &class.diagnostics());
+            None
+        }
+        (found, _) => {
+            cm.recover(rec.id, &rec.user, false);
+            if let Recovered::Running { pid } = found {
+                // Not recovered: the orphaned process group goes.
+                let mut rc = executor.watch(paths, pid);
+                rc.kill(KillReason::Aborted {
+                    diagnostics: String::new(),
+                });
+                let t0 = Instant::now();
+                while rc.poll().is_none() && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            let _ = t.complete(
+                &rec.id,
+                exit_status::ABORTED,
+                &format!(
+                    "Container {} was lost when the NodeManager restarted (yarn.nodemanager.recovery.enabled is false)",
+                    rec.id
+                ),
+            );
+            executor.remove_pid_files(paths);
+            None
+        }
+    }
 }

@@ -48,15 +48,19 @@ use nm_core::status_updater::{
 };
 use nm_core::table::{ContainerTable, Resource};
 
+use super::cgroups::CgroupMode;
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
-use super::launcher::{LaunchCommand, LauncherHandle};
+use super::executor::{Executor, ExecutorConfig};
+use super::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
 use super::report;
+use super::resources::ResourceLocalizer;
 use super::shared::{lock, Shared};
 use super::simulate::Simulator;
 use super::AgentError;
 use ipc::metrics::MetricsHttp;
 use nm_core::container_manager::KillReason;
+use nm_core::launch::NmDirs;
 use nm_core::table::CleanupReason;
 
 /// The control socket when `hotpath.agent.control-socket` is not set (also the default of
@@ -89,6 +93,7 @@ pub struct Agent {
     hdfs: Option<JoinHandle<()>>,
     server: Option<Server>,
     cmp_server: Option<Server>,
+    launcher: Option<JoinHandle<()>>,
     control_path: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     ipc_addr: Option<SocketAddr>,
@@ -125,7 +130,9 @@ impl Agent {
     /// Starts an agent (see the module docs).
     pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
         let started = Instant::now();
-        let (ring_cpu, hk_cpu, hdfs_cpu) = if cfg.pin {
+        // Read before any thread is pinned (pinned threads' children inherit one CPU).
+        let all_cpus = hw::affinity::current_cpus().unwrap_or_default();
+        let (ring_cpu, hk_cpu, hdfs_cpu, work_cpus) = if cfg.pin {
             match hw::Topology::detect() {
                 Ok(topo) => {
                     let plan = hw::Plan::for_agent(&topo);
@@ -133,15 +140,16 @@ impl Agent {
                         plan.cpu_of(&hw::Role::NetRing(0)),
                         plan.cpu_of(&hw::Role::Housekeeping),
                         plan.cpu_of(&hw::Role::HdfsReader),
+                        super::executor::work_cpus(&plan),
                     )
                 }
                 Err(e) => {
                     tracing::warn!("no CPU topology ({e}); threads run unpinned");
-                    (None, None, None)
+                    (None, None, None, all_cpus.clone())
                 }
             }
         } else {
-            (None, None, None)
+            (None, None, None, all_cpus.clone())
         };
         let resource = Resource {
             memory_mb: cfg.memory_mb,
@@ -266,6 +274,7 @@ impl Agent {
             *lock(&shared.health) = h;
         }
         let ipc_addr = server.as_ref().map(|s| s.local_addr());
+        let mut hdfs_fetcher = None;
         let hdfs = match &cfg.hdfs {
             Some(settings) => {
                 let (queue, end) = super::localize::queue(settings.queue_depth);
@@ -274,6 +283,7 @@ impl Agent {
                     settings.clone(),
                     cfg.health.local_dirs.clone(),
                 );
+                hdfs_fetcher = Some(queue.fetcher(&settings.default_fs));
                 control.set_localizer(Localizer::On {
                     queue,
                     default_fs: settings.default_fs.clone(),
@@ -289,6 +299,51 @@ impl Agent {
                 None
             }
         };
+        // Containers: the executor (cgroups probed once), the resource cache (HDFS sources
+        // through the reader thread), the containers a previous run left, the launcher.
+        let dirs = NmDirs {
+            local_dirs: cfg.health.local_dirs.clone(),
+            log_dirs: cfg.nm.log_dirs.clone(),
+        };
+        let executor = Arc::new(Executor::new(ExecutorConfig {
+            cgroups: if cfg.nm.cgroups {
+                CgroupMode::Auto
+            } else {
+                CgroupMode::Off
+            },
+            sigkill_delay: cfg.nm.sigkill_delay,
+            process_kill_wait: cfg.nm.process_kill_wait,
+            ..ExecutorConfig::new(dirs.clone(), work_cpus)
+        }));
+        let localizer = Arc::new(
+            ResourceLocalizer::new(
+                dirs.local_dirs.clone(),
+                &cfg.default_fs,
+                hdfs_fetcher,
+                nm_core::localization::DEFAULT_MAX_FILES_PER_DIRECTORY,
+            )
+            .map_err(|e| AgentError::Config(format!("resource localization: {e}")))?,
+        );
+        let recovered = super::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
+        let (agent_env, java17) = LauncherConfig::agent_env();
+        let launcher_thread = super::launcher::spawn(
+            launcher_rx,
+            shared.clone(),
+            LauncherConfig {
+                dirs,
+                nm: cfg.nm.clone(),
+                node_host: identity.host.clone(),
+                node_port: node_port,
+                http_port: u16::try_from(identity.http_port).unwrap_or(0),
+                agent_env,
+                java17,
+                worker_cpu: hk_cpu,
+            },
+            executor,
+            localizer,
+            recovered,
+        )
+        .map_err(|e| AgentError::Io(format!("spawn the launcher: {e}")))?;
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
@@ -316,6 +371,7 @@ impl Agent {
             hdfs,
             server,
             cmp_server: Some(cmp_server),
+            launcher: Some(launcher_thread),
             control_path: Some(control_path),
             metrics_addr,
             ipc_addr,
@@ -376,6 +432,9 @@ impl Agent {
             let _ = h.join();
         }
         join_reader(self.hdfs.take());
+        if let Some(l) = self.launcher.take() {
+            let _ = l.join();
+        }
         if let Some(s) = self.cmp_server.take() {
             s.shutdown();
         }
