@@ -138,22 +138,23 @@ fn cluster() -> Cluster {
     let rt = ready["resource_tracker"].as_str().unwrap().to_string();
     let (local, dir) = in_process_agent(rt.parse().unwrap(), "127.0.0.41");
     let remote = ChildAgent::start(&rt, "127.0.0.42");
-    let c = Cluster {
+    let mut c = Cluster {
         rm,
         local,
         _local_dir: dir,
         remote,
     };
     wait_for("both agents registered", Duration::from_secs(30), || {
+        let nodes = c.rm_nodes();
         c.local.shared().cm.lock().unwrap().has_keys()
-            && c.rm_nodes().contains(&c.local.node_id())
-            && c.rm_nodes().contains(&c.remote.node_id)
+            && nodes.contains(&c.local.node_id())
+            && nodes.contains(&c.remote.node_id)
     });
     c
 }
 
 impl Cluster {
-    fn rm_nodes(&self) -> Vec<String> {
+    fn rm_nodes(&mut self) -> Vec<String> {
         let v = self.rm.command("nodes").unwrap_or(Value::Null);
         v["nodes"]
             .as_array()
@@ -207,7 +208,11 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
             _ => 0,
         };
         assert_eq!(comp["exit_status"], want, "container {i}: {comp}");
-        assert_eq!(comp["start_status_state"], "RUNNING", "{comp}");
+        // The status query right after the start found the container (our containers of
+        // `echo; exit` are often done by then: COMPLETE, where Java's slower launch says
+        // RUNNING).
+        let st = comp["start_status_state"].as_str().unwrap_or("");
+        assert!(st == "RUNNING" || st == "COMPLETE", "{comp}");
     }
     let nodes: std::collections::BTreeSet<String> = by_index
         .values()

@@ -338,9 +338,16 @@ impl AgentConfig {
             journal: false,
             default_fs: localize::default_fs(conf),
             hdfs: HdfsSettings::from_conf(conf)?,
-            ipc_port: match conf.try_get("hotpath.agent.ipc.address")? {
-                Some(_) => conf.get_address("hotpath.agent.ipc.address")?.port,
-                None => 0,
+            ipc_port: match conf.get("hotpath.agent.ipc.address").map(str::trim) {
+                None | Some("") => 0,
+                Some(v) => v
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.parse().ok())
+                    .ok_or_else(|| {
+                        AgentError::Config(format!(
+                            "hotpath.agent.ipc.address = {v:?}: expected host:port"
+                        ))
+                    })?,
             },
             nm: NmSettings::from_conf(conf)?,
         })
