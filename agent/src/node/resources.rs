@@ -319,18 +319,19 @@ impl ResourceLocalizer {
                 }
             }
         }
+        // the Busy slot goes even if the download panics, so that waiters never hang
+        let mut guard = BusyGuard {
+            loc: self,
+            key: Some(key),
+        };
         let result = self.download(user, app, req);
-        let mut st = lock(&self.state);
-        match &result {
-            Ok(p) => {
-                st.entries.insert(key, Slot::Ready(p.clone()));
-            }
-            Err(_) => {
-                st.entries.remove(&key);
-            }
+        if let (Ok(p), Some(key)) = (&result, guard.key.take()) {
+            lock(&self.state)
+                .entries
+                .insert(key, Slot::Ready(p.clone()));
+            self.changed.notify_all();
         }
-        drop(st);
-        self.changed.notify_all();
+        drop(guard);
         result
     }
 
@@ -575,6 +576,21 @@ impl ResourceLocalizer {
     }
 }
 
+/// Removes a download's Busy slot (unless taken: the download succeeded) and wakes waiters.
+struct BusyGuard<'a> {
+    loc: &'a ResourceLocalizer,
+    key: Option<(Scope, CacheKey)>,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            lock(&self.loc.state).entries.remove(&key);
+            self.loc.changed.notify_all();
+        }
+    }
+}
+
 enum Source {
     Local(PathBuf),
     Hdfs {
@@ -628,7 +644,15 @@ fn local_is_public(path: &Path, md: &fs::Metadata) -> Result<bool, ResourceError
                 let p = e.path();
                 let m = fs::metadata(&p)
                     .map_err(|e| ResourceError::io(format!("{}", p.display()), e))?;
-                if !tree(&p, &m)? {
+                let link = fs::symlink_metadata(&p).is_ok_and(|l| l.file_type().is_symlink());
+                let ok = if link {
+                    // a symlink's target is judged by its own mode, not walked (no cycles)
+                    let need = if m.is_dir() { 0o005 } else { 0o004 };
+                    m.mode() & need == need
+                } else {
+                    tree(&p, &m)?
+                };
+                if !ok {
                     return Ok(false);
                 }
             }
