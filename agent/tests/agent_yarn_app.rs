@@ -188,7 +188,10 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("result.json");
     let (_, done) = c.run(
-        &format!("containers=10 exit=3:7 stop=5 result={}", result.display()),
+        &format!(
+            "containers=10 exit=3:7 stop=5 container_mb=1024 result={}",
+            result.display()
+        ),
         120,
     );
     assert_eq!(done["state"], "FINISHED", "{done}");
