@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -255,5 +255,375 @@ fn an_am_that_exits_non_zero_gets_its_second_attempt() {
     assert_eq!(r["attempt"], 2, "{r}");
 }
 
-#[allow(dead_code)]
-fn _paths(_: &PathBuf) {}
+// ---------------------------------------------------------------------------------------------
+// Hostile callers, while a real application runs
+
+use hadoop_wire::pb::hadoop::yarn::{
+    ContainerLaunchContextProto, ContainerTokenIdentifierProto, PriorityProto, ResourceProto,
+    StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,
+};
+use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
+use hadoop_wire::sasl::Qop;
+use hadoop_wire::token::identifier::{ContainerTokenIdentifier, NmTokenIdentifier, NodeId};
+use hadoop_wire::token::secret::MasterKey;
+use hadoop_wire::token::TokenIdentifier;
+use hadoop_wire::yarn::{cmp, CONTAINER_MANAGEMENT_PROTOCOL};
+use ipc::client::{Client, ClientConfig, ClientError};
+use nm_core::ids::{AppId, AttemptId, ContainerId};
+use nm_core::wire::container_id_proto;
+use prost::Message as _;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+struct Caller<'a> {
+    agent: &'a Agent,
+}
+
+impl Caller<'_> {
+    fn node(&self) -> NodeId {
+        let a: SocketAddr = self.agent.node_id().parse().unwrap();
+        NodeId::new(a.ip().to_string(), i32::from(a.port()))
+    }
+
+    fn nm_token(
+        &self,
+        a: AttemptId,
+        node: &NodeId,
+        key: Option<&MasterKey>,
+        wrong_password: bool,
+    ) -> TokenCredential {
+        let (_, nm_keys) = self.agent.shared().cm.lock().unwrap().master_keys();
+        let current = nm_keys.current().unwrap().clone();
+        let key = key.unwrap_or(&current);
+        let id = NmTokenIdentifier::new(Some(a), Some(node), "root", key.key_id);
+        let mut password = key.password(id.bytes()).to_vec();
+        if wrong_password {
+            password[0] ^= 0x01;
+        }
+        TokenCredential {
+            identifier: id.bytes().to_vec(),
+            password,
+        }
+    }
+
+    fn client(&self, token: TokenCredential, a: AttemptId) -> Client {
+        Client::new(
+            self.agent.node_id().parse().unwrap(),
+            ClientConfig {
+                protocol: CONTAINER_MANAGEMENT_PROTOCOL.into(),
+                protocol_version: 1,
+                user: a.to_string(),
+                auth: ClientAuth::token(token, vec![Qop::Auth]),
+                max_connect_attempts: 1,
+                call_timeout: Duration::from_secs(10),
+                ..ClientConfig::default()
+            },
+        )
+    }
+
+    fn start_request(
+        &self,
+        c: ContainerId,
+        host_addr: &str,
+        expiry: i64,
+    ) -> StartContainerRequestProto {
+        let (ckeys, _) = self.agent.shared().cm.lock().unwrap().master_keys();
+        let rm_id = self
+            .agent
+            .shared()
+            .cm
+            .lock()
+            .unwrap()
+            .rm_identifier()
+            .unwrap();
+        let key = ckeys.current().unwrap();
+        let id = ContainerTokenIdentifier::from_proto(ContainerTokenIdentifierProto {
+            container_id: Some(container_id_proto(&c)),
+            nm_host_addr: Some(host_addr.to_string()),
+            app_submitter: Some("root".into()),
+            resource: Some(ResourceProto {
+                memory: Some(128),
+                virtual_cores: Some(1),
+                resource_value_map: vec![],
+            }),
+            expiry_time_stamp: Some(expiry),
+            master_key_id: Some(key.key_id),
+            rm_identifier: Some(rm_id),
+            priority: Some(PriorityProto { priority: Some(0) }),
+            creation_time: Some(now_ms()),
+            ..Default::default()
+        });
+        let token = ckeys.token(&id, &self.agent.node_id()).unwrap();
+        StartContainerRequestProto {
+            container_launch_context: Some(ContainerLaunchContextProto {
+                command: vec!["true".to_string()],
+                ..Default::default()
+            }),
+            container_token: Some(token.to_proto()),
+        }
+    }
+}
+
+fn start_call(
+    c: &Client,
+    reqs: Vec<StartContainerRequestProto>,
+) -> Result<StartContainersResponseProto, ClientError> {
+    let req = StartContainersRequestProto {
+        start_container_request: reqs,
+    };
+    let resp = c.call(cmp::START_CONTAINERS, &req.encode_to_vec())?;
+    Ok(StartContainersResponseProto::decode(resp.payload()).unwrap())
+}
+
+fn remote(e: ClientError) -> (String, String) {
+    match e {
+        ClientError::Remote { class, message, .. } => (class, message),
+        other => panic!("expected a remote error, got {other}"),
+    }
+}
+
+#[test]
+fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let sleeps: Vec<String> = (0..6).map(|i| format!("{i}:8")).collect();
+    let submitted =
+        c.rm.command(&format!(
+            "app-submit containers=6 sleep={} container_mb=1024 result={}",
+            sleeps.join(","),
+            result.display()
+        ))
+        .unwrap();
+    let app_id: AppId = submitted["app_id"].as_str().unwrap().parse().unwrap();
+    let caller = Caller { agent: &c.local };
+    let me = caller.node();
+    let me_s = c.local.node_id();
+    // Wait until the application has containers on this agent.
+    wait_for(
+        "containers on the local agent",
+        Duration::from_secs(60),
+        || {
+            c.local
+                .shared()
+                .table
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|x| x.id.app == app_id)
+        },
+    );
+    let real = AttemptId {
+        app: app_id,
+        attempt: 1,
+    };
+    // 1. A wrong DIGEST response (the right NMToken identifier, a wrong password).
+    let e = start_call(
+        &caller.client(caller.nm_token(real, &me, None, true), real),
+        vec![],
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("javax.security.sasl.SaslException") && text.contains("DIGEST-MD5"),
+        "{text}"
+    );
+    // 2. A forged NMToken: signed with a key the RM never issued. For an attempt this node
+    // knows, Java checks it against the attempt's remembered key (a mismatched response);
+    // for any other, no key exists ("generated illegally").
+    let forged_key = MasterKey::new(0x5eed, vec![7; 8]).unwrap();
+    let e = start_call(
+        &caller.client(caller.nm_token(real, &me, Some(&forged_key), false), real),
+        vec![],
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("Mismatched response"), "{text}");
+    let stranger = AttemptId {
+        app: AppId {
+            cluster_timestamp: app_id.cluster_timestamp,
+            id: 9998,
+        },
+        attempt: 1,
+    };
+    let e = start_call(
+        &caller.client(
+            caller.nm_token(stranger, &me, Some(&forged_key), false),
+            stranger,
+        ),
+        vec![],
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("SecretManager$InvalidToken")
+            && text.contains("seems to have been generated illegally"),
+        "{text}"
+    );
+    // 3. An NMToken for another node.
+    let elsewhere = NodeId::new("10.1.2.3", 8041);
+    let e = start_call(
+        &caller.client(caller.nm_token(real, &elsewhere, None, false), real),
+        vec![],
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("is not valid for current node manager"),
+        "{text}"
+    );
+    // A fake application (the RM does not know it) for the container-token cases.
+    let fake = AttemptId {
+        app: AppId {
+            cluster_timestamp: app_id.cluster_timestamp,
+            id: 9999,
+        },
+        attempt: 1,
+    };
+    let client = caller.client(caller.nm_token(fake, &me, None, false), fake);
+    let cid = |n| ContainerId {
+        app: fake.app,
+        attempt: 1,
+        id: n,
+    };
+    // 4. A container token for another node: the whole call fails with InvalidToken.
+    let e = start_call(
+        &client,
+        vec![caller.start_request(cid(1), "10.1.2.3:8041", now_ms() + 600_000)],
+    )
+    .unwrap_err();
+    let (class, msg) = remote(e);
+    assert_eq!(
+        class,
+        "org.apache.hadoop.security.token.SecretManager$InvalidToken"
+    );
+    assert!(
+        msg.contains(&format!("Expected : {me_s} Found : 10.1.2.3:8041")),
+        "{msg}"
+    );
+    // 5. An expired container token: a per-container failure.
+    let r = start_call(
+        &client,
+        vec![caller.start_request(cid(2), &me_s, now_ms() - 1)],
+    )
+    .unwrap();
+    let m = r.failed_requests[0]
+        .exception
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(m.contains("This token is expired. current time is"), "{m}");
+    // 6. A replayed start.
+    let good = caller.start_request(cid(3), &me_s, now_ms() + 600_000);
+    let r = start_call(&client, vec![good.clone()]).unwrap();
+    assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
+    let r = start_call(&client, vec![good]).unwrap();
+    let m = r.failed_requests[0]
+        .exception
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(
+        m.contains("Attempt to relaunch the same container with id"),
+        "{m}"
+    );
+    // The real application did not notice.
+    let id = submitted["app_id"].as_str().unwrap();
+    let done = c.rm.command(&format!("app-wait {id} 120")).unwrap();
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    let statuses: Vec<i64> = r["completions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["exit_status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(statuses, vec![0; 6], "{r}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// An agent killed −9 in the middle of an application
+
+impl ChildAgent {
+    fn running(&self) -> u64 {
+        let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+            .args(["container", "--socket"])
+            .arg(self._dir.path().join("agent.sock"))
+            .arg("status")
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        v["containers"]["running"].as_u64().unwrap_or(0)
+    }
+}
+
+#[test]
+fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() {
+    let mut rm = RM.lock().expect("yarn-rm --profile agents");
+    let rt = rm.ready()["resource_tracker"].as_str().unwrap().to_string();
+    let (local, _dir) = in_process_agent(rt.parse().unwrap(), "127.0.0.43");
+    wait_for("registered", Duration::from_secs(30), || {
+        local.shared().cm.lock().unwrap().has_keys()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let sleeps: Vec<String> = (0..6).map(|i| format!("{i}:12")).collect();
+    let submitted = rm
+        .command(&format!(
+            "app-submit containers=6 sleep={} container_mb=1024 result={}",
+            sleeps.join(","),
+            result.display()
+        ))
+        .unwrap();
+    let app_id: AppId = submitted["app_id"].as_str().unwrap().parse().unwrap();
+    // The AM runs here (the only node); then a second agent joins and gets containers.
+    wait_for("the AM on the local agent", Duration::from_secs(60), || {
+        local
+            .shared()
+            .table
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|x| x.id.app == app_id && x.id.id == 1)
+    });
+    let mut other = ChildAgent::start(&rt, "127.0.0.44");
+    wait_for(
+        "containers on the second agent",
+        Duration::from_secs(60),
+        || other.running() > 0,
+    );
+    let lost_node = other.node_id.clone();
+    other.kill9();
+    let id = submitted["app_id"].as_str().unwrap();
+    let done = rm
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", rm.log_tail(60)));
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    let comps = r["completions"].as_array().unwrap();
+    let lost: Vec<&Value> = comps.iter().filter(|c| c["exit_status"] == -100).collect();
+    assert!(!lost.is_empty(), "no container was reported lost: {r}");
+    for l in &lost {
+        assert_eq!(l["node_id"], lost_node.as_str(), "{l}");
+    }
+    assert!(
+        r["replacements"].as_u64().unwrap() >= lost.len() as u64,
+        "{r}"
+    );
+    // Every index finally succeeded.
+    let mut ok = std::collections::BTreeSet::new();
+    for c in comps.iter().filter(|c| c["exit_status"] == 0) {
+        ok.insert(c["index"].as_u64().unwrap());
+    }
+    assert_eq!(ok.len(), 6, "{r}");
+}
