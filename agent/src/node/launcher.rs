@@ -186,7 +186,7 @@ fn run(
     let mut workers = 0u64;
     loop {
         let stopping = shared.stop.is_stopped();
-        match rx.recv_timeout(Duration::from_millis(20)) {
+        match rx.recv_timeout(Duration::from_millis(10)) {
             Ok(LaunchCommand::Launch(order)) => {
                 users.insert(order.id.app, order.user.clone());
                 workers += 1;
@@ -320,9 +320,15 @@ fn run(
 }
 
 fn complete(shared: &Shared, id: &ContainerId, status: i32, diag: &str) {
-    let mut cm = lock(&shared.cm);
-    let mut t = lock(&shared.table);
-    cm.exited(id, status, diag, &mut t);
+    let fresh = {
+        let mut cm = lock(&shared.cm);
+        let mut t = lock(&shared.table);
+        cm.exited(id, status, diag, &mut t)
+    };
+    if fresh {
+        // Java's out-of-band heartbeat: the RM hears of the completion now.
+        shared.heartbeat_now.request();
+    }
 }
 
 /// Deletes an application's directories on every local dir (`usercache/<user>/appcache/<app>`,

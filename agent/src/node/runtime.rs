@@ -696,7 +696,7 @@ fn ring_loop(
                 }
                 retry.backoff = Duration::ZERO;
                 publish(shared, &u, false);
-                if !wait.is_zero() && shared.stop.sleep(wait) {
+                if !wait.is_zero() && shared.heartbeat_now.sleep(wait, &shared.stop).is_err() {
                     break ExitReason::Stopped;
                 }
             }

@@ -76,6 +76,50 @@ impl Stopper {
     }
 }
 
+/// Wakes the ring thread before its heartbeat interval is up: Java's NodeManager sends an
+/// out-of-band heartbeat when a container completes, so the RM (and the ApplicationMaster)
+/// hear of it at once rather than up to one interval later.
+#[derive(Debug, Default)]
+pub struct HeartbeatNow {
+    flag: AtomicBool,
+    m: Mutex<()>,
+    cv: Condvar,
+}
+
+impl HeartbeatNow {
+    /// Asks for a heartbeat now.
+    pub fn request(&self) {
+        self.flag.store(true, Ordering::Release);
+        let _g = lock(&self.m);
+        self.cv.notify_all();
+    }
+
+    /// Sleeps up to `d`, returning early (`Ok(())`, the request consumed) when a heartbeat is
+    /// requested; `Err(())` if `stop` was set meanwhile. Checks `stop` at least every 50 ms.
+    pub fn sleep(&self, d: Duration, stop: &Stopper) -> Result<(), ()> {
+        let deadline = std::time::Instant::now() + d;
+        let mut g = lock(&self.m);
+        loop {
+            if stop.is_stopped() {
+                return Err(());
+            }
+            if self.flag.swap(false, Ordering::AcqRel) {
+                return Ok(());
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Ok(());
+            }
+            let step = (deadline - now).min(Duration::from_millis(50));
+            g = self
+                .cv
+                .wait_timeout(g, step)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
 /// Everything the threads share.
 #[derive(Debug)]
 pub struct Shared {
@@ -87,6 +131,8 @@ pub struct Shared {
     pub metrics: AgentMetrics,
     pub status: Mutex<StatusSnapshot>,
     pub stop: Stopper,
+    /// Out-of-band heartbeats (container completions).
+    pub heartbeat_now: HeartbeatNow,
     /// Pauses the simulator's new containers (running ones still finish).
     pub sim_paused: AtomicBool,
     /// Makes the simulator finish its running containers now (exit 0).
@@ -106,6 +152,7 @@ impl Shared {
                 ..Default::default()
             }),
             stop: Stopper::default(),
+            heartbeat_now: HeartbeatNow::default(),
             sim_paused: AtomicBool::new(false),
             sim_finish_now: AtomicBool::new(false),
         }

@@ -5,6 +5,7 @@
 
 mod ipc_large;
 mod loadgen;
+mod nm_launch;
 mod sasl;
 
 /// Counts allocations for the benches' allocation figures. It stays off until a bench
@@ -52,6 +53,10 @@ enum Cmd {
     /// Hadoop's Java client against the Java server, the security layer ours vs the JDK's, and
     /// calls over one connection to our server vs SIMPLE.
     Sasl(sasl::SaslArgs),
+    /// Container launch (ContainerManagementProtocol to process running) on two hotpath agents
+    /// beside two Java NodeManagers, same RM and AM: start RPC and start-to-running p50/p99,
+    /// wall time for N containers, node CPU per launch, node RSS.
+    NmLaunch(nm_launch::NmLaunchArgs),
     /// Internal: one server of `ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(ipc_large::ServerChildArgs),
@@ -72,6 +77,7 @@ fn main() -> Result<()> {
         Cmd::Filestatus(args) => filestatus(args),
         Cmd::Loadgen(args) => loadgen::run(args),
         Cmd::Sasl(args) => sasl::run(args),
+        Cmd::NmLaunch(args) => nm_launch::run(args),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
 }
