@@ -573,7 +573,9 @@ impl ContainerManager {
             m.stage = Stage::Done;
         }
         self.stats.exited += 1;
-        table.complete(id, exit_status, diagnostics).unwrap_or(false)
+        table
+            .complete(id, exit_status, diagnostics)
+            .unwrap_or(false)
     }
 
     fn authorize_get_stop(

@@ -365,7 +365,9 @@ fn stop_kills_with_minus_105_and_finished_containers_stop_quietly() {
     // The process dies of SIGTERM (143); the kill reason's status wins.
     let kill = w.cm.kill_reason(&c);
     let class = nm_core::launch::classify_exit(exit_status::TERMINATED, kill.as_ref());
-    assert!(w.cm.exited(&c, class.exit_status, &class.diagnostics(), &mut w.table));
+    assert!(w
+        .cm
+        .exited(&c, class.exit_status, &class.diagnostics(), &mut w.table));
     let t = w.table.get(&c).unwrap();
     assert_eq!(
         (t.state, t.exit_status),

@@ -143,7 +143,7 @@ fn jdk_is_17_or_newer(home: &Path) -> bool {
 
 /// What a launch worker reports.
 enum Worker {
-    Spawned(ContainerId, RunningContainer, ContainerPaths),
+    Spawned(ContainerId, Box<(RunningContainer, ContainerPaths)>),
     /// It never ran: localization failed (−1000), the launch failed (−1), or it was killed
     /// before its process started (the kill's status).
     Failed(ContainerId, i32, String),
@@ -207,7 +207,7 @@ fn run(
                         }
                         let id = order.id;
                         let out = match launch_one(&order, &sh, &cfg, &ex, &loc) {
-                            Ok((rc, paths)) => Worker::Spawned(id, rc, paths),
+                            Ok(pair) => Worker::Spawned(id, Box::new(pair)),
                             Err((status, diag)) => Worker::Failed(id, status, diag),
                         };
                         let _ = tx.send(out);
@@ -243,7 +243,8 @@ fn run(
         }
         while let Ok(w) = done_rx.try_recv() {
             match w {
-                Worker::Spawned(id, mut rc, paths) => {
+                Worker::Spawned(id, pair) => {
+                    let (mut rc, paths) = *pair;
                     let kill = {
                         let mut cm = lock(&shared.cm);
                         cm.launched(&id);

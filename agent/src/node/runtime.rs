@@ -265,7 +265,7 @@ impl Agent {
             },
             nm_tokens,
         );
-        let shared = Arc::new(Shared::new(identity.clone(), cm, table));
+        let shared = Arc::new(Shared::with_manager(identity.clone(), cm, table));
         let _ = shared_slot.set(shared.clone());
         // The first health verdict before registering (local dirs only: the script, if any,
         // reports on a later heartbeat).
@@ -333,7 +333,7 @@ impl Agent {
                 dirs,
                 nm: cfg.nm.clone(),
                 node_host: identity.host.clone(),
-                node_port: node_port,
+                node_port,
                 http_port: u16::try_from(identity.http_port).unwrap_or(0),
                 agent_env,
                 java17,
@@ -696,7 +696,7 @@ fn ring_loop(
                 }
                 retry.backoff = Duration::ZERO;
                 publish(shared, &u, false);
-                if !wait.is_zero() && shared.heartbeat_now.sleep(wait, &shared.stop).is_err() {
+                if !wait.is_zero() && shared.heartbeat_now.sleep(wait, &shared.stop) {
                     break ExitReason::Stopped;
                 }
             }

@@ -94,21 +94,22 @@ impl HeartbeatNow {
         self.cv.notify_all();
     }
 
-    /// Sleeps up to `d`, returning early (`Ok(())`, the request consumed) when a heartbeat is
-    /// requested; `Err(())` if `stop` was set meanwhile. Checks `stop` at least every 50 ms.
-    pub fn sleep(&self, d: Duration, stop: &Stopper) -> Result<(), ()> {
+    /// Sleeps up to `d`, returning early (the request consumed) when a heartbeat is requested.
+    /// Returns `true` if `stop` was set meanwhile (checked at least every 50 ms), as
+    /// [`Stopper::sleep`] does.
+    pub fn sleep(&self, d: Duration, stop: &Stopper) -> bool {
         let deadline = std::time::Instant::now() + d;
         let mut g = lock(&self.m);
         loop {
             if stop.is_stopped() {
-                return Err(());
+                return true;
             }
             if self.flag.swap(false, Ordering::AcqRel) {
-                return Ok(());
+                return false;
             }
             let now = std::time::Instant::now();
             if now >= deadline {
-                return Ok(());
+                return false;
             }
             let step = (deadline - now).min(Duration::from_millis(50));
             g = self
@@ -140,7 +141,28 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(identity: NodeIdentity, cm: ContainerManager, table: ContainerTable) -> Self {
+    /// State for `identity`, with a container manager for its NodeId and no aux services.
+    pub fn new(identity: NodeIdentity, table: ContainerTable) -> Self {
+        let cm = ContainerManager::new(
+            nm_core::container_manager::ManagerConfig {
+                node: hadoop_wire::token::identifier::NodeId::new(
+                    identity.host.clone(),
+                    identity.port,
+                ),
+                aux_services: Vec::new(),
+                track_stopped_ms: nm_core::container_manager::DEFAULT_TRACK_STOPPED_MS,
+            },
+            std::sync::Arc::default(),
+        );
+        Self::with_manager(identity, cm, table)
+    }
+
+    /// State around an existing container manager.
+    pub fn with_manager(
+        identity: NodeIdentity,
+        cm: ContainerManager,
+        table: ContainerTable,
+    ) -> Self {
         Self {
             identity,
             cm: Mutex::new(cm),

@@ -83,7 +83,8 @@ pub mod exception {
     /// `org.apache.hadoop.yarn.exceptions.YarnException`.
     pub const YARN: &str = "org.apache.hadoop.yarn.exceptions.YarnException";
     /// `org.apache.hadoop.yarn.exceptions.InvalidContainerException`.
-    pub const INVALID_CONTAINER: &str = "org.apache.hadoop.yarn.exceptions.InvalidContainerException";
+    pub const INVALID_CONTAINER: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidContainerException";
     /// `org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException`.
     pub const INVALID_AUX_SERVICE: &str =
         "org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException";

@@ -88,7 +88,7 @@ fn proc_status_kib(pid: u32, key: &str) -> Result<u64> {
 
 /// A node process of either kind.
 enum Node {
-    Java(Peer),
+    Java(Box<Peer>),
     Agent {
         child: Child,
         _dir: tempfile::TempDir,
@@ -178,7 +178,7 @@ fn start_java_nm(rt: &str) -> Result<Node> {
         args.push(s);
     }
     let p = Peer::start(Mode::YarnNm, &args).map_err(|e| anyhow!("yarn-nm: {e}"))?;
-    Ok(Node::Java(p))
+    Ok(Node::Java(Box::new(p)))
 }
 
 fn registered(rm: &mut Peer, n: usize) -> Result<bool> {
