@@ -204,14 +204,14 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
     }
     assert!(http_get(a.metrics_addr().unwrap(), "/nope").starts_with("HTTP/1.0 404"));
 
-    // getNodeReport and getBuffer on the agent's IPC server (its node address)
+    // getNodeReport and getBuffer on the agent's own IPC server (hotpath.agent.ipc.address);
+    // the node address (the NodeId) serves ContainerManagementProtocol.
     let ipc = a.ipc_addr().unwrap();
-    assert_eq!(a.node_id(), format!("127.0.0.12:{}", ipc.port()));
+    let node_port: u16 = a.node_id().rsplit(':').next().unwrap().parse().unwrap();
+    assert_ne!(node_port, ipc.port());
+    assert_eq!(ipc.ip().to_string(), "127.0.0.12");
     let r = fetch_node_report(ipc).unwrap();
-    assert_eq!(
-        r.node_id.as_ref().unwrap().port,
-        Some(i32::from(ipc.port()))
-    );
+    assert_eq!(r.node_id.as_ref().unwrap().port, Some(i32::from(node_port)));
     assert_eq!(r.total.as_ref().unwrap().memory, Some(4096));
     assert_eq!(r.phase.as_deref(), Some("registered"));
     assert!(r.heartbeats.unwrap() >= 4);

@@ -111,9 +111,36 @@ impl ChildAgent {
 }
 
 impl Drop for ChildAgent {
+    /// SIGTERM: the agent unregisters, so the shared RM does not keep a dead node for the next
+    /// test.
     fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         self.kill9();
     }
+}
+
+/// The RM's RUNNING nodes.
+fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
+    let v = rm.command("nodes").unwrap_or(Value::Null);
+    v["nodes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|n| n["state"] == "RUNNING")
+                .filter_map(|n| n["node_id"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn in_process_agent(rt: SocketAddr, ip: &str) -> (Agent, tempfile::TempDir) {
@@ -144,27 +171,24 @@ fn cluster() -> Cluster {
         _local_dir: dir,
         remote,
     };
-    wait_for("both agents registered", Duration::from_secs(30), || {
-        let nodes = c.rm_nodes();
-        c.local.shared().cm.lock().unwrap().has_keys()
-            && nodes.contains(&c.local.node_id())
-            && nodes.contains(&c.remote.node_id)
-    });
+    // Exactly these two: no node of an earlier test is still RUNNING at the RM.
+    wait_for(
+        "both agents registered, alone",
+        Duration::from_secs(60),
+        || {
+            let mut nodes = c.rm_nodes();
+            nodes.sort();
+            let mut want = vec![c.local.node_id(), c.remote.node_id.clone()];
+            want.sort();
+            c.local.shared().cm.lock().unwrap().has_keys() && nodes == want
+        },
+    );
     c
 }
 
 impl Cluster {
     fn rm_nodes(&mut self) -> Vec<String> {
-        let v = self.rm.command("nodes").unwrap_or(Value::Null);
-        v["nodes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|n| n["state"] == "RUNNING")
-                    .filter_map(|n| n["node_id"].as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
+        running_nodes(&mut self.rm)
     }
 
     fn run(&mut self, words: &str, timeout_s: u32) -> (Value, Value) {
@@ -597,11 +621,19 @@ fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() 
             .any(|x| x.id.app == app_id && x.id.id == 1)
     });
     let mut other = ChildAgent::start(&rt, "127.0.0.44");
-    wait_for(
-        "containers on the second agent",
-        Duration::from_secs(60),
-        || other.running() > 0,
-    );
+    // Every container placed and running (the AM and three here, three there), so that no
+    // start goes to the node after it died (an AM's start on a dead node fails the start).
+    wait_for("all containers running", Duration::from_secs(90), || {
+        let here = local
+            .shared()
+            .table
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|x| x.id.app == app_id && x.state == nm_core::table::ContainerState::Running)
+            .count() as u64;
+        here + other.running() >= 7
+    });
     let lost_node = other.node_id.clone();
     other.kill9();
     let id = submitted["app_id"].as_str().unwrap();
@@ -626,4 +658,8 @@ fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() 
         ok.insert(c["index"].as_u64().unwrap());
     }
     assert_eq!(ok.len(), 6, "{r}");
+    // The RM has let the dead node go (LOST) before the next test uses this RM.
+    wait_for("the killed node LOST", Duration::from_secs(60), || {
+        !running_nodes(&mut rm).contains(&lost_node)
+    });
 }
