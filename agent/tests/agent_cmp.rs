@@ -3,41 +3,32 @@
 //! IPC and SASL path, and the statuses a start produces (RUNNING in the table at once, then
 //! the process's exit, or −105 after stopContainers).
 
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
 use agent::node::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
-    ContainerLaunchContextProto, ContainerTokenIdentifierProto, GetContainerStatusesRequestProto,
-    GetContainerStatusesResponseProto, PriorityProto, ResourceProto, StartContainerRequestProto,
-    StartContainersRequestProto, StartContainersResponseProto, StopContainersRequestProto,
-    StopContainersResponseProto,
+    GetContainerStatusesRequestProto, GetContainerStatusesResponseProto,
+    StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,
+    StopContainersRequestProto, StopContainersResponseProto,
 };
 use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
 use hadoop_wire::sasl::Qop;
-use hadoop_wire::token::identifier::{ContainerTokenIdentifier, NmTokenIdentifier, NodeId};
-use hadoop_wire::token::TokenIdentifier;
-use hadoop_wire::yarn::{cmp, exit_status, CONTAINER_MANAGEMENT_PROTOCOL};
-use ipc::client::{Client, ClientConfig, ClientError};
+use hadoop_wire::yarn::{cmp, exit_status};
+use ipc::client::Client;
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 struct Node {
     _cluster: Cluster,
     agent: Agent,
     _dir: tempfile::TempDir,
-    rm_id: i64,
 }
+
+#[path = "support/cmp.rs"]
+mod cmp_support;
+use cmp_support::{call, now_ms, remote, wait_for, Minter};
 
 fn node() -> Node {
     let cluster = Cluster::start(DemoConfig {
@@ -55,12 +46,10 @@ fn node() -> Node {
     wait_for("keys", Duration::from_secs(10), || {
         agent.shared().cm.lock().unwrap().has_keys()
     });
-    let rm_id = agent.shared().cm.lock().unwrap().rm_identifier().unwrap();
     Node {
         _cluster: cluster,
         agent,
         _dir: dir,
-        rm_id,
     }
 }
 
@@ -83,28 +72,13 @@ fn container(app: i32, n: i64) -> ContainerId {
 }
 
 impl Node {
-    fn addr(&self) -> SocketAddr {
-        let id = self.agent.node_id();
-        id.parse().unwrap()
-    }
-
-    fn node_id(&self) -> NodeId {
-        let a = self.addr();
-        NodeId::new(a.ip().to_string(), i32::from(a.port()))
+    fn minter(&self) -> Minter<'_> {
+        Minter::new(&self.agent, &whoami())
     }
 
     fn nm_token(&self, a: AttemptId, forge: bool) -> TokenCredential {
-        let (_, nm_keys) = self.agent.shared().cm.lock().unwrap().master_keys();
-        let key = nm_keys.current().unwrap();
-        let id = NmTokenIdentifier::new(Some(a), Some(&self.node_id()), "alice", key.key_id);
-        let mut password = key.password(id.bytes()).to_vec();
-        if forge {
-            password[3] ^= 0x40;
-        }
-        TokenCredential {
-            identifier: id.bytes().to_vec(),
-            password,
-        }
+        let m = self.minter();
+        m.nm_token(a, &m.node(), None, forge)
     }
 
     fn start_request(
@@ -114,75 +88,16 @@ impl Node {
         expiry: i64,
         command: &str,
     ) -> StartContainerRequestProto {
-        let (ckeys, _) = self.agent.shared().cm.lock().unwrap().master_keys();
-        let key = ckeys.current().unwrap();
-        let id = ContainerTokenIdentifier::from_proto(ContainerTokenIdentifierProto {
-            container_id: Some(container_id_proto(&c)),
-            nm_host_addr: Some(host_addr.to_string()),
-            app_submitter: Some(whoami()),
-            resource: Some(ResourceProto {
-                memory: Some(256),
-                virtual_cores: Some(1),
-                resource_value_map: vec![],
-            }),
-            expiry_time_stamp: Some(expiry),
-            master_key_id: Some(key.key_id),
-            rm_identifier: Some(self.rm_id),
-            priority: Some(PriorityProto { priority: Some(0) }),
-            creation_time: Some(now_ms()),
-            ..Default::default()
-        });
-        let token = ckeys.token(&id, &self.agent.node_id()).unwrap();
-        StartContainerRequestProto {
-            container_launch_context: Some(ContainerLaunchContextProto {
-                command: vec![command.to_string()],
-                ..Default::default()
-            }),
-            container_token: Some(token.to_proto()),
-        }
+        self.minter().start_request(c, host_addr, expiry, command)
     }
 
     fn client(&self, auth: ClientAuth, user: &str) -> Client {
-        Client::new(
-            self.addr(),
-            ClientConfig {
-                protocol: CONTAINER_MANAGEMENT_PROTOCOL.into(),
-                protocol_version: 1,
-                user: user.into(),
-                auth,
-                max_connect_attempts: 1,
-                call_timeout: Duration::from_secs(10),
-                ..ClientConfig::default()
-            },
-        )
+        self.minter().client_with(auth, user)
     }
 }
 
 fn whoami() -> String {
     std::env::var("USER").unwrap_or_else(|_| "root".into())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn call<R: prost::Message + Default>(
-    c: &Client,
-    method: &str,
-    req: &impl prost::Message,
-) -> Result<R, ClientError> {
-    let resp = c.call(method, &req.encode_to_vec())?;
-    Ok(R::decode(resp.payload()).unwrap())
-}
-
-fn remote(e: ClientError) -> (String, String) {
-    match e {
-        ClientError::Remote { class, message, .. } => (class, message),
-        other => panic!("expected a remote error, got {other}"),
-    }
 }
 
 #[test]

@@ -11,41 +11,23 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
 use agent::node::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
-    ContainerLaunchContextProto, ContainerTokenIdentifierProto, PriorityProto, ResourceProto,
-    StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,
-    StopContainersRequestProto,
+    StartContainersRequestProto, StartContainersResponseProto, StopContainersRequestProto,
 };
-use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
-use hadoop_wire::sasl::Qop;
-use hadoop_wire::token::identifier::{ContainerTokenIdentifier, NmTokenIdentifier, NodeId};
-use hadoop_wire::token::TokenIdentifier;
-use hadoop_wire::yarn::{cmp, exit_status, CONTAINER_MANAGEMENT_PROTOCOL};
-use ipc::client::{Client, ClientConfig};
+use hadoop_wire::yarn::{cmp, exit_status};
+use ipc::client::Client;
 use nm_core::container_manager::Stage;
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
-use prost::Message as _;
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+#[path = "support/cmp.rs"]
+mod cmp_support;
+use cmp_support::{call, now_ms, wait_for, Minter};
 
 const IP: &str = "127.0.0.51";
 
@@ -85,63 +67,20 @@ fn start_agent(cfg: AgentConfig) -> Agent {
 }
 
 fn client(a: &Agent) -> Client {
-    let (_, nm_keys) = a.shared().cm.lock().unwrap().master_keys();
-    let key = nm_keys.current().unwrap();
-    let addr: SocketAddr = a.node_id().parse().unwrap();
-    let node = NodeId::new(addr.ip().to_string(), i32::from(addr.port()));
-    let id = NmTokenIdentifier::new(Some(attempt()), Some(&node), "root", key.key_id);
-    let token = TokenCredential {
-        identifier: id.bytes().to_vec(),
-        password: key.password(id.bytes()).to_vec(),
-    };
-    Client::new(
-        addr,
-        ClientConfig {
-            protocol: CONTAINER_MANAGEMENT_PROTOCOL.into(),
-            protocol_version: 1,
-            user: attempt().to_string(),
-            auth: ClientAuth::token(token, vec![Qop::Auth]),
-            max_connect_attempts: 1,
-            call_timeout: Duration::from_secs(10),
-            ..ClientConfig::default()
-        },
-    )
+    Minter::new(a, "root").client(attempt())
 }
 
 fn start(a: &Agent, c: ContainerId, command: &str) {
-    let (ckeys, _) = a.shared().cm.lock().unwrap().master_keys();
-    let rm_id = a.shared().cm.lock().unwrap().rm_identifier().unwrap();
-    let key = ckeys.current().unwrap();
-    let id = ContainerTokenIdentifier::from_proto(ContainerTokenIdentifierProto {
-        container_id: Some(container_id_proto(&c)),
-        nm_host_addr: Some(a.node_id()),
-        app_submitter: Some("root".into()),
-        resource: Some(ResourceProto {
-            memory: Some(256),
-            virtual_cores: Some(1),
-            resource_value_map: vec![],
-        }),
-        expiry_time_stamp: Some(now_ms() + 600_000),
-        master_key_id: Some(key.key_id),
-        rm_identifier: Some(rm_id),
-        priority: Some(PriorityProto { priority: Some(0) }),
-        creation_time: Some(now_ms()),
-        ..Default::default()
-    });
-    let token = ckeys.token(&id, &a.node_id()).unwrap();
+    let m = Minter::new(a, "root");
     let req = StartContainersRequestProto {
-        start_container_request: vec![StartContainerRequestProto {
-            container_launch_context: Some(ContainerLaunchContextProto {
-                command: vec![command.to_string()],
-                ..Default::default()
-            }),
-            container_token: Some(token.to_proto()),
-        }],
+        start_container_request: vec![m.start_request(
+            c,
+            &a.node_id(),
+            now_ms() + 600_000,
+            command,
+        )],
     };
-    let resp = client(a)
-        .call(cmp::START_CONTAINERS, &req.encode_to_vec())
-        .unwrap();
-    let r = StartContainersResponseProto::decode(resp.payload()).unwrap();
+    let r: StartContainersResponseProto = call(&client(a), cmp::START_CONTAINERS, &req).unwrap();
     assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
     wait_for("launched", Duration::from_secs(10), || {
         a.shared().cm.lock().unwrap().stage(&c) == Some(Stage::Launched)
@@ -228,9 +167,8 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
     let stop = StopContainersRequestProto {
         container_id: vec![container_id_proto(&long)],
     };
-    client(&a2)
-        .call(cmp::STOP_CONTAINERS, &stop.encode_to_vec())
-        .unwrap();
+    let _: hadoop_wire::pb::hadoop::yarn::StopContainersResponseProto =
+        call(&client(&a2), cmp::STOP_CONTAINERS, &stop).unwrap();
     wait_for("-105", Duration::from_secs(10), || {
         state(&a2, long).is_some_and(|s| s.0 == ContainerState::Complete)
     });

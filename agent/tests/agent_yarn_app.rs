@@ -22,14 +22,6 @@ static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents"]);
 
 const KILLED_BY_APPMASTER: i64 = -105;
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path:?}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path:?}: {e}: {text}"))
@@ -235,11 +227,15 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
             _ => 0,
         };
         assert_eq!(comp["exit_status"], want, "container {i}: {comp}");
-        // The status query right after the start found the container (our containers of
-        // `echo; exit` are often done by then: COMPLETE, where Java's slower launch says
-        // RUNNING).
-        let st = comp["start_status_state"].as_str().unwrap_or("");
-        assert!(st == "RUNNING" || st == "COMPLETE", "{comp}");
+        // The status query right after the start did not fail (`errors` is empty). Our
+        // containers of `echo; exit` are often done by then (COMPLETE, where Java's slower
+        // launch says RUNNING), and with the out-of-band heartbeat the completion can reach
+        // the AM through the RM before the query's answer (then the AM records none).
+        let st = comp["start_status_state"].as_str().unwrap_or("none");
+        assert!(
+            st == "RUNNING" || st == "COMPLETE" || st == "none",
+            "{comp}"
+        );
     }
     let nodes: std::collections::BTreeSet<String> = by_index
         .values()
@@ -283,114 +279,23 @@ fn an_am_that_exits_non_zero_gets_its_second_attempt() {
 // Hostile callers, while a real application runs
 
 use hadoop_wire::pb::hadoop::yarn::{
-    ContainerLaunchContextProto, ContainerTokenIdentifierProto, PriorityProto, ResourceProto,
     StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,
 };
 use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
 use hadoop_wire::sasl::Qop;
-use hadoop_wire::token::identifier::{ContainerTokenIdentifier, NmTokenIdentifier, NodeId};
+use hadoop_wire::token::identifier::NodeId;
 use hadoop_wire::token::secret::MasterKey;
-use hadoop_wire::token::TokenIdentifier;
-use hadoop_wire::yarn::{cmp, CONTAINER_MANAGEMENT_PROTOCOL};
-use ipc::client::{Client, ClientConfig, ClientError};
+use hadoop_wire::yarn::cmp;
+use ipc::client::{Client, ClientError};
 use nm_core::ids::{AppId, AttemptId, ContainerId};
-use nm_core::wire::container_id_proto;
 use prost::Message as _;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+#[path = "support/cmp.rs"]
+mod cmp_support;
+use cmp_support::{now_ms, remote, wait_for, Minter};
 
-struct Caller<'a> {
-    agent: &'a Agent,
-}
-
-impl Caller<'_> {
-    fn node(&self) -> NodeId {
-        let a: SocketAddr = self.agent.node_id().parse().unwrap();
-        NodeId::new(a.ip().to_string(), i32::from(a.port()))
-    }
-
-    fn nm_token(
-        &self,
-        a: AttemptId,
-        node: &NodeId,
-        key: Option<&MasterKey>,
-        wrong_password: bool,
-    ) -> TokenCredential {
-        let (_, nm_keys) = self.agent.shared().cm.lock().unwrap().master_keys();
-        let current = nm_keys.current().unwrap().clone();
-        let key = key.unwrap_or(&current);
-        let id = NmTokenIdentifier::new(Some(a), Some(node), "root", key.key_id);
-        let mut password = key.password(id.bytes()).to_vec();
-        if wrong_password {
-            password[0] ^= 0x01;
-        }
-        TokenCredential {
-            identifier: id.bytes().to_vec(),
-            password,
-        }
-    }
-
-    fn client(&self, token: TokenCredential, a: AttemptId) -> Client {
-        Client::new(
-            self.agent.node_id().parse().unwrap(),
-            ClientConfig {
-                protocol: CONTAINER_MANAGEMENT_PROTOCOL.into(),
-                protocol_version: 1,
-                user: a.to_string(),
-                auth: ClientAuth::token(token, vec![Qop::Auth]),
-                max_connect_attempts: 1,
-                call_timeout: Duration::from_secs(10),
-                ..ClientConfig::default()
-            },
-        )
-    }
-
-    fn start_request(
-        &self,
-        c: ContainerId,
-        host_addr: &str,
-        expiry: i64,
-    ) -> StartContainerRequestProto {
-        let (ckeys, _) = self.agent.shared().cm.lock().unwrap().master_keys();
-        let rm_id = self
-            .agent
-            .shared()
-            .cm
-            .lock()
-            .unwrap()
-            .rm_identifier()
-            .unwrap();
-        let key = ckeys.current().unwrap();
-        let id = ContainerTokenIdentifier::from_proto(ContainerTokenIdentifierProto {
-            container_id: Some(container_id_proto(&c)),
-            nm_host_addr: Some(host_addr.to_string()),
-            app_submitter: Some("root".into()),
-            resource: Some(ResourceProto {
-                memory: Some(128),
-                virtual_cores: Some(1),
-                resource_value_map: vec![],
-            }),
-            expiry_time_stamp: Some(expiry),
-            master_key_id: Some(key.key_id),
-            rm_identifier: Some(rm_id),
-            priority: Some(PriorityProto { priority: Some(0) }),
-            creation_time: Some(now_ms()),
-            ..Default::default()
-        });
-        let token = ckeys.token(&id, &self.agent.node_id()).unwrap();
-        StartContainerRequestProto {
-            container_launch_context: Some(ContainerLaunchContextProto {
-                command: vec!["true".to_string()],
-                ..Default::default()
-            }),
-            container_token: Some(token.to_proto()),
-        }
-    }
+fn token_client(m: &Minter<'_>, token: TokenCredential, a: AttemptId) -> Client {
+    m.client_with(ClientAuth::token(token, vec![Qop::Auth]), &a.to_string())
 }
 
 fn start_call(
@@ -402,13 +307,6 @@ fn start_call(
     };
     let resp = c.call(cmp::START_CONTAINERS, &req.encode_to_vec())?;
     Ok(StartContainersResponseProto::decode(resp.payload()).unwrap())
-}
-
-fn remote(e: ClientError) -> (String, String) {
-    match e {
-        ClientError::Remote { class, message, .. } => (class, message),
-        other => panic!("expected a remote error, got {other}"),
-    }
 }
 
 #[test]
@@ -425,7 +323,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
         ))
         .unwrap();
     let app_id: AppId = submitted["app_id"].as_str().unwrap().parse().unwrap();
-    let caller = Caller { agent: &c.local };
+    let caller = Minter::new(&c.local, "root");
     let me = caller.node();
     let me_s = c.local.node_id();
     // Wait until the application has containers on this agent.
@@ -448,7 +346,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
     };
     // 1. A wrong DIGEST response (the right NMToken identifier, a wrong password).
     let e = start_call(
-        &caller.client(caller.nm_token(real, &me, None, true), real),
+        &token_client(&caller, caller.nm_token(real, &me, None, true), real),
         vec![],
     )
     .unwrap_err();
@@ -462,7 +360,11 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
     // for any other, no key exists ("generated illegally").
     let forged_key = MasterKey::new(0x5eed, vec![7; 8]).unwrap();
     let e = start_call(
-        &caller.client(caller.nm_token(real, &me, Some(&forged_key), false), real),
+        &token_client(
+            &caller,
+            caller.nm_token(real, &me, Some(&forged_key), false),
+            real,
+        ),
         vec![],
     )
     .unwrap_err();
@@ -476,7 +378,8 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
         attempt: 1,
     };
     let e = start_call(
-        &caller.client(
+        &token_client(
+            &caller,
             caller.nm_token(stranger, &me, Some(&forged_key), false),
             stranger,
         ),
@@ -492,7 +395,11 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
     // 3. An NMToken for another node.
     let elsewhere = NodeId::new("10.1.2.3", 8041);
     let e = start_call(
-        &caller.client(caller.nm_token(real, &elsewhere, None, false), real),
+        &token_client(
+            &caller,
+            caller.nm_token(real, &elsewhere, None, false),
+            real,
+        ),
         vec![],
     )
     .unwrap_err();
@@ -509,7 +416,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
         },
         attempt: 1,
     };
-    let client = caller.client(caller.nm_token(fake, &me, None, false), fake);
+    let client = token_client(&caller, caller.nm_token(fake, &me, None, false), fake);
     let cid = |n| ContainerId {
         app: fake.app,
         attempt: 1,
@@ -518,7 +425,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
     // 4. A container token for another node: the whole call fails with InvalidToken.
     let e = start_call(
         &client,
-        vec![caller.start_request(cid(1), "10.1.2.3:8041", now_ms() + 600_000)],
+        vec![caller.start_request(cid(1), "10.1.2.3:8041", now_ms() + 600_000, "true")],
     )
     .unwrap_err();
     let (class, msg) = remote(e);
@@ -533,7 +440,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
     // 5. An expired container token: a per-container failure.
     let r = start_call(
         &client,
-        vec![caller.start_request(cid(2), &me_s, now_ms() - 1)],
+        vec![caller.start_request(cid(2), &me_s, now_ms() - 1, "true")],
     )
     .unwrap();
     let m = r.failed_requests[0]
@@ -545,7 +452,7 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
         .unwrap();
     assert!(m.contains("This token is expired. current time is"), "{m}");
     // 6. A replayed start.
-    let good = caller.start_request(cid(3), &me_s, now_ms() + 600_000);
+    let good = caller.start_request(cid(3), &me_s, now_ms() + 600_000, "true");
     let r = start_call(&client, vec![good.clone()]).unwrap();
     assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
     let r = start_call(&client, vec![good]).unwrap();

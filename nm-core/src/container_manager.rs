@@ -102,7 +102,7 @@ pub enum Signal {
 }
 
 impl Signal {
-    /// The POSIX signal number.
+    /// The signal's number (Linux: SIGQUIT 3, SIGTERM 15, SIGKILL 9).
     pub fn number(self) -> i32 {
         match self {
             Signal::Quit => 3,

@@ -202,23 +202,8 @@ impl ExitInfo {
     }
 }
 
-/// A signal for `signalToContainer`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Quit,
-    Term,
-    Kill,
-}
-
-impl Signal {
-    fn number(self) -> i32 {
-        match self {
-            Signal::Quit => libc::SIGQUIT,
-            Signal::Term => libc::SIGTERM,
-            Signal::Kill => libc::SIGKILL,
-        }
-    }
-}
+/// A signal for `signalToContainer` (the container manager's translation of the command).
+pub use nm_core::container_manager::Signal;
 
 /// Runs containers: see the module docs.
 #[derive(Debug)]

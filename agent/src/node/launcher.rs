@@ -229,12 +229,7 @@ fn run(
             }
             Ok(LaunchCommand::Signal(id, sig)) => {
                 if let Some(l) = live.get_mut(&id) {
-                    use super::executor::Signal as S;
-                    l.rc.signal(match sig {
-                        Signal::Quit => S::Quit,
-                        Signal::Term => S::Term,
-                        Signal::Kill => S::Kill,
-                    });
+                    l.rc.signal(sig);
                 }
             }
             Ok(LaunchCommand::AppFinished(app)) => finished_apps.push(app),

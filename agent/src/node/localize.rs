@@ -847,43 +847,7 @@ pub fn localize(
         std::process::id(),
         TEMP_SEQ.fetch_add(1, Ordering::Relaxed)
     ));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp_path)
-        .map_err(|e| LocalizeError::local(format!("creating {}", tmp_path.display()), e))?;
-    let mut tmp = TempFile {
-        path: tmp_path,
-        armed: true,
-    };
-    let mut sink = Sink {
-        out: BufWriter::with_capacity(WRITE_BUFFER, file),
-        stop,
-    };
-    let stats = match client.read(&req.path, 0, None, &mut sink) {
-        Ok(s) => s,
-        Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
-        Err(hdfs_io::Error::Sink { source }) => {
-            return Err(LocalizeError::local(
-                format!("writing {}", tmp.path.display()),
-                source,
-            ))
-        }
-        Err(e) => return Err(LocalizeError::from_hdfs(e, &req.path)),
-    };
-    if stats.bytes != st.length {
-        return Err(LocalizeError::Changed {
-            path: req.path.clone(),
-            expected: st.length,
-            got: stats.bytes,
-        });
-    }
-    let file = sink.out.into_inner().map_err(|e| {
-        LocalizeError::local(format!("writing {}", tmp.path.display()), e.into_error())
-    })?;
-    file.sync_all()
-        .map_err(|e| LocalizeError::local(format!("fsync {}", tmp.path.display()), e))?;
-    drop(file);
+    let (mut tmp, stats) = read_into_new_file(client, &req.path, st.length, &tmp_path, stop)?;
     if req.overwrite {
         std::fs::rename(&tmp.path, &dest).map_err(|e| {
             LocalizeError::local(
@@ -917,6 +881,57 @@ pub fn localize(
         checksum_failures: stats.checksum_failures,
         dest,
     })
+}
+
+/// Reads HDFS file `src` (of `expected` bytes by its status) into a new local file at `path`
+/// (`create_new`: never an existing one), CRC-verified, and fsyncs it. Returns the file's
+/// guard, still armed (it unlinks the file when dropped), and the read's figures; on any
+/// failure the file is gone.
+fn read_into_new_file(
+    client: &DfsClient,
+    src: &str,
+    expected: u64,
+    path: &Path,
+    stop: &Stopper,
+) -> Result<(TempFile, hdfs_io::dfs::ReadStats), LocalizeError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| LocalizeError::local(format!("creating {}", path.display()), e))?;
+    let guard = TempFile {
+        path: path.to_path_buf(),
+        armed: true,
+    };
+    let mut sink = Sink {
+        out: BufWriter::with_capacity(WRITE_BUFFER, file),
+        stop,
+    };
+    let stats = match client.read(src, 0, None, &mut sink) {
+        Ok(s) => s,
+        Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
+        Err(hdfs_io::Error::Sink { source }) => {
+            return Err(LocalizeError::local(
+                format!("writing {}", path.display()),
+                source,
+            ))
+        }
+        Err(e) => return Err(LocalizeError::from_hdfs(e, src)),
+    };
+    if stats.bytes != expected {
+        return Err(LocalizeError::Changed {
+            path: src.to_string(),
+            expected,
+            got: stats.bytes,
+        });
+    }
+    let file = sink
+        .out
+        .into_inner()
+        .map_err(|e| LocalizeError::local(format!("writing {}", path.display()), e.into_error()))?;
+    file.sync_all()
+        .map_err(|e| LocalizeError::local(format!("fsync {}", path.display()), e))?;
+    Ok((guard, stats))
 }
 
 /// A container resource from HDFS into `req.dest` (see [`FetchRequest`]): stat, timestamp
@@ -983,42 +998,7 @@ pub fn fetch(
             });
         }
     }
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&req.dest)
-        .map_err(|e| LocalizeError::local(format!("creating {}", req.dest.display()), e))?;
-    let mut placed = TempFile {
-        path: req.dest.clone(),
-        armed: true,
-    };
-    let mut sink = Sink {
-        out: BufWriter::with_capacity(WRITE_BUFFER, file),
-        stop,
-    };
-    let stats = match client.read(&req.path, 0, None, &mut sink) {
-        Ok(s) => s,
-        Err(_) if stop.is_stopped() => return Err(LocalizeError::Stopping),
-        Err(hdfs_io::Error::Sink { source }) => {
-            return Err(LocalizeError::local(
-                format!("writing {}", req.dest.display()),
-                source,
-            ))
-        }
-        Err(e) => return Err(LocalizeError::from_hdfs(e, &req.path)),
-    };
-    if stats.bytes != st.length {
-        return Err(LocalizeError::Changed {
-            path: req.path.clone(),
-            expected: st.length,
-            got: stats.bytes,
-        });
-    }
-    let file = sink.out.into_inner().map_err(|e| {
-        LocalizeError::local(format!("writing {}", req.dest.display()), e.into_error())
-    })?;
-    file.sync_all()
-        .map_err(|e| LocalizeError::local(format!("fsync {}", req.dest.display()), e))?;
+    let (mut placed, stats) = read_into_new_file(client, &req.path, st.length, &req.dest, stop)?;
     placed.armed = false;
     tracing::debug!("fetch #{seq}: {} bytes of {}", stats.bytes, req.path);
     Ok(Fetched {

@@ -583,9 +583,10 @@ public final class ShellAm {
     @Override
     public void onGetContainerStatusError(ContainerId id, Throwable t) {
       synchronized (ShellAm.this) {
+        // As DistributedShell: recorded, not fatal (the query races the node's death when a
+        // node is lost; the container's fate comes from the RM). Tests check `errors`.
         errors.add(Json.obj("call", "getContainerStatuses", "container_id", id.toString(),
             "error", Launcher.describe(Launcher.unwrap(t))));
-        unexpected.add("getContainerStatuses of " + id + " failed: " + t);
       }
     }
 
