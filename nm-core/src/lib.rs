@@ -1,11 +1,18 @@
-//! `nm-core`: the NodeManager half of YARN's ResourceTracker protocol, the mirror of `rm-core`.
-//! What Java's `NodeStatusUpdaterImpl`, its container context and `NodeHealthCheckerService`
-//! do for the RM connection, without the sockets: the agent (`hotpath agent`) runs it on its
-//! ring thread, and the tests run it against `rm-core` in memory.
+//! `nm-core`: the NodeManager without its sockets and processes. The ResourceTracker half (the
+//! mirror of `rm-core`: what Java's `NodeStatusUpdaterImpl`, its container context and
+//! `NodeHealthCheckerService` do for the RM connection) and the ContainerManagementProtocol
+//! half (`ContainerManagerImpl`'s checks, the container lifecycle, launch and localization
+//! rules). The agent (`hotpath agent`) runs the first on its ring thread and the second in
+//! its IPC handlers and launcher; the tests run both against `rm-core` in memory.
 //!
 //! How the types connect:
 //!
 //! ```text
+//!  startContainers / stopContainers / getContainerStatuses (NMToken, container token)
+//!        │  container_manager::ContainerManager ── token::secret (NMToken, container token)
+//!        │    accepted start → LaunchOrder ──> the agent's launcher: localization rules,
+//!        │    launch paths/env/scripts, recovery records; exits come back as statuses
+//!        v
 //!  launch / run / complete (the agent's control socket, --simulate, tests)
 //!        │                                   ▲ CleanupOrder (containers_to_cleanup,
 //!        v                                   │   applications_to_cleanup)
@@ -31,6 +38,10 @@
 //! - [`status_updater`]: the protocol logic (registration, responseId, master-key echo, resend
 //!   of an unanswered heartbeat byte for byte, RESYNC, SHUTDOWN). No I/O and no clock: the
 //!   caller passes bytes and the time.
+//! - [`container_manager`]: ContainerManagementProtocol's checks in Java's order and each
+//!   managed container's stage (starting, launched, done), kill reasons, the recently-stopped
+//!   cache; the table is its "context".
+//! - [`recovery`]: the per-container record a restarted agent recovers its containers from.
 //! - [`launch`]: container launch as Java's `DefaultContainerExecutor` lays it out (paths,
 //!   command and env expansion, environment order, `launch_container.sh`, the pid/exit-code
 //!   wrapper scripts, exit statuses); pure, the agent's executor does the I/O.
