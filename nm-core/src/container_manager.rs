@@ -251,15 +251,27 @@ impl ContainerManager {
         nm_key: Option<(i32, &[u8])>,
         rm_identifier: Option<i64>,
     ) {
+        // Called after every heartbeat: nothing is copied (or locked for writing) unless the
+        // key id changed.
         if let Some((id, bytes)) = container_key {
-            if let Ok(k) = MasterKey::new(id, bytes.to_vec()) {
-                self.container_tokens.set_master_key(k);
+            let known = self.container_tokens.keys().current().map(|k| k.key_id);
+            if known != Some(id) {
+                if let Ok(k) = MasterKey::new(id, bytes.to_vec()) {
+                    self.container_tokens.set_master_key(k);
+                }
             }
         }
         if let Some((id, bytes)) = nm_key {
-            if let Ok(k) = MasterKey::new(id, bytes.to_vec()) {
-                if let Ok(mut m) = self.nm_tokens.write() {
-                    m.set_master_key(k);
+            let known = self
+                .nm_tokens
+                .read()
+                .ok()
+                .and_then(|m| m.keys().current().map(|k| k.key_id));
+            if known != Some(id) {
+                if let Ok(k) = MasterKey::new(id, bytes.to_vec()) {
+                    if let Ok(mut m) = self.nm_tokens.write() {
+                        m.set_master_key(k);
+                    }
                 }
             }
         }

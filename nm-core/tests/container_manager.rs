@@ -505,3 +505,28 @@ fn a_kill_before_launch_completes_with_the_reason() {
     );
     assert_eq!(w.cm.request_kill(&c, KillReason::ByAppMaster), None);
 }
+
+#[global_allocator]
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
+
+#[test]
+fn the_key_feed_after_every_heartbeat_allocates_nothing_while_keys_stay() {
+    let mut w = world();
+    let ck = w.container_keys.current().unwrap().clone();
+    let nk = w.nm_keys.current().unwrap().clone();
+    let (_, c) = alloc_counter::thread(|| {
+        for _ in 0..100 {
+            w.cm.set_keys(
+                Some((ck.key_id, &ck.bytes)),
+                Some((nk.key_id, &nk.bytes)),
+                Some(RM_ID),
+            );
+        }
+    });
+    assert_eq!(c.allocs, 0, "{c:?}");
+    // A new key is taken (and the old one kept as previous).
+    w.cm.set_keys(Some((8, &[3; 8])), None, Some(RM_ID));
+    let (keys, _) = w.cm.master_keys();
+    assert_eq!(keys.current().map(|k| k.key_id), Some(8));
+    assert_eq!(keys.previous().map(|k| k.key_id), Some(7));
+}
