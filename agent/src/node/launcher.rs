@@ -234,7 +234,11 @@ fn run(
             }
             Ok(LaunchCommand::AppFinished(app)) => finished_apps.push(app),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            // Every handle is gone (the agent is shutting down): keep watching the live
+            // containers at the same pace until the stop flag ends the loop.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         while let Ok(w) = done_rx.try_recv() {
             match w {

@@ -1,22 +1,27 @@
-//! The node agent: a NodeManager's ResourceTracker side without the container launcher. The
-//! protocol itself (container table, status updater, heartbeat wire, health) is `nm-core`;
-//! this module is its wiring: configuration, the ring thread that carries its bytes to the RM,
-//! the control socket, localization, metrics.
+//! The node agent: a YARN NodeManager. The protocols themselves (container table, status
+//! updater, heartbeat wire, health, container manager, launch and localization rules) are
+//! `nm-core`; this module is their wiring: configuration, the servers and threads, the
+//! processes, the files, the control socket, logs and metrics.
 //!
 //! How the pieces connect:
 //!
 //! ```text
-//!  executors / scripts / --simulate ──control socket──> nm_core::table::ContainerTable <──┐
-//!        ^ cleanup orders                                   │                               │
-//!        └──────────────────────────────────────────────────┘                               │
-//!                                                   nm_core::status_updater::StatusUpdater
-//!                                                   (sans-IO: register / heartbeat /
-//!                                                    response handling, nm_core::wire bytes)
-//!                                                                   │ bytes
-//!                                                                   v
-//!                                            runtime (ring thread): ipc::client → RM
+//!  RM AMLauncher / ApplicationMasters ──ContainerManagementProtocol (TOKEN)──> cmp
+//!        │ nm_core::container_manager (checks, stages)      │ LaunchOrder / kill / signal
+//!        v                                                  v
+//!  nm_core::table::ContainerTable <── exits ── launcher ── resources (localization)
+//!        ▲   ▲ cleanup orders → kills                       └─ executor (+ cgroups): processes
+//!        │   └── storm tools / --simulate ──control socket──┘ (launch/running/complete)
+//!        │
+//!  nm_core::status_updater::StatusUpdater (sans-IO: register / heartbeat / responses)
+//!        │ bytes                              keys, rm id ──> container_manager
+//!        v
+//!  runtime (ring thread): ipc::client → RM
 //! ```
 //!
+//! - [`cmp`]: the ContainerManagementProtocol handlers on the node address (TOKEN only).
+//! - [`launcher`]: accepted starts to processes and processes to exit statuses; recovery of
+//!   a previous run's containers.
 //! - [`config`]: the agent's settings from the Hadoop configuration.
 //! - [`runtime`]: the threads (ring, housekeeping, control) and the RPC calls.
 //! - [`control`]: the control socket executors and scripts use.

@@ -8,9 +8,15 @@
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
-//!   (`unRegisterNodeManager`). The agent's IPC server (`getNodeReport`, `getBuffer`) runs on
-//!   an `ipc::server` ring pinned to the same CPU (`hp-ring0srv-<cpu>`), and so does the RM
-//!   client's reader thread (`hp-ring0rx-<cpu>`): the whole network role shares one core.
+//!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`super::cmp`]) is
+//!   served on the node address by an `ipc::server` ring pinned to the same CPU
+//!   (`hp-ring0cmp-<cpu>`), the agent's own IPC server (`getNodeReport`, `getBuffer`) on
+//!   `hotpath.agent.ipc.address` likewise (`hp-ring0srv-<cpu>`), and so is the RM client's
+//!   reader thread (`hp-ring0rx-<cpu>`): the whole network role shares one core. A container
+//!   completion wakes the ring for an out-of-band heartbeat.
+//! - **launcher thread** (`hp-launcher`, [`super::launcher`]) with one `hp-launch-<n>` worker
+//!   per accepted start on the housekeeping CPU: localization, launch files, the process
+//!   ([`super::executor`]); it polls running containers every 10 ms and reports exits.
 //! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
 //!   the simulator, cleanup orders (to executors, then forced completion after the grace
 //!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
