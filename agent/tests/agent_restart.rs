@@ -125,9 +125,13 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn containers_are_recovered_with_recovery_and_reported_lost_without() {
+    // rm-core does not know this test's application: a heartbeat would answer
+    // applications_to_cleanup and the table would forget its containers once their
+    // completions are delivered. One interval longer than the test keeps to the
+    // registrations, which is what a restart is about.
     let cluster = Cluster::start(DemoConfig {
         agents: 0,
-        heartbeat_ms: 200,
+        heartbeat_ms: 120_000,
         ..DemoConfig::default()
     })
     .unwrap();

@@ -444,7 +444,10 @@ memory by RLIMIT_DATA",
             .map(|c| c.open(&paths.container.to_string()));
         let mut rc = RunningContainer::new(
             paths,
-            Wrapper::Recovered { dead_since: None },
+            Wrapper::Recovered {
+                dead_since: None,
+                wrapper: parent_wrapper(pid),
+            },
             cgroup,
             None,
             &self.cfg,
@@ -565,6 +568,25 @@ fn pid_alive(pid: i32) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// Whether `pid` exists and is not a zombie (`/proc/<pid>/stat` state).
+fn running_not_zombie(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// The parent of a recovered container's process when it is its executor wrapper
+/// (`bash …/default_container_executor.sh`, which writes the exit-code file), else `None`.
+fn parent_wrapper(pid: i32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let ppid: i32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+    let cmdline = fs::read(format!("/proc/{ppid}/cmdline")).ok()?;
+    let text = String::from_utf8_lossy(&cmdline);
+    (ppid > 1 && text.contains(nm_core::launch::EXECUTOR_SCRIPT)).then_some(ppid)
+}
+
 fn group_alive(pgid: i32) -> bool {
     pgid > 0 && pid_alive(-pgid)
 }
@@ -614,7 +636,12 @@ enum Wrapper {
     /// Our child: the wrapper bash.
     Child(Child),
     /// A recovered container; `dead_since` is when its process group was first seen gone.
-    Recovered { dead_since: Option<Instant> },
+    Recovered {
+        dead_since: Option<Instant>,
+        /// The wrapper script that will write the exit-code file (the container's parent),
+        /// while it is alive: the wait for the file starts only once it is gone.
+        wrapper: Option<i32>,
+    },
 }
 
 #[derive(Debug)]
@@ -841,11 +868,15 @@ impl RunningContainer {
                 Ok(None) => None,
                 Err(_) => read_int(&self.exit_code_file).or(Some(LOST)),
             },
-            Wrapper::Recovered { dead_since } => {
+            Wrapper::Recovered {
+                dead_since,
+                wrapper,
+            } => {
                 if let Some(code) = read_int(&self.exit_code_file) {
                     return Some(code);
                 }
-                let alive = self.pgid.is_some_and(|p| pid_alive(p) || group_alive(p));
+                let alive = self.pgid.is_some_and(|p| pid_alive(p) || group_alive(p))
+                    || wrapper.is_some_and(running_not_zombie);
                 if alive {
                     *dead_since = None;
                     return None;
