@@ -400,9 +400,8 @@ memory by RLIMIT_DATA",
         for e in env.iter().filter(|e| e.kind != EnvKind::Whitelisted) {
             cmd.env(&e.name, &e.value);
         }
-        // SAFETY: the closure runs in the forked child before exec and calls only
-        // async-signal-safe functions (setsid, getpid, open, write, close, sched_setaffinity,
-        // setrlimit) on data prepared before the fork; it allocates nothing.
+        // The closure runs in the forked child before exec (see `child_setup`).
+        // SAFETY: only async-signal-safe calls on data made before the fork; no allocation.
         unsafe {
             cmd.pre_exec(move || child_setup(&procs, &set, rlimit_data));
         }

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use conf::Configuration;
 use hdfs_io::dfs::DfsClient;
-use hdfs_io::file_status::FileType;
+use hdfs_io::file_status::{FileStatus, FileType};
 use serde_json::{json, Value};
 
 use super::shared::{Shared, Stopper};
@@ -811,24 +811,7 @@ pub fn localize(
 ) -> Result<Localized, LocalizeError> {
     let dest = check_destination(&req.dest, local_dirs, req.overwrite)?;
     let dir = dest.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let st = client
-        .stat(&req.path)
-        .map_err(|e| LocalizeError::from_hdfs(e, &req.path))?;
-    match st.file_type {
-        FileType::File => {}
-        FileType::Dir => {
-            return Err(LocalizeError::NotAFile {
-                path: req.path.clone(),
-                what: "directory",
-            })
-        }
-        FileType::Symlink => {
-            return Err(LocalizeError::NotAFile {
-                path: req.path.clone(),
-                what: "symlink",
-            })
-        }
-    }
+    let st = stat_file(client, &req.path)?;
     if let Ok(available) = fs4::available_space(&dir) {
         if available < st.length {
             return Err(LocalizeError::NoSpace {
@@ -880,6 +863,22 @@ pub fn localize(
         replica_failures: stats.replica_failures,
         checksum_failures: stats.checksum_failures,
         dest,
+    })
+}
+
+/// `getFileInfo` of an HDFS path that must be a plain file.
+fn stat_file(client: &DfsClient, path: &str) -> Result<FileStatus, LocalizeError> {
+    let st = client
+        .stat(path)
+        .map_err(|e| LocalizeError::from_hdfs(e, path))?;
+    let what = match st.file_type {
+        FileType::File => return Ok(st),
+        FileType::Dir => "directory",
+        FileType::Symlink => "symlink",
+    };
+    Err(LocalizeError::NotAFile {
+        path: path.to_string(),
+        what,
     })
 }
 
@@ -942,24 +941,7 @@ pub fn fetch(
     stop: &Stopper,
     seq: u64,
 ) -> Result<Fetched, LocalizeError> {
-    let st = client
-        .stat(&req.path)
-        .map_err(|e| LocalizeError::from_hdfs(e, &req.path))?;
-    match st.file_type {
-        FileType::File => {}
-        FileType::Dir => {
-            return Err(LocalizeError::NotAFile {
-                path: req.path.clone(),
-                what: "directory",
-            })
-        }
-        FileType::Symlink => {
-            return Err(LocalizeError::NotAFile {
-                path: req.path.clone(),
-                what: "symlink",
-            })
-        }
-    }
+    let st = stat_file(client, &req.path)?;
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
