@@ -582,11 +582,22 @@ public final class ShellAm {
 
     @Override
     public void onGetContainerStatusError(ContainerId id, Throwable t) {
+      String e = Launcher.describe(Launcher.unwrap(t));
       synchronized (ShellAm.this) {
+        Launch l = launches.get(id);
+        // A container that finished, and whose completion the RM already acknowledged, is
+        // answered with "was recently stopped" (Java's NM and ours alike): that is an answer
+        // about a finished container, not a failed query.
+        if (l != null && e.contains("was recently stopped on node manager")) {
+          if (l.startStatusState == null) {
+            l.startStatusState = "RECENTLY_STOPPED";
+          }
+          return;
+        }
         // As DistributedShell: recorded, not fatal (the query races the node's death when a
         // node is lost; the container's fate comes from the RM). Tests check `errors`.
         errors.add(Json.obj("call", "getContainerStatuses", "container_id", id.toString(),
-            "error", Launcher.describe(Launcher.unwrap(t))));
+            "error", e));
       }
     }
 
