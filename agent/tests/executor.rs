@@ -1,14 +1,16 @@
 //! The container executor with real processes and, where the probe finds them writable, real
 //! cgroups: exit codes and files, process-group kills (SIGTERM, SIGKILL after the delay), the
-//! memory limit (−104), CPU placement, the fallback without cgroups, and recovery.
+//! memory limit (−104), CPU placement, the fallback without cgroups, and recovery. The tests of
+//! exits, kills and memory run on both process chains (Java's wrapped one, and the direct one
+//! the agent uses without recovery).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent::node::executor::{
-    work_cpus, CgroupMode, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput, Recovered,
-    RunningContainer,
+    work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
+    Recovered, RunningContainer,
 };
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::launch::{
@@ -21,11 +23,16 @@ use nm_core::launch::{
 const EMPTY_HDTS: &[u8] = b"HDTS\x00\x00\x00";
 
 fn executor(dir: &Path, mode: CgroupMode, cpus: Vec<u32>) -> Executor {
+    executor_on(dir, mode, cpus, Chain::Wrapped)
+}
+
+fn executor_on(dir: &Path, mode: CgroupMode, cpus: Vec<u32>, chain: Chain) -> Executor {
     let dirs = NmDirs {
         local_dirs: vec![dir.join("local0"), dir.join("local1")],
         log_dirs: vec![dir.join("logs")],
     };
     let mut cfg = ExecutorConfig::new(dirs, cpus);
+    cfg.chain = chain;
     cfg.cgroups = mode;
     cfg.hierarchy = "hotpath-test".into();
     Executor::new(cfg)
@@ -69,14 +76,11 @@ fn launch(
         commands: &commands,
         debug_info: true,
     });
-    let (session, exec) = ex.executor_scripts(&paths);
     ex.prepare(
         &paths,
         &PrepareInput {
             launch_script: &script,
             tokens: EMPTY_HDTS,
-            session_script: &session,
-            executor_script: &exec,
         },
     )
     .unwrap();
@@ -159,11 +163,20 @@ fn wait_finished(rc: &mut RunningContainer) {
 
 #[test]
 fn exit_code_files_and_environment() {
+    exit_code_files_and_environment_on(Chain::Wrapped, 0);
+}
+
+#[test]
+fn exit_code_files_and_environment_direct() {
+    exit_code_files_and_environment_on(Chain::Direct, 100);
+}
+
+fn exit_code_files_and_environment_on(chain: Chain, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
     let (paths, mut rc) = launch(
         &ex,
-        cid(1),
+        cid(ids + 1),
         "echo hi 1><LOG_DIR>/stdout; echo $CONTAINER_ID $HOME $GREETING > <LOG_DIR>/env; \
 echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
         &Limits::default(),
@@ -214,8 +227,16 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
     assert_eq!(mode(&paths.tmp_dir), 0o710);
     assert_eq!(mode(log), 0o710);
     assert_eq!(mode(&paths.private_dir), 0o700);
-    assert_eq!(mode(&paths.executor_script), 0o700);
-    assert_eq!(mode(&paths.session_script), 0o700);
+    match chain {
+        Chain::Wrapped => {
+            assert_eq!(mode(&paths.executor_script), 0o700);
+            assert_eq!(mode(&paths.session_script), 0o700);
+        }
+        // No wrapper scripts: the launch script was our child.
+        Chain::Direct => {
+            assert!(!paths.executor_script.exists() && !paths.session_script.exists());
+        }
+    }
     // Container dirs on every local dir.
     assert!(paths.container_dirs.iter().all(|d| d.is_dir()));
     // The cgroup goes away after the exit.
@@ -223,7 +244,7 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
     wait_finished(&mut rc);
     assert!(cg_dirs.iter().all(|d| !d.exists()), "{cg_dirs:?}");
     // Success reports 0.
-    let (_, mut ok) = launch(&ex, cid(2), "true", &Limits::default());
+    let (_, mut ok) = launch(&ex, cid(ids + 2), "true", &Limits::default());
     let e = wait_exit(&mut ok, Duration::from_secs(20));
     assert_eq!(
         (e.exit_code, e.exit_status(), e.diagnostics()),
@@ -233,11 +254,20 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
 
 #[test]
 fn kill_by_app_master_kills_the_process_group() {
+    kill_by_app_master_kills_the_process_group_on(Chain::Wrapped, 0);
+}
+
+#[test]
+fn kill_by_app_master_kills_the_process_group_direct() {
+    kill_by_app_master_kills_the_process_group_on(Chain::Direct, 100);
+}
+
+fn kill_by_app_master_kills_the_process_group_on(chain: Chain, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
     let (paths, mut rc) = launch(
         &ex,
-        cid(3),
+        cid(ids + 3),
         "sleep 600 & echo \\$! > <LOG_DIR>/grandchild; wait",
         &Limits::default(),
     );
@@ -246,6 +276,19 @@ fn kill_by_app_master_kills_the_process_group() {
         .parse()
         .unwrap();
     assert!(alive(gc));
+    // The pid file names the leader of the container's process group.
+    let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
+    let stat = fs::read_to_string(format!("/proc/{gc}/stat")).unwrap();
+    let pgrp: i32 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(pgrp, pid, "{stat}");
     assert!(rc.poll().is_none());
     let t = Instant::now();
     rc.kill(KillReason::ByAppMaster);
@@ -264,11 +307,20 @@ Container exited with a non-zero exit code 143. \n"
 
 #[test]
 fn sigkill_follows_when_term_is_ignored() {
+    sigkill_follows_when_term_is_ignored_on(Chain::Wrapped, 0);
+}
+
+#[test]
+fn sigkill_follows_when_term_is_ignored_direct() {
+    sigkill_follows_when_term_is_ignored_on(Chain::Direct, 100);
+}
+
+fn sigkill_follows_when_term_is_ignored_on(chain: Chain, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
     let (paths, mut rc) = launch(
         &ex,
-        cid(4),
+        cid(ids + 4),
         "trap '' TERM; sleep 600 & echo \\$! > <LOG_DIR>/grandchild; wait",
         &Limits::default(),
     );
@@ -300,8 +352,17 @@ fn sigkill_follows_when_term_is_ignored() {
 
 #[test]
 fn memory_hog_is_killed_as_exceeding_pmem() {
+    memory_hog_is_killed_as_exceeding_pmem_on(Chain::Wrapped, 0);
+}
+
+#[test]
+fn memory_hog_is_killed_as_exceeding_pmem_direct() {
+    memory_hog_is_killed_as_exceeding_pmem_on(Chain::Direct, 100);
+}
+
+fn memory_hog_is_killed_as_exceeding_pmem_on(chain: Chain, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
     if !ex.has_memory_cgroup() {
         eprintln!("SKIPPED memory_hog_is_killed_as_exceeding_pmem: the probe found no writable memory cgroup");
         return;
@@ -309,7 +370,7 @@ fn memory_hog_is_killed_as_exceeding_pmem() {
     let limit = 64u64 << 20;
     let (_, mut rc) = launch(
         &ex,
-        cid(5),
+        cid(ids + 5),
         "head -c 400000000 /dev/zero | tail > /dev/null; sleep 600",
         &Limits {
             memory_bytes: Some(limit),
@@ -327,7 +388,7 @@ fn memory_hog_is_killed_as_exceeding_pmem() {
     assert!(
         d.contains(&format!(
             ",containerID={}] is running beyond physical memory limits. Current usage: ",
-            cid(5)
+            cid(ids + 5)
         )),
         "{d}"
     );
@@ -470,18 +531,16 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
     cfg.process_kill_wait = Duration::from_millis(200);
     let ex = Executor::new(cfg);
     let paths = ex.paths("hp-test", cid(12)).unwrap();
-    let (_, exec) = ex.executor_scripts(&paths);
-    // A session script that never writes the pid file.
     ex.prepare(
         &paths,
         &PrepareInput {
             launch_script: "#!/bin/bash\nexit 0\n",
             tokens: EMPTY_HDTS,
-            session_script: "#!/bin/bash\nsleep 600\n",
-            executor_script: &exec,
         },
     )
     .unwrap();
+    // A session script that never writes the pid file.
+    fs::write(&paths.session_script, "#!/bin/bash\nsleep 600\n").unwrap();
     let mut rc = ex.spawn(&paths, &[], &Limits::default()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let t = Instant::now();

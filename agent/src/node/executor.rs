@@ -6,24 +6,33 @@
 //! ```text
 //!  Executor::new(ExecutorConfig) ── probes cgroups once (cgroups::Cgroups), logs one line
 //!     │ prepare(paths, PrepareInput)   dirs with Java's modes, launch_container.sh (nmPrivate
-//!     │                                and work dir), <cid>.tokens + container_tokens, the two
-//!     │                                wrapper scripts (0700)
-//!     │ spawn(paths, env, Limits) ──> RunningContainer (our child: bash default_container_executor.sh)
+//!     │                                and work dir), <cid>.tokens + container_tokens, and for
+//!     │                                the wrapped chain the two wrapper scripts (0700)
+//!     │ spawn(paths, env, Limits) ──> RunningContainer (our child: the wrapper, or the container)
 //!     │ recover(paths) ──> Recovered::{Running{pid}, Exited{code}, Lost}
 //!     │ watch(paths, pid) ──> RunningContainer (not our child: /proc and the exit-code file)
 //!     v
 //!  RunningContainer: poll() (never blocks) ─> Option<ExitInfo>; kill(reason); signal(sig)
 //! ```
 //!
-//! The process chain is Java's: `bash default_container_executor.sh` (our child, the
-//! *wrapper*; it records the exit code) runs `default_container_executor_session.sh`, which
-//! writes its pid into `<cid>.pid` and execs `setsid bash launch_container.sh`: the pid in the
-//! file leads the container's session and process group, and kills go to that group
-//! (`kill(-pgid)`). Between fork and exec the wrapper starts its own session too (so the
-//! agent's terminal or process group signals do not reach it and a restarted agent finds it
-//! still writing the exit code), joins the container's cgroups, and is pinned to the work CPUs.
+//! Two process chains ([`Chain`]):
+//! - **Wrapped**, Java's, used when containers must outlive the agent
+//!   (`yarn.nodemanager.recovery.enabled`): `bash default_container_executor.sh` (our child, the
+//!   *wrapper*; it records the exit code) runs `default_container_executor_session.sh`, which
+//!   writes its pid into `<cid>.pid` and execs `setsid bash launch_container.sh`: the pid in
+//!   the file leads the container's session and process group, and kills go to that group
+//!   (`kill(-pgid)`). Between fork and exec the wrapper starts its own session too (so the
+//!   agent's terminal or process group signals do not reach it and a restarted agent finds it
+//!   still writing the exit code), joins the container's cgroups, and is pinned to the work
+//!   CPUs.
+//! - **Direct**, without recovery (Hadoop's default): nothing has to write the exit code for a
+//!   later agent, so the wrapper, the session script, its `mv` and `setsid` (four of the nine
+//!   processes a container of `true` costs) go. Our child starts its session, joins the cgroups
+//!   and is pinned between fork and exec, then execs `bash launch_container.sh`; the agent
+//!   writes `<cid>.pid` (the child's pid, leader of the session and group) and, when it reaps
+//!   the child, `<cid>.exitcode`. Kills, exit codes (128 + signal) and files are the same.
 //!
-//! The wrapper's own stdout and stderr (bash errors before the launch script redirects to
+//! The wrapper's (or, direct, the launch script's) own stdout and stderr (bash errors before the launch script redirects to
 //! `prelaunch.out`/`prelaunch.err`) go to `<nmPrivate>/<app>/<cid>/executor.out`; a failure's
 //! diagnostics quote its tail, as Java quotes the shell output.
 //!
@@ -67,9 +76,20 @@ pub const LOST: i32 = 154;
 /// The wrapper's own output, in the container's nmPrivate dir.
 pub const EXECUTOR_OUT: &str = "executor.out";
 
+/// How a container's processes are started (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chain {
+    /// Java's wrapper scripts: the exit code is written by a process that outlives the agent.
+    Wrapped,
+    /// The launch script is our child; the agent writes the pid and exit-code files.
+    Direct,
+}
+
 /// What the executor needs.
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
+    /// The process chain.
+    pub chain: Chain,
     /// The good local and log dirs.
     pub dirs: NmDirs,
     /// The CPUs containers run on ([`work_cpus`]).
@@ -87,6 +107,7 @@ impl ExecutorConfig {
     /// Defaults for everything but the dirs and CPUs.
     pub fn new(dirs: NmDirs, cpus: Vec<u32>) -> ExecutorConfig {
         ExecutorConfig {
+            chain: Chain::Wrapped,
             dirs,
             cpus,
             cgroups: CgroupMode::Auto,
@@ -162,10 +183,6 @@ pub struct PrepareInput<'a> {
     /// The container's credentials, Hadoop's token storage format (`HDTS`, possibly empty of
     /// tokens but never zero bytes; trap 12).
     pub tokens: &'a [u8],
-    /// `default_container_executor_session.sh` and `default_container_executor.sh`
-    /// ([`launch::executor_scripts`]).
-    pub session_script: &'a str,
-    pub executor_script: &'a str,
 }
 
 /// What a restarted agent finds of a container (from its pid and exit-code files).
@@ -292,13 +309,9 @@ memory by RLIMIT_DATA",
         Ok(ContainerPaths::new(&self.cfg.dirs, user, id)?)
     }
 
-    /// The wrapper scripts for `paths`, with or without `setsid` as this host has it.
-    pub fn executor_scripts(&self, paths: &ContainerPaths) -> (String, String) {
-        launch::executor_scripts(paths, self.setsid)
-    }
-
     /// Creates the container's dirs with Java's modes (notes 4.1) and writes its files (4.2
-    /// steps 4–7).
+    /// steps 4–7): for the wrapped chain also the wrapper scripts ([`launch::executor_scripts`],
+    /// with or without `setsid` as this host has it).
     pub fn prepare(
         &self,
         paths: &ContainerPaths,
@@ -333,21 +346,16 @@ memory by RLIMIT_DATA",
         write_file(&paths.private_tokens, input.tokens, 0o600)?;
         write_file(&paths.tokens, input.tokens, 0o600)?;
         write_file(&paths.launch_script, input.launch_script.as_bytes(), 0o640)?;
-        write_file(
-            &paths.session_script,
-            input.session_script.as_bytes(),
-            0o700,
-        )?;
-        write_file(
-            &paths.executor_script,
-            input.executor_script.as_bytes(),
-            0o700,
-        )?;
+        if self.cfg.chain == Chain::Wrapped {
+            let (session, wrapper) = launch::executor_scripts(paths, self.setsid);
+            write_file(&paths.session_script, session.as_bytes(), 0o700)?;
+            write_file(&paths.executor_script, wrapper.as_bytes(), 0o700)?;
+        }
         Ok(())
     }
 
     /// Starts the container prepared at `paths`: `bash <workdir>/default_container_executor.sh`
-    /// with cwd = the work dir and env = the agent's env plus the container's (its NM and
+    /// (wrapped) or `bash <workdir>/launch_container.sh` (direct) with cwd = the work dir and env = the agent's env plus the container's (its NM and
     /// launch-context variables; whitelisted ones are in the agent's env already), in its
     /// cgroups and on its CPUs before the first instruction of bash.
     pub fn spawn(
@@ -391,12 +399,17 @@ memory by RLIMIT_DATA",
         let out_path = paths.private_dir.join(EXECUTOR_OUT);
         let out = fs::File::create(&out_path).map_err(io_at(&out_path))?;
         let err = out.try_clone().map_err(io_at(&out_path))?;
+        let direct = self.cfg.chain == Chain::Direct;
         let mut cmd = Command::new("/bin/bash");
-        cmd.arg(&paths.executor_script)
-            .current_dir(&paths.work_dir)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
+        cmd.arg(if direct {
+            &paths.launch_script
+        } else {
+            &paths.executor_script
+        })
+        .current_dir(&paths.work_dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
         for e in env.iter().filter(|e| e.kind != EnvKind::Whitelisted) {
             cmd.env(&e.name, &e.value);
         }
@@ -414,13 +427,34 @@ memory by RLIMIT_DATA",
                 return Err(ExecutorError::Spawn(e));
             }
         };
-        Ok(RunningContainer::new(
+        if !direct {
+            return Ok(RunningContainer::new(
+                paths,
+                Wrapper::Child(child),
+                cgroup,
+                limits.memory_bytes,
+                &self.cfg,
+            ));
+        }
+        // Direct: the child leads the container's session and group; its pid file is ours to
+        // write (atomically, as the session script does with `mv`).
+        let pid = child.id() as i32;
+        let mut rc = RunningContainer::new(
             paths,
-            Wrapper::Child(child),
+            Wrapper::Direct(child),
             cgroup,
             limits.memory_bytes,
             &self.cfg,
-        ))
+        );
+        rc.pgid = Some(pid);
+        if let Err(e) = write_atomic(&paths.pid_file, pid) {
+            // Without the pid file a restarted agent could not find the container: do not run
+            // one it cannot account for.
+            rc.kill(KillReason::Aborted {
+                diagnostics: format!("cannot write the pid file: {e}"),
+            });
+        }
+        Ok(rc)
     }
 
     /// What the pid and exit-code files say about a container after an agent restart.
@@ -536,6 +570,16 @@ fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<(), ExecutorError> 
 }
 
 /// A small integer file (pid, exit code); `None` if missing, too long or not a number.
+/// Writes `value` and a newline to `path` through `<path>.tmp` and a rename (as the wrapper
+/// scripts do with `mv`), so a reader never sees a partial number.
+fn write_atomic(path: &Path, value: i32) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    fs::write(&tmp, format!("{value}\n"))?;
+    fs::rename(&tmp, path)
+}
+
 fn read_int(path: &Path) -> Option<i32> {
     let mut f = fs::File::open(path).ok()?;
     let mut buf = [0u8; 32];
@@ -634,6 +678,8 @@ fn alive_since(pid: i32, pid_file: &Path) -> bool {
 enum Wrapper {
     /// Our child: the wrapper bash.
     Child(Child),
+    /// Our child: the container's launch script itself ([`Chain::Direct`]).
+    Direct(Child),
     /// A recovered container; `dead_since` is when its process group was first seen gone.
     Recovered {
         dead_since: Option<Instant>,
@@ -714,7 +760,7 @@ impl RunningContainer {
     pub fn wrapper_pid(&self) -> Option<u32> {
         match &self.wrapper {
             Wrapper::Child(c) => Some(c.id()),
-            Wrapper::Recovered { .. } => None,
+            Wrapper::Direct(_) | Wrapper::Recovered { .. } => None,
         }
     }
 
@@ -866,6 +912,18 @@ impl RunningContainer {
                 Ok(Some(st)) => Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))),
                 Ok(None) => None,
                 Err(_) => read_int(&self.exit_code_file).or(Some(LOST)),
+            },
+            Wrapper::Direct(c) => match c.try_wait() {
+                Ok(Some(st)) => {
+                    // What the wrapper's `rc=$?` would have recorded.
+                    let code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
+                    if let Err(e) = write_atomic(&self.exit_code_file, code) {
+                        tracing::warn!("{}: {e}", self.exit_code_file.display());
+                    }
+                    Some(code)
+                }
+                Ok(None) => None,
+                Err(_) => Some(LOST),
             },
             Wrapper::Recovered {
                 dead_since,

@@ -370,6 +370,7 @@ fn launch_one(
     if let Some(k) = killed() {
         return Err((k.exit_status(), k.diagnostics().to_string()));
     }
+    let t_localized = t0.elapsed();
     let missed = localizer.downloads().saturating_sub(before);
     let files = resources.len() as u64;
     let counters = [
@@ -432,7 +433,6 @@ fn launch_one(
         commands: &commands,
         debug_info: cfg.nm.debug_info,
     });
-    let (session, wrapper) = executor.executor_scripts(&paths);
     // container_tokens is always written (an empty Credentials when the context has none).
     let tokens = match &ctx.tokens {
         Some(t) if !t.is_empty() => t.clone(),
@@ -444,8 +444,6 @@ fn launch_one(
             &PrepareInput {
                 launch_script: &script,
                 tokens: &tokens,
-                session_script: &session,
-                executor_script: &wrapper,
             },
         )
         .map_err(|e| failed(&e))?;
@@ -467,9 +465,16 @@ fn launch_one(
             .then(|| order.resource.memory_mb as u64 * 1024 * 1024),
         cpus: Vec::new(),
     };
+    let t_prepared = t0.elapsed();
     let rc = executor
         .spawn(&paths, &env, &limits)
         .map_err(|e| failed(&e))?;
+    tracing::debug!(
+        "launched {id}: localized at {} µs, prepared at {} µs, spawned at {} µs",
+        t_localized.as_micros(),
+        t_prepared.as_micros(),
+        t0.elapsed().as_micros()
+    );
     Ok((rc, paths))
 }
 

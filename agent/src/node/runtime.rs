@@ -57,7 +57,7 @@ use nm_core::table::{ContainerTable, Resource};
 use super::cgroups::CgroupMode;
 use super::config::AgentConfig;
 use super::control::{ControlServer, Localizer};
-use super::executor::{Executor, ExecutorConfig};
+use super::executor::{Chain, Executor, ExecutorConfig};
 use super::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
 use super::report;
 use super::resources::ResourceLocalizer;
@@ -312,6 +312,13 @@ impl Agent {
             log_dirs: cfg.nm.log_dirs.clone(),
         };
         let executor = Arc::new(Executor::new(ExecutorConfig {
+            // Containers outlive the agent only with recovery; without it (Hadoop's default)
+            // a restarted agent kills them, so nothing has to stay behind to record an exit.
+            chain: if cfg.nm.recovery {
+                Chain::Wrapped
+            } else {
+                Chain::Direct
+            },
             cgroups: if cfg.nm.cgroups {
                 CgroupMode::Auto
             } else {

@@ -42,6 +42,19 @@ pub struct NmLaunchArgs {
     /// The `hotpath` binary (default: beside this one).
     #[arg(long)]
     pub hotpath: Option<PathBuf>,
+    /// The AM's `yarn.client.max-cached-nodemanagers-proxies`: Hadoop's default 0 makes every
+    /// startContainers call open a new connection with its own SASL handshake; N > 0 reuses
+    /// up to N nodes' connections, which leaves the node's own launch time in the figures.
+    #[arg(long, default_value_t = 0)]
+    pub am_nm_proxies: u32,
+    /// Start the agents with `--no-pin`: no core plan, so containers may use every CPU, as
+    /// the Java NodeManager's do (on a machine this small the plan leaves containers one CPU).
+    #[arg(long)]
+    pub agent_no_pin: bool,
+    /// Keep each hotpath agent's log (`HOTPATH_LOG=debug`, with the launch stage timings) in
+    /// this directory as `agent-<ip>.log`.
+    #[arg(long)]
+    pub agent_logs: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -127,7 +140,8 @@ impl Drop for Node {
 const NODE_MB: &str = "4096";
 const NODE_VCORES: &str = "8";
 
-fn start_agent(bin: &Path, rt: &str, ip: &str) -> Result<Node> {
+fn start_agent(bin: &Path, rt: &str, ip: &str, args: &NmLaunchArgs) -> Result<Node> {
+    let logs = args.agent_logs.as_deref();
     let dir = tempfile::tempdir()?;
     let d = dir.path();
     let sets = [
@@ -147,12 +161,23 @@ fn start_agent(bin: &Path, rt: &str, ip: &str) -> Result<Node> {
     ];
     let mut cmd = Command::new(bin);
     cmd.arg("agent").arg("--ready-line");
+    if args.agent_no_pin {
+        cmd.arg("--no-pin");
+    }
     for s in &sets {
         cmd.arg("--set").arg(s);
     }
+    let stderr = match logs {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            cmd.env("HOTPATH_LOG", "debug");
+            Stdio::from(std::fs::File::create(dir.join(format!("agent-{ip}.log")))?)
+        }
+        None => Stdio::null(),
+    };
     let mut child = cmd
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .with_context(|| format!("starting {}", bin.display()))?;
     let mut line = String::new();
@@ -199,8 +224,8 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
     let nodes = match side {
         Side::Java => vec![start_java_nm(&rt)?, start_java_nm(&rt)?],
         Side::Hotpath => vec![
-            start_agent(hotpath, &rt, "127.0.0.61")?,
-            start_agent(hotpath, &rt, "127.0.0.62")?,
+            start_agent(hotpath, &rt, "127.0.0.61", args)?,
+            start_agent(hotpath, &rt, "127.0.0.62", args)?,
         ],
     };
     let t0 = Instant::now();
@@ -218,9 +243,10 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
     let result = dir.path().join("bench.json");
     let submitted = rm
         .command(&format!(
-            "app-submit mode=bench containers={} per_node={} result={}",
+            "app-submit mode=bench containers={} per_node={} nm_proxies={} result={}",
             args.containers,
             args.per_node,
+            args.am_nm_proxies,
             result.display()
         ))
         .map_err(|e| anyhow!("app-submit: {e}"))?;
@@ -354,6 +380,8 @@ pub fn run(args: NmLaunchArgs) -> Result<()> {
     let out = json!({
         "containers": args.containers,
         "per_node": args.per_node,
+        "am_nm_proxies": args.am_nm_proxies,
+        "agent_no_pin": args.agent_no_pin,
         "rounds": args.rounds,
         "summary": summary,
         "runs": runs,

@@ -61,7 +61,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * expected status −105), {@code result} (result file), {@code shared-dir} (a directory every
  * container can write: markers and timestamps), {@code fail-attempt} (attempts up to this number
  * exit 3 at once), {@code sleep} ({@code I:SECS,...}: index I sleeps SECS before its exit),
- * {@code per-node} (bench), {@code heartbeat-ms}, {@code timeout-s}.
+ * {@code per-node} (bench), {@code heartbeat-ms}, {@code timeout-s}, {@code nm-proxies}
+ * ({@code yarn.client.max-cached-nodemanagers-proxies}, Hadoop's default 0).
  *
  * <p>Result file (one JSON object, rewritten atomically; the second write adds
  * {@code nm_client_stop_ms}). Shell: {@code mode}, {@code app_attempt_id}, {@code attempt},
@@ -267,6 +268,10 @@ public final class ShellAm {
     }
 
     Configuration conf = new YarnConfiguration();
+    // Hadoop's default 0 opens a new connection (and SASL handshake) for every NM call;
+    // N > 0 lets NMClient keep up to N node proxies, and their connections, open.
+    conf.setInt(YarnConfiguration.NM_CLIENT_MAX_NM_PROXIES,
+        Integer.parseInt(opt("nm-proxies", "0")));
     String sched = conf.get(YarnConfiguration.RM_SCHEDULER_ADDRESS);
     System.err.println("ShellAm: scheduler address " + sched);
     if (sched == null || sched.equals(YarnConfiguration.DEFAULT_RM_SCHEDULER_ADDRESS)

@@ -370,7 +370,7 @@ final class YarnRmMode implements Mode {
       "mode", "shell", "containers", "1", "exit", "", "stop", "", "sleep", "", "am_mb", "256",
       "container_mb", "128", "container_vcores", "1", "fail_attempt", "0", "result", null,
       "shared", null, "queue", "default", "per_node", "4", "timeout_s", "300",
-      "heartbeat_ms", "200", "name", "hotpath-shell");
+      "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0");
 
   /**
    * {@code app-submit key=value...}: submits a {@link ShellAm} application. Its AM container gets
@@ -424,6 +424,7 @@ final class YarnRmMode implements Mode {
     plan.setProperty("per-node", o.get("per_node"));
     plan.setProperty("timeout-s", o.get("timeout_s"));
     plan.setProperty("heartbeat-ms", o.get("heartbeat_ms"));
+    plan.setProperty("nm-proxies", o.get("nm_proxies"));
     Path planFile = dir.resolve("shellCommands");
     try (var w = Files.newBufferedWriter(planFile, StandardCharsets.UTF_8)) {
       plan.store(w, "ShellAm plan for " + id);
