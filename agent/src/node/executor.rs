@@ -383,6 +383,7 @@ memory by RLIMIT_DATA",
             unsafe { libc::CPU_SET(c as usize, &mut set) };
         }
         let name = paths.container.to_string();
+        let t0 = Instant::now();
         let cgroup = match &self.cgroups {
             Some(cg) => Some(cg.create(&name, limits.memory_bytes, &cpu_list(&cpus))?),
             None => None,
@@ -418,8 +419,16 @@ memory by RLIMIT_DATA",
         unsafe {
             cmd.pre_exec(move || child_setup(&procs, &set, rlimit_data));
         }
+        let t_cgroup = t0.elapsed();
         let child = match cmd.spawn() {
-            Ok(c) => c,
+            Ok(c) => {
+                tracing::debug!(
+                    "spawned {name}: cgroups in {} µs, fork to exec {} µs",
+                    t_cgroup.as_micros(),
+                    (t0.elapsed() - t_cgroup).as_micros()
+                );
+                c
+            }
             Err(e) => {
                 if let Some(c) = &cgroup {
                     c.remove();
