@@ -1202,6 +1202,11 @@ pub fn run_process(plan: Plan, clock0: Instant) -> Result<ProcFigures> {
             std::thread::Builder::new()
                 .name(format!("lg-loop-{t}"))
                 .spawn(move || -> Result<Loop> {
+                    // The default timer slack (50 µs) would make every beat that late.
+                    // SAFETY: PR_SET_TIMERSLACK takes an integer argument, no pointers.
+                    unsafe {
+                        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+                    }
                     let mut l = Loop::new(plan, clock0, &ids, sets)?;
                     l.run()?;
                     Ok(l)
