@@ -112,3 +112,73 @@ fn storm_with_two_load_processes() {
     assert_eq!(v["threads"], 2, "{v}");
     assert_eq!(v["response_source"], "fixture", "{v}");
 }
+
+/// A dead server: every connection is counted down, retried after `--retry-ms`, and up again
+/// once a server listens on the port again; the nodes go on heartbeating (no error: a lost
+/// call is retried by the next beat, as the NodeManager's RM proxy retries).
+#[test]
+fn storm_reconnects_after_the_server_dies() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Stdio};
+    use std::time::Duration;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    // A heartbeat answer (responseId 1, NORMAL).
+    let payload = "08012000";
+    let raw = |addr: &str| -> Child {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hotpath-bench"))
+            .args(["storm-raw", "--ready-line", "--address", addr])
+            .args(["--payload-hex", payload])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting storm-raw");
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("READY "), "{line:?}");
+        c
+    };
+    let mut first = raw(&addr);
+    let lg = Command::new(env!("CARGO_BIN_EXE_hotpath-bench"))
+        .args(["loadgen", "heartbeats", "--json", "--nodes", "200"])
+        .args([
+            "--interval-ms",
+            "200",
+            "--duration",
+            "4",
+            "--retry-ms",
+            "200",
+        ])
+        .args(["--rm", &addr, "--raw-peer"])
+        .env("HOTPATH_LOG", "error")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running the loadgen");
+    // Registered and beating by now (the ramp takes 0.1 s); then the server dies, and a new
+    // one takes its port while the loadgen still runs.
+    std::thread::sleep(Duration::from_millis(2000));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let mut second = raw(&addr);
+    let out = lg.wait_with_output().unwrap();
+    drop(second.stdin.take());
+    second.wait().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    eprintln!("{v}");
+    assert_eq!(v["registered"], 200, "{v}");
+    assert_eq!(v["disconnects"], 200, "every connection died once: {v}");
+    assert_eq!(v["reconnects"], 200, "and came back: {v}");
+    assert!(v["connect_failures"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["errors"], 0, "{v}");
+    assert!(v["heartbeats"].as_u64().unwrap() > 0, "{v}");
+}
