@@ -134,6 +134,7 @@ fn storm_reconnects_after_the_server_dies() {
         let mut c = Command::new(env!("CARGO_BIN_EXE_hotpath-bench"))
             .args(["storm-raw", "--ready-line", "--address", addr])
             .args(["--payload-hex", payload])
+            .env("HOTPATH_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
