@@ -1,62 +1,49 @@
 //! `hotpath-bench loadgen heartbeats`: N simulated NodeManagers over real TCP against any
-//! ResourceTracker (ours or Java's).
+//! ResourceTracker (ours, Java's, or the raw reference server), one connection per node by
+//! default, as a real cluster makes them.
 //!
-//! How it fits together: the nodes are dealt round-robin onto K connections. Each connection has
-//! a **writer** thread that owns its nodes' request buffers and paces them (node `g` of `N` sends
-//! at `t0 + k·interval + g·interval/N`, so the load is spread evenly), and a **reader** thread
-//! that matches responses to nodes by callId (`callId mod nodes_on_connection`) and records the
-//! RPC latency. The two share one [`Slot`] of atomics per node: its state, the last responseId
-//! received, the master-key ids to echo (trap 3), and the send time.
+//! How it fits together:
 //!
-//! Per node, as a NodeManager does: `registerNodeManager` first, then `nodeHeartbeat` with the
-//! last responseId received; RESYNC re-registers; SHUTDOWN stops the node. A node has at most
-//! one call in flight: if its previous heartbeat is still unanswered when its next one is due,
-//! that beat is counted as `late` and skipped (a real NM would send it late).
+//! - The engine is [`crate::storm`]: one or two epoll event-loop threads per load process drive
+//!   every connection (nonblocking connects on a registration ramp, paced heartbeats with jitter,
+//!   the NodeManager's RESYNC / SHUTDOWN / reconnect behaviour, latency from each beat's
+//!   scheduled time). Its module comment says why it is not `ipc`'s transport.
+//! - This module is the driver: it parses the flags, starts the server under test when asked
+//!   (`--target rm`: a fresh `hotpath rm`; `raw`: a fresh `hotpath-bench storm-raw`; `both`: one
+//!   after the other in one sitting, the raw server answering with the heartbeat response the
+//!   RM sent; `external`: `--rm HOST:PORT`), runs the load, reads the server's CPU time from
+//!   `/proc/<pid>/stat` at the measured window's edges, scrapes `/metrics` for the RM's
+//!   dispatcher backlog, and prints the figures ([`Figures`], `--json`).
+//! - More connections than one process may hold (RLIMIT_NOFILE, raised to its hard limit at
+//!   start) take `--processes P` load processes: children of this binary, each with the nodes
+//!   `g ≡ p (mod P)` and its share of the connections. They are coordinated by a shared start
+//!   time on their command line (`--start-unix-ns`, wall clock): every process derives the same
+//!   timeline from it (ramp slot of node `g` = start + g/ramp, measured window = after the ramp
+//!   and one interval of warm-up), so no further messages are needed. Each child prints its
+//!   [`storm::ProcFigures`] (counters, both latency histograms as (value, count) pairs, its own
+//!   CPU time and descriptors) as one JSON line on stdout; the parent merges them.
 //!
-//! The wire is `hadoop_wire`'s, as every client in the workspace speaks it: the writer frames
-//! with the connection's [`Caller`] (preamble and connection context, then one call frame per
-//! request), the reader takes each frame through the connection's [`Responses`] (length cap,
-//! RpcResponseHeader, SUCCESS payload or RemoteError). The two share the connection's
-//! [`StateIdCell`], as `ipc::client`'s writers and reader thread do. Call ids are the loadgen's
-//! own, not [`Caller::next_call_id`]: `seq·m + l` makes the id name its node, so the reader
-//! finds the node with one `%` and no table.
-//!
-//! Allocation-light: each node's heartbeat is encoded once (the heartbeat fixture of
-//! `benches::rm_heartbeat`: 50 RUNNING GUARANTEED statuses, IP-literal host, distinct port)
-//! with the responseId as a fixed 5-byte varint that is patched in place
-//! ([`fixtures::set_response_id`]), so a beat costs a memcpy into the frame rather than an
-//! encode of 50 statuses; frames are built into one reused buffer per connection and responses
-//! read into one reused buffer. Re-encoding happens only when the RM rolls a key. A heartbeat
-//! response is read in place with [`NodeHeartbeatResponseView`]; a registration response
-//! (once per node) is decoded with prost.
+//! `--json` keys: those of [`Figures`]. `p50_us`…`max_us` keep their old meaning (RPC latency,
+//! from the frame's write to its answer); `sched_p50_us`…`sched_max_us` run from the scheduled
+//! time. `--target both` prints `{"rm": {…}, "raw": {…}, "cpu_ratio_rm_over_raw": x}`.
 
-use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering::*};
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use benches::rm_heartbeat as fixtures;
-use clap::{Args, Subcommand};
-use hadoop_wire::encode::{ConnectionContext, RequestHeader};
+use clap::{Args, Subcommand, ValueEnum};
 use hadoop_wire::pb::hadoop::yarn::{
-    ContainerStateProto, ExecutionTypeProto, MasterKeyProto, NodeActionProto,
-    RegisterNodeManagerResponseProto,
+    MasterKeyProto, NodeActionProto, NodeHeartbeatResponseProto, RegisterNodeManagerResponseProto,
 };
-use hadoop_wire::rpc::client::{Caller, Responses, StateIdCell};
 use hadoop_wire::view::yarn::{MasterKeyView, NodeHeartbeatResponseView};
-use hadoop_wire::yarn::{
-    HADOOP_VERSION, NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL,
-    RESOURCE_TRACKER_VERSION,
-};
-use hdrhistogram::Histogram;
 use prost::Message;
-use rm_core::ids::NodeKey;
 
-/// The largest response frame accepted (a heartbeat answer is tens of bytes; this only stops a
-/// corrupt length from allocating).
-const MAX_RESPONSE: u32 = 64 << 20;
+use crate::storm::{self, Plan, ProcFigures, Timeline};
 
 #[derive(Args)]
 pub struct LoadgenArgs {
@@ -70,11 +57,27 @@ enum LoadgenCmd {
     Heartbeats(HeartbeatArgs),
 }
 
+/// What the load runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// The ResourceTracker at `--rm` (optionally `--pid`, `--metrics`).
+    External,
+    /// A fresh `hotpath rm` started for the run.
+    Rm,
+    /// A fresh raw reference server (`hotpath-bench storm-raw`).
+    Raw,
+    /// `rm`, then `raw` answering with the RM's heartbeat response.
+    Both,
+}
+
 #[derive(Args, Clone)]
 pub struct HeartbeatArgs {
-    /// The ResourceTracker address (HOST:PORT).
+    /// The ResourceTracker address (HOST:PORT), for `--target external` (the default when given).
     #[arg(long)]
-    rm: String,
+    rm: Option<String>,
+    /// What to run against (default: external with --rm, else both).
+    #[arg(long, value_enum)]
+    target: Option<Target>,
     /// Simulated NodeManagers.
     #[arg(long, default_value_t = 1000)]
     nodes: usize,
@@ -84,172 +87,432 @@ pub struct HeartbeatArgs {
     /// Each node's heartbeat period.
     #[arg(long, default_value_t = 1000)]
     interval_ms: u64,
-    /// Measured seconds (after registration and one warm-up interval).
+    /// Relative jitter of each interval (0.05 = ±5 %).
+    #[arg(long, default_value_t = 0.05)]
+    jitter: f64,
+    /// Measured seconds (after the registration ramp and one interval of warm-up).
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
-    /// TCP connections (nodes are dealt round-robin onto them); default max(1, min(8, N/250)).
+    /// TCP connections (nodes are dealt round-robin onto them); default one per node.
     #[arg(long)]
     connections: Option<usize>,
+    /// Event-loop threads per load process.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Load processes (default: as few as the file limit allows).
+    #[arg(long)]
+    processes: Option<usize>,
+    /// Registrations per second on the ramp (node g registers at start + g/ramp).
+    #[arg(long, default_value_t = 2000.0)]
+    ramp_per_s: f64,
+    /// Delay before a dead or refused connection is retried (Java's
+    /// yarn.resourcemanager.connect.retry-interval.ms is 30 s; shorter here).
+    #[arg(long, default_value_t = 1000)]
+    retry_ms: u64,
+    /// Loopback source addresses 127.0.0.1..=127.0.0.K for the connections (when the
+    /// ephemeral port range of one source address is the limit).
+    #[arg(long, default_value_t = 1)]
+    source_ips: u8,
     /// The RM's Prometheus endpoint (`http://host:port/metrics` or `host:port`), scraped for the
-    /// dispatcher backlog.
+    /// dispatcher backlog (set automatically with --target rm).
     #[arg(long)]
     metrics: Option<String>,
-    /// A process whose CPU time (utime+stime from /proc/PID/stat) is reported per heartbeat.
+    /// The server process whose CPU time (utime+stime from /proc/PID/stat) is reported per
+    /// heartbeat (set automatically with --target rm|raw).
     #[arg(long)]
     pid: Option<u32>,
     /// First node port; node i is 127.0.0.1:(port_base + i) (127.0.k.1 beyond 40,000 nodes).
     #[arg(long, default_value_t = 20000)]
     port_base: u16,
+    /// The `hotpath` binary for --target rm (default: beside this one).
+    #[arg(long)]
+    hotpath_bin: Option<PathBuf>,
     #[arg(long)]
     json: bool,
-}
-
-// Node states.
-const NEED_REGISTER: u8 = 0;
-const REGISTERING: u8 = 1;
-const IDLE: u8 = 2;
-const IN_FLIGHT: u8 = 3;
-const STOPPED: u8 = 4;
-const NO_KEYS: u64 = u64::MAX;
-
-/// What the writer and the reader of one connection share about one node.
-struct Slot {
-    state: AtomicU8,
-    response_id: AtomicI32,
-    /// (container key id << 32) | nm key id, or [`NO_KEYS`].
-    keys: AtomicU64,
-    sent_ns: AtomicU64,
-}
-
-#[derive(Default)]
-struct Counters {
-    heartbeats: AtomicU64,
-    registrations: AtomicU64,
-    resyncs: AtomicU64,
-    shutdowns: AtomicU64,
-    errors: AtomicU64,
-    late: AtomicU64,
-}
-
-struct Shared {
-    slots: Vec<Slot>,
-    counters: Counters,
-    stop: AtomicBool,
-    measuring: AtomicBool,
-    first_error: Mutex<Option<String>>,
-    hist: Mutex<Histogram<u64>>,
-}
-
-/// One node's encoded requests (owned by its connection's writer).
-struct NodeReq {
-    key: NodeKey,
-    app: i32,
-    register: Vec<u8>,
-    heartbeat: Vec<u8>,
-    rid_at: usize,
-    built_keys: u64,
-}
-
-impl NodeReq {
-    fn build_heartbeat(&mut self, containers: usize, keys: u64) {
-        let statuses = fixtures::containers(self.app, containers)
-            .into_iter()
-            .map(|k| {
-                fixtures::container_status(
-                    k,
-                    ContainerStateProto::CRunning,
-                    -1000,
-                    ExecutionTypeProto::Guaranteed,
-                )
-            })
-            .collect();
-        let status = fixtures::node_status(&self.key, statuses, true);
-        let k = (keys != NO_KEYS).then_some(((keys >> 32) as u32 as i32, keys as u32 as i32));
-        let (buf, at) = fixtures::heartbeat_request(&status, 0, k);
-        self.heartbeat = buf;
-        self.rid_at = at;
-        self.built_keys = keys;
-    }
+    /// Internal: this is load process N of --processes (prints its ProcFigures as JSON).
+    #[arg(long, hide = true)]
+    child_index: Option<usize>,
+    /// Internal: the shared start, ns since the Unix epoch.
+    #[arg(long, hide = true)]
+    start_unix_ns: Option<u64>,
+    /// Internal: the peer is the raw server.
+    #[arg(long, hide = true)]
+    raw_peer: bool,
 }
 
 /// The figures of one run (`--json` keys).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Figures {
+    /// `rm`, `raw` or `external`.
+    pub target: String,
     pub nodes: usize,
     pub containers: usize,
     pub connections: usize,
+    /// Event-loop threads per load process.
+    pub threads: usize,
+    pub processes: usize,
+    pub interval_ms: u64,
+    pub jitter: f64,
+    pub ramp_per_s: f64,
     pub seconds: f64,
     pub hb_per_s: f64,
     pub target_hb_per_s: f64,
+    /// RPC latency (frame written → answer read), µs.
     pub p50_us: u64,
     pub p99_us: u64,
     pub p999_us: u64,
     pub max_us: u64,
+    /// Latency from each heartbeat's scheduled time, µs (no coordinated omission).
+    pub sched_p50_us: u64,
+    pub sched_p99_us: u64,
+    pub sched_p999_us: u64,
+    pub sched_max_us: u64,
     pub max_backlog: Option<u64>,
     pub max_backlog_sampled: Option<u64>,
     pub late: u64,
+    pub skipped: u64,
     pub resyncs: u64,
     pub shutdowns: u64,
     pub errors: u64,
+    /// Heartbeat answers inside the measured window.
+    pub heartbeats: u64,
+    pub registered: u64,
+    pub registrations: u64,
+    pub response_id_errors: u64,
+    pub min_response_id: Option<i32>,
+    pub max_response_id: Option<i32>,
+    pub disconnects: u64,
+    pub reconnects: u64,
+    pub connect_failures: u64,
+    pub unanswered_at_end: u64,
+    /// Ramp start → last first registration answered.
     pub register_seconds: f64,
+    /// CPU of the server process (`--pid`) per answered heartbeat, µs.
+    pub server_cpu_us_per_hb: Option<f64>,
+    /// The same, when the server is an RM (target rm or external).
     pub rm_cpu_us_per_hb: Option<f64>,
+    /// The same, when the server is the raw reference server.
+    pub raw_cpu_us_per_req: Option<f64>,
+    /// The load processes' CPU per answered heartbeat, µs, and as a share of one CPU (%).
     pub loadgen_cpu_us_per_hb: f64,
+    pub loadgen_cpu_pct: f64,
+    /// Descriptors open in the load processes (summed) and the per-process limit.
+    pub fds: u64,
+    pub fd_limit: u64,
+    /// A heartbeat answer's frame size, length prefix included.
+    pub response_frame_bytes: Option<usize>,
+    /// For the raw server: where its answer came from (`rm`: captured in this sitting;
+    /// `fixture`: a hand-built steady-state answer).
+    pub response_source: Option<String>,
+    pub first_error: Option<String>,
+    /// The heartbeat answer's message bytes (hex), for the raw server's template.
+    #[serde(skip)]
+    pub sample_payload_hex: Option<String>,
 }
 
 pub fn run(args: LoadgenArgs) -> Result<()> {
     match args.cmd {
-        LoadgenCmd::Heartbeats(a) => {
-            let f = heartbeats(&a)?;
+        LoadgenCmd::Heartbeats(a) => heartbeats_cmd(&a),
+    }
+}
+
+fn heartbeats_cmd(a: &HeartbeatArgs) -> Result<()> {
+    if a.child_index.is_some() {
+        let f = child(a)?;
+        println!("{}", serde_json::to_string(&f)?);
+        return Ok(());
+    }
+    let target = match (a.target, &a.rm) {
+        (Some(t), _) => t,
+        (None, Some(_)) => Target::External,
+        (None, None) => Target::Both,
+    };
+    match target {
+        Target::External => {
+            let rm =
+                a.rm.as_deref()
+                    .context("--target external needs --rm HOST:PORT")?;
+            let addr = resolve(rm)?;
+            let f = drive(a, addr, a.raw_peer, a.pid, a.metrics.as_deref(), "external")?;
+            emit(a, &f)
+        }
+        Target::Rm => {
+            let f = against_rm(a)?;
+            emit(a, &f)
+        }
+        Target::Raw => {
+            let f = against_raw(a, None)?;
+            emit(a, &f)
+        }
+        Target::Both => {
+            let rm = against_rm(a)?;
+            std::thread::sleep(Duration::from_millis(500));
+            let raw = against_raw(a, rm.sample_payload_hex.as_deref())?;
+            let ratio = match (rm.rm_cpu_us_per_hb, raw.raw_cpu_us_per_req) {
+                (Some(r), Some(w)) if w > 0.0 => Some(r / w),
+                _ => None,
+            };
             if a.json {
-                println!("{}", serde_json::to_string(&f)?);
+                println!(
+                    "{}",
+                    serde_json::json!({ "rm": rm, "raw": raw, "cpu_ratio_rm_over_raw": ratio })
+                );
             } else {
-                print_text(&f);
+                print_text(&rm);
+                print_text(&raw);
+                if let Some(r) = ratio {
+                    println!("RM CPU per heartbeat / raw CPU per request: {r:.2}");
+                }
             }
             Ok(())
         }
     }
 }
 
-fn print_text(f: &Figures) {
-    println!(
-        "{} nodes × {} containers on {} connections, {:.1} s measured (registration {:.1} s)",
-        f.nodes, f.containers, f.connections, f.seconds, f.register_seconds
-    );
-    println!(
-        "  heartbeats/s   {:>10.0}  (target {:.0})",
-        f.hb_per_s, f.target_hb_per_s
-    );
-    println!(
-        "  RPC latency µs p50 {}  p99 {}  p999 {}  max {}",
-        f.p50_us, f.p99_us, f.p999_us, f.max_us
-    );
-    let b = |v: Option<u64>| v.map_or("n/a".to_string(), |v| v.to_string());
-    println!(
-        "  max dispatcher backlog {} (sampled in window: {})",
-        b(f.max_backlog),
-        b(f.max_backlog_sampled)
-    );
-    println!(
-        "  late {}  resyncs {}  shutdowns {}  errors {}",
-        f.late, f.resyncs, f.shutdowns, f.errors
-    );
-    if let Some(c) = f.rm_cpu_us_per_hb {
-        println!("  RM process CPU per heartbeat {c:.1} µs");
+fn emit(a: &HeartbeatArgs, f: &Figures) -> Result<()> {
+    if a.json {
+        println!("{}", serde_json::to_string(f)?);
+    } else {
+        print_text(f);
     }
-    println!(
-        "  loadgen CPU per heartbeat {:.1} µs",
-        f.loadgen_cpu_us_per_hb
-    );
+    Ok(())
 }
 
-fn node_key(i: usize, port_base: u16) -> NodeKey {
-    let hi = i / 40_000;
-    let port = port_base as i32 + (i % 40_000) as i32;
-    NodeKey::new(&format!("127.0.{hi}.1"), port)
+fn resolve(s: &str) -> Result<SocketAddr> {
+    s.to_socket_addrs()
+        .with_context(|| format!("resolving {s}"))?
+        .next()
+        .with_context(|| format!("{s} resolves to nothing"))
 }
 
-/// Runs the load and returns the figures.
-pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
+/// A server under test, killed (if still running) when dropped.
+struct ServerChild {
+    child: Child,
+    pid: u32,
+    addr: SocketAddr,
+    metrics: Option<String>,
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        // Closing stdin stops the raw server; SIGTERM stops the RM (it drains and exits).
+        drop(self.child.stdin.take());
+        // SAFETY: kill takes no pointers; the pid is our own child's, not yet reaped.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the child's `READY {json}` line.
+fn ready(child: &mut Child, what: &str) -> Result<serde_json::Value> {
+    let out = child.stdout.take().context("child stdout")?;
+    let mut line = String::new();
+    BufReader::new(out)
+        .read_line(&mut line)
+        .with_context(|| format!("reading {what}'s READY line"))?;
+    let json = line
+        .trim()
+        .strip_prefix("READY ")
+        .with_context(|| format!("{what} printed no READY line: {line:?}"))?;
+    serde_json::from_str(json).with_context(|| format!("{what}'s READY line"))
+}
+
+fn sibling(name: &str) -> Result<PathBuf> {
+    let me = std::env::current_exe().context("locating hotpath-bench")?;
+    Ok(me.with_file_name(name))
+}
+
+fn start_rm(a: &HeartbeatArgs, dir: &std::path::Path) -> Result<ServerChild> {
+    let bin = match &a.hotpath_bin {
+        Some(b) => b.clone(),
+        None => sibling("hotpath")?,
+    };
+    let mut child = Command::new(&bin)
+        .args(["rm", "--address", "127.0.0.1:0", "--metrics-port", "0"])
+        .arg("--ready-line")
+        .arg("--set")
+        .arg(format!(
+            "hotpath.rm.completion-log.dir={}",
+            dir.join("completion-log").display()
+        ))
+        .env(
+            "HOTPATH_LOG",
+            std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| {
+            format!(
+                "starting {} rm (build it: cargo build --release -p agent)",
+                bin.display()
+            )
+        })?;
+    let v = ready(&mut child, "hotpath rm")?;
+    let pid = v["pid"].as_u64().context("READY without pid")? as u32;
+    let addr = resolve(
+        v["resource_tracker"]
+            .as_str()
+            .context("READY without resource_tracker")?,
+    )?;
+    Ok(ServerChild {
+        child,
+        pid,
+        addr,
+        metrics: v["metrics"].as_str().map(str::to_string),
+    })
+}
+
+fn against_rm(a: &HeartbeatArgs) -> Result<Figures> {
+    let dir = tempfile::tempdir().context("a temp dir for the RM's completion log")?;
+    let rm = start_rm(a, dir.path())?;
+    drive(a, rm.addr, false, Some(rm.pid), rm.metrics.as_deref(), "rm")
+}
+
+/// A steady-state heartbeat answer as our RM writes it (responseId, NORMAL, the interval), for
+/// the raw server when no RM answer was captured in this sitting.
+fn fixture_payload(interval_ms: u64) -> Vec<u8> {
+    NodeHeartbeatResponseProto {
+        response_id: Some(1000),
+        node_action: Some(NodeActionProto::Normal as i32),
+        next_heart_beat_interval: Some(interval_ms as i64),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+fn against_raw(a: &HeartbeatArgs, captured_hex: Option<&str>) -> Result<Figures> {
+    let (hex, source) = match captured_hex {
+        Some(h) => (h.to_string(), "rm"),
+        None => (storm::hex(&fixture_payload(a.interval_ms)), "fixture"),
+    };
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["storm-raw", "--ready-line", "--payload-hex", &hex])
+        .env(
+            "HOTPATH_LOG",
+            std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting hotpath-bench storm-raw")?;
+    let v = ready(&mut child, "storm-raw")?;
+    let pid = v["pid"].as_u64().context("READY without pid")? as u32;
+    let addr = resolve(v["address"].as_str().context("READY without address")?)?;
+    let raw = ServerChild {
+        child,
+        pid,
+        addr,
+        metrics: None,
+    };
+    let mut f = drive(a, raw.addr, true, Some(raw.pid), None, "raw")?;
+    f.response_source = Some(source.into());
+    drop(raw);
+    Ok(f)
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The timeline every load process derives from the shared start (see the module comment).
+fn timeline(a: &HeartbeatArgs, start: u64) -> Timeline {
+    let s = |x: f64| (x * 1e9) as u64;
+    let interval = a.interval_ms.max(1) as f64 / 1000.0;
+    let ramp_end = start + s(a.nodes as f64 / a.ramp_per_s.max(1e-3));
+    let m0 = ramp_end + s(interval + 1.0);
+    let m1 = m0 + s(a.duration.max(0.1));
+    Timeline {
+        start,
+        m0,
+        m1,
+        stop: m1 + s(interval.clamp(0.2, 2.0)),
+    }
+}
+
+fn source_ips(a: &HeartbeatArgs, addr: SocketAddr) -> Vec<Ipv4Addr> {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.is_loopback() && a.source_ips > 1 => (1..=a.source_ips)
+            .map(|i| Ipv4Addr::new(127, 0, 0, i))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn plan(
+    a: &HeartbeatArgs,
+    addr: SocketAddr,
+    raw_peer: bool,
+    nodes: Vec<usize>,
+    connections: usize,
+    tl: Timeline,
+) -> Plan {
+    Plan {
+        addr,
+        nodes,
+        total_nodes: a.nodes,
+        connections,
+        threads: a.threads.clamp(1, 64),
+        containers: a.containers,
+        interval_ns: a.interval_ms.max(1) * 1_000_000,
+        jitter: a.jitter.clamp(0.0, 0.9),
+        ramp_per_s: a.ramp_per_s,
+        retry_ns: a.retry_ms.max(1) * 1_000_000,
+        port_base: a.port_base,
+        source_ips: source_ips(a, addr),
+        raw_peer,
+        timeline: tl,
+    }
+}
+
+/// Connections of load process `p` of `procs` (their sum is `k`).
+fn share(k: usize, procs: usize, p: usize) -> usize {
+    k / procs + usize::from(p < k % procs)
+}
+
+/// A child load process: its nodes, the shared timeline; prints ProcFigures.
+fn child(a: &HeartbeatArgs) -> Result<ProcFigures> {
+    let p = a.child_index.context("child index")?;
+    let procs = a.processes.unwrap_or(1).max(1);
+    let addr = resolve(a.rm.as_deref().context("a child needs --rm")?)?;
+    let clock0 = Instant::now();
+    let now = unix_ns();
+    let start_unix = a.start_unix_ns.context("a child needs --start-unix-ns")?;
+    let start = start_unix.saturating_sub(now);
+    let k = a.connections.unwrap_or(a.nodes).clamp(1, a.nodes);
+    let nodes: Vec<usize> = (p..a.nodes).step_by(procs).collect();
+    let conns = share(k, procs, p).clamp(1, nodes.len().max(1));
+    let mut f = storm::run_process(
+        plan(a, addr, a.raw_peer, nodes, conns, timeline(a, start)),
+        clock0,
+    )?;
+    f.started_late_ms = now.saturating_sub(start_unix) as f64 / 1e6;
+    Ok(f)
+}
+
+/// Runs the load against `addr` and returns the merged figures.
+fn drive(
+    a: &HeartbeatArgs,
+    addr: SocketAddr,
+    raw_peer: bool,
+    pid: Option<u32>,
+    metrics: Option<&str>,
+    target: &str,
+) -> Result<Figures> {
     if a.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
@@ -259,480 +522,257 @@ pub fn heartbeats(a: &HeartbeatArgs) -> Result<Figures> {
             a.port_base
         );
     }
-    let addr: SocketAddr =
-        a.rm.to_socket_addrs()
-            .with_context(|| format!("resolving {}", a.rm))?
-            .next()
-            .with_context(|| format!("{} resolves to nothing", a.rm))?;
-    let k = a
-        .connections
-        .unwrap_or((a.nodes / 250).clamp(1, 8))
-        .clamp(1, a.nodes);
-    let interval = Duration::from_millis(a.interval_ms.max(1));
-    let interval_ns = interval.as_nanos() as u64;
-
-    let barrier = Arc::new(Barrier::new(k + 1));
-    let registered = Arc::new(Barrier::new(k + 1));
-    let mut shareds = Vec::new();
-    let mut threads = Vec::new();
+    let fd_limit = storm::raise_nofile();
+    let k = a.connections.unwrap_or(a.nodes).clamp(1, a.nodes);
+    // Each process keeps some descriptors for itself (std streams, epoll, /proc reads).
+    let per_proc = (fd_limit as usize).saturating_sub(256).max(64);
+    let procs = a.processes.unwrap_or(k.div_ceil(per_proc)).clamp(1, k);
+    if share(k, procs, 0) > per_proc {
+        bail!(
+            "{} connections in {procs} processes exceed the file limit ({fd_limit}); raise --processes",
+            k
+        );
+    }
     let clock0 = Instant::now();
-    for c in 0..k {
-        let globals: Vec<usize> = (c..a.nodes).step_by(k).collect();
-        let mut reqs = Vec::with_capacity(globals.len());
-        for &g in &globals {
-            let key = node_key(g, a.port_base);
-            let register = fixtures::register_request(&key, 1 << 20, 512, HADOOP_VERSION);
-            let mut r = NodeReq {
-                key,
-                app: g as i32 + 1,
-                register,
-                heartbeat: Vec::new(),
-                rid_at: 0,
-                built_keys: NO_KEYS,
-            };
-            r.build_heartbeat(a.containers, NO_KEYS);
-            reqs.push(r);
+    // Room to build the encoded requests before the ramp starts.
+    let setup = Duration::from_millis(300)
+        + Duration::from_micros(40 * (a.nodes / procs) as u64)
+        + if procs > 1 {
+            Duration::from_millis(500)
+        } else {
+            Duration::ZERO
+        };
+    let start_unix = unix_ns() + setup.as_nanos() as u64;
+    let tl = timeline(a, setup.as_nanos() as u64);
+
+    let local = if procs == 1 {
+        let pl = plan(a, addr, raw_peer, (0..a.nodes).collect(), k, tl);
+        Some(
+            std::thread::Builder::new()
+                .name("lg-proc".into())
+                .spawn(move || storm::run_process(pl, clock0))?,
+        )
+    } else {
+        None
+    };
+    let mut children = Vec::new();
+    if procs > 1 {
+        let me = std::env::current_exe()?;
+        for p in 0..procs {
+            let mut cmd = Command::new(&me);
+            cmd.args(["loadgen", "heartbeats", "--rm", &addr.to_string()])
+                .args(["--nodes", &a.nodes.to_string()])
+                .args(["--containers", &a.containers.to_string()])
+                .args(["--interval-ms", &a.interval_ms.to_string()])
+                .args(["--jitter", &a.jitter.to_string()])
+                .args(["--duration", &a.duration.to_string()])
+                .args(["--connections", &k.to_string()])
+                .args(["--threads", &a.threads.to_string()])
+                .args(["--processes", &procs.to_string()])
+                .args(["--ramp-per-s", &a.ramp_per_s.to_string()])
+                .args(["--retry-ms", &a.retry_ms.to_string()])
+                .args(["--source-ips", &a.source_ips.to_string()])
+                .args(["--port-base", &a.port_base.to_string()])
+                .args(["--child-index", &p.to_string()])
+                .args(["--start-unix-ns", &start_unix.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            if raw_peer {
+                cmd.arg("--raw-peer");
+            }
+            children.push(cmd.spawn().context("starting a load process")?);
         }
-        let shared = Arc::new(Shared {
-            slots: (0..globals.len())
-                .map(|_| Slot {
-                    state: AtomicU8::new(NEED_REGISTER),
-                    response_id: AtomicI32::new(0),
-                    keys: AtomicU64::new(NO_KEYS),
-                    sent_ns: AtomicU64::new(0),
-                })
-                .collect(),
-            counters: Counters::default(),
-            stop: AtomicBool::new(false),
-            measuring: AtomicBool::new(false),
-            first_error: Mutex::new(None),
-            hist: Mutex::new(Histogram::new_with_bounds(1, 60_000_000, 3)?),
-        });
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
-            .with_context(|| format!("connecting to {addr}"))?;
-        stream.set_nodelay(true)?;
-        let reader = stream.try_clone()?;
-        // One client per connection: its writer sends with the Caller, its reader receives
-        // with the Responses; both see the same stateId cell.
-        let state_id = StateIdCell::new();
-        let caller = Caller::new(client_id(globals[0]), state_id.clone());
-        let responses = Responses::new(MAX_RESPONSE, state_id);
-        let sh = shared.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("lg-read-{c}"))
-                .spawn(move || read_loop(reader, responses, sh, clock0))?,
-        );
-        let sh = shared.clone();
-        let (b1, b2) = (registered.clone(), barrier.clone());
-        let containers = a.containers;
-        let n = a.nodes as u64;
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("lg-write-{c}"))
-                .spawn(move || {
-                    write_loop(
-                        stream,
-                        caller,
-                        sh,
-                        reqs,
-                        globals,
-                        containers,
-                        n,
-                        interval_ns,
-                        clock0,
-                        b1,
-                        b2,
-                    )
-                })?,
-        );
-        shareds.push(shared);
     }
 
-    // Registration, then the paced phase; one interval of warm-up before measuring.
-    let reg_start = Instant::now();
-    registered.wait();
-    let register_seconds = reg_start.elapsed().as_secs_f64();
-    barrier.wait();
-    std::thread::sleep(interval);
-
-    let scraper = a.metrics.as_ref().map(|m| Scraper::start(m));
-    let cpu0 = a.pid.map(proc_cpu_ticks).transpose()?;
-    let self0 = self_cpu_us();
-    let hb0: u64 = shareds
-        .iter()
-        .map(|s| s.counters.heartbeats.load(Relaxed))
-        .sum();
-    for s in &shareds {
-        s.measuring.store(true, Release);
-    }
-    let t = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(a.duration.max(0.1)));
-    for s in &shareds {
-        s.measuring.store(false, Release);
-    }
-    let seconds = t.elapsed().as_secs_f64();
-    let hb1: u64 = shareds
-        .iter()
-        .map(|s| s.counters.heartbeats.load(Relaxed))
-        .sum();
-    let cpu1 = a.pid.map(proc_cpu_ticks).transpose()?;
-    let self1 = self_cpu_us();
+    storm::sleep_until(clock0, tl.m0);
+    let scraper = metrics.map(Scraper::start);
+    let cpu0 = pid.map(proc_cpu_ticks).transpose()?;
+    storm::sleep_until(clock0, tl.m1);
+    let cpu1 = pid.map(proc_cpu_ticks).transpose()?;
     let sampled = scraper.map(|s| s.finish());
-    let high_water = match &a.metrics {
+    let high_water = match metrics {
         Some(m) => Some(scrape(m).context("scraping the RM's /metrics")?.1),
         None => None,
     };
 
-    for s in &shareds {
-        s.stop.store(true, Release);
+    let mut parts = Vec::new();
+    if let Some(h) = local {
+        parts.push(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("the load thread panicked"))??,
+        );
     }
-    for t in threads {
-        let _ = t.join();
+    for mut c in children {
+        let mut out = String::new();
+        c.stdout
+            .take()
+            .context("child stdout")?
+            .read_to_string(&mut out)?;
+        let st = c.wait()?;
+        if !st.success() {
+            bail!("a load process failed ({st})");
+        }
+        let line = out
+            .lines()
+            .last()
+            .context("a load process printed nothing")?;
+        parts.push(serde_json::from_str(line).context("a load process's figures")?);
     }
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
-    let sum = |f: fn(&Counters) -> &AtomicU64| -> u64 {
-        shareds.iter().map(|s| f(&s.counters).load(Relaxed)).sum()
-    };
-    for s in &shareds {
-        hist.add(&*s.hist.lock().unwrap_or_else(|p| p.into_inner()))?;
-    }
-    if let Some(e) = shareds
-        .iter()
-        .find_map(|s| s.first_error.lock().ok().and_then(|g| g.clone()))
-    {
-        tracing::warn!("first error from the RM: {e}");
-    }
-    let hbs = hb1 - hb0;
-    let ticks = user_hz();
-    Ok(Figures {
-        nodes: a.nodes,
-        containers: a.containers,
-        connections: k,
-        seconds,
-        hb_per_s: hbs as f64 / seconds,
-        target_hb_per_s: a.nodes as f64 * 1000.0 / a.interval_ms.max(1) as f64,
-        p50_us: hist.value_at_quantile(0.5),
-        p99_us: hist.value_at_quantile(0.99),
-        p999_us: hist.value_at_quantile(0.999),
-        max_us: hist.max(),
-        max_backlog: high_water,
-        max_backlog_sampled: sampled,
-        late: sum(|c| &c.late),
-        resyncs: sum(|c| &c.resyncs),
-        shutdowns: sum(|c| &c.shutdowns),
-        errors: sum(|c| &c.errors),
-        register_seconds,
-        rm_cpu_us_per_hb: match (cpu0, cpu1) {
-            (Some(a), Some(b)) if hbs > 0 => Some((b - a) as f64 * 1e6 / ticks as f64 / hbs as f64),
-            _ => None,
-        },
-        loadgen_cpu_us_per_hb: (self1 - self0) as f64 / hbs.max(1) as f64,
-    })
+    merge(
+        a, target, k, procs, &parts, tl, cpu0, cpu1, sampled, high_water, fd_limit,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write_loop(
-    mut s: TcpStream,
-    caller: Caller,
-    sh: Arc<Shared>,
-    mut reqs: Vec<NodeReq>,
-    globals: Vec<usize>,
-    containers: usize,
-    n: u64,
-    interval_ns: u64,
-    clock0: Instant,
-    registered: Arc<Barrier>,
-    go: Arc<Barrier>,
-) {
-    let m = reqs.len();
-    let gen_max = (i32::MAX as usize / m).max(1);
-    let mut seq: usize = 0;
-    let mut out: Vec<u8> = Vec::with_capacity(256 * 1024);
-    let now_ns = || clock0.elapsed().as_nanos() as u64;
-    let mut alive = true;
-
-    let ctx = ConnectionContext {
-        effective_user: Some("loadgen"),
-        real_user: None,
-        protocol: Some(RESOURCE_TRACKER_PROTOCOL),
-    };
-    if caller.hello(&mut out, &ctx).is_err() {
-        alive = false;
-    }
-
-    // Sends node l's next call (register or heartbeat) into `out`. False if nothing was due.
-    let send = |l: usize, out: &mut Vec<u8>, seq: &mut usize, reqs: &mut Vec<NodeReq>| {
-        let slot = &sh.slots[l];
-        let st = slot.state.load(Acquire);
-        let (method, body): (&str, &[u8]) = match st {
-            NEED_REGISTER => (REGISTER_NODE_MANAGER, &reqs[l].register),
-            IDLE => {
-                let keys = slot.keys.load(Acquire);
-                if keys != reqs[l].built_keys {
-                    reqs[l].build_heartbeat(containers, keys);
-                }
-                let r = &mut reqs[l];
-                fixtures::set_response_id(
-                    &mut r.heartbeat,
-                    r.rid_at,
-                    slot.response_id.load(Acquire),
-                );
-                (NODE_HEARTBEAT, &reqs[l].heartbeat)
-            }
-            IN_FLIGHT | REGISTERING => {
-                sh.counters.late.fetch_add(1, Relaxed);
-                return false;
-            }
-            _ => return false,
+fn merge(
+    a: &HeartbeatArgs,
+    target: &str,
+    k: usize,
+    procs: usize,
+    parts: &[ProcFigures],
+    tl: Timeline,
+    cpu0: Option<u64>,
+    cpu1: Option<u64>,
+    sampled: Option<u64>,
+    high_water: Option<u64>,
+    fd_limit: u64,
+) -> Result<Figures> {
+    let mut c = storm::Counters::default();
+    let (mut rpc, mut sched) = (storm::hist(), storm::hist());
+    let mut cpu_us = 0;
+    let mut fds = 0;
+    let mut last_reg = 0;
+    let (mut lo, mut hi) = (None::<i32>, None::<i32>);
+    let mut sample = None;
+    let mut first_error = None;
+    for p in parts {
+        c.add(&p.counters);
+        storm::hist_from(&p.rpc_us, &mut rpc)?;
+        storm::hist_from(&p.sched_us, &mut sched)?;
+        cpu_us += p.cpu_us;
+        fds += p.fds;
+        last_reg = last_reg.max(p.last_registration_ns);
+        lo = match (lo, p.min_response_id) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
         };
-        // Non-negative, and `call_id % m == l` (see the module comment).
-        let call_id = ((*seq % gen_max) * m + l) as i32;
-        *seq += 1;
-        let rh = RequestHeader {
-            method_name: method,
-            declaring_class_protocol_name: RESOURCE_TRACKER_PROTOCOL,
-            client_protocol_version: RESOURCE_TRACKER_VERSION,
-        };
-        if caller.call_frame(out, call_id, &rh, body).is_err() {
-            return false;
+        hi = hi.max(p.max_response_id);
+        if sample.is_none() && p.sample_payload_hex.is_some() {
+            sample = Some((p.sample_frame_bytes, p.sample_payload_hex.clone()));
         }
-        slot.sent_ns.store(now_ns(), Release);
-        slot.state.store(
-            if st == NEED_REGISTER {
-                REGISTERING
-            } else {
-                IN_FLIGHT
-            },
-            Release,
-        );
-        true
+        if first_error.is_none() {
+            first_error = p.first_error.clone();
+        }
+    }
+    if let Some(e) = &first_error {
+        tracing::warn!("first error: {e}");
+    }
+    let seconds = (tl.m1 - tl.m0) as f64 / 1e9;
+    let hbs = c.heartbeats;
+    let server = match (cpu0, cpu1) {
+        (Some(x), Some(y)) if hbs > 0 => Some((y - x) as f64 * 1e6 / user_hz() as f64 / hbs as f64),
+        _ => None,
     };
-
-    // Registration: all nodes, at most 256 unanswered at a time.
-    let mut next = 0;
-    let reg_deadline = Instant::now() + Duration::from_secs(300);
-    while alive && Instant::now() < reg_deadline {
-        let pending = sh
-            .slots
-            .iter()
-            .filter(|s| matches!(s.state.load(Acquire), REGISTERING | NEED_REGISTER))
-            .count();
-        if pending == 0 {
-            break;
-        }
-        let in_flight = sh
-            .slots
-            .iter()
-            .filter(|s| s.state.load(Acquire) == REGISTERING)
-            .count();
-        let mut budget = 256usize.saturating_sub(in_flight);
-        let mut scanned = 0;
-        while budget > 0 && scanned < m {
-            let l = next % m;
-            next += 1;
-            scanned += 1;
-            if sh.slots[l].state.load(Acquire) == NEED_REGISTER {
-                send(l, &mut out, &mut seq, &mut reqs);
-                budget -= 1;
-            }
-        }
-        if !out.is_empty() {
-            alive = s.write_all(&out).is_ok();
-            out.clear();
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-    registered.wait();
-    go.wait();
-
-    // Paced heartbeats: node g of n is due at t0 + k·interval + g·interval/n.
-    let t0 = now_ns();
-    let offset = |l: usize| globals[l] as u64 * interval_ns / n;
-    let mut round: u64 = 0;
-    let mut l = 0;
-    while alive && !sh.stop.load(Acquire) {
-        let now = now_ns();
-        loop {
-            let due = t0 + round * interval_ns + offset(l);
-            if due > now {
-                break;
-            }
-            send(l, &mut out, &mut seq, &mut reqs);
-            l += 1;
-            if l == m {
-                l = 0;
-                round += 1;
-            }
-            if out.len() > 192 * 1024 {
-                break;
-            }
-        }
-        if !out.is_empty() {
-            alive = s.write_all(&out).is_ok();
-            out.clear();
-        }
-        let due = t0 + round * interval_ns + offset(l);
-        let now = now_ns();
-        if due > now {
-            std::thread::sleep(Duration::from_nanos((due - now).min(5_000_000)));
-        }
-    }
-    let _ = s.shutdown(std::net::Shutdown::Both);
+    let (frame_bytes, payload) = sample.unwrap_or((None, None));
+    Ok(Figures {
+        target: target.into(),
+        nodes: a.nodes,
+        containers: a.containers,
+        connections: k,
+        threads: parts.first().map_or(a.threads, |p| p.threads),
+        processes: procs,
+        interval_ms: a.interval_ms,
+        jitter: a.jitter,
+        ramp_per_s: a.ramp_per_s,
+        seconds,
+        hb_per_s: hbs as f64 / seconds,
+        target_hb_per_s: a.nodes as f64 * 1000.0 / a.interval_ms.max(1) as f64,
+        p50_us: rpc.value_at_quantile(0.5),
+        p99_us: rpc.value_at_quantile(0.99),
+        p999_us: rpc.value_at_quantile(0.999),
+        max_us: rpc.max(),
+        sched_p50_us: sched.value_at_quantile(0.5),
+        sched_p99_us: sched.value_at_quantile(0.99),
+        sched_p999_us: sched.value_at_quantile(0.999),
+        sched_max_us: sched.max(),
+        max_backlog: high_water,
+        max_backlog_sampled: sampled,
+        late: c.late,
+        skipped: c.skipped,
+        resyncs: c.resyncs,
+        shutdowns: c.shutdowns,
+        errors: c.errors,
+        heartbeats: hbs,
+        registered: c.registered,
+        registrations: c.registrations,
+        response_id_errors: c.response_id_errors,
+        min_response_id: lo,
+        max_response_id: hi,
+        disconnects: c.disconnects,
+        reconnects: c.reconnects,
+        connect_failures: c.connect_failures,
+        unanswered_at_end: c.unanswered_at_end,
+        register_seconds: last_reg as f64 / 1e9,
+        server_cpu_us_per_hb: server,
+        rm_cpu_us_per_hb: if target == "raw" { None } else { server },
+        raw_cpu_us_per_req: if target == "raw" { server } else { None },
+        loadgen_cpu_us_per_hb: cpu_us as f64 / hbs.max(1) as f64,
+        loadgen_cpu_pct: cpu_us as f64 / seconds / 1e4,
+        fds,
+        fd_limit,
+        response_frame_bytes: frame_bytes,
+        response_source: None,
+        first_error,
+        sample_payload_hex: payload,
+    })
 }
 
-fn read_loop(s: TcpStream, responses: Responses, sh: Arc<Shared>, clock0: Instant) {
-    let m = sh.slots.len();
-    let mut r = BufReader::with_capacity(256 * 1024, s);
-    let mut buf = vec![0u8; 64 * 1024];
-    let fail = |sh: &Shared, e: String| {
-        let mut g = sh.first_error.lock().unwrap_or_else(|p| p.into_inner());
-        if g.is_none() {
-            *g = Some(e);
-        }
-    };
-    // A call that got no usable answer: counted, its node sends again (registration again if
-    // it was registering).
-    let reject = |sh: &Shared, slot: &Slot, st: u8, e: String| {
-        sh.counters.errors.fetch_add(1, Relaxed);
-        fail(sh, e);
-        slot.state.store(
-            if st == REGISTERING {
-                NEED_REGISTER
-            } else {
-                IDLE
-            },
-            Release,
-        );
-    };
-    loop {
-        let mut len = [0u8; 4];
-        if r.read_exact(&mut len).is_err() {
-            if !sh.stop.load(Acquire) {
-                fail(&sh, "connection closed by the RM".into());
-            }
-            return;
-        }
-        let n = match responses.frame_len(len) {
-            Ok(n) => n,
-            Err(e) => {
-                fail(&sh, e.to_string());
-                return;
-            }
-        };
-        if buf.len() < n {
-            buf.resize(n, 0);
-        }
-        if r.read_exact(&mut buf[..n]).is_err() {
-            return;
-        }
-        let now = clock0.elapsed().as_nanos() as u64;
-        let reply = match responses.reply(&buf[..n]) {
-            Ok(x) => x,
-            Err(e) => {
-                fail(&sh, format!("bad response frame: {e}"));
-                return;
-            }
-        };
-        // Negative call ids are Hadoop's own (a FATAL not tied to a call): no node's.
-        if reply.call_id < 0 {
-            continue;
-        }
-        let l = reply.call_id as usize % m;
-        let slot = &sh.slots[l];
-        let st = slot.state.load(Acquire);
-        let payload = match reply.result {
-            Ok(p) => p,
-            Err(e) => {
-                let cls = if e.class.is_empty() { "?" } else { &e.class };
-                reject(&sh, slot, st, format!("{cls}: {}", e.message));
-                continue;
-            }
-        };
-        if st == REGISTERING {
-            let resp = match register_response(payload) {
-                Ok(r) => r,
-                Err(e) => {
-                    reject(
-                        &sh,
-                        slot,
-                        st,
-                        format!("unreadable {REGISTER_NODE_MANAGER} response: {e}"),
-                    );
-                    continue;
-                }
-            };
-            match resp.action {
-                NodeActionProto::Normal => {
-                    if let Some(k) = resp.keys {
-                        slot.keys.store(k, Release);
-                    }
-                    slot.response_id.store(0, Release);
-                    sh.counters.registrations.fetch_add(1, Relaxed);
-                    slot.state.store(IDLE, Release);
-                }
-                _ => {
-                    sh.counters.shutdowns.fetch_add(1, Relaxed);
-                    slot.state.store(STOPPED, Release);
-                }
-            }
-        } else if st == IN_FLIGHT {
-            if sh.measuring.load(Acquire) {
-                let us = now.saturating_sub(slot.sent_ns.load(Acquire)) / 1000;
-                let _ = sh
-                    .hist
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .record(us.max(1));
-            }
-            let resp = match heartbeat_response(payload) {
-                Ok(r) => r,
-                Err(e) => {
-                    reject(
-                        &sh,
-                        slot,
-                        st,
-                        format!("unreadable {NODE_HEARTBEAT} response: {e}"),
-                    );
-                    continue;
-                }
-            };
-            match resp.action {
-                NodeActionProto::Normal => {
-                    if let Some(rid) = resp.response_id {
-                        slot.response_id.store(rid, Release);
-                    }
-                    // Keys arrive in a heartbeat response only when rolled; keep echoing the
-                    // registered ones otherwise.
-                    if let Some(k) = resp.keys {
-                        slot.keys.store(k, Release);
-                    }
-                    sh.counters.heartbeats.fetch_add(1, Relaxed);
-                    slot.state.store(IDLE, Release);
-                }
-                NodeActionProto::Resync => {
-                    sh.counters.resyncs.fetch_add(1, Relaxed);
-                    slot.state.store(NEED_REGISTER, Release);
-                }
-                NodeActionProto::Shutdown => {
-                    sh.counters.shutdowns.fetch_add(1, Relaxed);
-                    slot.state.store(STOPPED, Release);
-                }
-            }
-        }
+fn print_text(f: &Figures) {
+    println!(
+        "[{}] {} nodes × {} containers on {} connections ({} processes × {} loop threads), {:.1} s measured (registration {:.1} s)",
+        f.target, f.nodes, f.containers, f.connections, f.processes, f.threads, f.seconds, f.register_seconds
+    );
+    println!(
+        "  heartbeats/s   {:>10.0}  (target {:.0}); registered {}",
+        f.hb_per_s, f.target_hb_per_s, f.registered
+    );
+    println!(
+        "  latency from schedule µs p50 {}  p99 {}  p999 {}  max {}",
+        f.sched_p50_us, f.sched_p99_us, f.sched_p999_us, f.sched_max_us
+    );
+    println!(
+        "  RPC latency µs           p50 {}  p99 {}  p999 {}  max {}",
+        f.p50_us, f.p99_us, f.p999_us, f.max_us
+    );
+    let b = |v: Option<u64>| v.map_or("n/a".to_string(), |v| v.to_string());
+    println!(
+        "  max dispatcher backlog {} (sampled in window: {})",
+        b(f.max_backlog),
+        b(f.max_backlog_sampled)
+    );
+    println!(
+        "  late {}  skipped {}  resyncs {}  shutdowns {}  errors {}  disconnects {}  reconnects {}",
+        f.late, f.skipped, f.resyncs, f.shutdowns, f.errors, f.disconnects, f.reconnects
+    );
+    if let Some(c) = f.server_cpu_us_per_hb {
+        println!("  server process CPU per heartbeat {c:.2} µs");
     }
+    println!(
+        "  loadgen CPU per heartbeat {:.2} µs ({:.1} % of a CPU); {} descriptors open (limit {} per process)",
+        f.loadgen_cpu_us_per_hb, f.loadgen_cpu_pct, f.fds, f.fd_limit
+    );
 }
 
 /// What the loadgen acts on in a response.
 #[derive(Debug, PartialEq, Eq)]
-struct Resp {
+pub(crate) struct Resp {
     /// `NodeHeartbeatResponseProto.response_id` (a registration response has none).
-    response_id: Option<i32>,
-    /// The container-token and NM-token master-key ids packed as in [`Slot::keys`], when the
+    pub(crate) response_id: Option<i32>,
+    /// The container-token and NM-token master-key ids packed as `(container << 32) | nm`, when the
     /// response carries both.
-    keys: Option<u64>,
+    pub(crate) keys: Option<u64>,
     /// `nodeAction`; absent (or unknown) is `NORMAL`, as in Java.
-    action: NodeActionProto,
+    pub(crate) action: NodeActionProto,
 }
 
 fn pack_keys(container: Option<i32>, nm: Option<i32>) -> Option<u64> {
@@ -741,7 +781,7 @@ fn pack_keys(container: Option<i32>, nm: Option<i32>) -> Option<u64> {
 
 /// A `RegisterNodeManagerResponseProto`, decoded with prost: once per node (and after a
 /// RESYNC), so the allocation of its key bytes does not matter.
-fn register_response(b: &[u8]) -> Result<Resp, prost::DecodeError> {
+pub(crate) fn register_response(b: &[u8]) -> Result<Resp, prost::DecodeError> {
     let r = RegisterNodeManagerResponseProto::decode(b)?;
     let id = |k: &Option<MasterKeyProto>| k.as_ref().and_then(|k| k.key_id);
     Ok(Resp {
@@ -755,7 +795,7 @@ fn register_response(b: &[u8]) -> Result<Resp, prost::DecodeError> {
 }
 
 /// A `NodeHeartbeatResponseProto`, every heartbeat: read in place with the view, no allocation.
-fn heartbeat_response(b: &[u8]) -> Result<Resp, hadoop_wire::reader::DecodeError> {
+pub(crate) fn heartbeat_response(b: &[u8]) -> Result<Resp, hadoop_wire::reader::DecodeError> {
     let v = NodeHeartbeatResponseView::new(b);
     let id = |k: Option<MasterKeyView<'_>>| k.map(|k| k.key_id()).transpose().map(Option::flatten);
     Ok(Resp {
@@ -766,13 +806,6 @@ fn heartbeat_response(b: &[u8]) -> Result<Resp, hadoop_wire::reader::DecodeError
         ),
         action: v.node_action()?.unwrap_or(NodeActionProto::Normal),
     })
-}
-
-fn client_id(seed: usize) -> [u8; 16] {
-    let mut id = [0u8; 16];
-    id[..8].copy_from_slice(&(std::process::id() as u64).to_le_bytes());
-    id[8..].copy_from_slice(&(seed as u64 ^ 0x6c6f_6164_6765_6e00).to_le_bytes());
-    id
 }
 
 /// utime + stime of `pid`, in clock ticks.
@@ -801,7 +834,7 @@ fn user_hz() -> u64 {
 }
 
 /// This process's user + system CPU time, µs.
-fn self_cpu_us() -> u64 {
+pub(crate) fn self_cpu_us() -> u64 {
     proc_cpu_ticks(std::process::id()).unwrap_or(0) * 1_000_000 / user_hz()
 }
 

@@ -7,6 +7,8 @@ mod ipc_large;
 mod loadgen;
 mod nm_launch;
 mod sasl;
+mod storm;
+mod storm_raw;
 
 /// Counts allocations for the benches' allocation figures. It stays off until a bench
 /// switches it on ([`alloc_counter::enable_process`]), after its timings: until then each
@@ -57,6 +59,10 @@ enum Cmd {
     /// beside two Java NodeManagers, same RM and AM: start RPC and start-to-running p50/p99,
     /// wall time for N containers, node CPU per launch, node RSS.
     NmLaunch(nm_launch::NmLaunchArgs),
+    /// The heartbeat storm's raw reference server: answers every call with one fixed frame (the
+    /// RM's heartbeat response) on the RM's transport; `loadgen heartbeats --target raw|both`
+    /// starts it.
+    StormRaw(storm_raw::RawArgs),
     /// Internal: one server of `ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(ipc_large::ServerChildArgs),
@@ -78,6 +84,7 @@ fn main() -> Result<()> {
         Cmd::Loadgen(args) => loadgen::run(args),
         Cmd::Sasl(args) => sasl::run(args),
         Cmd::NmLaunch(args) => nm_launch::run(args),
+        Cmd::StormRaw(args) => storm_raw::run(args),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
 }
