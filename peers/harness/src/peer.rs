@@ -97,6 +97,10 @@ pub enum Mode {
     YarnRm,
     /// One NodeManager registered with `--rm HOST:PORT`.
     YarnNm,
+    /// Hadoop's client side against any RM (`--rm HOST:PORT --scheduler HOST:PORT`): a
+    /// `YarnClient` for the ShellAm application, the report calls and the `yarn application` /
+    /// `yarn node` command-line classes.
+    YarnClient,
     /// Hadoop's and the JDK's SASL/DIGEST-MD5/token code (`--nm-key-id N --nm-key HEX`): three
     /// TOKEN-only ContainerManagementProtocol servers, token minting, a Java IPC client, JDK
     /// SASL sessions.
@@ -110,6 +114,7 @@ impl Mode {
             Mode::HdfsHa => "hdfs-ha",
             Mode::YarnRm => "yarn-rm",
             Mode::YarnNm => "yarn-nm",
+            Mode::YarnClient => "yarn-client",
             Mode::Sasl => "sasl",
         }
     }

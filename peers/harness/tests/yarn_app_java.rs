@@ -272,3 +272,75 @@ fn launched(rm: &mut peer_harness::Peer, app_id: &str) -> usize {
         .filter(|c| c.as_str().is_some_and(|c| c.starts_with(&prefix)))
         .count()
 }
+
+/// The `yarn-client` peer (Hadoop's client side, pointed at any RM by address) against the Java
+/// RM: the same application through it, and what `yarn application -list` / `yarn node -list`
+/// print. The same peer drives `hotpath rm` in the agent's tests.
+#[test]
+fn the_yarn_client_peer_submits_lists_and_reports_through_addresses_alone() {
+    let dir = tempdir();
+    let result = dir.path().join("result.json");
+    let mut rm = RM.lock().expect("yarn-rm --nms 2 --profile agents");
+    let ready = rm.ready().clone();
+    let rm_addr = ready["rm_address"].as_str().expect("rm_address").to_owned();
+    let sched = ready["scheduler_address"]
+        .as_str()
+        .expect("scheduler_address")
+        .to_owned();
+    let mut client =
+        peer_harness::Peer::start(Mode::YarnClient, &["--rm", &rm_addr, "--scheduler", &sched])
+            .expect("yarn-client");
+    let submitted = client
+        .command(&format!(
+            "app-submit containers=2 result={}",
+            result.display()
+        ))
+        .unwrap_or_else(|e| panic!("app-submit: {e}\n{}", client.log_tail(60)));
+    let id = submitted["app_id"].as_str().expect("app_id").to_owned();
+    let done = client
+        .command(&format!("app-wait {id} 90"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", client.log_tail(60)));
+    assert_eq!(done["timed_out"], false, "{done}");
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert_eq!(done["queue"], "default", "{done}");
+    assert_eq!(done["attempts"].as_array().map(Vec::len), Some(1), "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["final_status"], "SUCCEEDED", "{r}");
+
+    let list = client
+        .command("cli application -list -appStates ALL")
+        .expect("cli application -list");
+    assert_eq!(list["exit_code"], 0, "{list}");
+    let out = list["stdout"].as_str().expect("stdout");
+    assert!(out.contains(&id) && out.contains("FINISHED"), "{out}");
+    let nodes = client
+        .command("cli node -list -all")
+        .expect("cli node -list");
+    assert_eq!(nodes["exit_code"], 0, "{nodes}");
+    let out = nodes["stdout"].as_str().expect("stdout");
+    assert!(out.contains("Total Nodes:2"), "{out}");
+    let metrics = client.command("metrics").expect("metrics");
+    assert_eq!(metrics["active"], 2, "{metrics}");
+    let queue = client.command("queue default").expect("queue");
+    assert_eq!(queue["queue"], "default", "{queue}");
+    // Java's FifoScheduler has one queue and takes any queue name (the CapacityScheduler, Java's
+    // default, fails such an application at submission instead): the app is accepted, and its
+    // report keeps the name it was given
+    let other = client
+        .command(&format!(
+            "app-submit containers=1 sleep=0:600 queue=no-such-queue result={}",
+            dir.path().join("never.json").display()
+        ))
+        .expect("app-submit to an unknown queue");
+    let other_id = other["app_id"].as_str().expect("app_id").to_owned();
+    let report = client
+        .command(&format!("app-report {other_id}"))
+        .expect("app-report");
+    assert_eq!(report["queue"], "no-such-queue", "{report}");
+    assert_ne!(report["state"], "FAILED", "{report}");
+    let killed = client
+        .command(&format!("app-kill {other_id}"))
+        .expect("app-kill");
+    assert_eq!(killed["state"], "KILLED", "{killed}");
+}
