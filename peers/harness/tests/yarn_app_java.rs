@@ -280,7 +280,7 @@ fn launched(rm: &mut peer_harness::Peer, app_id: &str) -> usize {
 fn the_yarn_client_peer_submits_lists_and_reports_through_addresses_alone() {
     let dir = tempdir();
     let result = dir.path().join("result.json");
-    let mut rm = RM.lock().expect("yarn-rm --nms 2 --profile agents");
+    let rm = RM.lock().expect("yarn-rm --nms 2 --profile agents");
     let ready = rm.ready().clone();
     let rm_addr = ready["rm_address"].as_str().expect("rm_address").to_owned();
     let sched = ready["scheduler_address"]
