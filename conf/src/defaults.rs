@@ -367,6 +367,21 @@ pub const DEFAULTS: &[Default] = &[
     ),
     d(
         Site::Yarn,
+        "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs",
+        Literal("86400"),
+        Seconds,
+        "Roll period of the AMRM-token master key; must exceed 3 x the AM expiry.",
+    ),
+    d(
+        Site::Yarn,
+        "yarn.am.liveness-monitor.expiry-interval-ms",
+        Literal("900000"),
+        Millis,
+        "An ApplicationMaster silent this long is expired (3.5.0: 15 minutes); 1.5 x this \
+       delays the activation of a rolled AMRM-token key.",
+    ),
+    d(
+        Site::Yarn,
         "yarn.resourcemanager.connect.max-wait.ms",
         Literal("900000"),
         Millis,

@@ -26,6 +26,11 @@ pub const CONTAINER_KEY_ROLL: &str =
     "yarn.resourcemanager.container-tokens.master-key-rolling-interval-secs";
 /// `yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs`
 pub const NM_KEY_ROLL: &str = "yarn.resourcemanager.nm-tokens.master-key-rolling-interval-secs";
+/// `yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs`
+pub const AMRM_KEY_ROLL: &str =
+    "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs";
+/// `yarn.am.liveness-monitor.expiry-interval-ms`
+pub const AM_EXPIRY: &str = "yarn.am.liveness-monitor.expiry-interval-ms";
 /// `yarn.scheduler.minimum-allocation-mb`
 pub const MIN_ALLOC_MB: &str = "yarn.scheduler.minimum-allocation-mb";
 /// `yarn.scheduler.minimum-allocation-vcores`
@@ -63,6 +68,10 @@ pub struct RmConfig {
     pub min_alloc_vcores: u64,
     pub container_key_roll_ms: u64,
     pub nm_key_roll_ms: u64,
+    /// AMRM-token master key rolling interval (Hadoop's key is in seconds).
+    pub amrm_key_roll_ms: u64,
+    /// `yarn.am.liveness-monitor.expiry-interval-ms` (3.5.0 default 900000: 15 minutes).
+    pub am_expiry_ms: u64,
     pub completion_log_dir: PathBuf,
     pub max_nodes: usize,
     pub rm_version: String,
@@ -86,6 +95,8 @@ impl Default for RmConfig {
             min_alloc_vcores: 1,
             container_key_roll_ms: 86_400_000,
             nm_key_roll_ms: 86_400_000,
+            amrm_key_roll_ms: 86_400_000,
+            am_expiry_ms: 900_000,
             completion_log_dir: std::env::temp_dir().join("hotpath-rm"),
             max_nodes: 1_000_000,
             rm_version: DEFAULT_RM_VERSION.into(),
@@ -147,6 +158,8 @@ impl RmConfig {
             min_alloc_vcores: u64_or(conf, MIN_ALLOC_VCORES, d.min_alloc_vcores)?,
             container_key_roll_ms: secs(CONTAINER_KEY_ROLL, d.container_key_roll_ms)?,
             nm_key_roll_ms: secs(NM_KEY_ROLL, d.nm_key_roll_ms)?,
+            amrm_key_roll_ms: secs(AMRM_KEY_ROLL, d.amrm_key_roll_ms)?,
+            am_expiry_ms: ms_or(conf, AM_EXPIRY, d.am_expiry_ms)?,
             completion_log_dir: opt_path(conf, COMPLETION_LOG_DIR)?.unwrap_or(d.completion_log_dir),
             max_nodes: u64_or(conf, MAX_NODES, d.max_nodes as u64)? as usize,
             rm_version: conf
@@ -170,6 +183,12 @@ impl RmConfig {
     /// secret managers use.
     pub fn key_activation_delay_ms(&self) -> u64 {
         self.nm_expiry_ms.saturating_mul(3) / 2
+    }
+
+    /// The delay before a rolled AMRM-token master key becomes current: 1.5 × the AM expiry
+    /// (`AMRMTokenSecretManager`'s `activationDelay`).
+    pub fn amrm_key_activation_delay_ms(&self) -> u64 {
+        self.am_expiry_ms.saturating_mul(3) / 2
     }
 
     /// Refuses combinations Java refuses (or that would break the protocol).
@@ -197,6 +216,16 @@ impl RmConfig {
                 )));
             }
         }
+        if self.am_expiry_ms == 0 {
+            return Err(Error::BadConfig(format!("{AM_EXPIRY} must be > 0")));
+        }
+        // Java (AMRMTokenSecretManager's constructor, IllegalArgumentException): the rolling
+        // interval must exceed twice the activation delay, 3 x the AM expiry.
+        if self.amrm_key_roll_ms <= self.amrm_key_activation_delay_ms().saturating_mul(2) {
+            return Err(Error::BadConfig(format!(
+                "{AMRM_KEY_ROLL} should be more than 3 X {AM_EXPIRY}"
+            )));
+        }
         if self.max_nodes == 0 || self.max_nodes > u32::MAX as usize / 2 {
             return Err(Error::BadConfig(format!("{MAX_NODES} out of range")));
         }
@@ -219,6 +248,9 @@ mod tests {
         assert_eq!(c.container_key_roll_ms, 86_400_000);
         assert_eq!(c.include_path, None);
         assert_eq!(c.key_activation_delay_ms(), 900_000);
+        assert_eq!(c.amrm_key_roll_ms, 86_400_000);
+        assert_eq!(c.am_expiry_ms, 900_000, "3.5.0: 15 minutes");
+        assert_eq!(c.amrm_key_activation_delay_ms(), 1_350_000);
     }
 
     #[test]
@@ -244,5 +276,25 @@ mod tests {
             RmConfig::from_conf(&conf),
             Err(Error::BadConfig(_))
         ));
+    }
+
+    #[test]
+    fn amrm_roll_must_exceed_three_am_expiries() {
+        let mut conf = Configuration::new();
+        conf.set(AM_EXPIRY, "1000");
+        conf.set(AMRM_KEY_ROLL, "3"); // 3000 ms = 2 x the 1500 ms delay: refused
+        match RmConfig::from_conf(&conf) {
+            Err(Error::BadConfig(m)) => assert_eq!(
+                m,
+                "yarn.resourcemanager.am-rm-tokens.master-key-rolling-interval-secs should be more than 3 X yarn.am.liveness-monitor.expiry-interval-ms"
+            ),
+            other => panic!("{other:?}"),
+        }
+        conf.set(AMRM_KEY_ROLL, "4");
+        let c = RmConfig::from_conf(&conf).unwrap();
+        assert_eq!(c.amrm_key_roll_ms, 4000);
+        assert_eq!(c.amrm_key_activation_delay_ms(), 1500);
+        conf.set(AM_EXPIRY, "2s");
+        assert!(RmConfig::from_conf(&conf).is_err(), "4 s <= 2 x 3 s");
     }
 }

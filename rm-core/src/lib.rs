@@ -38,9 +38,13 @@
 //!   live in the `benches` crate (`benches::rm_heartbeat`, behind `hotpath-bench heartbeat`).
 //! - [`service::RmService`] puts the tracker and the dispatcher on the `ipc` server
 //!   (ResourceTrackerPB, and our admin protocol: finish-app, kill-container, refresh-nodes).
+//! - [`amrm_token::AmrmTokenSecretManager`] mints and verifies AMRMTokens on its own
+//!   [`master_key::KeyRoller`], and [`amrm_token::AmrmTokenSecrets`] lends it to the SASL
+//!   server of ApplicationMasterProtocol.
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
+pub mod amrm_token;
 pub mod completion_log;
 pub mod config;
 pub mod dispatcher;

@@ -22,6 +22,9 @@
 //! - [`secret`] computes passwords (`HMAC-SHA1(key, identifier.bytes())`), holds the
 //!   [`secret::MasterKey`]s the RM rolls and the NM receives, and verifies NM and container
 //!   tokens as the Java NodeManager does, with its `InvalidToken` texts.
+//! - [`delegation`] is the NameNode's delegation-token secret manager
+//!   (`AbstractDelegationTokenSecretManager`): rolled delegation keys, minted, renewed,
+//!   cancelled and expired tokens, and Java's `formatTokenId` / `Time.formatTime` texts.
 //!
 //! Errors are [`TokenError`]s; [`TokenError::java_class`] names the Java exception a Hadoop
 //! server answers with, and a `TokenError` converts into
@@ -31,6 +34,7 @@
 //! that remain before anything is allocated; nothing here panics on bad input.
 
 pub mod credentials;
+pub mod delegation;
 pub mod identifier;
 pub mod secret;
 pub mod writable;
@@ -169,6 +173,10 @@ pub enum TokenError {
     /// `SecretManager.InvalidToken` with Java's text: unknown key, wrong node, wrong password.
     #[error("{0}")]
     InvalidToken(String),
+    /// `org.apache.hadoop.security.AccessControlException` with Java's text: a delegation
+    /// token renewed or cancelled by someone who may not.
+    #[error("{0}")]
+    AccessControl(String),
     /// A start request the NM refuses after the token checked out (`YarnException` with Java's
     /// "Unauthorized request to start container." text): other application, relaunch, expiry.
     #[error("{0}")]
@@ -187,6 +195,7 @@ impl TokenError {
                 "org.apache.hadoop.security.token.SecretManager$InvalidToken"
             }
             TokenError::Unauthorized(_) => "org.apache.hadoop.yarn.exceptions.YarnException",
+            TokenError::AccessControl(_) => "org.apache.hadoop.security.AccessControlException",
             _ => "java.io.IOException",
         }
     }
