@@ -206,13 +206,12 @@ impl RmConfig {
             (CONTAINER_KEY_ROLL, self.container_key_roll_ms),
             (NM_KEY_ROLL, self.nm_key_roll_ms),
         ] {
-            // Java: the rolling interval must exceed the activation delay, or a key would be
-            // replaced before the previous one is active.
-            if roll <= delay {
+            // Java (RMContainerTokenSecretManager's and NMTokenSecretManagerInRM's constructors,
+            // IllegalArgumentException): the rolling interval must exceed twice the activation
+            // delay, 3 x the NM expiry, so a rolled key is active well before the next roll.
+            if roll <= delay.saturating_mul(2) {
                 return Err(Error::BadConfig(format!(
-                    "{key} ({} s) must be more than 1.5 x {NM_EXPIRY} ({} ms)",
-                    roll / 1000,
-                    self.nm_expiry_ms
+                    "{key} should be more than 3 X {NM_EXPIRY}"
                 )));
             }
         }
@@ -276,6 +275,28 @@ mod tests {
             RmConfig::from_conf(&conf),
             Err(Error::BadConfig(_))
         ));
+    }
+
+    #[test]
+    fn token_rolls_must_exceed_three_nm_expiries() {
+        // Java's RMContainerTokenSecretManager / NMTokenSecretManagerInRM: rolling interval >
+        // 2 x (1.5 x NM expiry). With a 3 s expiry, 9 s is refused and 10 s taken.
+        for key in [CONTAINER_KEY_ROLL, NM_KEY_ROLL] {
+            let mut conf = Configuration::new();
+            conf.set(NM_EXPIRY, "3000");
+            conf.set(key, "9");
+            match RmConfig::from_conf(&conf) {
+                Err(Error::BadConfig(m)) => assert_eq!(
+                    m,
+                    format!(
+                        "{key} should be more than 3 X yarn.nm.liveness-monitor.expiry-interval-ms"
+                    )
+                ),
+                other => panic!("{key}: {other:?}"),
+            }
+            conf.set(key, "10");
+            assert!(RmConfig::from_conf(&conf).is_ok(), "{key} = 10 s");
+        }
     }
 
     #[test]
