@@ -455,12 +455,19 @@ fn negotiation_out_of_order_oversized_or_after_success_is_fatal() {
         p.message,
         "TOKEN authentication is not enabled.  Available:[TOKEN]"
     );
-    // a message over the negotiation cap
+    // a message over the negotiation cap, in a frame over it: refused on the frame's length
     let mut big = message::message(SaslState::Initiate);
     big.token = Some(vec![b'a'; 100_000]);
     let mut s = send(&[n.clone(), big]);
     let p = last_fatal(&mut s);
-    assert!(p.message.contains("exceeds the limit"), "{}", p.message);
+    assert_eq!(p.call_id, -1);
+    assert!(
+        p.message.starts_with("Requested data length 100")
+            && p.message
+                .ends_with("is longer than maximum SASL negotiation length 66560."),
+        "{}",
+        p.message
+    );
     // the connection context during negotiation
     let mut s = send(&[n]);
     let _negotiate = read_frame(&mut s).unwrap();
@@ -489,7 +496,9 @@ fn negotiation_out_of_order_oversized_or_after_success_is_fatal() {
         format!("Authenticated user ({USER}) doesn't match what the client claims to be (mallory)")
     );
     assert_eq!(p.detail, Some(RpcErrorCodeProto::FatalUnauthorized));
+    // six refused negotiations, and the TOKEN context claiming another user
     let m = server.metrics();
-    assert!(m.auth_failures >= 6, "{m:?}");
+    assert_eq!((m.auth_failures, m.auth_successes), (7, 1), "{m:?}");
+    assert_eq!(m.oversized_frames, 1);
     server.shutdown();
 }
