@@ -559,6 +559,38 @@ impl Service for ServerService {
     }
 }
 
+/// Reads a server's counters ([`Server::stats`]); cheap to clone, usable from any thread,
+/// and still readable (the last values) after the server is shut down.
+#[derive(Clone)]
+pub struct ServerStats {
+    shared: Arc<ServerShared>,
+    transport: Arc<transport::Shared>,
+}
+
+impl std::fmt::Debug for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ServerStats").field(&self.metrics()).finish()
+    }
+}
+
+impl ServerStats {
+    /// The counters now.
+    pub fn metrics(&self) -> ServerMetrics {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ServerMetrics {
+            calls: l(&c.calls),
+            errors: l(&c.errors),
+            fatals: l(&c.fatals),
+            pings: l(&c.pings),
+            oversized_frames: l(&c.oversized_frames),
+            auth_successes: l(&c.auth_successes),
+            auth_failures: l(&c.auth_failures),
+            transport: self.transport.snapshot(),
+        }
+    }
+}
+
 /// A running IPC server.
 pub struct Server {
     running: transport::Running,
@@ -609,17 +641,14 @@ impl Server {
     }
 
     pub fn metrics(&self) -> ServerMetrics {
-        let c = &self.shared.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ServerMetrics {
-            calls: l(&c.calls),
-            errors: l(&c.errors),
-            fatals: l(&c.fatals),
-            pings: l(&c.pings),
-            oversized_frames: l(&c.oversized_frames),
-            auth_successes: l(&c.auth_successes),
-            auth_failures: l(&c.auth_failures),
-            transport: self.running.metrics(),
+        self.stats().metrics()
+    }
+
+    /// A handle on the counters that can go to another thread (a `/metrics` renderer).
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            shared: self.shared.clone(),
+            transport: self.running.shared().clone(),
         }
     }
 

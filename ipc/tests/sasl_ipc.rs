@@ -1027,6 +1027,17 @@ Told::expect(
             ),
             |addr| raw_refused(addr, &negotiate, Some(&ctx)),
         );
+        // fourteen cases, each counted once, and what /metrics shows of them
+        let m = server.metrics();
+        assert_eq!(m.auth_failures, 14);
+        let mut e = ipc::metrics::Exposition::new();
+        e.ipc_servers("hotpath_test", &[("sasl", m)]);
+        assert!(
+            e.as_str()
+                .contains("hotpath_test_ipc_auth_failures_total{server=\"sasl\"} 14\n"),
+            "{}",
+            e.as_str()
+        );
         server.shutdown();
     });
 }
