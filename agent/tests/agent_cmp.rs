@@ -138,6 +138,25 @@ fn simple_and_forged_tokens_are_refused_at_connection_time() {
         "{text}"
     );
     assert_eq!(n.agent.shared().table.lock().unwrap().len(), 0);
+    // both refusals are authentication failures on /metrics
+    let body = http_get(n.agent.metrics_addr().unwrap(), "/metrics");
+    for k in [
+        "hotpath_agent_ipc_auth_failures_total{server=\"container_management\"} 2\n",
+        "hotpath_agent_ipc_auth_successes_total{server=\"container_management\"} 0\n",
+        "hotpath_agent_ipc_auth_failures_total{server=\"agent\"} 0\n",
+    ] {
+        assert!(body.contains(k), "{k} missing:\n{body}");
+    }
+}
+
+/// The response to `GET path` (HTTP/1.0, whole).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
 }
 
 #[test]

@@ -332,6 +332,13 @@ impl FrameAccumulator {
         self.decoder
     }
 
+    /// Changes the cap for what follows (a server lowers it while a connection is still
+    /// negotiating SASL). A partial frame already held is checked against the new cap on the
+    /// next call, before anything more of it is copied.
+    pub fn set_decoder(&mut self, decoder: FrameDecoder) {
+        self.decoder = decoder;
+    }
+
     /// Bytes of an incomplete frame held (0 at a frame boundary).
     pub fn pending(&self) -> usize {
         if self.delivered {

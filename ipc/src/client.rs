@@ -1015,7 +1015,9 @@ fn sasl_connect(
     hadoop_wire::encode::sasl_preamble(&mut buf, 0);
     sasl_message::client_frame(&mut buf, &neg.start()).map_err(encode_err)?;
     s.write_all(&buf)?;
-    let limit = auth.max_message + 1024;
+    // Checked against the 4-byte length before the body is read: a server cannot make a
+    // client that is still negotiating buffer more than this.
+    let limit = sasl_message::max_negotiation_frame(auth.max_message) as usize;
     let mut body = Vec::new();
     loop {
         let mut len = [0u8; 4];

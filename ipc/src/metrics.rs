@@ -4,7 +4,9 @@
 //! [`Exposition`] writes them in the Prometheus text format (0.0.4): a `# HELP` and `# TYPE`
 //! line per family, then its samples; a latency histogram (hdrhistogram, in any unit) becomes
 //! a `summary` (quantiles, `_sum`, `_count`) or a `histogram` (cumulative `le` buckets). The
-//! callers only say what their metrics are called and what they hold.
+//! callers only say what their metrics are called and what they hold; the IPC servers'
+//! counters ([`ServerMetrics`], authentication failures included) have one rendering for both,
+//! [`Exposition::ipc_servers`].
 //!
 //! [`MetricsHttp`] answers `GET /metrics` (and `GET /`) with a body the caller renders per
 //! scrape ([`MetricsHttp::poll`]), or hands every `GET` to a caller's handler that returns an
@@ -27,6 +29,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+
+use crate::server::ServerMetrics;
 
 /// A metric family's type, as the `# TYPE` line spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +145,65 @@ impl Exposition {
             h.mean() * h.len() as f64 / per_second
         );
         let _ = writeln!(self.out, "{name}_count {}", h.len());
+        self
+    }
+
+    /// The IPC servers' counters ([`ServerMetrics`]): one family per counter named
+    /// `{prefix}_ipc_…`, one sample per server labelled `server="{name}"`.
+    /// `{prefix}_ipc_auth_failures_total` is Java's `RpcAuthenticationFailures`.
+    pub fn ipc_servers(&mut self, prefix: &str, servers: &[(&str, ServerMetrics)]) -> &mut Self {
+        type Get = fn(&ServerMetrics) -> u64;
+        let families: [(&str, &str, Kind, Get); 7] = [
+            (
+                "ipc_calls_total",
+                "Calls dispatched to a handler or answered with an ERROR",
+                Kind::Counter,
+                |m| m.calls,
+            ),
+            (
+                "ipc_errors_total",
+                "ERROR responses (the connection stays open)",
+                Kind::Counter,
+                |m| m.errors,
+            ),
+            (
+                "ipc_fatals_total",
+                "FATAL responses (each closed its connection)",
+                Kind::Counter,
+                |m| m.fatals,
+            ),
+            (
+                "ipc_oversized_frames_total",
+                "Frames refused for their length before any of the body was read",
+                Kind::Counter,
+                |m| m.oversized_frames,
+            ),
+            (
+                "ipc_auth_successes_total",
+                "SASL negotiations that authenticated a client (RpcAuthenticationSuccesses)",
+                Kind::Counter,
+                |m| m.auth_successes,
+            ),
+            (
+                "ipc_auth_failures_total",
+                "Connections refused authentication: SASL refusals, anything before SUCCESS, bad MACs and sequence numbers (RpcAuthenticationFailures)",
+                Kind::Counter,
+                |m| m.auth_failures,
+            ),
+            (
+                "ipc_open_connections",
+                "Connections open now",
+                Kind::Gauge,
+                |m| m.transport.open_connections,
+            ),
+        ];
+        for (suffix, help, kind, get) in families {
+            let name = format!("{prefix}_{suffix}");
+            self.family(&name, help, kind);
+            for (server, m) in servers {
+                self.sample(&name, &format!("server=\"{server}\""), get(m));
+            }
+        }
         self
     }
 
@@ -680,6 +743,44 @@ mod tests {
              # HELP g A gauge.\n# TYPE g gauge\ng 2.3\n\
              # HELP s Per shard.\n# TYPE s gauge\ns{shard=\"0\"} 7\n"
         );
+    }
+
+    #[test]
+    fn ipc_server_counters_per_server() {
+        let a = ServerMetrics {
+            calls: 5,
+            auth_successes: 2,
+            auth_failures: 3,
+            ..ServerMetrics::default()
+        };
+        let b = ServerMetrics {
+            auth_failures: 1,
+            ..ServerMetrics::default()
+        };
+        let mut e = Exposition::new();
+        e.ipc_servers("hotpath_x", &[("cmp", a), ("agent", b)]);
+        let t = e.finish();
+        assert!(
+            t.contains(
+                "# TYPE hotpath_x_ipc_auth_failures_total counter\n\
+                 hotpath_x_ipc_auth_failures_total{server=\"cmp\"} 3\n\
+                 hotpath_x_ipc_auth_failures_total{server=\"agent\"} 1\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("hotpath_x_ipc_calls_total{server=\"cmp\"} 5\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("hotpath_x_ipc_auth_successes_total{server=\"cmp\"} 2\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("# TYPE hotpath_x_ipc_open_connections gauge\n"),
+            "{t}"
+        );
+        assert_eq!(t.matches("# HELP").count(), 7);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //!   or epoll ring threads).
 //! - Each connection is a [`ServerConn`], a sans-IO [`Session`]: preamble → connection context →
 //!   calls. Frames are cut with the capped [`FrameAccumulator`] (the 4-byte length is checked
-//!   against `ipc.maximum.data.length` before a single body byte is copied or anything is
-//!   allocated) and read through the lazy header views; nothing is decoded into owned structs.
+//!   against `ipc.maximum.data.length`, or while SASL negotiates against the much smaller
+//!   negotiation cap, before a single body byte is copied or anything is allocated) and read
+//!   through the lazy header views; nothing is decoded into owned structs.
 //! - A handler gets a [`Call`] (views and slices of the request frame, borrowed from the receive
 //!   buffer) and a [`Reply`]. It answers with a message of up to one pool chunk
 //!   ([`Reply::message`], [`Reply::bytes`], [`Reply::with`]), written into the chunk in one
@@ -36,8 +37,9 @@
 //! | `GET ` instead of a preamble | Hadoop's plain-text HTTP reply, close |
 //! | frame length over `ipc.maximum.data.length` (or ≥ 2^31) | **FATAL** (callId −1, `FATAL_INVALID_RPC_HEADER`), close |
 //! | SIMPLE preamble, SIMPLE not enabled | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `AccessControlException` "SIMPLE authentication is not enabled.  Available:\[TOKEN\]" |
-//! | SASL refused (wrong DIGEST response, unknown/forged/expired token, method not offered, out of order, oversized) | FATAL (callId −33, `FATAL_UNAUTHORIZED`) naming the true cause (`SaslException`, `SecretManager$InvalidToken`, `AccessControlException`), close; `auth_failures` counted |
-//! | context during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts), close |
+//! | SASL refused (wrong DIGEST response, unknown/forged/expired token, method not offered, out of order, message over the negotiation cap) | FATAL (callId −33, `FATAL_UNAUTHORIZED`) naming the true cause (`SaslException`, `SecretManager$InvalidToken`, `AccessControlException`), close; `auth_failures` counted |
+//! | frame length over the SASL negotiation cap (64 KiB message + 1 KiB) before SUCCESS | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `SaslException` "Requested data length N is longer than maximum SASL negotiation length M.", refused on the length before buffering, close; `auth_failures` and `oversized_frames` counted. Java checks only `ipc.maximum.data.length` here |
+//! | context or call during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts: "Connection header sent during SASL negotiation", "Connection context not established", …), close; before SUCCESS `auth_failures` counted (Java counts only refused SASL messages) |
 //! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
 //! | protected connection: bad MAC / padding, replayed or reordered sequence number | FATAL (wrapped), `SaslException`, close; `auth_failures` counted. The JDK drops a bad MAC silently, so a Java peer would just wait: we close |
 //! | protected connection: a frame in the clear | FATAL `FATAL_INVALID_RPC_HEADER` (our choice; Java would process it) |
@@ -530,8 +532,11 @@ pub struct ServerMetrics {
     pub oversized_frames: u64,
     /// SASL negotiations that authenticated a client (Java: `RpcAuthenticationSuccesses`).
     pub auth_successes: u64,
-    /// SASL negotiations refused, and wrapped packets that failed their MAC or sequence check
-    /// (Java: `RpcAuthenticationFailures`); each closed its connection.
+    /// Connections refused authentication (Java: `RpcAuthenticationFailures`), each closed:
+    /// every FATAL on a SASL connection before SUCCESS (a refused or oversized negotiation
+    /// message, a context or call before authenticating; Java counts only the refused
+    /// messages), a SIMPLE preamble when SIMPLE is not enabled, a TOKEN context claiming
+    /// another user, and wrapped packets that failed their MAC or sequence check.
     pub auth_failures: u64,
     pub transport: MetricsSnapshot,
 }
@@ -551,6 +556,38 @@ impl Service for ServerService {
     type Session = ServerConn;
     fn open(&self, _peer: Option<SocketAddr>) -> ServerConn {
         ServerConn::new(self.0.clone())
+    }
+}
+
+/// Reads a server's counters ([`Server::stats`]); cheap to clone, usable from any thread,
+/// and still readable (the last values) after the server is shut down.
+#[derive(Clone)]
+pub struct ServerStats {
+    shared: Arc<ServerShared>,
+    transport: Arc<transport::Shared>,
+}
+
+impl std::fmt::Debug for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ServerStats").field(&self.metrics()).finish()
+    }
+}
+
+impl ServerStats {
+    /// The counters now.
+    pub fn metrics(&self) -> ServerMetrics {
+        let c = &self.shared.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ServerMetrics {
+            calls: l(&c.calls),
+            errors: l(&c.errors),
+            fatals: l(&c.fatals),
+            pings: l(&c.pings),
+            oversized_frames: l(&c.oversized_frames),
+            auth_successes: l(&c.auth_successes),
+            auth_failures: l(&c.auth_failures),
+            transport: self.transport.snapshot(),
+        }
     }
 }
 
@@ -604,17 +641,14 @@ impl Server {
     }
 
     pub fn metrics(&self) -> ServerMetrics {
-        let c = &self.shared.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        ServerMetrics {
-            calls: l(&c.calls),
-            errors: l(&c.errors),
-            fatals: l(&c.fatals),
-            pings: l(&c.pings),
-            oversized_frames: l(&c.oversized_frames),
-            auth_successes: l(&c.auth_successes),
-            auth_failures: l(&c.auth_failures),
-            transport: self.running.metrics(),
+        self.stats().metrics()
+    }
+
+    /// A handle on the counters that can go to another thread (a `/metrics` renderer).
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            shared: self.shared.clone(),
+            transport: self.running.shared().clone(),
         }
     }
 
@@ -780,12 +814,23 @@ impl ServerConn {
             if self.core.phase == Phase::Dead {
                 return (input.len(), Flow::Continue);
             }
+            // While SASL negotiates, frames are capped at the negotiation limit; from SUCCESS
+            // (or SIMPLE) on at `ipc.maximum.data.length`. The accumulator is at a frame
+            // boundary whenever the phase changes, so the new cap applies to the next length.
+            let cap = self.core.frame_cap();
+            if self.acc.decoder().max_len != cap {
+                self.acc.set_decoder(FrameDecoder::new(cap));
+            }
             let step = match self.acc.next_frame(rest) {
                 Ok(s) => s,
                 Err(e) => {
                     // Only the length check fails here: nothing of the claimed body was read
                     // and nothing was allocated for it.
-                    self.core.oversized(&e, self.acc.decoder().cap(), out);
+                    if self.core.phase == Phase::Sasl {
+                        self.core.oversized_negotiation(&e, out);
+                    } else {
+                        self.core.oversized(&e, self.acc.decoder().cap(), out);
+                    }
                     return (input.len(), Flow::CloseAfterFlush);
                 }
             };
@@ -1150,6 +1195,56 @@ impl Core {
         }
     }
 
+    /// The cap on the next outer frame's length: the SASL negotiation limit until the
+    /// connection is authenticated (SASL preamble, negotiation not finished), else
+    /// `ipc.maximum.data.length`.
+    fn frame_cap(&self) -> u32 {
+        if self.phase == Phase::Sasl {
+            sasl_message::max_negotiation_frame(self.sh.auth.max_message())
+                .min(self.sh.max_data_length)
+        } else {
+            self.sh.max_data_length
+        }
+    }
+
+    /// A frame over the negotiation cap ([`sasl_message::max_negotiation_frame`]) while SASL
+    /// is negotiating, refused on its 4-byte length before any of the body is buffered.
+    ///
+    /// Java has no such cap: its server checks every length only against
+    /// `ipc.maximum.data.length` (`Connection.checkDataLength`: it logs "Requested data length
+    /// N is longer than maximum configured RPC length M.  RPC came from HOST", throws an
+    /// `IOException` and closes without a reply), so a peer that has not authenticated can make
+    /// it buffer up to 128 MiB. We refuse at the SASL cap, answer with a FATAL in Java's words
+    /// (callId −1, as no header was read; `FATAL_UNAUTHORIZED`; `SaslException`, as the other
+    /// negotiation refusals), count an authentication failure (and an oversized frame), close.
+    fn oversized_negotiation(&mut self, e: &hadoop_wire::FrameError, out: &mut Outbox<'_>) {
+        // The authentication failure is counted by `fatal_with`.
+        self.sh
+            .counters
+            .oversized_frames
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::info!("SASL refused: {e} during negotiation");
+        self.negotiation = None;
+        let _ = match e {
+            hadoop_wire::FrameError::FrameTooLong { len, max } => self.fatal_class(
+                AUTHORIZATION_FAILED_CALL_ID,
+                SASL_EXCEPTION,
+                RpcErrorCodeProto::FatalUnauthorized,
+                format_args!(
+                    "Requested data length {len} is longer than maximum SASL negotiation length {max}."
+                ),
+                out,
+            ),
+            other => self.fatal_class(
+                AUTHORIZATION_FAILED_CALL_ID,
+                SASL_EXCEPTION,
+                RpcErrorCodeProto::FatalUnauthorized,
+                format_args!("{other}"),
+                out,
+            ),
+        };
+    }
+
     /// A frame (outer, or inner in unwrapped data) claimed more than `cap` bytes: counted, a
     /// FATAL (callId −1), and the connection closes.
     fn oversized(&mut self, e: &hadoop_wire::FrameError, cap: u32, out: &mut Outbox<'_>) {
@@ -1239,6 +1334,16 @@ impl Core {
             self.send_scratch(out);
         }
         self.sh.counters.fatals.fetch_add(1, Ordering::Relaxed);
+        if self.phase == Phase::Sasl {
+            // Whatever ends a SASL connection before SUCCESS (a refused message, one over the
+            // cap, a context or a call before authenticating) is an authentication failure.
+            // Java counts only what `processSaslMessage` refuses; its other errors here are
+            // the same FATALs, just not counted.
+            self.sh
+                .counters
+                .auth_failures
+                .fetch_add(1, Ordering::Relaxed);
+        }
         self.phase = Phase::Dead;
     }
 
@@ -1757,10 +1862,7 @@ impl Core {
                 Next::Continue
             }
             Err(ServerFailure { error, code }) => {
-                self.sh
-                    .counters
-                    .auth_failures
-                    .fetch_add(1, Ordering::Relaxed);
+                // Counted by `fatal_with` (a FATAL during negotiation).
                 tracing::info!("SASL refused: {} {error}", error.java_class());
                 self.negotiation = None;
                 let class = error.java_class();

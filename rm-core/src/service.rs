@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ipc::metrics::Exposition;
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 
 use crate::dispatcher::{wall_ms, Clock, Dispatcher, Placement};
@@ -167,7 +168,9 @@ impl RmService {
         &self.tracker
     }
 
-    /// The Prometheus text for `/metrics`.
+    /// The Prometheus text for `/metrics`: the tracker's and shards' numbers, then the IPC
+    /// server's counters (`hotpath_rm_ipc_…{server="resource_tracker"}`, authentication
+    /// failures included).
     pub fn metrics_text(&self) -> String {
         let views = self
             .dispatcher
@@ -175,7 +178,13 @@ impl RmService {
             .map(|d| d.views())
             .unwrap_or_default();
         let t = lock(&self.tracker).metrics().clone();
-        render_prometheus(&t, &views)
+        let mut text = render_prometheus(&t, &views);
+        if let Some(s) = &self.server {
+            let mut e = Exposition::new();
+            e.ipc_servers("hotpath_rm", &[("resource_tracker", s.metrics())]);
+            text.push_str(e.as_str());
+        }
+        text
     }
 
     /// The dispatcher backlog now: pending node entries summed over the shards' mailboxes.

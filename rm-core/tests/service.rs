@@ -135,6 +135,18 @@ fn nodemanager_and_admin_over_tcp() {
 
     let text = rm.metrics_text();
     assert!(text.contains("hotpath_rm_nodes_active 1"), "{text}");
+    // the IPC server's counters: SIMPLE clients only, so no authentication either way
+    assert!(
+        text.contains(
+            "# TYPE hotpath_rm_ipc_auth_failures_total counter\n\
+             hotpath_rm_ipc_auth_failures_total{server=\"resource_tracker\"} 0\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("hotpath_rm_ipc_calls_total{server=\"resource_tracker\"} 0\n"),
+        "{text}"
+    );
 
     // refreshNodes with the node excluded: SHUTDOWN on its next heartbeat.
     std::fs::write(&exclude, "127.0.0.1\n").unwrap();

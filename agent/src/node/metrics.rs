@@ -1,6 +1,7 @@
-//! The agent's counters and the RPC latency histogram, rendered as Prometheus text for
-//! `/metrics` with `ipc::metrics::Exposition`; `ipc::metrics::MetricsHttp` serves them,
-//! polled by the housekeeping thread.
+//! The agent's counters, the RPC latency histogram and its IPC servers' counters
+//! (ContainerManagementProtocol's authentication failures among them), rendered as
+//! Prometheus text for `/metrics` with `ipc::metrics::Exposition`; `ipc::metrics::MetricsHttp`
+//! serves them, polled by the housekeeping thread.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use ipc::metrics::{Exposition, Kind};
+use ipc::server::{ServerMetrics, ServerStats};
 
 use super::localize::LocalizeMetrics;
 use nm_core::table::{Counts, TableTotals};
@@ -33,6 +35,8 @@ pub struct AgentMetrics {
     pub rpc_latency_us: Mutex<Histogram<u64>>,
     /// Resource localization (the HDFS reader).
     pub localize: LocalizeMetrics,
+    /// The agent's IPC servers by name (`container_management`, `agent`), set once they run.
+    ipc_servers: Mutex<Vec<(&'static str, ServerStats)>>,
 }
 
 impl Default for AgentMetrics {
@@ -55,6 +59,7 @@ impl Default for AgentMetrics {
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds"),
             ),
             localize: LocalizeMetrics::default(),
+            ipc_servers: Mutex::new(Vec::new()),
         }
     }
 }
@@ -65,6 +70,11 @@ const BUCKETS_S: [f64; 14] = [
 ];
 
 impl AgentMetrics {
+    /// The IPC servers whose counters `/metrics` exports (`hotpath_agent_ipc_…{server=name}`).
+    pub fn set_ipc_servers(&self, servers: Vec<(&'static str, ServerStats)>) {
+        *self.ipc_servers.lock().unwrap_or_else(|p| p.into_inner()) = servers;
+    }
+
     /// Records one RPC's latency.
     pub fn record_latency(&self, d: Duration) {
         let us = (d.as_micros() as u64).clamp(1, 60_000_000);
@@ -209,6 +219,16 @@ impl AgentMetrics {
             let name = "hotpath_agent_rpc_latency_seconds";
             e.family(name, "ResourceTracker call latency.", Kind::Histogram);
             e.histogram(name, &h, &BUCKETS_S, 1e6);
+        }
+        let servers: Vec<(&str, ServerMetrics)> = self
+            .ipc_servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(name, s)| (*name, s.metrics()))
+            .collect();
+        if !servers.is_empty() {
+            e.ipc_servers("hotpath_agent", &servers);
         }
         e.finish()
     }

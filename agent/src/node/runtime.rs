@@ -273,6 +273,11 @@ impl Agent {
         );
         let shared = Arc::new(Shared::with_manager(identity.clone(), cm, table));
         let _ = shared_slot.set(shared.clone());
+        shared.metrics.set_ipc_servers(
+            std::iter::once(("container_management", cmp_server.stats()))
+                .chain(server.as_ref().map(|s| ("agent", s.stats())))
+                .collect(),
+        );
         // The first health verdict before registering (local dirs only: the script, if any,
         // reports on a later heartbeat).
         let mut health = HealthChecker::new(cfg.health.clone());

@@ -26,6 +26,20 @@ pub const SASL_DEFAULT_REALM: &str = "default";
 /// Largest negotiation message accepted (before WRAP): a DIGEST-MD5 response is at most
 /// 4096 bytes, a Kerberos AP-REQ with a PAC a few KiB.
 pub const DEFAULT_MAX_NEGOTIATION_MESSAGE: usize = 64 * 1024;
+/// Room a negotiation frame may take beyond its `RpcSaslProto`: the RPC header (14 bytes from
+/// Java's server, 10 from its client; a FATAL's exception text is in it too) and the two varint
+/// length prefixes.
+pub const NEGOTIATION_FRAME_OVERHEAD: usize = 1024;
+
+/// The largest frame body (the value of the 4-byte length) either side accepts while
+/// negotiating, for messages of at most `max_message` bytes. Both sides check the length
+/// against it before reading the body, so a peer that is not authenticated yet cannot make
+/// them buffer more (the general cap, `ipc.maximum.data.length`, is 128 MiB).
+pub fn max_negotiation_frame(max_message: usize) -> u32 {
+    max_message
+        .saturating_add(NEGOTIATION_FRAME_OVERHEAD)
+        .min(i32::MAX as usize) as u32
+}
 
 /// An authentication method (`SaslRpcServer.AuthMethod`) as it appears in `SaslAuth.method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -281,6 +295,22 @@ mod tests {
             server_wrap_frame(&mut w, &vec![7; len]).unwrap();
             assert_eq!(server_wrap_frame_len(len), w.len(), "{len}");
         }
+    }
+
+    #[test]
+    fn negotiation_frame_cap() {
+        assert_eq!(
+            max_negotiation_frame(DEFAULT_MAX_NEGOTIATION_MESSAGE),
+            64 * 1024 + 1024
+        );
+        assert_eq!(max_negotiation_frame(usize::MAX), i32::MAX as u32);
+        // the largest message fits its frame with Java's client header
+        let mut m = message(SaslState::Initiate);
+        m.token = Some(vec![0; DEFAULT_MAX_NEGOTIATION_MESSAGE - 8]);
+        let mut b = Vec::new();
+        client_frame(&mut b, &m).unwrap();
+        let body = b.len() - 4;
+        assert!(body <= max_negotiation_frame(DEFAULT_MAX_NEGOTIATION_MESSAGE) as usize);
     }
 
     #[test]

@@ -352,6 +352,32 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// A copy of the counters.
+    pub(crate) fn snapshot(&self) -> MetricsSnapshot {
+        let m = &self.metrics;
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        MetricsSnapshot {
+            accepted: l(&m.accepted),
+            refused: l(&m.refused),
+            closed: l(&m.closed),
+            idle_closed: l(&m.idle_closed),
+            bytes_in: l(&m.bytes_in),
+            bytes_out: l(&m.bytes_out),
+            sends: l(&m.sends),
+            zc_sends: l(&m.zc_sends),
+            zc_notifs: l(&m.zc_notifs),
+            zc_copied: l(&m.zc_copied),
+            pool_exhausted: l(&m.pool_exhausted),
+            backpressure_pauses: l(&m.backpressure_pauses),
+            pool_peak_chunks: l(&m.pool_peak_chunks),
+            recv_enobufs: l(&m.recv_enobufs),
+            pools_registered: l(&m.pools_registered),
+            open_connections: self.connections.load(Ordering::Relaxed) as u64,
+        }
+    }
+}
+
 /// Decides the backend: the configured choice, `HOTPATH_IO`, then the io_uring probe. Logs one
 /// line saying which backend runs (and why, on a fallback).
 pub fn choose_backend(choice: BackendChoice) -> Result<BackendKind, TransportError> {
@@ -442,26 +468,13 @@ impl Running {
 
     /// Current counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        let m = &self.shared.metrics;
-        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        MetricsSnapshot {
-            accepted: l(&m.accepted),
-            refused: l(&m.refused),
-            closed: l(&m.closed),
-            idle_closed: l(&m.idle_closed),
-            bytes_in: l(&m.bytes_in),
-            bytes_out: l(&m.bytes_out),
-            sends: l(&m.sends),
-            zc_sends: l(&m.zc_sends),
-            zc_notifs: l(&m.zc_notifs),
-            zc_copied: l(&m.zc_copied),
-            pool_exhausted: l(&m.pool_exhausted),
-            backpressure_pauses: l(&m.backpressure_pauses),
-            pool_peak_chunks: l(&m.pool_peak_chunks),
-            recv_enobufs: l(&m.recv_enobufs),
-            pools_registered: l(&m.pools_registered),
-            open_connections: self.shared.connections.load(Ordering::Relaxed) as u64,
-        }
+        self.shared.snapshot()
+    }
+
+    /// The shared state, for handles that read the counters after the transport is borrowed
+    /// elsewhere (`ipc::server::ServerStats`).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Total pool bytes across ring threads.
