@@ -21,6 +21,9 @@ use hadoop_wire::sasl::client::{ClientAuth, ClientNegotiation, ClientStep, Token
 use hadoop_wire::sasl::message::{self, AuthMethod};
 use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
 use hadoop_wire::sasl::{Qop, SaslError};
+use hadoop_wire::token::delegation::{
+    DelegationConfig, DelegationTokenSecretManager, DelegationTokenSecrets,
+};
 use hadoop_wire::token::identifier::{NmTokenIdentifier, NodeId};
 use hadoop_wire::token::secret::NmTokenSecretManager;
 use hadoop_wire::token::{MasterKey, TokenIdentifier};
@@ -564,29 +567,47 @@ fn nm_token(key_id: i32, key: &[u8]) -> TokenCredential {
     }
 }
 
-/// Identifiers of tokens the secrets below refuse as expired.
-const EXPIRED: &[u8] = b"expired:";
+/// When the expired delegation token below was issued, and the server's fixed clock: one
+/// millisecond past its renew date (issue + `dfs.namenode.delegation.token.renew-interval`).
+const DT_ISSUED: i64 = 1_767_225_600_000; // 2026-01-01 00:00:00 UTC
+const DT_NOW: i64 = DT_ISSUED + 86_400_000 + 1;
 
-/// Java's text for an expired delegation token (`AbstractDelegationTokenSecretManager.checkToken`
-/// in hadoop-common 3.5.0: "Token \u{1} has expired, current time: \u{1} expected renewal time:
-/// \u{1}").
-const EXPIRED_TEXT: &str = "Token (expired:1) has expired, current time: 2026-01-02 00:00:00,000+0000 expected renewal time: 2026-01-01 00:00:00,000+0000";
+/// Java's text for it (`AbstractDelegationTokenSecretManager.checkToken`, hadoop-common 3.5.0:
+/// "Token <realUser> has expired, current time: <now> expected renewal time: <renewDate>").
+const EXPIRED_TEXT: &str = "Token oozie has expired, current time: 2026-01-02 00:00:00,001+0000 expected renewal time: 2026-01-02 00:00:00,000+0000";
 
-/// The bad-input server's secrets: NMTokens through the NodeManager's real secret manager;
-/// test tokens (`USER…`) with the HMAC key; `expired:` tokens refused as expired.
-///
-/// TODO: no secret manager the server holds refuses a token as expired during SASL yet (NMTokens
-/// do not expire; container-token expiry is a startContainers check, not SASL). When the
-/// delegation-token secret manager lands, take the expired case from it instead.
+/// The HDFS delegation-token secret manager of the bad-input server, with one token issued at
+/// `DT_ISSUED` and never renewed, and its clock fixed at `DT_NOW`. Seeded, so two calls make
+/// the same keys and the same token: the server holds one, the test's client the other's token.
+fn expired_delegation() -> (DelegationTokenSecrets<fn() -> i64>, TokenCredential) {
+    let mut m = DelegationTokenSecretManager::new(
+        DelegationConfig::default(),
+        &mut SeededEntropy(11),
+        DT_ISSUED,
+    )
+    .unwrap();
+    let (_, token) = m.create_token("alice", "yarn", "oozie", DT_ISSUED).unwrap();
+    let clock: fn() -> i64 = || DT_NOW;
+    let credential = TokenCredential {
+        identifier: token.identifier,
+        password: token.password,
+    };
+    (DelegationTokenSecrets::new(m, clock), credential)
+}
+
+/// The bad-input server's secrets: HDFS delegation tokens (their identifiers start with the
+/// version byte 0) through the real delegation-token secret manager; test tokens (`USER…`)
+/// with the HMAC key; everything else as NMTokens through the NodeManager's real secret manager.
 struct BadInputSecrets {
     nm: std::sync::RwLock<NmTokenSecretManager>,
+    delegation: DelegationTokenSecrets<fn() -> i64>,
     test: Secrets,
 }
 
 impl TokenSecrets for BadInputSecrets {
     fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
-        if identifier.starts_with(EXPIRED) {
-            return Err(SaslError::InvalidToken(EXPIRED_TEXT.into()));
+        if identifier.first() == Some(&0) {
+            return self.delegation.retrieve(identifier);
         }
         if identifier.starts_with(USER.as_bytes()) {
             return self.test.retrieve(identifier);
@@ -601,6 +622,7 @@ fn bad_input_server(backend: BackendChoice) -> Server {
     nm.set_master_key(MasterKey::new(NM_KEY_ID, NM_KEY.to_vec()).unwrap());
     let secrets = BadInputSecrets {
         nm: std::sync::RwLock::new(nm),
+        delegation: expired_delegation().0,
         test: Secrets { key: KEY.to_vec() },
     };
     let auth = ServerAuth::new(
@@ -866,21 +888,14 @@ Told::expect(
             |addr| client_refused(addr, nm_token(NM_KEY_ID + 1, &NM_KEY)),
         );
 
-        // an expired token: the secrets' InvalidToken, class and text passed on as they are
+        // an expired token: an HDFS delegation token past its renew date, refused by the real
+        // delegation-token secret manager with Java's class and text
         one_bad_case(
             &server,
             "expired token",
             When::Negotiating,
             Told::expect(None, INVALID_TOKEN, EXPIRED_TEXT, Unauth),
-            |addr| {
-                client_refused(
-                    addr,
-                    TokenCredential {
-                        identifier: [EXPIRED, b"1"].concat(),
-                        password: vec![0; 20],
-                    },
-                )
-            },
+            |addr| client_refused(addr, expired_delegation().1),
         );
 
         for qop in [Qop::AuthInt, Qop::AuthConf] {
