@@ -178,6 +178,14 @@ pub struct TableTotals {
     pub cleanup_orders: u64,
 }
 
+/// A journaled completion (see [`ContainerTable::enable_journal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    pub id: ContainerId,
+    pub exit_status: i32,
+    pub diagnostics: String,
+}
+
 /// The container table (see the module docs).
 #[derive(Debug)]
 pub struct ContainerTable {
@@ -185,8 +193,9 @@ pub struct ContainerTable {
     capacity: usize,
     orders: VecDeque<CleanupOrder>,
     totals: TableTotals,
-    /// Ids of completed containers, in completion order, when journaling is on (tests, demo).
-    journal: Option<Vec<ContainerId>>,
+    /// Completed containers (id, exit status, diagnostics), in completion order, when
+    /// journaling is on (tests, demo).
+    journal: Option<Vec<JournalEntry>>,
     scratch: Vec<ContainerId>,
     /// Applications named in `applications_to_cleanup`, not yet taken by the agent (see
     /// [`Self::take_finished_apps`]).
@@ -223,8 +232,19 @@ impl ContainerTable {
         self.journal.get_or_insert_with(Vec::new);
     }
 
-    /// The completions recorded since the last call.
+    /// The ids of the completions recorded since the last take.
     pub fn take_journal(&mut self) -> Vec<ContainerId> {
+        self.take_journal_entries()
+            .into_iter()
+            .map(|e| e.id)
+            .collect()
+    }
+
+    /// The completions recorded since the last take, with the status each was reported with
+    /// (a completion stays in the table only until the RM has it, and an application's
+    /// cleanup forgets it then, so tests that must see what a container reported read it
+    /// here).
+    pub fn take_journal_entries(&mut self) -> Vec<JournalEntry> {
         self.journal
             .as_mut()
             .map(std::mem::take)
@@ -341,7 +361,11 @@ impl ContainerTable {
         c.delivery = Delivery::Pending;
         self.totals.completed += 1;
         if let Some(j) = &mut self.journal {
-            j.push(*id);
+            j.push(JournalEntry {
+                id: *id,
+                exit_status,
+                diagnostics: c.diagnostics.clone(),
+            });
         }
         Ok(true)
     }
