@@ -571,3 +571,455 @@ fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() 
         !running_nodes(&mut rm).contains(&lost_node)
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// RM-driven cleanup and failed localization, end to end
+
+const ABORTED: i64 = -100;
+const KILLED_BY_RESOURCEMANAGER: i32 = -106;
+const KILLED_AFTER_APP_COMPLETION: i32 = -107;
+const INVALID: i64 = -1000;
+
+/// One in-process agent, the only RUNNING node of the shared RM (so every container of the
+/// test's applications runs here, where the test can see its table, processes and dirs).
+fn lone_agent(ip: &str) -> (peer_harness::SharedGuard<'static>, Agent, tempfile::TempDir) {
+    let mut rm = RM.lock().expect("yarn-rm --profile agents");
+    let rt = rm.ready()["resource_tracker"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = AgentConfig::local(rt.parse().unwrap(), ip.parse().unwrap(), dir.path()).unwrap();
+    cfg.memory_mb = 4096;
+    cfg.vcores = 8;
+    cfg.journal = true;
+    let local = Agent::start(cfg).unwrap();
+    let me = local.node_id();
+    wait_for("registered, alone", Duration::from_secs(60), || {
+        local.shared().cm.lock().unwrap().has_keys() && running_nodes(&mut rm) == vec![me.clone()]
+    });
+    (rm, local, dir)
+}
+
+/// A live process: its pid, process group and `CONTAINER_ID`.
+#[derive(Debug, Clone, PartialEq)]
+struct Proc {
+    pid: i32,
+    pgid: i32,
+    container: String,
+}
+
+/// Every live (not zombie) process whose environment names a container of `app` (the launch
+/// script exports `CONTAINER_ID`; the container's children inherit it).
+fn container_procs(app: &str) -> Vec<Proc> {
+    let suffix = app.strip_prefix("application_").unwrap_or(app);
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Some((state, pgid)) = proc_stat(pid) else {
+            continue;
+        };
+        if state == 'Z' {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        for var in env.split(|&b| b == 0) {
+            if let Some(v) = var.strip_prefix(b"CONTAINER_ID=") {
+                let v = String::from_utf8_lossy(v).to_string();
+                if v.starts_with(&format!("container_{suffix}_")) {
+                    out.push(Proc {
+                        pid,
+                        pgid,
+                        container: v,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// (state, pgid) from `/proc/PID/stat`.
+fn proc_stat(pid: i32) -> Option<(char, i32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let _ppid = f.next()?;
+    let pgid = f.next()?.parse().ok()?;
+    Some((state, pgid))
+}
+
+/// Live (not zombie) processes in process group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            if let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() {
+                if proc_stat(pid).is_some_and(|(st, g)| g == pgid && st != 'Z') {
+                    out.push(pid);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Kills the process groups it holds when dropped (a failed test leaves no `sleep 600`).
+#[derive(Default)]
+struct GroupReaper(Vec<i32>);
+
+impl Drop for GroupReaper {
+    fn drop(&mut self) {
+        for &g in &self.0 {
+            if g > 1 && !group_members(g).is_empty() {
+                // SAFETY: kill(2) on a process group this test saw its own containers in.
+                unsafe {
+                    libc::kill(-g, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The statuses the agent's table completed its containers with, from its journal (the
+/// table itself forgets a delivered completion as soon as its application is cleaned up).
+struct Completions<'a> {
+    agent: &'a Agent,
+    seen: BTreeMap<String, (i32, String)>,
+}
+
+impl<'a> Completions<'a> {
+    fn new(agent: &'a Agent) -> Self {
+        Completions {
+            agent,
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn get(&mut self, cid: &str) -> Option<(i32, String)> {
+        let entries = self
+            .agent
+            .shared()
+            .table
+            .lock()
+            .unwrap()
+            .take_journal_entries();
+        for e in entries {
+            self.seen
+                .entry(e.id.to_string())
+                .or_insert((e.exit_status, e.diagnostics));
+        }
+        self.seen.get(cid).cloned()
+    }
+}
+
+/// `<local>/usercache/*/appcache/<app>` and `<local>/nmPrivate/<app>` that exist.
+fn app_dirs(local: &Path, app: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(users) = std::fs::read_dir(local.join("usercache")) {
+        for u in users.flatten() {
+            let d = u.path().join("appcache").join(app);
+            if d.exists() {
+                out.push(d);
+            }
+        }
+    }
+    let p = local.join("nmPrivate").join(app);
+    if p.exists() {
+        out.push(p);
+    }
+    out
+}
+
+fn metric(a: &Agent, line_prefix: &str) -> Option<u64> {
+    let (code, body) = http_get(&a.metrics_addr().unwrap().to_string(), "/metrics");
+    assert_eq!(code, 200, "{body}");
+    body.lines()
+        .find_map(|l| l.strip_prefix(line_prefix))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as u64)
+}
+
+#[test]
+fn the_rm_cleans_up_a_released_container_and_a_killed_applications_containers() {
+    let (mut rm, local, dir) = lone_agent("127.0.0.45");
+    let local_dir = dir.path().join("local");
+    let log_dir = dir.path().join("logs");
+    let mut reaper = GroupReaper::default();
+    let mut rec = Completions::new(&local);
+    let bound = Duration::from_secs(60);
+
+    // 1. The AM releases its running container (a shell with a `sleep 600` child): the RM
+    // puts it in containers_to_cleanup; the AM hears ABORTED from the RM's scheduler, the
+    // agent kills the whole group and reports KILLED_BY_RESOURCEMANAGER.
+    let work = tempfile::tempdir().unwrap();
+    let result = work.path().join("released.json");
+    let submitted = rm
+        .command(&format!(
+            "app-submit containers=1 release=0 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let app1 = submitted["app_id"].as_str().unwrap().to_string();
+    let mut held: Vec<Proc> = Vec::new();
+    wait_for(
+        "the released container's shell and its child",
+        bound,
+        || {
+            held = container_procs(&app1)
+                .into_iter()
+                .filter(|p| !p.container.ends_with("_000001"))
+                .collect();
+            held.len() >= 2
+        },
+    );
+    let cid1 = held[0].container.clone();
+    let groups: std::collections::BTreeSet<i32> = held.iter().map(|p| p.pgid).collect();
+    reaper.0.extend(&groups);
+    assert!(
+        app_dirs(&local_dir, &app1).len() >= 2,
+        "{:?}",
+        app_dirs(&local_dir, &app1)
+    );
+    let done = rm
+        .command(&format!("app-wait {app1} 120"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", rm.log_tail(60)));
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    assert_eq!(r["replacements"], 0, "{r}");
+    let comp = &r["completions"][0];
+    assert_eq!(comp["container_id"], cid1.as_str(), "{r}");
+    assert_eq!(comp["exit_status"], ABORTED, "{r}");
+    assert!(
+        comp["diagnostics"]
+            .as_str()
+            .unwrap()
+            .contains("Container released by application"),
+        "{r}"
+    );
+    // The agent's own status for it: Java's NM kills a containers_to_cleanup entry with
+    // KILLED_BY_RESOURCEMANAGER and "Container Killed by ResourceManager" (checked in the
+    // 3.5.0 jar: ContainerManagerImpl), the reason winning over the shell's 143.
+    let (status, diag) = rec
+        .get(&cid1)
+        .expect("the released container completed here");
+    assert_eq!(status, KILLED_BY_RESOURCEMANAGER, "{diag}");
+    assert!(
+        diag.contains("Container Killed by ResourceManager"),
+        "{diag}"
+    );
+    eprintln!("released container, as the AM saw it: {comp}");
+    // The AM asked the agent too (getContainerStatuses, before its own end stops everything):
+    // the same status, unless the RM had already let the agent forget it.
+    match comp["nm_state"].as_str() {
+        Some("COMPLETE") => {
+            assert_eq!(comp["nm_exit_status"], KILLED_BY_RESOURCEMANAGER, "{r}");
+            assert_eq!(comp["nm_diagnostics"], diag.as_str(), "{r}");
+        }
+        Some("RECENTLY_STOPPED") => {}
+        _ => panic!("the AM got no final status from the agent: {r}"),
+    }
+    wait_for("the released container's processes gone", bound, || {
+        container_procs(&app1).is_empty()
+    });
+    for g in &groups {
+        wait_for("the released container's group gone", bound, || {
+            group_members(*g).is_empty()
+        });
+    }
+    // The application finished; its containers here were all complete and delivered when
+    // applications_to_cleanup came: its directories still go (the logs stay, as with Java's
+    // NonAggregatingLogHandler for log.retain-seconds).
+    wait_for("app 1's directories removed", bound, || {
+        app_dirs(&local_dir, &app1).is_empty()
+    });
+    assert!(log_dir.join(&app1).join(&cid1).join("stdout").exists());
+
+    // 2. The client kills an application whose container holds a `sleep 600` child: the RM
+    // names the container (containers_to_cleanup) and the application
+    // (applications_to_cleanup); whichever reaches the agent first is the kill reason, as in
+    // Java's NM, and every process of the application is gone.
+    let result = work.path().join("killed.json");
+    let submitted = rm
+        .command(&format!(
+            "app-submit containers=1 hold=0 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let app2 = submitted["app_id"].as_str().unwrap().to_string();
+    let mut procs: Vec<Proc> = Vec::new();
+    wait_for("the held container's shell and its child", bound, || {
+        procs = container_procs(&app2);
+        procs
+            .iter()
+            .filter(|p| !p.container.ends_with("_000001"))
+            .count()
+            >= 2
+    });
+    let cid2 = procs
+        .iter()
+        .find(|p| !p.container.ends_with("_000001"))
+        .unwrap()
+        .container
+        .clone();
+    let am_cid = format!("{}_01_000001", app2.replace("application_", "container_"));
+    let groups: std::collections::BTreeSet<i32> = procs.iter().map(|p| p.pgid).collect();
+    reaper.0.extend(&groups);
+    assert!(!app_dirs(&local_dir, &app2).is_empty());
+    assert!(
+        metric(&local, "hotpath_agent_containers{state=\"running\"}").unwrap() >= 2,
+        "AM and held container running"
+    );
+    let t0 = Instant::now();
+    let killed = rm
+        .command(&format!("app-kill {app2}"))
+        .unwrap_or_else(|e| panic!("app-kill: {e}\n{}", rm.log_tail(60)));
+    assert_eq!(killed["state"], "KILLED", "{killed}");
+    wait_for(
+        "every process of the killed application gone",
+        bound,
+        || {
+            let groups_gone = groups.iter().all(|g| group_members(*g).is_empty());
+            groups_gone && container_procs(&app2).is_empty()
+        },
+    );
+    eprintln!(
+        "killed application's processes gone {:?} after the app-kill call",
+        t0.elapsed()
+    );
+    wait_for("the held and AM containers complete", bound, || {
+        rec.get(&cid2).is_some() && rec.get(&am_cid).is_some()
+    });
+    // The held container's status as the agent reported it: the first cleanup list to reach
+    // the agent is the reason (Java: ContainerImpl keeps the first kill's status), never the
+    // shell's 143.
+    let (status, diag) = rec.get(&cid2).unwrap();
+    match status {
+        KILLED_BY_RESOURCEMANAGER => {
+            assert!(diag.contains("Container Killed by ResourceManager"), "{diag}")
+        }
+        KILLED_AFTER_APP_COMPLETION => assert!(
+            diag.contains(
+                "Container killed on application-finish event: Application killed by ResourceManager"
+            ),
+            "{diag}"
+        ),
+        other => panic!("held container: exit status {other}, {diag}"),
+    }
+    eprintln!("held container: {status} {diag:?}");
+    // The AM container was stopped too (by the RM's AMLauncher, or by the cleanup lists).
+    let (s, d) = rec.get(&am_cid).unwrap();
+    assert!(
+        [-105, KILLED_BY_RESOURCEMANAGER, KILLED_AFTER_APP_COMPLETION].contains(&s),
+        "AM container exit status {s}: {d}"
+    );
+    eprintln!("AM container: {s} {d:?}");
+    // Nothing of the application is running any more: not in the table, not on /metrics.
+    wait_for("no container of app 2 running", bound, || {
+        let t = local.shared().table.lock().unwrap();
+        let live = t.iter().any(|c| {
+            c.id.app.to_string() == app2 && c.state != nm_core::table::ContainerState::Complete
+        });
+        !live
+    });
+    wait_for("/metrics shows nothing running", bound, || {
+        metric(&local, "hotpath_agent_containers{state=\"running\"}") == Some(0)
+    });
+    wait_for("app 2's directories removed", bound, || {
+        app_dirs(&local_dir, &app2).is_empty()
+    });
+    assert!(log_dir.join(&app2).join(&cid2).join("stdout").exists());
+}
+
+/// The text after a Java 3.5 diagnostics entry's `[yyyy-MM-dd HH:mm:ss.SSS]`; panics when
+/// the prefix is not there.
+fn after_diagnostics_time(d: &str) -> &str {
+    let shape = "[dddd-dd-dd dd:dd:dd.ddd]";
+    let ok = d.len() > shape.len()
+        && d.bytes().zip(shape.bytes()).all(|(c, s)| match s {
+            b'd' => c.is_ascii_digit(),
+            _ => c == s,
+        });
+    assert!(ok, "no [yyyy-MM-dd HH:mm:ss.SSS] prefix: {d:?}");
+    &d[shape.len()..]
+}
+
+#[test]
+fn a_container_whose_resource_cannot_be_localized_completes_with_invalid_status() {
+    let (mut rm, _local, dir) = lone_agent("127.0.0.46");
+    let local_dir = dir.path().join("local");
+    let work = tempfile::tempdir().unwrap();
+    let result = work.path().join("result.json");
+    // Index 1 names a resource that does not exist, index 2 one whose timestamp is 1 ms off
+    // its file's; index 0 is an ordinary container and must not notice.
+    let (app, done) = {
+        let submitted = rm
+            .command(&format!(
+                "app-submit containers=3 bad_resource=1:missing,2:stale result={}",
+                result.display()
+            ))
+            .unwrap_or_else(|e| panic!("app-submit: {e}\n{}", rm.log_tail(60)));
+        let id = submitted["app_id"].as_str().unwrap();
+        let done = rm
+            .command(&format!("app-wait {id} 120"))
+            .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", rm.log_tail(80)));
+        assert_eq!(done["timed_out"], false, "{done}");
+        (submitted, done)
+    };
+    let shared = app["shared"].as_str().unwrap().to_string();
+    let app = app["app_id"].as_str().unwrap().to_string();
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    assert_eq!(r["errors"], Value::Array(vec![]), "{r}");
+    let mut by_index = BTreeMap::new();
+    for comp in r["completions"].as_array().unwrap() {
+        by_index.insert(comp["index"].as_u64().unwrap(), comp.clone());
+    }
+    assert_eq!(by_index.len(), 3, "{r}");
+    // The ordinary one ran and exited 0; its output is there.
+    assert_eq!(by_index[&0]["exit_status"], 0, "{r}");
+    // The two that failed localization: COMPLETE with INVALID (-1000; ContainerExitStatus in
+    // the 3.5.0 jar), never launched, and Java's FSDownload text as the diagnostics.
+    for i in [1, 2] {
+        let comp = &by_index[&i];
+        assert_eq!(comp["state"], "COMPLETE", "{comp}");
+        assert_eq!(comp["exit_status"], INVALID, "{comp}");
+        assert_eq!(comp["start_error"], Value::Null, "{comp}");
+    }
+    // Java 3.5's shape (ContainerImpl.addDiagnostics, ResourceFailedTransition; FSDownload
+    // through RawLocalFileSystem): `[yyyy-MM-dd HH:mm:ss.SSS]<message>\n`.
+    let missing = by_index[&1]["diagnostics"].as_str().unwrap();
+    let cid1 = by_index[&1]["container_id"].as_str().unwrap();
+    assert_eq!(
+        after_diagnostics_time(missing),
+        format!("File file:{shared}/bad-{cid1}.txt does not exist\n"),
+        "{missing:?}"
+    );
+    let stale = by_index[&2]["diagnostics"].as_str().unwrap();
+    let cid2 = by_index[&2]["container_id"].as_str().unwrap();
+    let rest = after_diagnostics_time(stale);
+    assert!(
+        rest.starts_with(&format!(
+            "Resource file:{shared}/bad-{cid2}.txt changed on src filesystem - expected: \""
+        )) && rest.contains("\", was: \"")
+            && rest.contains("\", current time: \"")
+            && rest.ends_with("\"\n"),
+        "{stale:?}"
+    );
+    // The application's containers are gone, and so are its directories (the agent's
+    // applications_to_cleanup handling; every container here had long been delivered).
+    assert!(container_procs(&app).is_empty());
+    wait_for(
+        "the application's directories removed",
+        Duration::from_secs(60),
+        || app_dirs(&local_dir, &app).is_empty(),
+    );
+    eprintln!("missing: {missing:?}\nstale: {stale:?}");
+}

@@ -684,6 +684,16 @@ pub fn format_iso8601(ms: i64) -> String {
     )
 }
 
+/// A container's diagnostics entry as Java 3.5's `ContainerImpl.addDiagnostics` appends it:
+/// `[yyyy-MM-dd HH:mm:ss.SSS]` (here in UTC) before the text. A failed localization adds the
+/// failure's message and a newline (`ResourceFailedTransition`), so such a container reports
+/// `[<time>]<message>\n` with exit status −1000.
+pub fn diagnostics_entry(now_ms: i64, text: &str) -> String {
+    let iso = format_iso8601(now_ms);
+    // `2024-01-02T03:04:05.678+0000` → `2024-01-02 03:04:05.678`
+    format!("[{} {}]{text}", &iso[..10], &iso[11..23])
+}
+
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -1126,6 +1136,10 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "Resource file:/tmp/f changed on src filesystem - expected: \"2023-11-14T22:13:20.123+0000\", was: \"2023-11-14T22:13:20.124+0000\", current time: \"1970-01-01T00:00:00.000+0000\""
+        );
+        assert_eq!(
+            diagnostics_entry(1_700_000_000_123, "File file:/x does not exist\n"),
+            "[2023-11-14 22:13:20.123]File file:/x does not exist\n"
         );
         let e = LocalizationError::NotPublic {
             path: u.to_string(),

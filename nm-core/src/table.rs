@@ -178,6 +178,14 @@ pub struct TableTotals {
     pub cleanup_orders: u64,
 }
 
+/// A journaled completion (see [`ContainerTable::enable_journal`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    pub id: ContainerId,
+    pub exit_status: i32,
+    pub diagnostics: String,
+}
+
 /// The container table (see the module docs).
 #[derive(Debug)]
 pub struct ContainerTable {
@@ -185,9 +193,13 @@ pub struct ContainerTable {
     capacity: usize,
     orders: VecDeque<CleanupOrder>,
     totals: TableTotals,
-    /// Ids of completed containers, in completion order, when journaling is on (tests, demo).
-    journal: Option<Vec<ContainerId>>,
+    /// Completed containers (id, exit status, diagnostics), in completion order, when
+    /// journaling is on (tests, demo).
+    journal: Option<Vec<JournalEntry>>,
     scratch: Vec<ContainerId>,
+    /// Applications named in `applications_to_cleanup`, not yet taken by the agent (see
+    /// [`Self::take_finished_apps`]).
+    finished_apps: Vec<AppId>,
 }
 
 fn cut(s: &str) -> &str {
@@ -211,6 +223,7 @@ impl ContainerTable {
             totals: TableTotals::default(),
             journal: None,
             scratch: Vec::new(),
+            finished_apps: Vec::new(),
         }
     }
 
@@ -219,8 +232,19 @@ impl ContainerTable {
         self.journal.get_or_insert_with(Vec::new);
     }
 
-    /// The completions recorded since the last call.
+    /// The ids of the completions recorded since the last take.
     pub fn take_journal(&mut self) -> Vec<ContainerId> {
+        self.take_journal_entries()
+            .into_iter()
+            .map(|e| e.id)
+            .collect()
+    }
+
+    /// The completions recorded since the last take, with the status each was reported with
+    /// (a completion stays in the table only until the RM has it, and an application's
+    /// cleanup forgets it then, so tests that must see what a container reported read it
+    /// here).
+    pub fn take_journal_entries(&mut self) -> Vec<JournalEntry> {
         self.journal
             .as_mut()
             .map(std::mem::take)
@@ -337,7 +361,11 @@ impl ContainerTable {
         c.delivery = Delivery::Pending;
         self.totals.completed += 1;
         if let Some(j) = &mut self.journal {
-            j.push(*id);
+            j.push(JournalEntry {
+                id: *id,
+                exit_status,
+                diagnostics: c.diagnostics.clone(),
+            });
         }
         Ok(true)
     }
@@ -345,6 +373,14 @@ impl ContainerTable {
     /// Moves queued cleanup orders into `into`.
     pub fn take_orders(&mut self, into: &mut Vec<CleanupOrder>) {
         into.extend(self.orders.drain(..));
+    }
+
+    /// Moves the applications the RM named in `applications_to_cleanup` since the last call
+    /// into `into` (each once). They finished whether or not a container of theirs was still
+    /// live here (the usual case: every one of them has completed and been delivered), and
+    /// their directories are to go either way.
+    pub fn take_finished_apps(&mut self, into: &mut Vec<AppId>) {
+        into.append(&mut self.finished_apps);
     }
 
     /// Completes containers whose cleanup order is older than `grace_ms` (no executor
@@ -504,6 +540,9 @@ impl ContainerTable {
     /// `applications_to_cleanup`: order its live containers stopped (once each), forget its
     /// delivered completions, and forget the others once delivered.
     pub(crate) fn cleanup_application(&mut self, app: AppId, now_ms: u64) {
+        if !self.finished_apps.contains(&app) {
+            self.finished_apps.push(app);
+        }
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
         ids.extend(self.map.values().filter(|c| c.id.app == app).map(|c| c.id));
@@ -589,5 +628,33 @@ mod tests {
         assert!(t.get(&cid(1, 1)).is_none());
         assert!(t.get(&cid(2, 3)).is_some());
         assert_eq!(t.totals().forgotten_with_app, 2);
+    }
+
+    #[test]
+    fn finished_apps_are_reported_even_with_nothing_left_to_kill() {
+        let mut t = ContainerTable::new(10);
+        // app 1: its only container completed and was delivered before the cleanup
+        t.launch(cid(1, 1), R, 0, 0, true).unwrap();
+        t.complete(&cid(1, 1), 0, "").unwrap();
+        assert_eq!(t.heartbeat_statuses().count(), 1);
+        t.heartbeat_delivered(50);
+        // app 2: still running
+        t.launch(cid(2, 2), R, 0, 0, true).unwrap();
+        t.cleanup_application(AppId::new(7, 1), 100);
+        t.cleanup_application(AppId::new(7, 2), 100);
+        t.cleanup_application(AppId::new(7, 1), 200);
+        // app 3: never ran here
+        t.cleanup_application(AppId::new(7, 3), 200);
+        let mut o = Vec::new();
+        t.take_orders(&mut o);
+        assert_eq!(o.len(), 1, "{o:?}");
+        let mut apps = Vec::new();
+        t.take_finished_apps(&mut apps);
+        assert_eq!(
+            apps,
+            vec![AppId::new(7, 1), AppId::new(7, 2), AppId::new(7, 3)]
+        );
+        t.take_finished_apps(&mut apps);
+        assert_eq!(apps.len(), 3, "taken once");
     }
 }

@@ -57,7 +57,7 @@ use nm_core::launch::{
     self, container_env, expand, launch_script, resolve_links, ContainerPaths, LaunchEnvInput,
     NmDirs, ScriptInput,
 };
-use nm_core::localization::ResourceRequest;
+use nm_core::localization::{diagnostics_entry, ResourceRequest};
 use nm_core::recovery::{ContainerRecord, RECORD_FILE};
 
 use super::config::NmSettings;
@@ -358,15 +358,21 @@ fn launch_one(
     let failed = |e: &dyn std::fmt::Display| (launch::LAUNCH_FAILED_CODE, e.to_string());
     let paths = executor.paths(&order.user, id).map_err(|e| failed(&e))?;
     let ctx = &order.context;
-    // Localization: a failure leaves the exit status at −1000 with the message (Java's
-    // LOCALIZATION_FAILED).
+    // Localization: a failure leaves the exit status at −1000 with the message as Java's
+    // LOCALIZATION_FAILED adds it: `[<time>]<message>\n`.
+    let localization_failed = |m: String| {
+        (
+            exit_status::INVALID,
+            diagnostics_entry(wall_ms(), &format!("{m}\n")),
+        )
+    };
     let t0 = Instant::now();
     let requests = ResourceRequest::parse_all(&ctx.local_resources)
-        .map_err(|e| (exit_status::INVALID, e.to_string()))?;
+        .map_err(|e| localization_failed(e.to_string()))?;
     let before = localizer.downloads();
     let resources = localizer
         .localize(&order.user, &id.app, &id, &requests)
-        .map_err(|e| (exit_status::INVALID, e.diagnostics()))?;
+        .map_err(|e| localization_failed(e.diagnostics()))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), k.diagnostics().to_string()));
     }

@@ -811,6 +811,7 @@ fn housekeeping(
 ) {
     let mut orders = Vec::new();
     let mut external = Vec::new();
+    let mut finished_apps = Vec::new();
     let mut last_expiry = Instant::now();
     loop {
         let now = Instant::now();
@@ -836,6 +837,8 @@ fn housekeeping(
             let mut t = lock(&shared.table);
             orders.clear();
             t.take_orders(&mut orders);
+            finished_apps.clear();
+            t.take_finished_apps(&mut finished_apps);
             if let Some(s) = &mut sim {
                 s.on_orders(&mut t, &orders);
                 s.set_paused(shared.sim_paused.load(Relaxed));
@@ -846,12 +849,13 @@ fn housekeeping(
             }
             t.expire_cleanups(now_ms, grace.as_millis() as u64);
         }
-        if !orders.is_empty() {
+        if !orders.is_empty() || !finished_apps.is_empty() {
             // Containers this node runs (started through ContainerManagementProtocol) are
             // killed by the launcher with the reason's exit status; the others belong to the
-            // control socket's executors (the storm tools) as before.
+            // control socket's executors (the storm tools) as before. Every application in
+            // `applications_to_cleanup` is finished here, whether or not a container of its
+            // was still live (the launcher cleans its directories once none is).
             external.clear();
-            let mut finished_apps = Vec::new();
             {
                 let mut cm = lock(&shared.cm);
                 for o in &orders {
@@ -863,11 +867,6 @@ fn housekeeping(
                         if let Some(r) = cm.cleanup(&o.container, reason) {
                             launcher.send(LaunchCommand::Kill(o.container, r));
                         }
-                        if o.reason == CleanupReason::Application
-                            && !finished_apps.contains(&o.container.app)
-                        {
-                            finished_apps.push(o.container.app);
-                        }
                     } else {
                         external.push(*o);
                     }
@@ -876,8 +875,8 @@ fn housekeeping(
                     cm.app_finished(*app);
                 }
             }
-            for app in finished_apps {
-                launcher.send(LaunchCommand::AppFinished(app));
+            for app in &finished_apps {
+                launcher.send(LaunchCommand::AppFinished(*app));
             }
             if !external.is_empty() {
                 control.dispatch(&external);

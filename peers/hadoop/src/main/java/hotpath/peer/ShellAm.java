@@ -31,9 +31,13 @@ import org.apache.hadoop.yarn.api.records.ContainerId;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
 import org.apache.hadoop.yarn.api.records.ContainerStatus;
 import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
+import org.apache.hadoop.yarn.api.records.LocalResource;
+import org.apache.hadoop.yarn.api.records.LocalResourceType;
+import org.apache.hadoop.yarn.api.records.LocalResourceVisibility;
 import org.apache.hadoop.yarn.api.records.NodeReport;
 import org.apache.hadoop.yarn.api.records.Priority;
 import org.apache.hadoop.yarn.api.records.Resource;
+import org.apache.hadoop.yarn.api.records.URL;
 import org.apache.hadoop.yarn.api.records.UpdatedContainer;
 import org.apache.hadoop.yarn.client.api.AMRMClient.ContainerRequest;
 import org.apache.hadoop.yarn.client.api.NMClient;
@@ -61,6 +65,14 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * expected status −105), {@code result} (result file), {@code shared-dir} (a directory every
  * container can write: markers and timestamps), {@code fail-attempt} (attempts up to this number
  * exit 3 at once), {@code sleep} ({@code I:SECS,...}: index I sleeps SECS before its exit),
+ * {@code hold} ({@code I,...}: index I runs {@code sleep 600} in the background of its shell and
+ * waits for it, touching {@code held-CID} in the shared dir once started; nothing but the RM's
+ * cleanup ends it), {@code release} ({@code I,...}: as hold, and the AM releases the running
+ * container through the RM once its marker exists: expected status −100 from the RM, no
+ * replacement; its completion waits for the NM's own final status, recorded as
+ * {@code nm_state}, {@code nm_exit_status}, {@code nm_diagnostics}), {@code bad-resource} ({@code I:missing|stale,...}: index I's launch context names
+ * a local resource {@code bad.txt} that does not exist, or whose timestamp is 1 ms off the file's;
+ * expected status −1000),
  * {@code per-node} (bench), {@code heartbeat-ms}, {@code timeout-s}, {@code nm-proxies}
  * ({@code yarn.client.max-cached-nodemanagers-proxies}, Hadoop's default 0).
  *
@@ -93,6 +105,9 @@ public final class ShellAm {
   private final Map<Integer, Integer> exitCodes = new HashMap<>();
   private final Set<Integer> stopped = new HashSet<>();
   private final Map<Integer, Integer> sleeps = new HashMap<>();
+  private final Set<Integer> held = new HashSet<>();
+  private final Set<Integer> released = new HashSet<>();
+  private final Map<Integer, String> badResources = new HashMap<>();
   private final Path result;
   private final Path shared;
   private final Resource capability;
@@ -186,14 +201,36 @@ public final class ShellAm {
         stopped.add(Integer.parseInt(part.trim()));
       }
     }
+    for (String part : opt("hold", "").split(",")) {
+      if (!part.isBlank()) {
+        held.add(Integer.parseInt(part.trim()));
+      }
+    }
+    for (String part : opt("release", "").split(",")) {
+      if (!part.isBlank()) {
+        released.add(Integer.parseInt(part.trim()));
+      }
+    }
+    for (String part : opt("bad-resource", "").split(",")) {
+      if (part.isBlank()) {
+        continue;
+      }
+      String[] iv = part.split(":", 2);
+      if (iv.length != 2 || !(iv[1].trim().equals("missing") || iv[1].trim().equals("stale"))) {
+        throw new IllegalArgumentException("bad-resource wants I:missing|stale,..., got " + part);
+      }
+      badResources.put(Integer.parseInt(iv[0].trim()), iv[1].trim());
+    }
     this.result = Paths.get(require("result")).toAbsolutePath();
     String sh = opts.get("shared-dir");
     this.shared = sh == null ? null : Paths.get(sh).toAbsolutePath();
     if (shared != null && shared.toString().contains("'")) {
       throw new IllegalArgumentException("shared-dir must not contain a quote: " + shared);
     }
-    if (shared == null && (!stopped.isEmpty() || mode.equals("bench"))) {
-      throw new IllegalArgumentException("shared-dir is required for stop containers and bench");
+    if (shared == null && (!stopped.isEmpty() || !held.isEmpty() || !released.isEmpty()
+        || !badResources.isEmpty() || mode.equals("bench"))) {
+      throw new IllegalArgumentException(
+          "shared-dir is required for stop, hold, release, bad-resource and bench");
     }
     this.capability = Resource.newInstance(Long.parseLong(opt("container-mb", "128")),
         Integer.parseInt(opt("container-vcores", "1")));
@@ -360,6 +397,12 @@ public final class ShellAm {
     if (stopped.contains(index)) {
       return ContainerExitStatus.KILLED_BY_APPMASTER;
     }
+    if (released.contains(index)) {
+      return ContainerExitStatus.ABORTED;
+    }
+    if (badResources.containsKey(index)) {
+      return ContainerExitStatus.INVALID;
+    }
     return exitCodes.getOrDefault(index, 0);
   }
 
@@ -372,6 +415,10 @@ public final class ShellAm {
     } else if (stopped.contains(l.index)) {
       inner = "echo hello-" + l.index + "; touch " + shared.resolve("running-" + cid)
           + "; exec sleep 600";
+    } else if (held.contains(l.index) || released.contains(l.index)) {
+      // a shell with a child: the NM must kill the whole process group
+      inner = "echo hello-" + l.index + "; sleep 600 & touch " + shared.resolve("held-" + cid)
+          + "; wait";
     } else {
       Integer secs = sleeps.get(l.index);
       inner = "echo hello-" + l.index + (secs == null ? "" : "; sleep " + secs) + "; exit "
@@ -384,8 +431,32 @@ public final class ShellAm {
   private ContainerLaunchContext context(Launch l) {
     Map<String, String> env = new HashMap<>();
     env.put("HOTPATH_SHELL_INDEX", String.valueOf(l.index));
-    return ContainerLaunchContext.newInstance(Collections.emptyMap(), env,
-        List.of(command(l)), null, null, null);
+    Map<String, LocalResource> resources = Collections.emptyMap();
+    String bad = badResources.get(l.index);
+    if (bad != null) {
+      resources = Map.of("bad.txt", badResource(l, bad));
+    }
+    return ContainerLaunchContext.newInstance(resources, env, List.of(command(l)), null, null,
+        null);
+  }
+
+  /** {@code bad-resource}: a FILE/APPLICATION resource the NM cannot localize. */
+  private LocalResource badResource(Launch l, String kind) {
+    Path f = shared.resolve("bad-" + l.container.getId() + ".txt");
+    long timestamp = 1_000_000L;
+    try {
+      if (kind.equals("stale")) {
+        Files.writeString(f, "stale\n", StandardCharsets.UTF_8);
+        timestamp = Files.getLastModifiedTime(f).toMillis() - 1;
+      } else {
+        Files.deleteIfExists(f);
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    URL url = URL.fromPath(new org.apache.hadoop.fs.Path(f.toUri()));
+    return LocalResource.newInstance(url, LocalResourceType.FILE,
+        LocalResourceVisibility.APPLICATION, 6, timestamp);
   }
 
   private final class RmHandler extends AMRMClientAsync.AbstractCallbackHandler {
@@ -466,6 +537,15 @@ public final class ShellAm {
           if (finalStatus.containsKey(l.index)) {
             continue;
           }
+          if (released.contains(l.index) && !finalStatus.containsKey(l.index)) {
+            // The RM answered the release; the NM kills the container when the RM's
+            // containers_to_cleanup reaches it. Wait for the NM's own final status (the NM
+            // client's stop at the AM's end would otherwise race that cleanup).
+            Thread t = new Thread(() -> awaitNmCompletion(l, m, s), "nm-status-" + l.index);
+            t.setDaemon(true);
+            t.start();
+            continue;
+          }
           if (s.getExitStatus() == ContainerExitStatus.ABORTED) {
             // lost with its node or aborted by the RM: as DistributedShell, ask for another one
             replacements++;
@@ -538,6 +618,11 @@ public final class ShellAm {
       nmAsync.getContainerStatusAsync(id, l.container.getNodeId());
       if (stopped.contains(l.index)) {
         Thread t = new Thread(() -> stopWhenRunning(l), "stop-" + id);
+        t.setDaemon(true);
+        t.start();
+      }
+      if (released.contains(l.index)) {
+        Thread t = new Thread(() -> releaseWhenRunning(l), "release-" + id);
         t.setDaemon(true);
         t.start();
       }
@@ -647,6 +732,76 @@ public final class ShellAm {
       l.stopRequested = true;
     }
     nmAsync.stopContainerAsync(l.container.getId(), l.container.getNodeId());
+  }
+
+  /** Waits for the container's marker file (its shell runs), then releases it through the RM. */
+  private void releaseWhenRunning(Launch l) {
+    Path marker = shared.resolve("held-" + l.container.getId());
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!Files.exists(marker)) {
+      if (System.nanoTime() > deadline) {
+        synchronized (this) {
+          unexpected.add("container " + l.container.getId() + " never ran (no " + marker + ")");
+        }
+        return;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+    rm.releaseAssignedContainer(l.container.getId());
+  }
+
+  /**
+   * A released container: polls the NM's {@code getContainerStatuses} until it reports the
+   * container COMPLETE (or recently stopped), records {@code nm_state}, {@code nm_exit_status}
+   * and {@code nm_diagnostics} in its completion, then finishes it with the RM's status.
+   */
+  private void awaitNmCompletion(Launch l, Map<String, Object> m, ContainerStatus fromRm) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    String state = null;
+    Integer exit = null;
+    String diag = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        ContainerStatus st = nmAsync.getClient().getContainerStatus(l.container.getId(),
+            l.container.getNodeId());
+        if (st.getState() == org.apache.hadoop.yarn.api.records.ContainerState.COMPLETE) {
+          state = "COMPLETE";
+          exit = st.getExitStatus();
+          diag = st.getDiagnostics();
+          break;
+        }
+      } catch (Exception e) {
+        String text = Launcher.describe(Launcher.unwrap(e));
+        if (text.contains("was recently stopped on node manager")) {
+          state = "RECENTLY_STOPPED";
+          break;
+        }
+        synchronized (this) {
+          errors.add(Json.obj("call", "getContainerStatuses", "container_id",
+              l.container.getId().toString(), "error", text));
+        }
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        return;
+      }
+    }
+    synchronized (this) {
+      m.put("nm_state", state);
+      m.put("nm_exit_status", exit);
+      m.put("nm_diagnostics", diag);
+      if (state == null) {
+        unexpected.add("the NM never reported released container " + l.container.getId()
+            + " complete");
+      }
+      finish(l.index, fromRm.getExitStatus(), l.container.getId() + " on " + l.node() + ": "
+          + fromRm.getDiagnostics());
+    }
   }
 
   /** Bench: starts queued containers while their node has a free slot; caller holds the lock. */

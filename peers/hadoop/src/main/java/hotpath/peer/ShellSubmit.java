@@ -35,7 +35,8 @@ final class ShellSubmit {
 
   /** Keys {@code app-submit} accepts, with their defaults (null: none). */
   static final Map<String, String> SUBMIT_KEYS = YarnRmMode.profile(
-      "mode", "shell", "containers", "1", "exit", "", "stop", "", "sleep", "", "am_mb", "256",
+      "mode", "shell", "containers", "1", "exit", "", "stop", "", "sleep", "", "hold", "",
+      "release", "", "bad_resource", "", "am_mb", "256",
       "container_mb", "128", "container_vcores", "1", "fail_attempt", "0", "result", null,
       "shared", null, "queue", "default", "per_node", "4", "timeout_s", "300",
       "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0");
@@ -86,6 +87,9 @@ final class ShellSubmit {
     plan.setProperty("exit", o.get("exit"));
     plan.setProperty("stop", o.get("stop"));
     plan.setProperty("sleep", o.get("sleep"));
+    plan.setProperty("hold", o.get("hold"));
+    plan.setProperty("release", o.get("release"));
+    plan.setProperty("bad-resource", o.get("bad_resource"));
     plan.setProperty("container-mb", o.get("container_mb"));
     plan.setProperty("container-vcores", o.get("container_vcores"));
     plan.setProperty("result", Paths.get(o.get("result")).toAbsolutePath().toString());
