@@ -32,6 +32,8 @@ pub const FILES: &[&str] = &[
     "yarn_server_common_protos.proto",
     "yarn_server_common_service_protos.proto",
     "ResourceTracker.proto",
+    "applicationmaster_protocol.proto",
+    "applicationclient_protocol.proto",
     "acl.proto",
     "hdfs.proto",
     "ClientNamenodeProtocol.proto",

@@ -37,7 +37,8 @@
 //!   negotiation state machines. [`token`]: tokens, Credentials files, identifiers, the secret
 //!   manager. [`entropy`]: random bytes, supplied by the caller.
 //! - [`yarn`]: YARN's protocol nouns: application and container ids, `ContainerExitStatus`,
-//!   the ResourceTracker protocol name and methods, the Hadoop version we report.
+//!   the names and methods of the ResourceTracker, ContainerManagement, ApplicationClient and
+//!   ApplicationMaster protocols, the Hadoop version we report.
 //!
 //! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
 //! [`EncodeError`]); [`Error`] unites them.

@@ -298,6 +298,665 @@ pub struct ContainerLaunchContextProto {
     #[prost(bytes = "vec", optional, tag = "8")]
     pub tokens_conf: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
 }
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResourceProfileEntry {
+    #[prost(string, required, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(message, required, tag = "2")]
+    pub resources: ResourceProto,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResourceProfilesProto {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_profiles_map: ::prost::alloc::vec::Vec<ResourceProfileEntry>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StringLongMapProto {
+    #[prost(string, required, tag = "1")]
+    pub key: ::prost::alloc::string::String,
+    #[prost(int64, required, tag = "2")]
+    pub value: i64,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ApplicationResourceUsageReportProto {
+    #[prost(int32, optional, tag = "1")]
+    pub num_used_containers: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub num_reserved_containers: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "3")]
+    pub used_resources: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "4")]
+    pub reserved_resources: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "5")]
+    pub needed_resources: ::core::option::Option<ResourceProto>,
+    #[prost(int64, optional, tag = "6")]
+    pub memory_seconds: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "7")]
+    pub vcore_seconds: ::core::option::Option<i64>,
+    #[prost(float, optional, tag = "8")]
+    pub queue_usage_percentage: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "9")]
+    pub cluster_usage_percentage: ::core::option::Option<f32>,
+    #[prost(int64, optional, tag = "10")]
+    pub preempted_memory_seconds: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "11")]
+    pub preempted_vcore_seconds: ::core::option::Option<i64>,
+    #[prost(message, repeated, tag = "12")]
+    pub application_resource_usage_map: ::prost::alloc::vec::Vec<StringLongMapProto>,
+    #[prost(message, repeated, tag = "13")]
+    pub application_preempted_resource_usage_map: ::prost::alloc::vec::Vec<
+        StringLongMapProto,
+    >,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ApplicationReportProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub user: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub queue: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "4")]
+    pub name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5")]
+    pub host: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "6")]
+    pub rpc_port: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "7")]
+    pub client_to_am_token: ::core::option::Option<super::common::TokenProto>,
+    #[prost(enumeration = "YarnApplicationStateProto", optional, tag = "8")]
+    pub yarn_application_state: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "9")]
+    pub tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "10", default = "N/A")]
+    pub diagnostics: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "11")]
+    pub start_time: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "12")]
+    pub finish_time: ::core::option::Option<i64>,
+    #[prost(enumeration = "FinalApplicationStatusProto", optional, tag = "13")]
+    pub final_application_status: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "14")]
+    pub app_resource_usage: ::core::option::Option<ApplicationResourceUsageReportProto>,
+    #[prost(string, optional, tag = "15")]
+    pub original_tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "16")]
+    pub current_application_attempt_id: ::core::option::Option<
+        ApplicationAttemptIdProto,
+    >,
+    #[prost(float, optional, tag = "17")]
+    pub progress: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "18")]
+    pub application_type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "19")]
+    pub am_rm_token: ::core::option::Option<super::common::TokenProto>,
+    #[prost(string, repeated, tag = "20")]
+    pub application_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(enumeration = "LogAggregationStatusProto", optional, tag = "21")]
+    pub log_aggregation_status: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "22", default = "false")]
+    pub unmanaged_application: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "23")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(string, optional, tag = "24")]
+    pub app_node_label_expression: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(string, optional, tag = "25")]
+    pub am_node_label_expression: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "26")]
+    pub app_timeouts: ::prost::alloc::vec::Vec<AppTimeoutsMapProto>,
+    #[prost(int64, optional, tag = "27")]
+    pub launch_time: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "28")]
+    pub submit_time: ::core::option::Option<i64>,
+    #[prost(string, optional, tag = "29")]
+    pub rm_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AppTimeoutsMapProto {
+    #[prost(enumeration = "ApplicationTimeoutTypeProto", optional, tag = "1")]
+    pub application_timeout_type: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "2")]
+    pub application_timeout: ::core::option::Option<ApplicationTimeoutProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplicationTimeoutProto {
+    #[prost(enumeration = "ApplicationTimeoutTypeProto", required, tag = "1")]
+    pub application_timeout_type: i32,
+    #[prost(string, optional, tag = "2")]
+    pub expire_time: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "3")]
+    pub remaining_time: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NodeReportProto {
+    #[prost(message, optional, tag = "1")]
+    pub node_id: ::core::option::Option<NodeIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub http_address: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub rack_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "4")]
+    pub used: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "5")]
+    pub capability: ::core::option::Option<ResourceProto>,
+    #[prost(int32, optional, tag = "6")]
+    pub num_containers: ::core::option::Option<i32>,
+    #[prost(enumeration = "NodeStateProto", optional, tag = "7")]
+    pub node_state: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "8")]
+    pub health_report: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "9")]
+    pub last_health_report_time: ::core::option::Option<i64>,
+    #[prost(string, repeated, tag = "10")]
+    pub node_labels: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "11")]
+    pub containers_utilization: ::core::option::Option<ResourceUtilizationProto>,
+    #[prost(message, optional, tag = "12")]
+    pub node_utilization: ::core::option::Option<ResourceUtilizationProto>,
+    #[prost(uint32, optional, tag = "13")]
+    pub decommissioning_timeout: ::core::option::Option<u32>,
+    #[prost(enumeration = "NodeUpdateTypeProto", optional, tag = "14")]
+    pub node_update_type: ::core::option::Option<i32>,
+    #[prost(message, repeated, tag = "15")]
+    pub node_attributes: ::prost::alloc::vec::Vec<NodeAttributeProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResourceRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(string, optional, tag = "2")]
+    pub resource_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "3")]
+    pub capability: ::core::option::Option<ResourceProto>,
+    #[prost(int32, optional, tag = "4")]
+    pub num_containers: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "5", default = "true")]
+    pub relax_locality: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "6")]
+    pub node_label_expression: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "7")]
+    pub execution_type_request: ::core::option::Option<ExecutionTypeRequestProto>,
+    #[prost(int64, optional, tag = "8", default = "-1")]
+    pub allocation_request_id: ::core::option::Option<i64>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExecutionTypeRequestProto {
+    #[prost(
+        enumeration = "ExecutionTypeProto",
+        optional,
+        tag = "1",
+        default = "Guaranteed"
+    )]
+    pub execution_type: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub enforce_execution_type: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SchedulingRequestProto {
+    #[prost(int64, optional, tag = "1", default = "0")]
+    pub allocation_request_id: ::core::option::Option<i64>,
+    #[prost(message, optional, tag = "2")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(message, optional, tag = "3")]
+    pub execution_type: ::core::option::Option<ExecutionTypeRequestProto>,
+    #[prost(string, repeated, tag = "4")]
+    pub allocation_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "5")]
+    pub resource_sizing: ::core::option::Option<ResourceSizingProto>,
+    #[prost(message, optional, tag = "6")]
+    pub placement_constraint: ::core::option::Option<PlacementConstraintProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResourceSizingProto {
+    #[prost(int32, optional, tag = "1")]
+    pub num_allocations: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "2")]
+    pub resources: ::core::option::Option<ResourceProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RejectedSchedulingRequestProto {
+    #[prost(enumeration = "RejectionReasonProto", required, tag = "1")]
+    pub reason: i32,
+    #[prost(message, required, tag = "2")]
+    pub request: SchedulingRequestProto,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PreemptionMessageProto {
+    #[prost(message, optional, tag = "1")]
+    pub strict_contract: ::core::option::Option<StrictPreemptionContractProto>,
+    #[prost(message, optional, tag = "2")]
+    pub contract: ::core::option::Option<PreemptionContractProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StrictPreemptionContractProto {
+    #[prost(message, repeated, tag = "1")]
+    pub container: ::prost::alloc::vec::Vec<PreemptionContainerProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PreemptionContractProto {
+    #[prost(message, repeated, tag = "1")]
+    pub resource: ::prost::alloc::vec::Vec<PreemptionResourceRequestProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub container: ::prost::alloc::vec::Vec<PreemptionContainerProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PreemptionContainerProto {
+    #[prost(message, optional, tag = "1")]
+    pub id: ::core::option::Option<ContainerIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PreemptionResourceRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub resource: ::core::option::Option<ResourceRequestProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResourceBlacklistRequestProto {
+    #[prost(string, repeated, tag = "1")]
+    pub blacklist_additions: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "2")]
+    pub blacklist_removals: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ApplicationSubmissionContextProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+    #[prost(string, optional, tag = "2", default = "N/A")]
+    pub application_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3", default = "default")]
+    pub queue: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "4")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(message, optional, tag = "5")]
+    pub am_container_spec: ::core::option::Option<ContainerLaunchContextProto>,
+    #[prost(bool, optional, tag = "6", default = "true")]
+    pub cancel_tokens_when_complete: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "7", default = "false")]
+    pub unmanaged_am: ::core::option::Option<bool>,
+    #[prost(int32, optional, tag = "8", default = "0")]
+    pub max_app_attempts: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "9")]
+    pub resource: ::core::option::Option<ResourceProto>,
+    #[prost(string, optional, tag = "10", default = "YARN")]
+    pub application_type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "11", default = "false")]
+    pub keep_containers_across_application_attempts: ::core::option::Option<bool>,
+    #[prost(string, repeated, tag = "12")]
+    pub application_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "13", default = "-1")]
+    pub attempt_failures_validity_interval: ::core::option::Option<i64>,
+    #[prost(message, optional, tag = "14")]
+    pub log_aggregation_context: ::core::option::Option<LogAggregationContextProto>,
+    #[prost(message, optional, tag = "15")]
+    pub reservation_id: ::core::option::Option<ReservationIdProto>,
+    #[prost(string, optional, tag = "16")]
+    pub node_label_expression: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "17")]
+    pub am_container_resource_request: ::prost::alloc::vec::Vec<ResourceRequestProto>,
+    #[prost(message, repeated, tag = "18")]
+    pub application_timeouts: ::prost::alloc::vec::Vec<ApplicationTimeoutMapProto>,
+    #[prost(message, repeated, tag = "19")]
+    pub application_scheduling_properties: ::prost::alloc::vec::Vec<
+        StringStringMapProto,
+    >,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplicationTimeoutMapProto {
+    #[prost(enumeration = "ApplicationTimeoutTypeProto", optional, tag = "1")]
+    pub application_timeout_type: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "2")]
+    pub timeout: ::core::option::Option<i64>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct YarnClusterMetricsProto {
+    #[prost(int32, optional, tag = "1")]
+    pub num_node_managers: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub num_decommissioned_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub num_active_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub num_lost_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "5")]
+    pub num_unhealthy_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "6")]
+    pub num_rebooted_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "7")]
+    pub num_decommissioning_nms: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "8")]
+    pub num_shutdown_nms: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct QueueStatisticsProto {
+    #[prost(int64, optional, tag = "1")]
+    pub num_apps_submitted: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "2")]
+    pub num_apps_running: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "3")]
+    pub num_apps_pending: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "4")]
+    pub num_apps_completed: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "5")]
+    pub num_apps_killed: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "6")]
+    pub num_apps_failed: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "7")]
+    pub num_active_users: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "8")]
+    pub available_memory_mb: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "9")]
+    pub allocated_memory_mb: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "10")]
+    pub pending_memory_mb: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "11")]
+    pub reserved_memory_mb: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "12")]
+    pub available_v_cores: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "13")]
+    pub allocated_v_cores: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "14")]
+    pub pending_v_cores: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "15")]
+    pub reserved_v_cores: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "16")]
+    pub allocated_containers: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "17")]
+    pub pending_containers: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "18")]
+    pub reserved_containers: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueueInfoProto {
+    #[prost(string, optional, tag = "1")]
+    pub queue_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "2")]
+    pub capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3")]
+    pub maximum_capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4")]
+    pub current_capacity: ::core::option::Option<f32>,
+    #[prost(enumeration = "QueueStateProto", optional, tag = "5")]
+    pub state: ::core::option::Option<i32>,
+    #[prost(message, repeated, tag = "6")]
+    pub child_queues: ::prost::alloc::vec::Vec<QueueInfoProto>,
+    #[prost(message, repeated, tag = "7")]
+    pub applications: ::prost::alloc::vec::Vec<ApplicationReportProto>,
+    #[prost(string, repeated, tag = "8")]
+    pub accessible_node_labels: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "9")]
+    pub default_node_label_expression: ::core::option::Option<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(message, optional, tag = "10")]
+    pub queue_statistics: ::core::option::Option<QueueStatisticsProto>,
+    #[prost(bool, optional, tag = "11")]
+    pub preemption_disabled: ::core::option::Option<bool>,
+    #[prost(message, repeated, tag = "12")]
+    pub queue_configurations_map: ::prost::alloc::vec::Vec<QueueConfigurationsMapProto>,
+    #[prost(bool, optional, tag = "13")]
+    pub intra_queue_preemption_disabled: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "14")]
+    pub weight: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "15")]
+    pub queue_path: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "16")]
+    pub max_parallel_apps: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "17")]
+    pub scheduler_type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "18")]
+    pub min_resource_v_core: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "19")]
+    pub min_resource_memory: ::core::option::Option<i64>,
+    #[prost(int32, optional, tag = "20")]
+    pub max_resource_v_core: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "21")]
+    pub max_resource_memory: ::core::option::Option<i64>,
+    #[prost(int32, optional, tag = "22")]
+    pub reserved_resource_v_core: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "23")]
+    pub reserved_resource_memory: ::core::option::Option<i64>,
+    #[prost(int32, optional, tag = "24")]
+    pub steady_fair_share_v_core: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "25")]
+    pub steady_fair_share_memory: ::core::option::Option<i64>,
+    #[prost(string, optional, tag = "26")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "27")]
+    pub max_running_app: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueueConfigurationsProto {
+    #[prost(float, optional, tag = "1")]
+    pub capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2")]
+    pub absolute_capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3")]
+    pub max_capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4")]
+    pub absolute_max_capacity: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "5")]
+    pub max_am_percentage: ::core::option::Option<f32>,
+    #[prost(message, optional, tag = "6")]
+    pub effective_min_capacity: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "7")]
+    pub effective_max_capacity: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "8")]
+    pub configured_min_capacity: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "9")]
+    pub configured_max_capacity: ::core::option::Option<ResourceProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueueConfigurationsMapProto {
+    #[prost(string, required, tag = "1")]
+    pub partition_name: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "2")]
+    pub queue_configurations: ::core::option::Option<QueueConfigurationsProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PlacementConstraintProto {
+    #[prost(message, optional, tag = "1")]
+    pub simple_constraint: ::core::option::Option<SimplePlacementConstraintProto>,
+    #[prost(message, optional, tag = "2")]
+    pub composite_constraint: ::core::option::Option<CompositePlacementConstraintProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SimplePlacementConstraintProto {
+    #[prost(string, required, tag = "1")]
+    pub scope: ::prost::alloc::string::String,
+    #[prost(message, repeated, tag = "2")]
+    pub target_expressions: ::prost::alloc::vec::Vec<PlacementConstraintTargetProto>,
+    #[prost(int32, optional, tag = "3")]
+    pub min_cardinality: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub max_cardinality: ::core::option::Option<i32>,
+    #[prost(enumeration = "NodeAttributeOpCodeProto", optional, tag = "5")]
+    pub attribute_op_code: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PlacementConstraintTargetProto {
+    #[prost(
+        enumeration = "placement_constraint_target_proto::TargetType",
+        required,
+        tag = "1"
+    )]
+    pub target_type: i32,
+    #[prost(string, optional, tag = "2")]
+    pub target_key: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "3")]
+    pub target_values: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+/// Nested message and enum types in `PlacementConstraintTargetProto`.
+pub mod placement_constraint_target_proto {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum TargetType {
+        NodeAttribute = 1,
+        AllocationTag = 2,
+        Self_ = 3,
+    }
+    impl TargetType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::NodeAttribute => "NODE_ATTRIBUTE",
+                Self::AllocationTag => "ALLOCATION_TAG",
+                Self::Self_ => "SELF",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "NODE_ATTRIBUTE" => Some(Self::NodeAttribute),
+                "ALLOCATION_TAG" => Some(Self::AllocationTag),
+                "SELF" => Some(Self::Self_),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TimedPlacementConstraintProto {
+    #[prost(message, required, tag = "1")]
+    pub placement_constraint: PlacementConstraintProto,
+    #[prost(int64, required, tag = "2")]
+    pub scheduling_delay: i64,
+    #[prost(
+        enumeration = "timed_placement_constraint_proto::DelayUnit",
+        optional,
+        tag = "3",
+        default = "Milliseconds"
+    )]
+    pub delay_unit: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `TimedPlacementConstraintProto`.
+pub mod timed_placement_constraint_proto {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum DelayUnit {
+        Milliseconds = 1,
+        Opportunities = 2,
+    }
+    impl DelayUnit {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Milliseconds => "MILLISECONDS",
+                Self::Opportunities => "OPPORTUNITIES",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "MILLISECONDS" => Some(Self::Milliseconds),
+                "OPPORTUNITIES" => Some(Self::Opportunities),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CompositePlacementConstraintProto {
+    #[prost(
+        enumeration = "composite_placement_constraint_proto::CompositeType",
+        required,
+        tag = "1"
+    )]
+    pub composite_type: i32,
+    #[prost(message, repeated, tag = "2")]
+    pub child_constraints: ::prost::alloc::vec::Vec<PlacementConstraintProto>,
+    #[prost(message, repeated, tag = "3")]
+    pub timed_child_constraints: ::prost::alloc::vec::Vec<TimedPlacementConstraintProto>,
+}
+/// Nested message and enum types in `CompositePlacementConstraintProto`.
+pub mod composite_placement_constraint_proto {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum CompositeType {
+        And = 1,
+        Or = 2,
+        DelayedOr = 3,
+    }
+    impl CompositeType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::And => "AND",
+                Self::Or => "OR",
+                Self::DelayedOr => "DELAYED_OR",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "AND" => Some(Self::And),
+                "OR" => Some(Self::Or),
+                "DELAYED_OR" => Some(Self::DelayedOr),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PlacementConstraintMapEntryProto {
+    #[prost(string, repeated, tag = "1")]
+    pub allocation_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "2")]
+    pub placement_constraint: ::core::option::Option<PlacementConstraintProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReservationIdProto {
+    #[prost(int64, optional, tag = "1")]
+    pub id: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "2")]
+    pub cluster_timestamp: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CollectorInfoProto {
+    #[prost(string, optional, tag = "1")]
+    pub collector_addr: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "2")]
+    pub collector_token: ::core::option::Option<super::common::TokenProto>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ResourceTypesProto {
@@ -719,6 +1378,247 @@ impl ContainerRetryPolicyProto {
         }
     }
 }
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum YarnApplicationStateProto {
+    New = 1,
+    NewSaving = 2,
+    Submitted = 3,
+    Accepted = 4,
+    Running = 5,
+    Finished = 6,
+    Failed = 7,
+    Killed = 8,
+}
+impl YarnApplicationStateProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::New => "NEW",
+            Self::NewSaving => "NEW_SAVING",
+            Self::Submitted => "SUBMITTED",
+            Self::Accepted => "ACCEPTED",
+            Self::Running => "RUNNING",
+            Self::Finished => "FINISHED",
+            Self::Failed => "FAILED",
+            Self::Killed => "KILLED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "NEW" => Some(Self::New),
+            "NEW_SAVING" => Some(Self::NewSaving),
+            "SUBMITTED" => Some(Self::Submitted),
+            "ACCEPTED" => Some(Self::Accepted),
+            "RUNNING" => Some(Self::Running),
+            "FINISHED" => Some(Self::Finished),
+            "FAILED" => Some(Self::Failed),
+            "KILLED" => Some(Self::Killed),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum FinalApplicationStatusProto {
+    AppUndefined = 0,
+    AppSucceeded = 1,
+    AppFailed = 2,
+    AppKilled = 3,
+    AppEnded = 4,
+}
+impl FinalApplicationStatusProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::AppUndefined => "APP_UNDEFINED",
+            Self::AppSucceeded => "APP_SUCCEEDED",
+            Self::AppFailed => "APP_FAILED",
+            Self::AppKilled => "APP_KILLED",
+            Self::AppEnded => "APP_ENDED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "APP_UNDEFINED" => Some(Self::AppUndefined),
+            "APP_SUCCEEDED" => Some(Self::AppSucceeded),
+            "APP_FAILED" => Some(Self::AppFailed),
+            "APP_KILLED" => Some(Self::AppKilled),
+            "APP_ENDED" => Some(Self::AppEnded),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum NodeUpdateTypeProto {
+    NodeUsable = 0,
+    NodeUnusable = 1,
+    NodeDecommissioning = 2,
+}
+impl NodeUpdateTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::NodeUsable => "NODE_USABLE",
+            Self::NodeUnusable => "NODE_UNUSABLE",
+            Self::NodeDecommissioning => "NODE_DECOMMISSIONING",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "NODE_USABLE" => Some(Self::NodeUsable),
+            "NODE_UNUSABLE" => Some(Self::NodeUnusable),
+            "NODE_DECOMMISSIONING" => Some(Self::NodeDecommissioning),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum AmCommandProto {
+    AmResync = 1,
+    AmShutdown = 2,
+}
+impl AmCommandProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::AmResync => "AM_RESYNC",
+            Self::AmShutdown => "AM_SHUTDOWN",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "AM_RESYNC" => Some(Self::AmResync),
+            "AM_SHUTDOWN" => Some(Self::AmShutdown),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum RejectionReasonProto {
+    RrpCouldNotPlaceOnNode = 1,
+    RrpCouldNotScheduleOnNode = 2,
+}
+impl RejectionReasonProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::RrpCouldNotPlaceOnNode => "RRP_COULD_NOT_PLACE_ON_NODE",
+            Self::RrpCouldNotScheduleOnNode => "RRP_COULD_NOT_SCHEDULE_ON_NODE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "RRP_COULD_NOT_PLACE_ON_NODE" => Some(Self::RrpCouldNotPlaceOnNode),
+            "RRP_COULD_NOT_SCHEDULE_ON_NODE" => Some(Self::RrpCouldNotScheduleOnNode),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ApplicationTimeoutTypeProto {
+    AppTimeoutLifetime = 1,
+}
+impl ApplicationTimeoutTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::AppTimeoutLifetime => "APP_TIMEOUT_LIFETIME",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "APP_TIMEOUT_LIFETIME" => Some(Self::AppTimeoutLifetime),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum QueueStateProto {
+    QStopped = 1,
+    QRunning = 2,
+    QDraining = 3,
+}
+impl QueueStateProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::QStopped => "Q_STOPPED",
+            Self::QRunning => "Q_RUNNING",
+            Self::QDraining => "Q_DRAINING",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "Q_STOPPED" => Some(Self::QStopped),
+            "Q_RUNNING" => Some(Self::QRunning),
+            "Q_DRAINING" => Some(Self::QDraining),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum NodeAttributeOpCodeProto {
+    NoOp = 1,
+    Eq = 2,
+    Ne = 3,
+}
+impl NodeAttributeOpCodeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::NoOp => "NO_OP",
+            Self::Eq => "EQ",
+            Self::Ne => "NE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "NO_OP" => Some(Self::NoOp),
+            "EQ" => Some(Self::Eq),
+            "NE" => Some(Self::Ne),
+            _ => None,
+        }
+    }
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NmTokenIdentifierProto {
     #[prost(message, optional, tag = "1")]
@@ -837,6 +1737,366 @@ pub struct GetContainerStatusesResponseProto {
     pub status: ::prost::alloc::vec::Vec<ContainerStatusProto>,
     #[prost(message, repeated, tag = "2")]
     pub failed_requests: ::prost::alloc::vec::Vec<ContainerExceptionMapProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegisterApplicationMasterRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub host: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "2")]
+    pub rpc_port: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "4")]
+    pub placement_constraints: ::prost::alloc::vec::Vec<
+        PlacementConstraintMapEntryProto,
+    >,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegisterApplicationMasterResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub maximum_capability: ::core::option::Option<ResourceProto>,
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub client_to_am_token_master_key: ::core::option::Option<
+        ::prost::alloc::vec::Vec<u8>,
+    >,
+    #[prost(message, repeated, tag = "3")]
+    pub application_ac_ls: ::prost::alloc::vec::Vec<ApplicationAclMapProto>,
+    #[prost(message, repeated, tag = "4")]
+    pub containers_from_previous_attempts: ::prost::alloc::vec::Vec<ContainerProto>,
+    #[prost(string, optional, tag = "5")]
+    pub queue: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "6")]
+    pub nm_tokens_from_previous_attempts: ::prost::alloc::vec::Vec<NmTokenProto>,
+    #[prost(
+        enumeration = "SchedulerResourceTypes",
+        repeated,
+        packed = "false",
+        tag = "7"
+    )]
+    pub scheduler_resource_types: ::prost::alloc::vec::Vec<i32>,
+    #[prost(message, optional, tag = "8")]
+    pub resource_profiles: ::core::option::Option<ResourceProfilesProto>,
+    #[prost(message, repeated, tag = "9")]
+    pub resource_types: ::prost::alloc::vec::Vec<ResourceTypeInfoProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FinishApplicationMasterRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub diagnostics: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2")]
+    pub tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "FinalApplicationStatusProto", optional, tag = "3")]
+    pub final_application_status: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FinishApplicationMasterResponseProto {
+    #[prost(bool, optional, tag = "1", default = "false")]
+    pub is_unregistered: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UpdateContainerRequestProto {
+    #[prost(int32, required, tag = "1")]
+    pub container_version: i32,
+    #[prost(message, required, tag = "2")]
+    pub container_id: ContainerIdProto,
+    #[prost(enumeration = "ContainerUpdateTypeProto", required, tag = "3")]
+    pub update_type: i32,
+    #[prost(message, optional, tag = "4")]
+    pub capability: ::core::option::Option<ResourceProto>,
+    #[prost(enumeration = "ExecutionTypeProto", optional, tag = "5")]
+    pub execution_type: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UpdateContainerErrorProto {
+    #[prost(string, optional, tag = "1")]
+    pub reason: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "2")]
+    pub update_request: ::core::option::Option<UpdateContainerRequestProto>,
+    #[prost(int32, optional, tag = "3")]
+    pub current_container_version: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AllocateRequestProto {
+    #[prost(message, repeated, tag = "1")]
+    pub ask: ::prost::alloc::vec::Vec<ResourceRequestProto>,
+    #[prost(message, repeated, tag = "2")]
+    pub release: ::prost::alloc::vec::Vec<ContainerIdProto>,
+    #[prost(message, optional, tag = "3")]
+    pub blacklist_request: ::core::option::Option<ResourceBlacklistRequestProto>,
+    #[prost(int32, optional, tag = "4")]
+    pub response_id: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "5")]
+    pub progress: ::core::option::Option<f32>,
+    #[prost(message, repeated, tag = "7")]
+    pub update_requests: ::prost::alloc::vec::Vec<UpdateContainerRequestProto>,
+    #[prost(message, repeated, tag = "10")]
+    pub scheduling_requests: ::prost::alloc::vec::Vec<SchedulingRequestProto>,
+    #[prost(string, optional, tag = "11")]
+    pub tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NmTokenProto {
+    #[prost(message, optional, tag = "1")]
+    pub node_id: ::core::option::Option<NodeIdProto>,
+    #[prost(message, optional, tag = "2")]
+    pub token: ::core::option::Option<super::common::TokenProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UpdatedContainerProto {
+    #[prost(enumeration = "ContainerUpdateTypeProto", required, tag = "1")]
+    pub update_type: i32,
+    #[prost(message, required, tag = "2")]
+    pub container: ContainerProto,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct EnhancedHeadroomProto {
+    #[prost(int32, optional, tag = "1")]
+    pub total_pending_count: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub total_active_cores: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AllocateResponseProto {
+    #[prost(enumeration = "AmCommandProto", optional, tag = "1")]
+    pub a_m_command: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub response_id: ::core::option::Option<i32>,
+    #[prost(message, repeated, tag = "3")]
+    pub allocated_containers: ::prost::alloc::vec::Vec<ContainerProto>,
+    #[prost(message, repeated, tag = "4")]
+    pub completed_container_statuses: ::prost::alloc::vec::Vec<ContainerStatusProto>,
+    #[prost(message, optional, tag = "5")]
+    pub limit: ::core::option::Option<ResourceProto>,
+    #[prost(message, repeated, tag = "6")]
+    pub updated_nodes: ::prost::alloc::vec::Vec<NodeReportProto>,
+    #[prost(int32, optional, tag = "7")]
+    pub num_cluster_nodes: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "8")]
+    pub preempt: ::core::option::Option<PreemptionMessageProto>,
+    #[prost(message, repeated, tag = "9")]
+    pub nm_tokens: ::prost::alloc::vec::Vec<NmTokenProto>,
+    #[prost(message, optional, tag = "12")]
+    pub am_rm_token: ::core::option::Option<super::common::TokenProto>,
+    #[prost(message, optional, tag = "13")]
+    pub application_priority: ::core::option::Option<PriorityProto>,
+    #[prost(message, optional, tag = "14")]
+    pub collector_info: ::core::option::Option<CollectorInfoProto>,
+    #[prost(message, repeated, tag = "15")]
+    pub update_errors: ::prost::alloc::vec::Vec<UpdateContainerErrorProto>,
+    #[prost(message, repeated, tag = "16")]
+    pub updated_containers: ::prost::alloc::vec::Vec<UpdatedContainerProto>,
+    #[prost(message, repeated, tag = "17")]
+    pub containers_from_previous_attempts: ::prost::alloc::vec::Vec<ContainerProto>,
+    #[prost(message, repeated, tag = "18")]
+    pub rejected_scheduling_requests: ::prost::alloc::vec::Vec<
+        RejectedSchedulingRequestProto,
+    >,
+    #[prost(message, optional, tag = "19")]
+    pub enhanced_headroom: ::core::option::Option<EnhancedHeadroomProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetNewApplicationRequestProto {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetNewApplicationResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+    #[prost(message, optional, tag = "2")]
+    pub maximum_capability: ::core::option::Option<ResourceProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetApplicationReportRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetApplicationReportResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_report: ::core::option::Option<ApplicationReportProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SubmitApplicationRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_submission_context: ::core::option::Option<
+        ApplicationSubmissionContextProto,
+    >,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SubmitApplicationResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct KillApplicationRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub diagnostics: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct KillApplicationResponseProto {
+    #[prost(bool, optional, tag = "1", default = "false")]
+    pub is_kill_completed: ::core::option::Option<bool>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetClusterMetricsRequestProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetClusterMetricsResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub cluster_metrics: ::core::option::Option<YarnClusterMetricsProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetApplicationsRequestProto {
+    #[prost(string, repeated, tag = "1")]
+    pub application_types: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(
+        enumeration = "YarnApplicationStateProto",
+        repeated,
+        packed = "false",
+        tag = "2"
+    )]
+    pub application_states: ::prost::alloc::vec::Vec<i32>,
+    #[prost(string, repeated, tag = "3")]
+    pub users: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "4")]
+    pub queues: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "5")]
+    pub limit: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "6")]
+    pub start_begin: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "7")]
+    pub start_end: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "8")]
+    pub finish_begin: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "9")]
+    pub finish_end: ::core::option::Option<i64>,
+    #[prost(string, repeated, tag = "10")]
+    pub application_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(
+        enumeration = "ApplicationsRequestScopeProto",
+        optional,
+        tag = "11",
+        default = "All"
+    )]
+    pub scope: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "12")]
+    pub name: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetApplicationsResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub applications: ::prost::alloc::vec::Vec<ApplicationReportProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetClusterNodesRequestProto {
+    #[prost(enumeration = "NodeStateProto", repeated, packed = "false", tag = "1")]
+    pub node_states: ::prost::alloc::vec::Vec<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetClusterNodesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub node_reports: ::prost::alloc::vec::Vec<NodeReportProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetQueueInfoRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub queue_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "2")]
+    pub include_applications: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "3")]
+    pub include_child_queues: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "4")]
+    pub recursive: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "5")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetQueueInfoResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub queue_info: ::core::option::Option<QueueInfoProto>,
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ContainerUpdateTypeProto {
+    IncreaseResource = 0,
+    DecreaseResource = 1,
+    PromoteExecutionType = 2,
+    DemoteExecutionType = 3,
+}
+impl ContainerUpdateTypeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::IncreaseResource => "INCREASE_RESOURCE",
+            Self::DecreaseResource => "DECREASE_RESOURCE",
+            Self::PromoteExecutionType => "PROMOTE_EXECUTION_TYPE",
+            Self::DemoteExecutionType => "DEMOTE_EXECUTION_TYPE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "INCREASE_RESOURCE" => Some(Self::IncreaseResource),
+            "DECREASE_RESOURCE" => Some(Self::DecreaseResource),
+            "PROMOTE_EXECUTION_TYPE" => Some(Self::PromoteExecutionType),
+            "DEMOTE_EXECUTION_TYPE" => Some(Self::DemoteExecutionType),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum SchedulerResourceTypes {
+    Memory = 0,
+    Cpu = 1,
+}
+impl SchedulerResourceTypes {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Memory => "MEMORY",
+            Self::Cpu => "CPU",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "MEMORY" => Some(Self::Memory),
+            "CPU" => Some(Self::Cpu),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum ApplicationsRequestScopeProto {
+    All = 0,
+    Viewable = 1,
+    Own = 2,
+}
+impl ApplicationsRequestScopeProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::All => "ALL",
+            Self::Viewable => "VIEWABLE",
+            Self::Own => "OWN",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "ALL" => Some(Self::All),
+            "VIEWABLE" => Some(Self::Viewable),
+            "OWN" => Some(Self::Own),
+            _ => None,
+        }
+    }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct NodeStatusProto {

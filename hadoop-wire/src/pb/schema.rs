@@ -3806,6 +3806,360 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static AllocateRequestProto: Schema = Schema {
+            name: "hadoop.yarn.AllocateRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "ask",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceRequestProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "release",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "blacklist_request",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ResourceBlacklistRequestProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "response_id",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "progress",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "update_requests",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::UpdateContainerRequestProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 10,
+                    name: "scheduling_requests",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::SchedulingRequestProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 11,
+                    name: "tracking_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 0, 6, 0, 0, 7, 8],
+            required: 0x0,
+            fast: fast_AllocateRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_AllocateRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ResourceRequestProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceBlacklistRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_UpdateContainerRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x20;
+                    }
+                    Some(0x52) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_SchedulingRequestProto(b, depth + 1)?;
+                        seen |= 0x40;
+                    }
+                    Some(0x5a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AllocateRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AllocateRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static AllocateResponseProto: Schema = Schema {
+            name: "hadoop.yarn.AllocateResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "a_m_command",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "response_id",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "allocated_containers",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 4,
+                    name: "completed_container_statuses",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerStatusProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 5,
+                    name: "limit",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "updated_nodes",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeReportProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 7,
+                    name: "num_cluster_nodes",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "preempt",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PreemptionMessageProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "nm_tokens",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NMTokenProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 12,
+                    name: "am_rm_token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "application_priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "collector_info",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::CollectorInfoProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "update_errors",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::UpdateContainerErrorProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 16,
+                    name: "updated_containers",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::UpdatedContainerProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 17,
+                    name: "containers_from_previous_attempts",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 18,
+                    name: "rejected_scheduling_requests",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::RejectedSchedulingRequestProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 19,
+                    name: "enhanced_headroom",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::EnhancedHeadroomProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 10, 11, 12, 13, 14, 15, 16, 17,
+            ],
+            required: 0x0,
+            fast: fast_AllocateResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_AllocateResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerStatusProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x10 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeReportProto(b, depth + 1)?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x80 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PreemptionMessageProto(b, depth + 1)?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NMTokenProto(b, depth + 1)?;
+                        seen |= 0x100;
+                    }
+                    Some(0x62) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x200 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x200;
+                    }
+                    Some(0x6a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x400 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x400;
+                    }
+                    Some(0x72) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x800 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_CollectorInfoProto(b, depth + 1)?;
+                        seen |= 0x800;
+                    }
+                    Some(0x7a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_UpdateContainerErrorProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AllocateResponseProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AllocateResponseProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static AppCollectorDataProto: Schema = Schema {
             name: "hadoop.yarn.AppCollectorDataProto",
             fields: &[
@@ -3890,6 +4244,67 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&AppCollectorDataProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static AppTimeoutsMapProto: Schema = Schema {
+            name: "hadoop.yarn.AppTimeoutsMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_timeout_type",
+                    kind: Kind::Enum(&[1]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "application_timeout",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationTimeoutProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_AppTimeoutsMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_AppTimeoutsMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationTimeoutProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AppTimeoutsMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AppTimeoutsMapProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -4061,6 +4476,1020 @@ pub mod hadoop {
                 }
             }
             if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ApplicationReportProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationReportProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "applicationId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "user",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "queue",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "host",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "rpc_port",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "client_to_am_token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "yarn_application_state",
+                    kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "trackingUrl",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "diagnostics",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "startTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "finishTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "final_application_status",
+                    kind: Kind::Enum(&[0, 1, 2, 3, 4]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "app_resource_Usage",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationResourceUsageReportProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "originalTrackingUrl",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 16,
+                    name: "currentApplicationAttemptId",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 17,
+                    name: "progress",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 18,
+                    name: "applicationType",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 19,
+                    name: "am_rm_token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 20,
+                    name: "applicationTags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 21,
+                    name: "log_aggregation_status",
+                    kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 22,
+                    name: "unmanaged_application",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 23,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 24,
+                    name: "appNodeLabelExpression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 25,
+                    name: "amNodeLabelExpression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 26,
+                    name: "appTimeouts",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::AppTimeoutsMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 27,
+                    name: "launchTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 28,
+                    name: "submitTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 29,
+                    name: "rmClusterId",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                23, 24, 25, 26, 27, 28, 29,
+            ],
+            required: 0x0,
+            fast: fast_ApplicationReportProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationReportProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x40 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x60) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x72) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2000 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationResourceUsageReportProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x7a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationReportProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationReportProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ApplicationResourceUsageReportProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationResourceUsageReportProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "num_used_containers",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "num_reserved_containers",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "used_resources",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "reserved_resources",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "needed_resources",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "memory_seconds",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "vcore_seconds",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "queue_usage_percentage",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "cluster_usage_percentage",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "preempted_memory_seconds",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "preempted_vcore_seconds",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "application_resource_usage_map",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringLongMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 13,
+                    name: "application_preempted_resource_usage_map",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringLongMapProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+            required: 0x0,
+            fast: fast_ApplicationResourceUsageReportProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationResourceUsageReportProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x10 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x45) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x100;
+                    }
+                    Some(0x50) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x62) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringLongMapProto(b, depth + 1)?;
+                        seen |= 0x800;
+                    }
+                    Some(0x6a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_StringLongMapProto(b, depth + 1)?;
+                        seen |= 0x1000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationResourceUsageReportProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationResourceUsageReportProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ApplicationSubmissionContextProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationSubmissionContextProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "application_name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "queue",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "am_container_spec",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ContainerLaunchContextProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "cancel_tokens_when_complete",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "unmanaged_am",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "maxAppAttempts",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "resource",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "applicationType",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "keep_containers_across_application_attempts",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "applicationTags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 13,
+                    name: "attempt_failures_validity_interval",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "log_aggregation_context",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::LogAggregationContextProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "reservation_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ReservationIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 16,
+                    name: "node_label_expression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 17,
+                    name: "am_container_resource_request",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceRequestProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 18,
+                    name: "application_timeouts",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationTimeoutMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 19,
+                    name: "application_scheduling_properties",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::StringStringMapProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+            ],
+            required: 0x0,
+            fast: fast_ApplicationSubmissionContextProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationSubmissionContextProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x10 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerLaunchContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x100 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x62) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x72) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2000 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_LogAggregationContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x7a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4000 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ReservationIdProto(b, depth + 1)?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationSubmissionContextProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationSubmissionContextProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ApplicationTimeoutMapProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationTimeoutMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_timeout_type",
+                    kind: Kind::Enum(&[1]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "timeout",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ApplicationTimeoutMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationTimeoutMapProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationTimeoutMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationTimeoutMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ApplicationTimeoutProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationTimeoutProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_timeout_type",
+                    kind: Kind::Enum(&[1]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "expire_time",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "remaining_time",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x1,
+            fast: fast_ApplicationTimeoutProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationTimeoutProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 1) {
+                            seen |= 0x1;
+                        }
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationTimeoutProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ApplicationTimeoutProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static CollectorInfoProto: Schema = Schema {
+            name: "hadoop.yarn.CollectorInfoProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "collector_addr",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "collector_token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_CollectorInfoProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CollectorInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&CollectorInfoProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&CollectorInfoProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static CompositePlacementConstraintProto: Schema = Schema {
+            name: "hadoop.yarn.CompositePlacementConstraintProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "compositeType",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "childConstraints",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PlacementConstraintProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "timedChildConstraints",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::TimedPlacementConstraintProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x1,
+            fast: fast_CompositePlacementConstraintProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CompositePlacementConstraintProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 1 | 2 | 3) {
+                            seen |= 0x1;
+                        }
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_TimedPlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CompositePlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CompositePlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
                 return Err(Invalid);
             }
             Ok(())
@@ -5020,6 +6449,849 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static EnhancedHeadroomProto: Schema = Schema {
+            name: "hadoop.yarn.EnhancedHeadroomProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "total_pending_count",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "total_active_cores",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_EnhancedHeadroomProto,
+        };
+        #[inline]
+        pub(crate) fn fast_EnhancedHeadroomProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&EnhancedHeadroomProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&EnhancedHeadroomProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ExecutionTypeRequestProto: Schema = Schema {
+            name: "hadoop.yarn.ExecutionTypeRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "execution_type",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "enforce_execution_type",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ExecutionTypeRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ExecutionTypeRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ExecutionTypeRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ExecutionTypeRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static FinishApplicationMasterRequestProto: Schema = Schema {
+            name: "hadoop.yarn.FinishApplicationMasterRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "diagnostics",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "tracking_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "final_application_status",
+                    kind: Kind::Enum(&[0, 1, 2, 3, 4]),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x0,
+            fast: fast_FinishApplicationMasterRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_FinishApplicationMasterRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FinishApplicationMasterRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FinishApplicationMasterRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static FinishApplicationMasterResponseProto: Schema = Schema {
+            name: "hadoop.yarn.FinishApplicationMasterResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "isUnregistered",
+                kind: Kind::Bool,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_FinishApplicationMasterResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_FinishApplicationMasterResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FinishApplicationMasterResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FinishApplicationMasterResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationReportRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationReportRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationReportRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationReportRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationReportResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationReportResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_report",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationReportProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationReportResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationReportResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationReportProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationsRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationsRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_types",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "application_states",
+                    kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "users",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 4,
+                    name: "queues",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 5,
+                    name: "limit",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "start_begin",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "start_end",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "finish_begin",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "finish_end",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "applicationTags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 11,
+                    name: "scope",
+                    kind: Kind::Enum(&[0, 1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+            required: 0x0,
+            fast: fast_GetApplicationsRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationsRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        packed_g::<Invalid>(
+                            &GetApplicationsRequestProto,
+                            &GetApplicationsRequestProto.fields[1],
+                            WireType::Varint,
+                            b,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x62) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationsResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "applications",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationReportProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationReportProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterMetricsRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterMetricsRequestProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetClusterMetricsRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterMetricsRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterMetricsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterMetricsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterMetricsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterMetricsResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "cluster_metrics",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::YarnClusterMetricsProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetClusterMetricsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterMetricsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_YarnClusterMetricsProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterMetricsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterMetricsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterNodesRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterNodesRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "nodeStates",
+                kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetClusterNodesRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterNodesRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        packed_g::<Invalid>(
+                            &GetClusterNodesRequestProto,
+                            &GetClusterNodesRequestProto.fields[0],
+                            WireType::Varint,
+                            b,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterNodesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterNodesResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "nodeReports",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeReportProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetClusterNodesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterNodesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeReportProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetContainerStatusesRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetContainerStatusesRequestProto",
             fields: &[Field {
@@ -5140,6 +7412,394 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(
                             &GetContainerStatusesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetNewApplicationRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetNewApplicationRequestProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetNewApplicationRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetNewApplicationRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNewApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNewApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetNewApplicationResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetNewApplicationResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "maximumCapability",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_GetNewApplicationResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetNewApplicationResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNewApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNewApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetQueueInfoRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetQueueInfoRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "queueName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "includeApplications",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "includeChildQueues",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "recursive",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "subClusterId",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5],
+            required: 0x0,
+            fast: fast_GetQueueInfoRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetQueueInfoRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetQueueInfoRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetQueueInfoRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetQueueInfoResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetQueueInfoResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "queueInfo",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::QueueInfoProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetQueueInfoResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetQueueInfoResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_QueueInfoProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetQueueInfoResponseProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetQueueInfoResponseProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static KillApplicationRequestProto: Schema = Schema {
+            name: "hadoop.yarn.KillApplicationRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "diagnostics",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_KillApplicationRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_KillApplicationRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &KillApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &KillApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static KillApplicationResponseProto: Schema = Schema {
+            name: "hadoop.yarn.KillApplicationResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "is_kill_completed",
+                kind: Kind::Bool,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_KillApplicationResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_KillApplicationResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &KillApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &KillApplicationResponseProto,
                             r,
                             n,
                             wt,
@@ -5725,6 +8385,66 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&NMTokenIdentifierProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static NMTokenProto: Schema = Schema {
+            name: "hadoop.yarn.NMTokenProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "nodeId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "token",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_NMTokenProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NMTokenProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&NMTokenProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&NMTokenProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -6499,6 +9219,215 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static NodeReportProto: Schema = Schema {
+            name: "hadoop.yarn.NodeReportProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "nodeId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "httpAddress",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "rackName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "used",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "capability",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "numContainers",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "node_state",
+                    kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "health_report",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "last_health_report_time",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "node_labels",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 11,
+                    name: "containers_utilization",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceUtilizationProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "node_utilization",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceUtilizationProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "decommissioning_timeout",
+                    kind: Kind::UInt32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "node_update_type",
+                    kind: Kind::Enum(&[0, 1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "node_attributes",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeAttributeProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+            required: 0x0,
+            fast: fast_NodeReportProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NodeReportProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x10 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x5a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x400 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceUtilizationProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x400;
+                    }
+                    Some(0x62) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x800 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceUtilizationProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x70) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x7a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeAttributeProto(b, depth + 1)?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&NodeReportProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&NodeReportProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static NodeStatusProto: Schema = Schema {
             name: "hadoop.yarn.NodeStatusProto",
             fields: &[
@@ -6774,6 +9703,476 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static PlacementConstraintMapEntryProto: Schema = Schema {
+            name: "hadoop.yarn.PlacementConstraintMapEntryProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "allocation_tags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "placement_constraint",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PlacementConstraintProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_PlacementConstraintMapEntryProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PlacementConstraintMapEntryProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PlacementConstraintMapEntryProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PlacementConstraintMapEntryProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PlacementConstraintProto: Schema = Schema {
+            name: "hadoop.yarn.PlacementConstraintProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "simpleConstraint",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::SimplePlacementConstraintProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "compositeConstraint",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::CompositePlacementConstraintProto,
+                    ),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_PlacementConstraintProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PlacementConstraintProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_SimplePlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_CompositePlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PlacementConstraintProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PlacementConstraintProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PlacementConstraintTargetProto: Schema = Schema {
+            name: "hadoop.yarn.PlacementConstraintTargetProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "targetType",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "targetKey",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "targetValues",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x1,
+            fast: fast_PlacementConstraintTargetProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PlacementConstraintTargetProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 1 | 2 | 3) {
+                            seen |= 0x1;
+                        }
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PlacementConstraintTargetProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PlacementConstraintTargetProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PreemptionContainerProto: Schema = Schema {
+            name: "hadoop.yarn.PreemptionContainerProto",
+            fields: &[Field {
+                number: 1,
+                name: "id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_PreemptionContainerProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PreemptionContainerProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionContainerProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionContainerProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PreemptionContractProto: Schema = Schema {
+            name: "hadoop.yarn.PreemptionContractProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "resource",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::PreemptionResourceRequestProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "container",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PreemptionContainerProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_PreemptionContractProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PreemptionContractProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PreemptionResourceRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PreemptionContainerProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionContractProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionContractProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PreemptionMessageProto: Schema = Schema {
+            name: "hadoop.yarn.PreemptionMessageProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "strictContract",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::StrictPreemptionContractProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "contract",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PreemptionContractProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_PreemptionMessageProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PreemptionMessageProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_StrictPreemptionContractProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PreemptionContractProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionMessageProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&PreemptionMessageProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static PreemptionResourceRequestProto: Schema = Schema {
+            name: "hadoop.yarn.PreemptionResourceRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "resource",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceRequestProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_PreemptionResourceRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_PreemptionResourceRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceRequestProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PreemptionResourceRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &PreemptionResourceRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static PriorityProto: Schema = Schema {
             name: "hadoop.yarn.PriorityProto",
             fields: &[Field {
@@ -6806,6 +10205,951 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&PriorityProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static QueueConfigurationsMapProto: Schema = Schema {
+            name: "hadoop.yarn.QueueConfigurationsMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "partitionName",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "queueConfigurations",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::QueueConfigurationsProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x1,
+            fast: fast_QueueConfigurationsMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_QueueConfigurationsMapProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_QueueConfigurationsProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &QueueConfigurationsMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &QueueConfigurationsMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static QueueConfigurationsProto: Schema = Schema {
+            name: "hadoop.yarn.QueueConfigurationsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "capacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "absoluteCapacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "maxCapacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "absoluteMaxCapacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "maxAMPercentage",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "effectiveMinCapacity",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "effectiveMaxCapacity",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "configuredMinCapacity",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "configuredMaxCapacity",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            required: 0x0,
+            fast: fast_QueueConfigurationsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_QueueConfigurationsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x15) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x25) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x20 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x40 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x80 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x100 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x100;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueConfigurationsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueConfigurationsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static QueueInfoProto: Schema = Schema {
+            name: "hadoop.yarn.QueueInfoProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "queueName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "capacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "maximumCapacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "currentCapacity",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "state",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "childQueues",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::QueueInfoProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 7,
+                    name: "applications",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationReportProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 8,
+                    name: "accessibleNodeLabels",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 9,
+                    name: "defaultNodeLabelExpression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "queueStatistics",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::QueueStatisticsProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "preemptionDisabled",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "queueConfigurationsMap",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::QueueConfigurationsMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 13,
+                    name: "intraQueuePreemptionDisabled",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "weight",
+                    kind: Kind::Float,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "queuePath",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 16,
+                    name: "maxParallelApps",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 17,
+                    name: "schedulerType",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 18,
+                    name: "minResourceVCore",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 19,
+                    name: "minResourceMemory",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 20,
+                    name: "maxResourceVCore",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 21,
+                    name: "maxResourceMemory",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 22,
+                    name: "reservedResourceVCore",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 23,
+                    name: "reservedResourceMemory",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 24,
+                    name: "steadyFairShareVCore",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 25,
+                    name: "steadyFairShareMemory",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 26,
+                    name: "subClusterId",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 27,
+                    name: "maxRunningApp",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                23, 24, 25, 26, 27,
+            ],
+            required: 0x0,
+            fast: fast_QueueInfoProto,
+        };
+        #[inline]
+        pub(crate) fn fast_QueueInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x15) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1d) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x25) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_QueueInfoProto(b, depth + 1)?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationReportProto(b, depth + 1)?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x52) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x200 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_QueueStatisticsProto(b, depth + 1)?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x62) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_QueueConfigurationsMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x75) => {
+                        r.advance::<Invalid>(4)?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x7a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&QueueInfoProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&QueueInfoProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static QueueStatisticsProto: Schema = Schema {
+            name: "hadoop.yarn.QueueStatisticsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "numAppsSubmitted",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "numAppsRunning",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "numAppsPending",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "numAppsCompleted",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "numAppsKilled",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "numAppsFailed",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "numActiveUsers",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "availableMemoryMB",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "allocatedMemoryMB",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "pendingMemoryMB",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "reservedMemoryMB",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "availableVCores",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "allocatedVCores",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 14,
+                    name: "pendingVCores",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 15,
+                    name: "reservedVCores",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 16,
+                    name: "allocatedContainers",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 17,
+                    name: "pendingContainers",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 18,
+                    name: "reservedContainers",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+            ],
+            required: 0x0,
+            fast: fast_QueueStatisticsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_QueueStatisticsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x50) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x58) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x60) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(0x68) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(0x70) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2000;
+                    }
+                    Some(0x78) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueStatisticsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueStatisticsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static RegisterApplicationMasterRequestProto: Schema = Schema {
+            name: "hadoop.yarn.RegisterApplicationMasterRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "host",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "rpc_port",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "tracking_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "placement_constraints",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::PlacementConstraintMapEntryProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4],
+            required: 0x0,
+            fast: fast_RegisterApplicationMasterRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_RegisterApplicationMasterRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintMapEntryProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x8;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RegisterApplicationMasterRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RegisterApplicationMasterRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static RegisterApplicationMasterResponseProto: Schema = Schema {
+            name: "hadoop.yarn.RegisterApplicationMasterResponseProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "maximumCapability",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "client_to_am_token_master_key",
+                    kind: Kind::Bytes,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "application_ACLs",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationACLMapProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 4,
+                    name: "containers_from_previous_attempts",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 5,
+                    name: "queue",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "nm_tokens_from_previous_attempts",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NMTokenProto),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 7,
+                    name: "scheduler_resource_types",
+                    kind: Kind::Enum(&[0, 1]),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 8,
+                    name: "resource_profiles",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProfilesProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "resource_types",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceTypeInfoProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+            required: 0x0,
+            fast: fast_RegisterApplicationMasterResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_RegisterApplicationMasterResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationACLMapProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NMTokenProto(b, depth + 1)?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        packed_g::<Invalid>(
+                            &RegisterApplicationMasterResponseProto,
+                            &RegisterApplicationMasterResponseProto.fields[6],
+                            WireType::Varint,
+                            b,
+                        )?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x80 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProfilesProto(b, depth + 1)?;
+                        seen |= 0x80;
+                    }
+                    Some(0x4a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ResourceTypeInfoProto(b, depth + 1)?;
+                        seen |= 0x100;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RegisterApplicationMasterResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RegisterApplicationMasterResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -7156,6 +11500,202 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static RejectedSchedulingRequestProto: Schema = Schema {
+            name: "hadoop.yarn.RejectedSchedulingRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "reason",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "request",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::SchedulingRequestProto),
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_RejectedSchedulingRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_RejectedSchedulingRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 1 | 2) {
+                            seen |= 0x1;
+                        }
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_SchedulingRequestProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RejectedSchedulingRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RejectedSchedulingRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ReservationIdProto: Schema = Schema {
+            name: "hadoop.yarn.ReservationIdProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "id",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "cluster_timestamp",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ReservationIdProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ReservationIdProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&ReservationIdProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&ReservationIdProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ResourceBlacklistRequestProto: Schema = Schema {
+            name: "hadoop.yarn.ResourceBlacklistRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "blacklist_additions",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "blacklist_removals",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ResourceBlacklistRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ResourceBlacklistRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ResourceBlacklistRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ResourceBlacklistRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ResourceInformationProto: Schema = Schema {
             name: "hadoop.yarn.ResourceInformationProto",
             fields: &[
@@ -7251,6 +11791,107 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ResourceProfileEntry: Schema = Schema {
+            name: "hadoop.yarn.ResourceProfileEntry",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "name",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "resources",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_ResourceProfileEntry,
+        };
+        #[inline]
+        pub(crate) fn fast_ResourceProfileEntry(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceProfileEntry, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceProfileEntry, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ResourceProfilesProto: Schema = Schema {
+            name: "hadoop.yarn.ResourceProfilesProto",
+            fields: &[Field {
+                number: 1,
+                name: "resource_profiles_map",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProfileEntry),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_ResourceProfilesProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ResourceProfilesProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProfileEntry(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceProfilesProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceProfilesProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ResourceProto: Schema = Schema {
             name: "hadoop.yarn.ResourceProto",
             fields: &[
@@ -7309,6 +11950,195 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&ResourceProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ResourceRequestProto: Schema = Schema {
+            name: "hadoop.yarn.ResourceRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "resource_name",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "capability",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "num_containers",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "relax_locality",
+                    kind: Kind::Bool,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "node_label_expression",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "execution_type_request",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ExecutionTypeRequestProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "allocation_request_id",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+            required: 0x0,
+            fast: fast_ResourceRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ResourceRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x40 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ExecutionTypeRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ResourceSizingProto: Schema = Schema {
+            name: "hadoop.yarn.ResourceSizingProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "numAllocations",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "resources",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ResourceSizingProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ResourceSizingProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceSizingProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ResourceSizingProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -7448,6 +12278,124 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&ResourceUtilizationProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static SchedulingRequestProto: Schema = Schema {
+            name: "hadoop.yarn.SchedulingRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "allocationRequestId",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "executionType",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ExecutionTypeRequestProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "allocationTags",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 5,
+                    name: "resourceSizing",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceSizingProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "placementConstraint",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PlacementConstraintProto),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6],
+            required: 0x0,
+            fast: fast_SchedulingRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SchedulingRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ExecutionTypeRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x10 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceSizingProto(b, depth + 1)?;
+                        seen |= 0x10;
+                    }
+                    Some(0x32) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x20 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x20;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&SchedulingRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&SchedulingRequestProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -7656,6 +12604,111 @@ pub mod hadoop {
                 }
             }
             if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static SimplePlacementConstraintProto: Schema = Schema {
+            name: "hadoop.yarn.SimplePlacementConstraintProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "scope",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "targetExpressions",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::PlacementConstraintTargetProto,
+                    ),
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 3,
+                    name: "minCardinality",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "maxCardinality",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "attributeOpCode",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5],
+            required: 0x1,
+            fast: fast_SimplePlacementConstraintProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SimplePlacementConstraintProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintTargetProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SimplePlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SimplePlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
                 return Err(Invalid);
             }
             Ok(())
@@ -8000,6 +13053,67 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static StrictPreemptionContractProto: Schema = Schema {
+            name: "hadoop.yarn.StrictPreemptionContractProto",
+            fields: &[Field {
+                number: 1,
+                name: "container",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PreemptionContainerProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_StrictPreemptionContractProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StrictPreemptionContractProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_PreemptionContainerProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StrictPreemptionContractProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &StrictPreemptionContractProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static StringBytesMapProto: Schema = Schema {
             name: "hadoop.yarn.StringBytesMapProto",
             fields: &[
@@ -8181,6 +13295,58 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static StringLongMapProto: Schema = Schema {
+            name: "hadoop.yarn.StringLongMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "key",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "value",
+                    kind: Kind::Int64,
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_StringLongMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_StringLongMapProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(&StringLongMapProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(&StringLongMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static StringStringMapProto: Schema = Schema {
             name: "hadoop.yarn.StringStringMapProto",
             fields: &[
@@ -8227,6 +13393,120 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&StringStringMapProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static SubmitApplicationRequestProto: Schema = Schema {
+            name: "hadoop.yarn.SubmitApplicationRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_submission_context",
+                kind: Kind::Message(
+                    &crate::pb::schema::hadoop::yarn::ApplicationSubmissionContextProto,
+                ),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_SubmitApplicationRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SubmitApplicationRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationSubmissionContextProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SubmitApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SubmitApplicationRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static SubmitApplicationResponseProto: Schema = Schema {
+            name: "hadoop.yarn.SubmitApplicationResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_SubmitApplicationResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_SubmitApplicationResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SubmitApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &SubmitApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -8304,6 +13584,92 @@ pub mod hadoop {
                 }
             }
             if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static TimedPlacementConstraintProto: Schema = Schema {
+            name: "hadoop.yarn.TimedPlacementConstraintProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "placementConstraint",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PlacementConstraintProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "schedulingDelay",
+                    kind: Kind::Int64,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 3,
+                    name: "delayUnit",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x3,
+            fast: fast_TimedPlacementConstraintProto,
+        };
+        #[inline]
+        pub(crate) fn fast_TimedPlacementConstraintProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PlacementConstraintProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &TimedPlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &TimedPlacementConstraintProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
                 return Err(Invalid);
             }
             Ok(())
@@ -8499,6 +13865,251 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static UpdateContainerErrorProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateContainerErrorProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "reason",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "update_request",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::UpdateContainerRequestProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "current_container_version",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3],
+            required: 0x0,
+            fast: fast_UpdateContainerErrorProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateContainerErrorProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_UpdateContainerRequestProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UpdateContainerErrorProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UpdateContainerErrorProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdateContainerRequestProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateContainerRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "container_version",
+                    kind: Kind::Int32,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "container_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 3,
+                    name: "update_type",
+                    kind: Kind::Enum(&[0, 1, 2, 3]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 4,
+                    name: "capability",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "execution_type",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5],
+            required: 0x7,
+            fast: fast_UpdateContainerRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateContainerRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 0 | 1 | 2 | 3) {
+                            seen |= 0x4;
+                        }
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateContainerRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateContainerRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x7 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdatedContainerProto: Schema = Schema {
+            name: "hadoop.yarn.UpdatedContainerProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "update_type",
+                    kind: Kind::Enum(&[0, 1, 2, 3]),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "container",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerProto),
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_UpdatedContainerProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdatedContainerProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 0 | 1 | 2 | 3) {
+                            seen |= 0x1;
+                        }
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UpdatedContainerProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&UpdatedContainerProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static VersionProto: Schema = Schema {
             name: "hadoop.yarn.VersionProto",
             fields: &[
@@ -8543,6 +14154,120 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&VersionProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static YarnClusterMetricsProto: Schema = Schema {
+            name: "hadoop.yarn.YarnClusterMetricsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "num_node_managers",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "num_decommissioned_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "num_active_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "num_lost_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "num_unhealthy_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "num_rebooted_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "num_decommissioning_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "num_shutdown_nms",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+            required: 0x0,
+            fast: fast_YarnClusterMetricsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_YarnClusterMetricsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x40) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&YarnClusterMetricsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&YarnClusterMetricsProto, r, n, wt, seen, depth)?;
                     }
                 }
             }

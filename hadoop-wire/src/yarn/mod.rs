@@ -4,8 +4,9 @@
 //!   Java's string forms, read from the views and written with [`crate::writer::Encode`].
 //!   `rm-core` keys its node state with them, `nm-core` its container table.
 //! - [`exit_status`]: Java's `ContainerExitStatus` values.
-//! - The constants below: the ResourceTracker protocol as the RPC layer names it, and the
-//!   Hadoop version our daemons report.
+//! - The constants below: the ResourceTracker, ContainerManagement, ApplicationClient and
+//!   ApplicationMaster protocols as the RPC layer names them (with [`cmp`], [`acp`] and [`amp`]
+//!   for their methods), and the Hadoop version our daemons report.
 //!
 //! Each constant lives here once; the RM side (`rm-core`), the NM side (`nm-core`) and the load
 //! generator use these rather than their own copies, so a protocol name or a version cannot
@@ -73,6 +74,151 @@ pub mod cmp {
         ROLLBACK_LAST_RE_INITIALIZATION,
         COMMIT_LAST_RE_INITIALIZATION,
         GET_LOCALIZATION_STATUSES,
+    ];
+}
+
+/// `ApplicationClientProtocolPB`'s protocol name (`declaringClassProtocolName`, and the
+/// connection context's `protocol`), from its `@ProtocolInfo` in the 3.5.0 jar.
+pub const APPLICATION_CLIENT_PROTOCOL: &str =
+    "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
+/// `ApplicationClientProtocolPB`'s protocol version.
+pub const APPLICATION_CLIENT_VERSION: u64 = 1;
+
+/// ApplicationClientProtocol's methods (client → RM), in the order of Hadoop 3.5's service
+/// descriptor. The RPC's `methodName` is the proto `rpc` name, which is also the Java method's.
+pub mod acp {
+    /// `GetNewApplicationRequestProto` → `…ResponseProto`.
+    pub const GET_NEW_APPLICATION: &str = "getNewApplication";
+    /// `GetApplicationReportRequestProto` → `…ResponseProto`.
+    pub const GET_APPLICATION_REPORT: &str = "getApplicationReport";
+    /// `SubmitApplicationRequestProto` → `…ResponseProto`.
+    pub const SUBMIT_APPLICATION: &str = "submitApplication";
+    /// `FailApplicationAttemptRequestProto` → `…ResponseProto`.
+    pub const FAIL_APPLICATION_ATTEMPT: &str = "failApplicationAttempt";
+    /// `KillApplicationRequestProto` → `…ResponseProto`; what `YarnClient.killApplication` sends.
+    pub const FORCE_KILL_APPLICATION: &str = "forceKillApplication";
+    /// `GetClusterMetricsRequestProto` → `…ResponseProto`.
+    pub const GET_CLUSTER_METRICS: &str = "getClusterMetrics";
+    /// `GetApplicationsRequestProto` → `…ResponseProto`.
+    pub const GET_APPLICATIONS: &str = "getApplications";
+    /// `GetClusterNodesRequestProto` → `…ResponseProto`.
+    pub const GET_CLUSTER_NODES: &str = "getClusterNodes";
+    /// `GetQueueInfoRequestProto` → `…ResponseProto`.
+    pub const GET_QUEUE_INFO: &str = "getQueueInfo";
+    /// `GetQueueUserAclsInfoRequestProto` → `…ResponseProto`.
+    pub const GET_QUEUE_USER_ACLS: &str = "getQueueUserAcls";
+    /// `hadoop.common.GetDelegationTokenRequestProto` → `…ResponseProto`.
+    pub const GET_DELEGATION_TOKEN: &str = "getDelegationToken";
+    /// `hadoop.common.RenewDelegationTokenRequestProto` → `…ResponseProto`.
+    pub const RENEW_DELEGATION_TOKEN: &str = "renewDelegationToken";
+    /// `hadoop.common.CancelDelegationTokenRequestProto` → `…ResponseProto`.
+    pub const CANCEL_DELEGATION_TOKEN: &str = "cancelDelegationToken";
+    /// `MoveApplicationAcrossQueuesRequestProto` → `…ResponseProto`.
+    pub const MOVE_APPLICATION_ACROSS_QUEUES: &str = "moveApplicationAcrossQueues";
+    /// `GetApplicationAttemptReportRequestProto` → `…ResponseProto`.
+    pub const GET_APPLICATION_ATTEMPT_REPORT: &str = "getApplicationAttemptReport";
+    /// `GetApplicationAttemptsRequestProto` → `…ResponseProto`.
+    pub const GET_APPLICATION_ATTEMPTS: &str = "getApplicationAttempts";
+    /// `GetContainerReportRequestProto` → `…ResponseProto`.
+    pub const GET_CONTAINER_REPORT: &str = "getContainerReport";
+    /// `GetContainersRequestProto` → `…ResponseProto`.
+    pub const GET_CONTAINERS: &str = "getContainers";
+    /// `GetNewReservationRequestProto` → `…ResponseProto`.
+    pub const GET_NEW_RESERVATION: &str = "getNewReservation";
+    /// `ReservationSubmissionRequestProto` → `…ResponseProto`.
+    pub const SUBMIT_RESERVATION: &str = "submitReservation";
+    /// `ReservationUpdateRequestProto` → `…ResponseProto`.
+    pub const UPDATE_RESERVATION: &str = "updateReservation";
+    /// `ReservationDeleteRequestProto` → `…ResponseProto`.
+    pub const DELETE_RESERVATION: &str = "deleteReservation";
+    /// `ReservationListRequestProto` → `…ResponseProto`.
+    pub const LIST_RESERVATIONS: &str = "listReservations";
+    /// `GetNodesToLabelsRequestProto` → `…ResponseProto`.
+    pub const GET_NODE_TO_LABELS: &str = "getNodeToLabels";
+    /// `GetLabelsToNodesRequestProto` → `…ResponseProto`.
+    pub const GET_LABELS_TO_NODES: &str = "getLabelsToNodes";
+    /// `GetClusterNodeLabelsRequestProto` → `…ResponseProto`.
+    pub const GET_CLUSTER_NODE_LABELS: &str = "getClusterNodeLabels";
+    /// `UpdateApplicationPriorityRequestProto` → `…ResponseProto`.
+    pub const UPDATE_APPLICATION_PRIORITY: &str = "updateApplicationPriority";
+    /// `SignalContainerRequestProto` → `…ResponseProto`.
+    pub const SIGNAL_TO_CONTAINER: &str = "signalToContainer";
+    /// `UpdateApplicationTimeoutsRequestProto` → `…ResponseProto`.
+    pub const UPDATE_APPLICATION_TIMEOUTS: &str = "updateApplicationTimeouts";
+    /// `GetAllResourceProfilesRequestProto` → `…ResponseProto`.
+    pub const GET_RESOURCE_PROFILES: &str = "getResourceProfiles";
+    /// `GetResourceProfileRequestProto` → `…ResponseProto`.
+    pub const GET_RESOURCE_PROFILE: &str = "getResourceProfile";
+    /// `GetAllResourceTypeInfoRequestProto` → `…ResponseProto`.
+    pub const GET_RESOURCE_TYPE_INFO: &str = "getResourceTypeInfo";
+    /// `GetClusterNodeAttributesRequestProto` → `…ResponseProto`.
+    pub const GET_CLUSTER_NODE_ATTRIBUTES: &str = "getClusterNodeAttributes";
+    /// `GetAttributesToNodesRequestProto` → `…ResponseProto`.
+    pub const GET_ATTRIBUTES_TO_NODES: &str = "getAttributesToNodes";
+    /// `GetNodesToAttributesRequestProto` → `…ResponseProto`.
+    pub const GET_NODES_TO_ATTRIBUTES: &str = "getNodesToAttributes";
+
+    /// Every method, served or not.
+    pub const ALL: [&str; 35] = [
+        GET_NEW_APPLICATION,
+        GET_APPLICATION_REPORT,
+        SUBMIT_APPLICATION,
+        FAIL_APPLICATION_ATTEMPT,
+        FORCE_KILL_APPLICATION,
+        GET_CLUSTER_METRICS,
+        GET_APPLICATIONS,
+        GET_CLUSTER_NODES,
+        GET_QUEUE_INFO,
+        GET_QUEUE_USER_ACLS,
+        GET_DELEGATION_TOKEN,
+        RENEW_DELEGATION_TOKEN,
+        CANCEL_DELEGATION_TOKEN,
+        MOVE_APPLICATION_ACROSS_QUEUES,
+        GET_APPLICATION_ATTEMPT_REPORT,
+        GET_APPLICATION_ATTEMPTS,
+        GET_CONTAINER_REPORT,
+        GET_CONTAINERS,
+        GET_NEW_RESERVATION,
+        SUBMIT_RESERVATION,
+        UPDATE_RESERVATION,
+        DELETE_RESERVATION,
+        LIST_RESERVATIONS,
+        GET_NODE_TO_LABELS,
+        GET_LABELS_TO_NODES,
+        GET_CLUSTER_NODE_LABELS,
+        UPDATE_APPLICATION_PRIORITY,
+        SIGNAL_TO_CONTAINER,
+        UPDATE_APPLICATION_TIMEOUTS,
+        GET_RESOURCE_PROFILES,
+        GET_RESOURCE_PROFILE,
+        GET_RESOURCE_TYPE_INFO,
+        GET_CLUSTER_NODE_ATTRIBUTES,
+        GET_ATTRIBUTES_TO_NODES,
+        GET_NODES_TO_ATTRIBUTES,
+    ];
+}
+
+/// `ApplicationMasterProtocolPB`'s protocol name (`declaringClassProtocolName`, and the
+/// connection context's `protocol`), from its `@ProtocolInfo` in the 3.5.0 jar.
+pub const APPLICATION_MASTER_PROTOCOL: &str =
+    "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB";
+/// `ApplicationMasterProtocolPB`'s protocol version.
+pub const APPLICATION_MASTER_VERSION: u64 = 1;
+
+/// ApplicationMasterProtocol's methods (AM → RM), in the order of the service descriptor.
+pub mod amp {
+    /// `RegisterApplicationMasterRequestProto` → `…ResponseProto`.
+    pub const REGISTER_APPLICATION_MASTER: &str = "registerApplicationMaster";
+    /// `FinishApplicationMasterRequestProto` → `…ResponseProto`.
+    pub const FINISH_APPLICATION_MASTER: &str = "finishApplicationMaster";
+    /// `AllocateRequestProto` → `AllocateResponseProto`: the AM's heartbeat.
+    pub const ALLOCATE: &str = "allocate";
+
+    /// Every method.
+    pub const ALL: [&str; 3] = [
+        REGISTER_APPLICATION_MASTER,
+        FINISH_APPLICATION_MASTER,
+        ALLOCATE,
     ];
 }
 

@@ -1,6 +1,7 @@
 //! The codec's tests in one binary (one link instead of eight; `view_support` compiled once):
 //! encoders, frames, views against prost and hand-made vectors, robustness, the descriptor set,
-//! token formats and the fuzz regressions. Each module keeps its own docs.
+//! token formats, the fuzz regressions and the YARN application protocols' messages. Each module
+//! keeps its own docs.
 //!
 //! Tests that need a binary of their own stay beside this directory: the counting-allocator
 //! tests (`*_alloc.rs`, `response_summary.rs`: one global allocator per binary) and the ones
@@ -19,3 +20,4 @@ mod view_descriptor;
 mod view_equivalence;
 mod view_robustness;
 mod view_vectors;
+mod yarn_app_protocols;
