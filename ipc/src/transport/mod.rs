@@ -495,6 +495,15 @@ impl Running {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // Take the listeners out of LISTEN now. Closing our descriptor is not enough: an
+        // io_uring ring's pending multishot accept holds its own reference to the socket, and
+        // the kernel drops it only when it has torn the ring down, asynchronously, after the
+        // thread is gone. Until then the port stays bound and a server restarted on it (an
+        // agent restarted in place, a test) fails with EADDRINUSE. shutdown(2) on a listening
+        // TCP socket closes it at once, whoever else holds it.
+        for l in &self._listeners {
+            let _ = socket2::SockRef::from(l).shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 
