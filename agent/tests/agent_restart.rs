@@ -55,6 +55,9 @@ fn config(rm: SocketAddr, dir: &Path, port: u16, recovery: bool) -> AgentConfig 
     cfg.memory_mb = 4096;
     cfg.vcores = 4;
     cfg.nm.recovery = recovery;
+    // A completion recovered at start can be delivered and acknowledged (and so leave the
+    // table) in the first heartbeat, before the test looks: the journal keeps it.
+    cfg.journal = true;
     cfg
 }
 
@@ -96,21 +99,49 @@ fn state(a: &Agent, c: ContainerId) -> Option<(ContainerState, i32, String)> {
         .map(|x| (x.state, x.exit_status, x.diagnostics.clone()))
 }
 
-/// The pid the container's pid file names (its process group).
+/// A container's completion: from the table, or from the journal once the RM has acknowledged
+/// it and the table forgot it.
+fn completion(a: &Agent, c: ContainerId) -> Option<(ContainerState, i32, String)> {
+    let mut t = a.shared().table.lock().unwrap();
+    if let Some(x) = t.get(&c) {
+        return Some((x.state, x.exit_status, x.diagnostics.clone()));
+    }
+    t.take_journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e.id == c)
+        .map(|e| (ContainerState::Complete, e.exit_status, e.diagnostics))
+}
+
+/// The pid the container's pid file names (its process group), waiting up to 10 s for the
+/// file to appear with a whole number in it.
 fn pid_of(dir: &Path, c: ContainerId) -> i32 {
     let name = format!("{c}.pid");
-    let mut stack = vec![dir.join("local").join("nmPrivate")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().unwrap() == name.as_str() {
-                return std::fs::read_to_string(&p).unwrap().trim().parse().unwrap();
+    let find = || {
+        let mut stack = vec![dir.join("local").join("nmPrivate")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.file_name().is_some_and(|f| f == name.as_str()) {
+                    return std::fs::read_to_string(&p).ok()?.trim().parse().ok();
+                }
             }
         }
+        None
+    };
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(pid) = find() {
+            return pid;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no pid file for {c} after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("no pid file for {c}");
 }
 
 fn alive(pid: i32) -> bool {
@@ -165,7 +196,7 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
         a2.shared().cm.lock().unwrap().stage(&long),
         Some(Stage::Launched)
     );
-    let b = state(&a2, brief).unwrap();
+    let b = completion(&a2, brief).unwrap();
     assert_eq!((b.0, b.1), (ContainerState::Complete, 4), "{b:?}");
     // The recovered container is managed: stopContainers kills its group, −105.
     let stop = StopContainersRequestProto {
@@ -192,7 +223,7 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
     a2.join();
     assert!(alive(orphan_pid));
     let a3 = start_agent(config(rm, dir.path(), port, false));
-    let o = state(&a3, orphan).unwrap();
+    let o = completion(&a3, orphan).unwrap();
     assert_eq!(
         (o.0, o.1),
         (ContainerState::Complete, exit_status::ABORTED),
