@@ -60,6 +60,22 @@
 //! bytes decode to the same id, so this changes nothing but the cost (28k instructions per
 //! 50-container heartbeat with hits, 51k with every position missing; see [`crate::bench`]).
 //!
+//! # Repeated heartbeats (the steady-state fast path)
+//!
+//! Most heartbeats of a busy cluster repeat the previous one's container statuses byte for
+//! byte: the same containers, RUNNING, in the same order. When a status update leaves every
+//! status it reported RUNNING, launched and marked, and those are all of the node's launched
+//! containers, the node keeps a copy of that run of statuses (`steady`, a buffer reused across
+//! heartbeats: a few KB per node). The next update whose statuses are equal bytes skips them:
+//! reading them again would only mark the same launched containers and release none. Its
+//! responseId, health and utilization are applied as always, and the counters count it as
+//! the full path does. Anything else that touches the launched set or the lifecycle (a
+//! completion, carried or reported, a reset, a release) drops the copy, and opportunistic mode
+//! never uses it (its allocation sum is per heartbeat). The full path and the fast path end in
+//! the same state: `tests/steady.rs` runs both side by side. Measured with callgrind on the
+//! RM under the storm load (50 RUNNING containers): the shard's status update goes from about
+//! 27,600 to about 2,900 instructions per heartbeat.
+//!
 //! # Health
 //!
 //! A heartbeat reporting the node unhealthy takes it out (state UNHEALTHY): its launched
@@ -187,6 +203,9 @@ pub struct NodeStats {
 pub struct ShardCtx<'a> {
     pub now_ms: u64,
     pub opportunistic: bool,
+    /// Whether status updates may take the steady-state fast path (on in the RM; off to
+    /// measure or test the full path).
+    pub steady_fast_path: bool,
     pub finished_apps: &'a FastSet<AppKey>,
     pub log: &'a mut CompletionLog,
     /// Cleanup items: go to the outbox at the end of the batch.
@@ -416,6 +435,15 @@ pub struct NodeState {
     containers_utilization: Utilization,
     allocated: Allocated,
     last_response_id: i32,
+    /// The steady-state fast path (see "Repeated heartbeats" above): the container statuses
+    /// (tags and all, as one contiguous run of the `NodeStatusProto`) of the last status
+    /// update, kept while that update left every reported container launched and marked.
+    steady: Vec<u8>,
+    /// How many statuses `steady` holds.
+    steady_count: u64,
+    /// Whether `steady` still describes the node: cleared by anything that changes the
+    /// launched set or the lifecycle outside a status update that re-establishes it.
+    steady_ok: bool,
 }
 
 /// A comparable picture of a node (tests, admin, the proptest).
@@ -452,6 +480,9 @@ impl NodeState {
             containers_utilization: Utilization::default(),
             allocated: Allocated::default(),
             last_response_id: 0,
+            steady: Vec::new(),
+            steady_count: 0,
+            steady_ok: false,
         }
     }
 
@@ -509,6 +540,7 @@ impl NodeState {
     }
 
     fn release_all(&mut self, ctx: &mut ShardCtx<'_>) {
+        self.steady_ok = false;
         let n = self.launched.len();
         if n > 0 {
             self.launched.clear();
@@ -523,6 +555,7 @@ impl NodeState {
 
     /// A reset: the node's containers are released and its applications forgotten.
     pub fn reset(&mut self, kind: ResetKind, ctx: &mut ShardCtx<'_>) {
+        self.steady_ok = false;
         self.release_all(ctx);
         self.running_apps.clear();
         self.apps_cleanup_sent.clear();
@@ -636,6 +669,7 @@ impl NodeState {
         diagnostics: &str,
         ctx: &mut ShardCtx<'_>,
     ) {
+        self.steady_ok = false;
         self.launched.remove(&key);
         if !ctx.finished_apps.contains(&key.app) {
             self.running_apps.insert(key.app);
@@ -722,6 +756,7 @@ impl NodeState {
         ctx: &mut ShardCtx<'_>,
         mut on_status: impl FnMut(&hadoop_wire::pb::hadoop::yarn::ContainerStatusProto),
     ) {
+        self.steady_ok = false;
         ctx.stats.status_updates += 1;
         self.epoch = self.epoch.wrapping_add(1);
         if let Some(id) = status.response_id {
@@ -789,6 +824,15 @@ impl NodeState {
         status: NodeStatusView<'_>,
         ctx: &mut ShardCtx<'_>,
     ) -> Result<(), DecodeError> {
+        if self.steady_ok
+            && ctx.steady_fast_path
+            && !ctx.opportunistic
+            && self.lifecycle == Lifecycle::Running
+            && self.steady_update(status, ctx)
+        {
+            return Ok(());
+        }
+        self.steady_ok = false;
         ctx.stats.status_updates += 1;
         self.epoch = self.epoch.wrapping_add(1);
         let tracking = self.lifecycle == Lifecycle::Running;
@@ -796,10 +840,24 @@ impl NodeState {
         let mut alloc = Allocated::default();
         let mut pos = 0usize;
         let (mut health, mut node_util, mut cont_util) = (None, None, None);
-        let mut r = Reader::new(status.as_bytes());
+        let bytes = status.as_bytes();
+        // The statuses' run (start, end), while they are contiguous.
+        let mut run: Option<(usize, usize)> = None;
+        let mut contiguous = true;
+        let mut r = Reader::new(bytes);
         while !r.is_empty() {
+            let start = bytes.len() - r.remaining().len();
             match r.read_field(0)? {
                 (3, Value::Len(b)) => {
+                    let end = bytes.len() - r.remaining().len();
+                    run = match run {
+                        None => Some((start, end)),
+                        Some((s, e)) if e == start => Some((s, end)),
+                        other => {
+                            contiguous = false;
+                            other
+                        }
+                    };
                     let cs = ContainerStatusView::new(b);
                     ctx.stats.statuses += 1;
                     if self.status_at(pos, cs, tracking, &mut alloc, ctx)? {
@@ -860,7 +918,108 @@ impl NodeState {
             self.allocated = alloc;
         }
         self.sweep(seen_now, ctx);
+        // Every status was RUNNING and marked a launched container of its own, and those are
+        // all the launched containers: the same statuses again would change nothing but the
+        // counters and the scalar fields, which the fast path applies.
+        if contiguous
+            && tracking
+            && !ctx.opportunistic
+            && self.lifecycle == Lifecycle::Running
+            && seen_now == pos
+            && seen_now == self.launched.len()
+        {
+            let (s, e) = run.unwrap_or((0, 0));
+            self.steady.clear();
+            self.steady.extend_from_slice(&bytes[s..e]);
+            self.steady_count = pos as u64;
+            self.steady_ok = true;
+        }
         Ok(())
+    }
+
+    /// The fast path of [`status_update`](Self::status_update) for a heartbeat whose container
+    /// statuses are byte for byte those of the node's last status update, which left every
+    /// one of them launched and marked (`steady_ok`). Reading them again would mark the same
+    /// launched containers and release none, so only the counters and the scalar fields
+    /// (responseId, health, utilization) are applied, exactly as the full path applies them.
+    /// Returns false, having changed nothing, when the statuses differ or anything fails to
+    /// decode: the full path then runs (and reports the error as it always has).
+    fn steady_update(&mut self, status: NodeStatusView<'_>, ctx: &mut ShardCtx<'_>) -> bool {
+        // Field 3 (containersStatuses), wire type 2, as a one-byte tag.
+        const STATUS_TAG: u8 = 3 << 3 | 2;
+        let mut run_found = false;
+        let (mut health, mut node_util, mut cont_util, mut response_id) = (None, None, None, None);
+        let mut r = Reader::new(status.as_bytes());
+        while !r.is_empty() {
+            let rest = r.remaining();
+            if !run_found && !self.steady.is_empty() && rest.first() == Some(&STATUS_TAG) {
+                // Equal bytes parse as the same `steady_count` statuses: compare, don't read.
+                match rest.get(..self.steady.len()) {
+                    Some(run) if run == &self.steady[..] => {
+                        r = Reader::new(&rest[self.steady.len()..]);
+                        run_found = true;
+                        continue;
+                    }
+                    _ => return false,
+                }
+            }
+            let Ok(field) = r.read_field(0) else {
+                return false;
+            };
+            match field {
+                // A status outside the run: not the same statuses.
+                (3, _) => return false,
+                (2, Value::Varint(v)) => response_id = Some(v as i32),
+                (4, Value::Len(b)) => health = Some(b),
+                (6, Value::Len(b)) => cont_util = Some(b),
+                (7, Value::Len(b)) => node_util = Some(b),
+                (2 | 4 | 6 | 7, _) => return false,
+                _ => {}
+            }
+        }
+        if run_found == self.steady.is_empty() {
+            return false;
+        }
+        let count = self.steady_count;
+        let health = match health {
+            Some(b) => {
+                let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
+                match (
+                    h.is_node_healthy(),
+                    h.health_report(),
+                    h.last_health_report_time(),
+                ) {
+                    (Ok(ok), Ok(report), Ok(time)) => {
+                        Some((ok.unwrap_or(false), report.unwrap_or(""), time.unwrap_or(0)))
+                    }
+                    _ => return false,
+                }
+            }
+            None => None,
+        };
+        let read = |u: Option<&[u8]>| match u {
+            Some(b) => Utilization::read(b).map(Some).map_err(|_| ()),
+            None => Ok(None),
+        };
+        let (Ok(node_util), Ok(cont_util)) = (read(node_util), read(cont_util)) else {
+            return false;
+        };
+        ctx.stats.status_updates += 1;
+        ctx.stats.statuses += count;
+        if let Some(v) = response_id {
+            self.last_response_id = v;
+        }
+        if let Some((ok, report, time)) = health {
+            self.set_health(ok, report, time);
+        }
+        if let Some(u) = node_util {
+            self.node_utilization = u;
+        }
+        if let Some(u) = cont_util {
+            self.containers_utilization = u;
+        }
+        self.apply_health(ctx);
+        true
     }
 
     /// One container status at position `pos`. Returns whether a launched entry was newly

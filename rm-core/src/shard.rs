@@ -39,6 +39,7 @@ pub struct Shard {
     events: Vec<NodeEvent>,
     stats: NodeStats,
     opportunistic: bool,
+    steady_fast_path: bool,
     metrics: Arc<ShardMetrics>,
     latencies: Vec<u64>,
 }
@@ -62,6 +63,7 @@ impl Shard {
             events: Vec::new(),
             stats: NodeStats::default(),
             opportunistic,
+            steady_fast_path: true,
             metrics,
             latencies: Vec::new(),
         }
@@ -83,6 +85,13 @@ impl Shard {
 
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// Turns the steady-state fast path of status updates (see [`crate::node`]) on (the
+    /// default) or off: off, every status update reads every container status, for
+    /// measuring the full path and for checking that both end in the same state.
+    pub fn set_steady_fast_path(&mut self, on: bool) {
+        self.steady_fast_path = on;
     }
 
     pub fn metrics(&self) -> &Arc<ShardMetrics> {
@@ -127,6 +136,7 @@ impl Shard {
             ShardCtx {
                 now_ms,
                 opportunistic: self.opportunistic,
+                steady_fast_path: self.steady_fast_path,
                 finished_apps: &self.finished_apps,
                 log: &mut self.log,
                 out: &mut self.out,
@@ -187,6 +197,7 @@ impl Shard {
         let mut ctx = ShardCtx {
             now_ms,
             opportunistic: self.opportunistic,
+            steady_fast_path: self.steady_fast_path,
             finished_apps: &self.finished_apps,
             log: &mut self.log,
             out: &mut self.out,

@@ -5,10 +5,11 @@
 //! ring thread has its own listening socket on the same address (`SO_REUSEPORT`; see
 //! [`super::start`]), registered with `EPOLLEXCLUSIVE` as before. Reads go into one
 //! per-thread buffer and straight into the session; at most [`READS_PER_TURN`] reads per
-//! connection per turn keep one busy sender from starving the rest. Writes are `sendmsg` with an
-//! iovec per queued segment (pool chunks, no copy), `MSG_NOSIGNAL`. Backpressure is simply not
-//! reading: with edge triggering the loop remembers that the socket may still hold data and
-//! reads again when the session wants input.
+//! connection per turn keep one busy sender from starving the rest; a short read counts as
+//! draining the socket (the next arrival is a new edge), unless the peer hung up. Writes are
+//! `sendmsg` with an iovec per queued segment (pool chunks, no copy), `MSG_NOSIGNAL`.
+//! Backpressure is simply not reading: with edge triggering the loop remembers that the socket
+//! may still hold data and reads again when the session wants input.
 
 use std::collections::VecDeque;
 use std::io;
@@ -53,6 +54,9 @@ struct Conn<S> {
     readable: bool,
     /// Edge-triggered: the socket may take more bytes.
     writable: bool,
+    /// The peer hung up or the socket has an error (EPOLLRDHUP/HUP/ERR seen): read until
+    /// `recv` says so, even after a short read.
+    hup: bool,
     read_queued: bool,
     /// Backpressure: the session refused input (counted once per pause).
     paused: bool,
@@ -221,6 +225,7 @@ impl<S: Service> Loop<S> {
                 last_active: now,
                 readable: false,
                 writable: true,
+                hup: false,
                 read_queued: false,
                 paused: false,
                 marks: Marks::default(),
@@ -354,6 +359,13 @@ impl<S: Service> Loop<S> {
                 return self.close_now(idx, gen);
             }
             let n = n as usize;
+            if n < self.scratch.len() && !c.hup {
+                // A short read emptied the receive queue. Edge-triggered epoll reports every
+                // later arrival as a new event, so a second recv only to see EAGAIN (one
+                // syscall per request) is not needed. A hang-up or error may sit behind the
+                // data, so after one of those we read on until recv reports it.
+                c.readable = false;
+            }
             c.last_active = Instant::now();
             self.shared.add(&self.shared.metrics.bytes_in, n as u64);
             if c.state != State::Open {
@@ -473,6 +485,10 @@ impl<S: Service> Loop<S> {
                             != 0
                         {
                             c.readable = true;
+                        }
+                        if flags & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
+                        {
+                            c.hup = true;
                         }
                         if flags & (libc::EPOLLOUT as u32) != 0 && !self.write_out(idx, gen) {
                             continue;

@@ -26,6 +26,12 @@
 //!   to COOP_TASKRUN, then to no flags); it is created on, and only used by, its own thread.
 //! - A wake-up eventfd (polled) tells the thread to shut down; waits are bounded by a tick that
 //!   drives the idle timeout and the linger of closing connections.
+//! - One `io_uring_enter` per turn: it submits the turn's sends and waits for the next event.
+//!   A plain send on a socket with room completes inside the submission, so waiting for one
+//!   completion would return at once with only the sends' own, and the turn after that would
+//!   enter again to wait (two enters per request). The wait therefore asks for one completion
+//!   more than the sends it submits, bounded by [`SEND_WAIT_BOUND`] instead of the tick: a
+//!   send that did not complete inline (a full socket) delays the next turn by at most that.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -392,6 +398,10 @@ struct Conn<S> {
 
 static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Longest a turn that submitted sends waits for completions beyond theirs (see the module
+/// docs): what a send that could not complete inline may add to the next turn's start.
+pub const SEND_WAIT_BOUND: Duration = Duration::from_millis(1);
+
 struct Loop<S: Service> {
     // Declared first so it is dropped first: the kernel lets go of the pool and buffer ring
     // before they are unmapped.
@@ -413,6 +423,9 @@ struct Loop<S: Service> {
     queues: Queues,
     cqes: Vec<(u64, i32, u32)>,
     tick: Duration,
+    /// Send operations (SEND, SEND_ZC, SENDMSG) pushed since the last wait: their completions
+    /// do not count as the event the next wait is for.
+    sends_pushed: u32,
     stopping: bool,
     synced: super::PoolStats,
 }
@@ -496,6 +509,7 @@ impl<S: Service> Loop<S> {
             queues: Queues::default(),
             cqes: Vec::with_capacity(1024),
             tick,
+            sends_pushed: 0,
             stopping: false,
             synced: super::PoolStats::default(),
         };
@@ -637,6 +651,7 @@ impl<S: Service> Loop<S> {
         let c = self.conns.get_mut(idx, gen).expect("conn");
         c.tx.mark_submitted(n);
         c.sends_inflight += n as u32;
+        self.sends_pushed += n as u32;
         c.ops += n as u32;
         let m = &self.shared.metrics;
         self.shared.add(&m.sends, n as u64);
@@ -677,6 +692,7 @@ impl<S: Service> Loop<S> {
         c.tx.mark_submitted(n);
         c.sends_inflight += 1;
         c.ops += 1;
+        self.sends_pushed += 1;
         self.push(e);
         self.shared.add(&self.shared.metrics.sends, 1);
     }
@@ -1000,12 +1016,20 @@ impl<S: Service> Loop<S> {
 
     fn run(mut self) {
         let ts = types::Timespec::from(self.tick);
+        let ts_sends = types::Timespec::from(SEND_WAIT_BOUND.min(self.tick));
         let mut last_sweep = Instant::now();
         let stop_deadline = Duration::from_secs(2);
         let mut stop_at: Option<Instant> = None;
         loop {
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
+            // Wait for one completion beyond those of the sends submitted now (see the module
+            // docs); with sends in the batch, for at most SEND_WAIT_BOUND.
+            let sends = std::mem::take(&mut self.sends_pushed) as usize;
+            let args = if sends == 0 {
+                types::SubmitArgs::new().timespec(&ts)
+            } else {
+                types::SubmitArgs::new().timespec(&ts_sends)
+            };
+            match self.ring.submitter().submit_with_args(1 + sends, &args) {
                 Ok(_) => {}
                 Err(e) => match e.raw_os_error() {
                     Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
