@@ -52,6 +52,7 @@ pub mod pb;
 pub mod reader;
 pub mod rpc;
 pub mod sasl;
+pub mod time;
 pub mod token;
 pub mod view;
 pub mod writer;

@@ -675,7 +675,7 @@ pub fn format_iso8601(ms: i64) -> String {
     let milli = ms.rem_euclid(1000);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = hadoop_wire::time::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}+0000",
         sod / 3600,
@@ -692,20 +692,6 @@ pub fn diagnostics_entry(now_ms: i64, text: &str) -> String {
     let iso = format_iso8601(now_ms);
     // `2024-01-02T03:04:05.678+0000` → `2024-01-02 03:04:05.678`
     format!("[{} {}]{text}", &iso[..10], &iso[11..23])
-}
-
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// The timestamp check: `Ok` when the source's modification time equals the resource's.

@@ -243,16 +243,7 @@ pub fn java_date(ms: i64) -> String {
     ];
     let secs = ms / 1000;
     let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // civil-from-days (proleptic Gregorian), days since 1970-01-01
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = hadoop_wire::time::civil_from_days(days);
     format!(
         "{} {} {:02} {:02}:{:02}:{:02} +0000 {}",
         DAYS[days.rem_euclid(7) as usize],

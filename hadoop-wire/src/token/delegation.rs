@@ -158,16 +158,8 @@ pub fn format_time(ms: i64, utc_offset_minutes: i32) -> String {
     let local = ms as i128 + utc_offset_minutes as i128 * 60_000;
     let days = local.div_euclid(86_400_000);
     let in_day = local.rem_euclid(86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
+    // |ms| < 2^63 and the offset is at most 18 h, so the day count fits an i64.
+    let (year, month, day) = crate::time::civil_from_days(days as i64);
     let (h, m, s, milli) = (
         in_day / 3_600_000,
         in_day / 60_000 % 60,
