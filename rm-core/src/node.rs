@@ -885,22 +885,7 @@ impl NodeState {
                 _ => {}
             }
         }
-        if let Some(b) = health {
-            let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
-            // proto2: an absent is_node_healthy reads as false, as in Java.
-            self.set_health(
-                h.is_node_healthy()?.unwrap_or(false),
-                h.health_report()?.unwrap_or(""),
-                h.last_health_report_time()?.unwrap_or(0),
-            );
-        }
-        if let Some(u) = node_util {
-            self.node_utilization = Utilization::read(u)?;
-        }
-        if let Some(u) = cont_util {
-            self.containers_utilization = Utilization::read(u)?;
-        }
-        self.apply_health(ctx);
+        self.apply_scalars(health, node_util, cont_util, ctx)?;
         if self.lifecycle == Lifecycle::Running && !tracking {
             // Healthy again (or first report): track this heartbeat's RUNNING containers.
             seen_now = 0;
@@ -942,8 +927,9 @@ impl NodeState {
     /// one of them launched and marked (`steady_ok`). Reading them again would mark the same
     /// launched containers and release none, so only the counters and the scalar fields
     /// (responseId, health, utilization) are applied, exactly as the full path applies them.
-    /// Returns false, having changed nothing, when the statuses differ or anything fails to
-    /// decode: the full path then runs (and reports the error as it always has).
+    /// Returns false when the statuses differ (having changed nothing) or a scalar field fails
+    /// to decode (having set, at most, fields the full path then sets again from the same
+    /// bytes): the full path then runs and reports the error as it always has.
     fn steady_update(&mut self, status: NodeStatusView<'_>, ctx: &mut ShardCtx<'_>) -> bool {
         // Field 3 (containersStatuses), wire type 2, as a one-byte tag.
         const STATUS_TAG: u8 = 3 << 3 | 2;
@@ -980,46 +966,48 @@ impl NodeState {
         if run_found == self.steady.is_empty() {
             return false;
         }
-        let count = self.steady_count;
-        let health = match health {
-            Some(b) => {
-                let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
-                match (
-                    h.is_node_healthy(),
-                    h.health_report(),
-                    h.last_health_report_time(),
-                ) {
-                    (Ok(ok), Ok(report), Ok(time)) => {
-                        Some((ok.unwrap_or(false), report.unwrap_or(""), time.unwrap_or(0)))
-                    }
-                    _ => return false,
-                }
-            }
-            None => None,
-        };
-        let read = |u: Option<&[u8]>| match u {
-            Some(b) => Utilization::read(b).map(Some).map_err(|_| ()),
-            None => Ok(None),
-        };
-        let (Ok(node_util), Ok(cont_util)) = (read(node_util), read(cont_util)) else {
+        // A field that does not decode: the full path runs next, sets the same fields from
+        // the same bytes and reports the error.
+        if self
+            .apply_scalars(health, node_util, cont_util, ctx)
+            .is_err()
+        {
             return false;
-        };
+        }
         ctx.stats.status_updates += 1;
-        ctx.stats.statuses += count;
+        ctx.stats.statuses += self.steady_count;
         if let Some(v) = response_id {
             self.last_response_id = v;
         }
-        if let Some((ok, report, time)) = health {
-            self.set_health(ok, report, time);
+        true
+    }
+
+    /// The health report and the two utilizations of a status update, each applied as it
+    /// decodes (the first that does not is the error), then the lifecycle follows the health.
+    fn apply_scalars(
+        &mut self,
+        health: Option<&[u8]>,
+        node_util: Option<&[u8]>,
+        cont_util: Option<&[u8]>,
+        ctx: &mut ShardCtx<'_>,
+    ) -> Result<(), DecodeError> {
+        if let Some(b) = health {
+            let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
+            // proto2: an absent is_node_healthy reads as false, as in Java.
+            self.set_health(
+                h.is_node_healthy()?.unwrap_or(false),
+                h.health_report()?.unwrap_or(""),
+                h.last_health_report_time()?.unwrap_or(0),
+            );
         }
         if let Some(u) = node_util {
-            self.node_utilization = u;
+            self.node_utilization = Utilization::read(u)?;
         }
         if let Some(u) = cont_util {
-            self.containers_utilization = u;
+            self.containers_utilization = Utilization::read(u)?;
         }
         self.apply_health(ctx);
-        true
+        Ok(())
     }
 
     /// One container status at position `pos`. Returns whether a launched entry was newly
