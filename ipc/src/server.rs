@@ -1247,24 +1247,19 @@ impl Core {
             .fetch_add(1, Ordering::Relaxed);
         tracing::info!("SASL refused: {e} during negotiation");
         self.negotiation = None;
-        let _ = match e {
-            hadoop_wire::FrameError::FrameTooLong { len, max } => self.fatal_class(
-                AUTHORIZATION_FAILED_CALL_ID,
-                SASL_EXCEPTION,
-                RpcErrorCodeProto::FatalUnauthorized,
-                format_args!(
-                    "Requested data length {len} is longer than maximum SASL negotiation length {max}."
-                ),
-                out,
+        let text = match e {
+            hadoop_wire::FrameError::FrameTooLong { len, max } => format!(
+                "Requested data length {len} is longer than maximum SASL negotiation length {max}."
             ),
-            other => self.fatal_class(
-                AUTHORIZATION_FAILED_CALL_ID,
-                SASL_EXCEPTION,
-                RpcErrorCodeProto::FatalUnauthorized,
-                format_args!("{other}"),
-                out,
-            ),
+            other => other.to_string(),
         };
+        let _ = self.fatal_class(
+            AUTHORIZATION_FAILED_CALL_ID,
+            SASL_EXCEPTION,
+            RpcErrorCodeProto::FatalUnauthorized,
+            format_args!("{text}"),
+            out,
+        );
     }
 
     /// A frame (outer, or inner in unwrapped data) claimed more than `cap` bytes: counted, a

@@ -350,9 +350,7 @@ impl Shared {
         self.connections.fetch_sub(1, Ordering::AcqRel);
         self.add(&self.metrics.closed, 1);
     }
-}
 
-impl Shared {
     /// A copy of the counters.
     pub(crate) fn snapshot(&self) -> MetricsSnapshot {
         let m = &self.metrics;
