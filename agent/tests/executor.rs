@@ -22,6 +22,10 @@ use nm_core::launch::{
 /// no secrets).
 const EMPTY_HDTS: &[u8] = b"HDTS\x00\x00\x00";
 
+/// A fixed wall-clock time for diagnostics (Java 3.5 stamps each event with it).
+const T: i64 = 1_700_000_000_123;
+const S: &str = "[2023-11-14 22:13:20.123]";
+
 fn executor(dir: &Path, mode: CgroupMode, cpus: Vec<u32>) -> Executor {
     executor_on(dir, mode, cpus, Chain::Wrapped)
 }
@@ -185,9 +189,11 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
     assert_eq!(e.exit_code, 3);
     assert_eq!(e.exit_status(), 3);
     assert!(e.kill_reason.is_none());
-    let d = e.diagnostics();
+    let d = e.class.diagnostics_at(T);
     assert!(
-        d.starts_with("Container exited with a non-zero exit code 3. "),
+        d.starts_with(&format!(
+            "{S}Container exited with a non-zero exit code 3. "
+        )),
         "{d}"
     );
     assert!(
@@ -247,7 +253,7 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
     let (_, mut ok) = launch(&ex, cid(ids + 2), "true", &Limits::default());
     let e = wait_exit(&mut ok, Duration::from_secs(20));
     assert_eq!(
-        (e.exit_code, e.exit_status(), e.diagnostics()),
+        (e.exit_code, e.exit_status(), e.class.diagnostics_at(T)),
         (0, 0, String::new())
     );
 }
@@ -297,9 +303,11 @@ fn kill_by_app_master_kills_the_process_group_on(chain: Chain, ids: i64) {
     assert_eq!(e.exit_status(), -105);
     assert_eq!(e.exit_code, 143);
     assert_eq!(
-        e.diagnostics(),
-        "Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is 143\n\
-Container exited with a non-zero exit code 143. \n"
+        e.class.diagnostics_at(T),
+        format!(
+            "{S}Container killed by the ApplicationMaster.\n{S}Container killed on request. \
+Exit code is 143\nContainer exited with a non-zero exit code 143. \n"
+        )
     );
     wait_dead(gc);
     wait_finished(&mut rc);
@@ -344,8 +352,9 @@ fn sigkill_follows_when_term_is_ignored_on(chain: Chain, ids: i64) {
     assert_eq!(e.exit_code, 137);
     assert_eq!(e.exit_status(), -106);
     assert!(e
-        .diagnostics()
-        .starts_with("Container Killed by ResourceManager\n"));
+        .class
+        .diagnostics_at(T)
+        .starts_with(&format!("{S}Container Killed by ResourceManager\n{S}")));
     wait_dead(gc);
     wait_finished(&mut rc);
 }
@@ -383,8 +392,8 @@ fn memory_hog_is_killed_as_exceeding_pmem_on(chain: Chain, ids: i64) {
         e.kill_reason,
         Some(KillReason::ExceededPmem { .. })
     ));
-    let d = e.diagnostics();
-    assert!(d.starts_with("Container [pid="), "{d}");
+    let d = e.class.diagnostics_at(T);
+    assert!(d.starts_with(&format!("{S}Container [pid=")), "{d}");
     assert!(
         d.contains(&format!(
             ",containerID={}] is running beyond physical memory limits. Current usage: ",
@@ -550,11 +559,12 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
     assert!(t.elapsed() >= Duration::from_millis(200));
     assert_eq!(e.exit_status(), -105);
     assert_eq!(e.exit_code, 137);
-    assert!(
-        e.diagnostics()
-            .ends_with("Container terminated before pid file created.\n"),
-        "{}",
-        e.diagnostics()
+    assert_eq!(
+        e.class.diagnostics_at(T),
+        format!(
+            "{S}Container killed by the ApplicationMaster.\n\
+{S}Container terminated before pid file created.\n"
+        )
     );
     wait_finished(&mut rc);
 }

@@ -21,7 +21,7 @@
 //!             launch_script(ScriptInput) ──> the agent writes and runs them
 //!                                                     │ exit code, kill reason
 //!                                                     v
-//!                                    classify_exit ──> ExitClass { exit_status, diagnostics }
+//!                                    classify_exit ──> ExitClass { exit_status, diagnostics_at }
 //! ```
 //!
 //! Facts come from the NodeManager notes, section 4; the order of the environment follows
@@ -34,6 +34,7 @@ use std::path::{Component, Path, PathBuf};
 use hadoop_wire::yarn::exit_status;
 
 use crate::ids::{AppId, ContainerId};
+use crate::localization::diagnostics_entry;
 
 /// `yarn.nodemanager.env-whitelist` as `yarn-default.xml` sets it.
 pub const DEFAULT_ENV_WHITELIST: &str = "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,\
@@ -808,21 +809,44 @@ pub enum ExitKind {
 }
 
 /// The exit status and diagnostics of an ended container.
+///
+/// Java 3.5's `ContainerImpl.addDiagnostics` stamps every event's text with
+/// `[yyyy-MM-dd HH:mm:ss.SSS]` and the transitions end each with `\n`; so the parts are kept
+/// apart here (one per event) and [`ExitClass::diagnostics_at`] stamps them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExitClass {
     pub kind: ExitKind,
     /// What goes into `ContainerStatusProto.exit_status`.
     pub exit_status: i32,
-    /// The kill reason's line, if killed by the NodeManager (with its `\n`).
+    /// The kill reason's text, if killed by the NodeManager (`KillTransition`'s event).
     pub reason_line: String,
-    /// The lines about the process's own exit.
+    /// The text of the process's exit event (`ContainerLaunch`'s diagnostic info: the exit
+    /// lines, the error-file and stderr tails); empty for a clean exit.
     pub process_lines: String,
+    /// A signal from outside the NodeManager: `KilledExternallyTransition` adds its own event.
+    pub external_signal: bool,
 }
 
+/// `KilledExternallyTransition`'s text.
+pub const KILLED_BY_EXTERNAL_SIGNAL: &str = "Killed by external signal";
+
 impl ExitClass {
-    /// All diagnostics, Java's order: the kill reason, then the process lines.
-    pub fn diagnostics(&self) -> String {
-        format!("{}{}", self.reason_line, self.process_lines)
+    /// All diagnostics as Java 3.5 reports them at `now_ms` (wall clock, ms): each event
+    /// `[<time>]<text>\n`, in Java's order (the kill reason, the process's exit, the external
+    /// signal).
+    pub fn diagnostics_at(&self, now_ms: i64) -> String {
+        let mut out = String::new();
+        for part in [&self.reason_line, &self.process_lines] {
+            if !part.is_empty() {
+                out.push_str(&diagnostics_entry(now_ms, part));
+                out.push('\n');
+            }
+        }
+        if self.external_signal {
+            out.push_str(&diagnostics_entry(now_ms, KILLED_BY_EXTERNAL_SIGNAL));
+            out.push('\n');
+        }
+        out
     }
 
     /// A launch that failed before the process ran: code −1 and the error (notes 4.2 step 9).
@@ -832,6 +856,7 @@ impl ExitClass {
             exit_status: LAUNCH_FAILED_CODE,
             reason_line: String::new(),
             process_lines: message.to_string(),
+            external_signal: false,
         }
     }
 }
@@ -854,39 +879,22 @@ pub fn classify_exit(code: i32, kill: Option<&KillReason>) -> ExitClass {
             "Container exited with a non-zero exit code {code}. "
         );
     }
-    match kill {
-        Some(k) => {
-            if code != 0 {
-                process_lines.push('\n');
-            }
-            ExitClass {
-                kind: ExitKind::Killed,
-                exit_status: k.exit_status(),
-                reason_line: format!("{}\n", k.diagnostics()),
-                process_lines,
-            }
-        }
-        None if code == 0 => ExitClass {
-            kind: ExitKind::Success,
-            exit_status: exit_status::SUCCESS,
-            reason_line: String::new(),
-            process_lines,
-        },
-        None if signalled => {
-            process_lines.push_str("\nKilled by external signal\n");
-            ExitClass {
-                kind: ExitKind::KilledExternally,
-                exit_status: code,
-                reason_line: String::new(),
-                process_lines,
-            }
-        }
-        None => ExitClass {
-            kind: ExitKind::Failed,
-            exit_status: code,
-            reason_line: String::new(),
-            process_lines,
-        },
+    let (kind, exit_status, reason_line) = match kill {
+        Some(k) => (
+            ExitKind::Killed,
+            k.exit_status(),
+            k.diagnostics().to_string(),
+        ),
+        None if code == 0 => (ExitKind::Success, exit_status::SUCCESS, String::new()),
+        None if signalled => (ExitKind::KilledExternally, code, String::new()),
+        None => (ExitKind::Failed, code, String::new()),
+    };
+    ExitClass {
+        kind,
+        exit_status,
+        reason_line,
+        process_lines,
+        external_signal: kind == ExitKind::KilledExternally,
     }
 }
 
@@ -1347,22 +1355,25 @@ echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n";
 
     #[test]
     fn exit_classification() {
+        // Each event stamped as Java 3.5's ContainerImpl.addDiagnostics stamps it.
+        const T: i64 = 1_700_000_000_123;
+        const S: &str = "[2023-11-14 22:13:20.123]";
         let ok = classify_exit(0, None);
         assert_eq!(
-            (ok.kind, ok.exit_status, ok.diagnostics()),
+            (ok.kind, ok.exit_status, ok.diagnostics_at(T)),
             (ExitKind::Success, 0, String::new())
         );
         let f = classify_exit(3, None);
         assert_eq!((f.kind, f.exit_status), (ExitKind::Failed, 3));
         assert_eq!(
-            f.diagnostics(),
-            "Container exited with a non-zero exit code 3. "
+            f.diagnostics_at(T),
+            format!("{S}Container exited with a non-zero exit code 3. \n")
         );
         let k = classify_exit(143, Some(&KillReason::ByAppMaster));
         assert_eq!((k.kind, k.exit_status), (ExitKind::Killed, -105));
         assert_eq!(
-            k.diagnostics(),
-            "Container killed by the ApplicationMaster.\nContainer killed on request. Exit code is 143\nContainer exited with a non-zero exit code 143. \n"
+            k.diagnostics_at(T),
+            format!("{S}Container killed by the ApplicationMaster.\n{S}Container killed on request. Exit code is 143\nContainer exited with a non-zero exit code 143. \n")
         );
         assert_eq!(
             classify_exit(137, Some(&KillReason::ByResourceManager)).exit_status,
@@ -1371,17 +1382,17 @@ echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n";
         let a = classify_exit(0, Some(&KillReason::AfterAppCompletion));
         assert_eq!(a.exit_status, -107);
         assert_eq!(
-            a.diagnostics(),
-            "Container killed on application-finish event: Application killed by ResourceManager\n"
+            a.diagnostics_at(T),
+            format!("{S}Container killed on application-finish event: Application killed by ResourceManager\n")
         );
         let pm = KillReason::ExceededPmem {
             diagnostics: pmem_diagnostics(42, &cid(), 70 << 20, 64 << 20),
         };
         let p = classify_exit(137, Some(&pm));
         assert_eq!(p.exit_status, -104);
-        assert!(p.diagnostics().starts_with(
-            "Container [pid=42,containerID=container_1410901177871_0001_01_000005] is running beyond physical memory limits. Current usage: 70 MB of 64 MB physical memory used; Killing container.\n"
-        ));
+        assert!(p.diagnostics_at(T).starts_with(&format!(
+            "{S}Container [pid=42,containerID=container_1410901177871_0001_01_000005] is running beyond physical memory limits. Current usage: 70 MB of 64 MB physical memory used; Killing container.\n{S}"
+        )));
         assert_eq!(
             classify_exit(
                 1,
@@ -1397,8 +1408,15 @@ echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n";
             (ext.kind, ext.exit_status),
             (ExitKind::KilledExternally, 137)
         );
-        assert!(ext.diagnostics().ends_with("Killed by external signal\n"));
-        assert_eq!(ExitClass::launch_failed("boom").exit_status, -1);
+        assert_eq!(
+            ext.diagnostics_at(T),
+            format!("{S}Container killed on request. Exit code is 137\nContainer exited with a non-zero exit code 137. \n{S}Killed by external signal\n")
+        );
+        let lf = ExitClass::launch_failed("boom");
+        assert_eq!(
+            (lf.exit_status, lf.diagnostics_at(T)),
+            (-1, format!("{S}boom\n"))
+        );
     }
 
     #[test]

@@ -213,9 +213,9 @@ impl ExitInfo {
         self.class.exit_status
     }
 
-    /// What to report as diagnostics.
+    /// What to report as diagnostics, stamped now as Java 3.5 stamps each event.
     pub fn diagnostics(&self) -> String {
-        self.class.diagnostics()
+        self.class.diagnostics_at(super::runtime::wall_ms())
     }
 }
 
@@ -957,9 +957,8 @@ impl RunningContainer {
         let reason = self.killing.as_ref().map(|k| k.reason.clone());
         let mut class = classify_exit(code, reason.as_ref());
         if self.killing.as_ref().is_some_and(|k| k.no_pid_file) {
-            class
-                .process_lines
-                .push_str("Container terminated before pid file created.\n");
+            // Java's ContainerCleanup sends this as the container's only exit event.
+            class.process_lines = "Container terminated before pid file created.".into();
         }
         if class.kind == ExitKind::Failed {
             if code == LOST && matches!(self.wrapper, Wrapper::Recovered { .. }) {

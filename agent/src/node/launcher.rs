@@ -213,11 +213,12 @@ fn run(
                         let _ = tx.send(out);
                     });
                 if let Err(e) = r {
+                    let class = launch::ExitClass::launch_failed(&format!("no launch thread: {e}"));
                     complete(
                         shared,
                         &failed_id,
-                        launch::LAUNCH_FAILED_CODE,
-                        &format!("no launch thread: {e}"),
+                        class.exit_status,
+                        &class.diagnostics_at(wall_ms()),
                     );
                 }
             }
@@ -345,6 +346,11 @@ fn clean_app(dirs: &NmDirs, user: &str, app: AppId) {
     }
 }
 
+/// The diagnostics of a container killed before its process ran: `KillTransition`'s event.
+fn killed_entry(k: &KillReason) -> String {
+    diagnostics_entry(wall_ms(), &format!("{}\n", k.diagnostics()))
+}
+
 /// One container from accepted start to running process (on a worker thread).
 fn launch_one(
     order: &LaunchOrder,
@@ -355,7 +361,10 @@ fn launch_one(
 ) -> Result<(RunningContainer, ContainerPaths), (i32, String)> {
     let id = order.id;
     let killed = || lock(&shared.cm).kill_reason(&id);
-    let failed = |e: &dyn std::fmt::Display| (launch::LAUNCH_FAILED_CODE, e.to_string());
+    let failed = |e: &dyn std::fmt::Display| {
+        let class = launch::ExitClass::launch_failed(&e.to_string());
+        (class.exit_status, class.diagnostics_at(wall_ms()))
+    };
     let paths = executor.paths(&order.user, id).map_err(|e| failed(&e))?;
     let ctx = &order.context;
     // Localization: a failure leaves the exit status at −1000 with the message as Java's
@@ -374,7 +383,7 @@ fn launch_one(
         .localize(&order.user, &id.app, &id, &requests)
         .map_err(|e| localization_failed(e.diagnostics()))?;
     if let Some(k) = killed() {
-        return Err((k.exit_status(), k.diagnostics().to_string()));
+        return Err((k.exit_status(), killed_entry(&k)));
     }
     let t_localized = t0.elapsed();
     let missed = localizer.downloads().saturating_sub(before);
@@ -464,7 +473,7 @@ fn launch_one(
     };
     std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()).map_err(|e| failed(&e))?;
     if let Some(k) = killed() {
-        return Err((k.exit_status(), k.diagnostics().to_string()));
+        return Err((k.exit_status(), killed_entry(&k)));
     }
     let limits = Limits {
         memory_bytes: (cfg.nm.pmem_check && order.resource.memory_mb > 0)
@@ -573,7 +582,7 @@ fn recover_one(
             // It ended while the agent was away: its exit code is known either way.
             cm.recover(rec.id, &rec.user, false);
             let class = launch::classify_exit(code, None);
-            let _ = t.complete(&rec.id, class.exit_status, &class.diagnostics());
+            let _ = t.complete(&rec.id, class.exit_status, &class.diagnostics_at(wall_ms()));
             None
         }
         (found, _) => {
