@@ -365,9 +365,12 @@ fn stop_kills_with_minus_105_and_finished_containers_stop_quietly() {
     // The process dies of SIGTERM (143); the kill reason's status wins.
     let kill = w.cm.kill_reason(&c);
     let class = nm_core::launch::classify_exit(exit_status::TERMINATED, kill.as_ref());
-    assert!(w
-        .cm
-        .exited(&c, class.exit_status, &class.diagnostics(), &mut w.table));
+    assert!(w.cm.exited(
+        &c,
+        class.exit_status,
+        &class.diagnostics_at(0),
+        &mut w.table
+    ));
     let t = w.table.get(&c).unwrap();
     assert_eq!(
         (t.state, t.exit_status),
@@ -375,7 +378,7 @@ fn stop_kills_with_minus_105_and_finished_containers_stop_quietly() {
     );
     assert!(t
         .diagnostics
-        .starts_with("Container killed by the ApplicationMaster.\n"));
+        .starts_with("[1970-01-01 00:00:00.000]Container killed by the ApplicationMaster.\n"));
     // Stopping it again succeeds with nothing to kill.
     let o =
         w.cm.stop_containers(Some(&nm), &stop, NOW, &mut w.table)
