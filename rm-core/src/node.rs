@@ -403,17 +403,12 @@ pub struct Utilization {
 impl Utilization {
     /// Reads the three scalar fields (custom resources are skipped).
     pub fn read(bytes: &[u8]) -> Result<Utilization, DecodeError> {
-        let mut u = Utilization::default();
-        let mut r = Reader::new(bytes);
-        while !r.is_empty() {
-            match r.read_field(0)? {
-                (1, Value::Varint(v)) => u.pmem = v as i32,
-                (2, Value::Varint(v)) => u.vmem = v as i32,
-                (3, Value::Fixed32(v)) => u.cpu = f32::from_bits(v),
-                _ => {}
-            }
-        }
-        Ok(u)
+        let u = hadoop_wire::view::yarn::ResourceUtilizationView::new(bytes).scalars()?;
+        Ok(Utilization {
+            pmem: u.pmem,
+            vmem: u.vmem,
+            cpu: u.cpu,
+        })
     }
 }
 
@@ -841,23 +836,27 @@ impl NodeState {
         let mut pos = 0usize;
         let (mut health, mut node_util, mut cont_util) = (None, None, None);
         let bytes = status.as_bytes();
-        // The statuses' run (start, end), while they are contiguous.
+        // The statuses' run (start, end), while they are contiguous: kept only when the fast
+        // path could use it (the measurement with the fast path off pays nothing for it).
+        let record = ctx.steady_fast_path && !ctx.opportunistic;
         let mut run: Option<(usize, usize)> = None;
-        let mut contiguous = true;
+        let mut contiguous = record;
         let mut r = Reader::new(bytes);
         while !r.is_empty() {
             let start = bytes.len() - r.remaining().len();
             match r.read_field(0)? {
                 (3, Value::Len(b)) => {
-                    let end = bytes.len() - r.remaining().len();
-                    run = match run {
-                        None => Some((start, end)),
-                        Some((s, e)) if e == start => Some((s, end)),
-                        other => {
-                            contiguous = false;
-                            other
-                        }
-                    };
+                    if contiguous {
+                        let end = bytes.len() - r.remaining().len();
+                        run = match run {
+                            None => Some((start, end)),
+                            Some((s, e)) if e == start => Some((s, end)),
+                            other => {
+                                contiguous = false;
+                                other
+                            }
+                        };
+                    }
                     let cs = ContainerStatusView::new(b);
                     ctx.stats.statuses += 1;
                     if self.status_at(pos, cs, tracking, &mut alloc, ctx)? {
@@ -908,7 +907,6 @@ impl NodeState {
         // counters and the scalar fields, which the fast path applies.
         if contiguous
             && tracking
-            && !ctx.opportunistic
             && self.lifecycle == Lifecycle::Running
             && seen_now == pos
             && seen_now == self.launched.len()
@@ -992,12 +990,12 @@ impl NodeState {
         ctx: &mut ShardCtx<'_>,
     ) -> Result<(), DecodeError> {
         if let Some(b) = health {
-            let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b);
+            let h = hadoop_wire::view::yarn::NodeHealthStatusView::new(b).read()?;
             // proto2: an absent is_node_healthy reads as false, as in Java.
             self.set_health(
-                h.is_node_healthy()?.unwrap_or(false),
-                h.health_report()?.unwrap_or(""),
-                h.last_health_report_time()?.unwrap_or(0),
+                h.is_node_healthy.unwrap_or(false),
+                h.health_report.unwrap_or(""),
+                h.last_health_report_time.unwrap_or(0),
             );
         }
         if let Some(u) = node_util {

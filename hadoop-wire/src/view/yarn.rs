@@ -792,7 +792,48 @@ message_view! {
 
 const NH: &Schema = &s::NodeHealthStatusProto;
 
+/// The three fields of a `NodeHealthStatusProto`, read in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeHealth<'a> {
+    pub is_node_healthy: Option<bool>,
+    pub health_report: Option<&'a str>,
+    pub last_health_report_time: Option<i64>,
+}
+
 impl<'a> NodeHealthStatusView<'a> {
+    /// All three fields in one pass (the last occurrence of each wins, as in the one-field
+    /// readers); a wrong wire type or bad UTF-8 in the report is the error.
+    #[inline]
+    pub fn read(&self) -> Result<NodeHealth<'a>, DecodeError> {
+        let raw = exact!(self.read_g::<E>())?;
+        Ok(NodeHealth {
+            is_node_healthy: raw.0,
+            health_report: opt_str(raw.1, NH, 2)?,
+            last_health_report_time: raw.2,
+        })
+    }
+
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn read_g<E: Failure>(&self) -> Result<(Option<bool>, Option<&'a [u8]>, Option<i64>), E> {
+        let (mut healthy, mut report, mut time) = (None, None, None);
+        let mut r = Reader::new(self.bytes);
+        while !r.is_empty() {
+            let (n, wt) = match r.one_byte_tag() {
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Varint) => healthy = Some(r.varint::<E>()? != 0),
+                (2, WireType::Len) => report = Some(r.len_delimited::<E>()?),
+                (3, WireType::Varint) => time = Some(r.varint::<E>()? as i64),
+                (1..=3, other) => return fail(|| super::wrong_wire(NH, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
+            }
+        }
+        Ok((healthy, report, time))
+    }
+
     /// Field 1 `bool is_node_healthy`.
     #[inline]
     pub fn is_node_healthy(&self) -> Result<Option<bool>, DecodeError> {
@@ -807,6 +848,53 @@ impl<'a> NodeHealthStatusView<'a> {
     #[inline]
     pub fn last_health_report_time(&self) -> Result<Option<i64>, DecodeError> {
         Ok(last_varint(self.bytes, NH, 3)?.map(|v| v as i64))
+    }
+}
+
+message_view! {
+    /// `hadoop.yarn.ResourceUtilizationProto`: a node's or its containers' use.
+    ResourceUtilizationView => s::ResourceUtilizationProto
+}
+
+const RU: &Schema = &s::ResourceUtilizationProto;
+
+/// The scalar fields of a `ResourceUtilizationProto` (custom resources are not read).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ResourceUtilization {
+    /// Field 1 `int32 pmem` (MB), 0 when absent.
+    pub pmem: i32,
+    /// Field 2 `int32 vmem` (MB), 0 when absent.
+    pub vmem: i32,
+    /// Field 3 `float cpu`, 0 when absent.
+    pub cpu: f32,
+}
+
+impl ResourceUtilizationView<'_> {
+    /// pmem, vmem and cpu in one pass (the last occurrence of each wins); other fields are
+    /// skipped by their wire type.
+    #[inline]
+    pub fn scalars(&self) -> Result<ResourceUtilization, DecodeError> {
+        exact!(self.scalars_g::<E>())
+    }
+
+    #[inline(always)]
+    fn scalars_g<E: Failure>(&self) -> Result<ResourceUtilization, E> {
+        let mut u = ResourceUtilization::default();
+        let mut r = Reader::new(self.bytes);
+        while !r.is_empty() {
+            let (n, wt) = match r.one_byte_tag() {
+                Some(b) => Reader::split_tag::<E>(b)?,
+                None => r.tag::<E>()?,
+            };
+            match (n, wt) {
+                (1, WireType::Varint) => u.pmem = r.varint::<E>()? as i32,
+                (2, WireType::Varint) => u.vmem = r.varint::<E>()? as i32,
+                (3, WireType::Fixed32) => u.cpu = f32::from_bits(r.fixed32::<E>()?),
+                (1..=3, other) => return fail(|| super::wrong_wire(RU, n, other)),
+                _ => r.skip_value::<E>(n, wt, 0)?,
+            }
+        }
+        Ok(u)
     }
 }
 

@@ -93,6 +93,36 @@ proptest! {
     }
 
     #[test]
+    fn one_pass_readers_agree_with_the_field_readers(bytes in protobuf_ish()) {
+        // NodeHealthStatusView::read: the three one-field readers in one pass.
+        let h = NodeHealthStatusView::new(&bytes);
+        let each = (|| Ok::<_, hadoop_wire::reader::DecodeError>((
+            h.is_node_healthy()?,
+            h.health_report()?,
+            h.last_health_report_time()?,
+        )))();
+        match (h.read(), each) {
+            (Ok(all), Ok((a, b, c))) => prop_assert_eq!(
+                (all.is_node_healthy, all.health_report, all.last_health_report_time),
+                (a, b, c)
+            ),
+            (Err(_), Err(_)) => {}
+            (one, each) => prop_assert!(false, "read {:?} vs fields {:?} on {:?}", one, each, bytes),
+        }
+        // ResourceUtilizationView::scalars against prost (which also rejects a wrong wire
+        // type for a known field): the same values whenever prost decodes.
+        use prost::Message;
+        let u = ResourceUtilizationView::new(&bytes).scalars();
+        if let Ok(p) = hadoop_wire::pb::hadoop::yarn::ResourceUtilizationProto::decode(&bytes[..]) {
+            let u = u.expect("prost decoded it");
+            prop_assert_eq!(
+                (u.pmem, u.vmem, u.cpu.to_bits()),
+                (p.pmem.unwrap_or(0), p.vmem.unwrap_or(0), p.cpu.unwrap_or(0.0).to_bits())
+            );
+        }
+    }
+
+    #[test]
     fn nested_protobuf_like_bytes_never_panic(inner in protobuf_ish(), outer_field in 1u8..10, middle_field in 1u8..10) {
         // wrap twice so that nested views see the random bytes
         let mid = [vec![(middle_field << 3) | 2], varint(inner.len()), inner].concat();
