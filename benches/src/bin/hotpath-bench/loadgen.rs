@@ -68,6 +68,9 @@ pub enum Target {
     Raw,
     /// `rm`, then `raw` answering with the RM's heartbeat response.
     Both,
+    /// A fresh Java ResourceManager: the peer's `yarn-rm` (a MiniYARNCluster without
+    /// NodeManagers, Hadoop 3.5, log level ERROR); its JVM's CPU is the RM CPU.
+    Java,
 }
 
 #[derive(Args, Clone)]
@@ -143,7 +146,7 @@ pub struct HeartbeatArgs {
 /// The figures of one run (`--json` keys).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Figures {
-    /// `rm`, `raw` or `external`.
+    /// `rm`, `raw`, `java` or `external`.
     pub target: String,
     pub nodes: usize,
     pub containers: usize,
@@ -242,6 +245,10 @@ fn heartbeats_cmd(a: &HeartbeatArgs) -> Result<()> {
         }
         Target::Raw => {
             let f = against_raw(a, None)?;
+            emit(a, &f)
+        }
+        Target::Java => {
+            let f = against_java(a)?;
             emit(a, &f)
         }
         Target::Both => {
@@ -378,6 +385,22 @@ fn against_rm(a: &HeartbeatArgs) -> Result<Figures> {
     let dir = tempfile::tempdir().context("a temp dir for the RM's completion log")?;
     let rm = start_rm(a, dir.path())?;
     drive(a, rm.addr, false, Some(rm.pid), rm.metrics.as_deref(), "rm")
+}
+
+/// The same load against a fresh Java ResourceManager (peer `yarn-rm`). Its JVM holds one
+/// descriptor per node connection, within the machine's per-process limit up to ~19,000 nodes.
+fn against_java(a: &HeartbeatArgs) -> Result<Figures> {
+    let peer = peer_harness::Peer::start(
+        peer_harness::Mode::YarnRm,
+        &["--nms", "0", "--log-level", "ERROR"],
+    )
+    .context("starting the Java RM peer (peers/hadoop; built by scripts/test)")?;
+    let addr = peer
+        .resource_tracker_addr()
+        .context("the Java RM's resource-tracker address")?;
+    let f = drive(a, addr, false, Some(peer.pid()), None, "java");
+    peer.stop(Duration::from_secs(30));
+    f
 }
 
 /// A steady-state heartbeat answer as our RM writes it (responseId, NORMAL, the interval), for

@@ -9,6 +9,7 @@ mod nm_launch;
 mod sasl;
 mod storm;
 mod storm_raw;
+mod storm_sweep;
 
 /// Counts allocations for the benches' allocation figures. It stays off until a bench
 /// switches it on ([`alloc_counter::enable_process`]), after its timings: until then each
@@ -63,6 +64,10 @@ enum Cmd {
     /// RM's heartbeat response) on the RM's transport; `loadgen heartbeats --target raw|both`
     /// starts it.
     StormRaw(storm_raw::RawArgs),
+    /// The heartbeat storm at several node counts (one connection per node) against our RM,
+    /// the raw reference server and the Java RM, repeated: a table with the spread, the runs as
+    /// JSON, and an SVG chart of p99 and server CPU per heartbeat against node count.
+    StormSweep(storm_sweep::SweepArgs),
     /// Internal: one server of `ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(ipc_large::ServerChildArgs),
@@ -85,6 +90,7 @@ fn main() -> Result<()> {
         Cmd::Sasl(args) => sasl::run(args),
         Cmd::NmLaunch(args) => nm_launch::run(args),
         Cmd::StormRaw(args) => storm_raw::run(args),
+        Cmd::StormSweep(args) => storm_sweep::run(args),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
 }
