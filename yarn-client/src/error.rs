@@ -7,7 +7,7 @@ use ipc::client::ClientError;
 #[derive(Debug, thiserror::Error)]
 pub enum YarnError {
     /// The server could not be reached (after the configured connect attempts).
-    #[error("cannot reach the {service} at {addr}: {source}")]
+    #[error("cannot reach the {service} at {addr}")]
     Unreachable {
         service: &'static str,
         addr: String,
@@ -15,7 +15,7 @@ pub enum YarnError {
         source: ClientError,
     },
     /// An RPC failed: a remote exception, a lost connection, a timeout.
-    #[error("{method} on the {service} at {addr} failed: {source}")]
+    #[error("{method} on the {service} at {addr} failed")]
     Call {
         service: &'static str,
         method: &'static str,
