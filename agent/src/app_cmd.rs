@@ -28,12 +28,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use hadoop_wire::pb::hadoop::yarn::{ApplicationSubmissionContextProto, PriorityProto, ResourceProto};
+use hadoop_wire::pb::hadoop::yarn::{
+    ApplicationSubmissionContextProto, PriorityProto, ResourceProto,
+};
 use serde_json::{json, Value};
 use yarn_client::application_client::{
     current_user, AppReport, AppState, ApplicationClient, FinalStatus, RM_ADDRESS_KEY,
 };
-use yarn_client::application_master::{amrm_token_from_env, ApplicationMaster, SCHEDULER_ADDRESS_KEY};
+use yarn_client::application_master::{
+    amrm_token_from_env, ApplicationMaster, SCHEDULER_ADDRESS_KEY,
+};
 use yarn_client::container_manager::ContainerManager;
 use yarn_client::distributed_shell::{
     am_launch_context, hex_decode, hex_encode, shell_command, ShellSpec, ShippedFile, Snapshot,
@@ -192,7 +196,10 @@ fn run_client(a: RunArgs) -> Result<i32> {
     let client = ApplicationClient::new(rm_addr, &current_user(), &retry);
     let new = client.new_application()?;
     if let Some(max) = &new.maximum_capability {
-        let (m, v) = (max.memory.unwrap_or(i64::MAX), max.virtual_cores.unwrap_or(i32::MAX));
+        let (m, v) = (
+            max.memory.unwrap_or(i64::MAX),
+            max.virtual_cores.unwrap_or(i32::MAX),
+        );
         if a.memory > m || a.am_memory > m || a.vcores > v {
             bail!(
                 "the cluster grants at most {m} MB / {v} vcores per container; asked for {} MB / {} vcores (AM {} MB)",
@@ -260,7 +267,10 @@ fn run_client(a: RunArgs) -> Result<i32> {
         max_app_attempts: Some(1),
         ..Default::default()
     })?;
-    println!("submitted {app} to {rm_addr}: {} × [{command}]", a.containers);
+    println!(
+        "submitted {app} to {rm_addr}: {} × [{command}]",
+        a.containers
+    );
 
     let progress = Progress::new(a.containers);
     let t0 = Instant::now();
@@ -300,14 +310,19 @@ fn run_client(a: RunArgs) -> Result<i32> {
         if !killed_by_us && t0.elapsed() > Duration::from_secs(a.timeout) {
             progress.line(&format!("timeout after {} s: killing {app}", a.timeout));
             killed_by_us = true;
-            let _ = client.kill(app, &format!("hotpath app run: timeout after {} s", a.timeout));
+            let _ = client.kill(
+                app,
+                &format!("hotpath app run: timeout after {} s", a.timeout),
+            );
         }
         std::thread::sleep(poll);
     };
     progress.finish();
     match &snapshot {
         Some(s) => print!("{}", node_table(s)),
-        None => println!("(no per-container results: the ApplicationMaster's status page was never reached)"),
+        None => println!(
+            "(no per-container results: the ApplicationMaster's status page was never reached)"
+        ),
     }
     println!(
         "{app} {} final status {}",
@@ -399,9 +414,16 @@ fn snapshot_to_json(s: &Snapshot) -> Value {
 
 fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
     use yarn_client::distributed_shell::{ContainerInfo, ContainerState};
-    let n = |k: &str| v[k].as_u64().map(|x| x as u32).with_context(|| format!("status: no {k}"));
+    let n = |k: &str| {
+        v[k].as_u64()
+            .map(|x| x as u32)
+            .with_context(|| format!("status: no {k}"))
+    };
     let mut containers = Vec::new();
-    for c in v["containers"].as_array().context("status: no containers")? {
+    for c in v["containers"]
+        .as_array()
+        .context("status: no containers")?
+    {
         let id = c["id"]
             .as_str()
             .and_then(|s| s.parse().ok())
@@ -461,7 +483,11 @@ fn node_table(s: &Snapshot) -> String {
     let w = nodes.keys().map(|k| k.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:<w$}  {:>10}  exit statuses\n", "node", "containers");
     for (node, exits) in &nodes {
-        out.push_str(&format!("{node:<w$}  {:>10}  {}\n", exits.len(), exits.join(" ")));
+        out.push_str(&format!(
+            "{node:<w$}  {:>10}  {}\n",
+            exits.len(),
+            exits.join(" ")
+        ));
     }
     for c in &s.containers {
         match &c.state {
@@ -665,9 +691,29 @@ mod tests {
             final_status: Some(FinalStatus::Failed),
             diagnostics: "x".into(),
             containers: vec![
-                c(2, "h1:1", ContainerState::Completed { exit_status: 0, diagnostics: String::new() }),
-                c(3, "h2:1", ContainerState::Completed { exit_status: 3, diagnostics: "bad\nmore".into() }),
-                c(4, "h1:1", ContainerState::StartFailed { message: "refused".into() }),
+                c(
+                    2,
+                    "h1:1",
+                    ContainerState::Completed {
+                        exit_status: 0,
+                        diagnostics: String::new(),
+                    },
+                ),
+                c(
+                    3,
+                    "h2:1",
+                    ContainerState::Completed {
+                        exit_status: 3,
+                        diagnostics: "bad\nmore".into(),
+                    },
+                ),
+                c(
+                    4,
+                    "h1:1",
+                    ContainerState::StartFailed {
+                        message: "refused".into(),
+                    },
+                ),
             ],
         };
         let back = snapshot_from_json(&snapshot_to_json(&s)).unwrap();

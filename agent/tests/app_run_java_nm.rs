@@ -1,0 +1,94 @@
+//! `hotpath app run` (a Rust DistributedShell client and ApplicationMaster) against a real Java
+//! ResourceManager with two real Java NodeManagers (`yarn-rm --profile agents --nms 2`): the AM
+//! container and the shell containers all run on Java NodeManagers, started through Java's
+//! ContainerManagementProtocol with the RM's NMTokens and container tokens.
+
+use std::time::Duration;
+
+use peer_harness::{Mode, Shared};
+
+#[path = "support/app_run.rs"]
+mod app_run;
+use app_run::{app_run, fail_one};
+
+static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents", "--nms", "2"]);
+
+fn java_nodes(ready: &serde_json::Value) -> Vec<String> {
+    ready["nms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn app_run_on_java_nodemanagers_succeeds_with_every_container_exiting_zero() {
+    let mut rm = RM.lock().expect("yarn-rm --profile agents --nms 2");
+    let nodes = java_nodes(rm.ready());
+    let r = app_run(
+        rm.conf_dir(),
+        &["--containers", "4", "--memory", "256", "--ship-binary"],
+        "echo hello from $CONTAINER_ID",
+    );
+    assert_eq!(r.code, 0, "{r:#?}\n{}", rm.log_tail(60));
+    assert_eq!(
+        (r.state.as_str(), r.final_status.as_str()),
+        ("FINISHED", "SUCCEEDED"),
+        "{r:#?}"
+    );
+    assert_eq!(r.exits(), ["0", "0", "0", "0"], "{r:#?}");
+    for n in r.table.keys() {
+        assert!(
+            nodes.contains(n),
+            "{n} is not one of the Java NodeManagers {nodes:?}"
+        );
+    }
+    assert!(r.stdout.contains("progress: allocated"), "{}", r.stdout);
+    // The RM's own view agrees.
+    let done = rm
+        .command(&format!("app-wait {} 30", r.app_id))
+        .unwrap_or_else(|e| panic!("app-wait: {e}"));
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert!(
+        done["diagnostics"]
+            .as_str()
+            .unwrap_or("")
+            .contains("4 of 4 containers exited 0"),
+        "{done}"
+    );
+    assert!(r.elapsed < Duration::from_secs(120), "{:?}", r.elapsed);
+}
+
+#[test]
+fn app_run_on_java_nodemanagers_fails_when_one_container_exits_non_zero() {
+    let mut rm = RM.lock().expect("yarn-rm --profile agents --nms 2");
+    let r = app_run(
+        rm.conf_dir(),
+        &["--containers", "4"],
+        &fail_one("000003", 7),
+    );
+    assert_eq!(r.code, 1, "{r:#?}\n{}", rm.log_tail(60));
+    assert_eq!(
+        (r.state.as_str(), r.final_status.as_str()),
+        ("FINISHED", "FAILED"),
+        "{r:#?}"
+    );
+    assert_eq!(r.exits(), ["0", "0", "0", "7"], "{r:#?}");
+    let failed = format!(
+        "{}_01_000003",
+        r.app_id.replacen("application_", "container_", 1)
+    );
+    assert!(
+        r.stdout.contains(&format!("{failed} on ")) && r.stdout.contains("exit status 7"),
+        "{failed}\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("1 of 4 containers failed, 3 exited 0"),
+        "{}",
+        r.stdout
+    );
+    let done = rm.command(&format!("app-wait {} 30", r.app_id)).unwrap();
+    assert_eq!(done["final_status"], "FAILED", "{done}");
+}
