@@ -319,7 +319,15 @@ fn run_client(a: RunArgs) -> Result<i32> {
     };
     progress.finish();
     match &snapshot {
-        Some(s) => print!("{}", node_table(s)),
+        Some(s) => {
+            print!("{}", node_table(s));
+            if s.amrm_token_rolls > 0 {
+                println!(
+                    "the ApplicationMaster switched to a rolled AMRMToken {} time(s)",
+                    s.amrm_token_rolls
+                );
+            }
+        }
         None => println!(
             "(no per-container results: the ApplicationMaster's status page was never reached)"
         ),
@@ -409,6 +417,7 @@ fn snapshot_to_json(s: &Snapshot) -> Value {
         "final_status": s.final_status.map(|f| f.as_str()),
         "diagnostics": s.diagnostics,
         "containers": containers,
+        "amrm_token_rolls": s.amrm_token_rolls,
     })
 }
 
@@ -464,6 +473,7 @@ fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
         final_status,
         diagnostics: v["diagnostics"].as_str().unwrap_or("").to_string(),
         containers,
+        amrm_token_rolls: v["amrm_token_rolls"].as_u64().unwrap_or(0) as u32,
     })
 }
 
@@ -690,6 +700,7 @@ mod tests {
             released: 1,
             final_status: Some(FinalStatus::Failed),
             diagnostics: "x".into(),
+            amrm_token_rolls: 2,
             containers: vec![
                 c(
                     2,

@@ -15,6 +15,7 @@
 //! activated, so the switch may happen at once).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use conf::Configuration;
@@ -79,6 +80,7 @@ pub struct ApplicationMaster {
     retry: Retry,
     rpc: Mutex<Rpc>,
     token: Mutex<Token>,
+    rolls: AtomicU32,
 }
 
 impl ApplicationMaster {
@@ -97,6 +99,7 @@ impl ApplicationMaster {
             retry: retry.clone(),
             rpc: Mutex::new(rpc),
             token: Mutex::new(token),
+            rolls: AtomicU32::new(0),
         })
     }
 
@@ -131,6 +134,11 @@ impl ApplicationMaster {
         ))
     }
 
+    /// How many rolled tokens were taken.
+    pub fn token_rolls(&self) -> u32 {
+        self.rolls.load(Ordering::Relaxed)
+    }
+
     /// The token in use.
     pub fn token(&self) -> Token {
         self.token.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -153,6 +161,7 @@ impl ApplicationMaster {
         );
         old.client.disconnect();
         *cur = token;
+        self.rolls.fetch_add(1, Ordering::Relaxed);
         tracing::info!("AMRMToken rolled; reconnecting with the new one");
         Ok(true)
     }

@@ -127,6 +127,9 @@ pub struct Snapshot {
     pub diagnostics: String,
     /// In allocation order.
     pub containers: Vec<ContainerInfo>,
+    /// AMRMTokens the RM rolled and the AM switched to (filled in by the I/O driver,
+    /// [`crate::shell_am`]; the state machine leaves it 0).
+    pub amrm_token_rolls: u32,
 }
 
 /// The ApplicationMaster's logic.

@@ -35,7 +35,8 @@ impl StatusBoard {
         s
     }
 
-    fn put(&self, s: Snapshot) {
+    fn put(&self, mut s: Snapshot, am: &ApplicationMaster) {
+        s.amrm_token_rolls = am.token_rolls();
         *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = s;
     }
 
@@ -93,7 +94,7 @@ pub fn run(
     }
     let mut ds = DistributedShell::new(settings.spec.clone());
     ds.add_nm_tokens(&reg.nm_tokens_from_previous_attempts);
-    board.put(ds.snapshot());
+    board.put(ds.snapshot(), am);
     let t0 = Instant::now();
     let mut failures = 0u32;
     let mut abort: Option<String> = None;
@@ -139,7 +140,7 @@ pub fn run(
                 }
             }
         }
-        board.put(ds.snapshot());
+        board.put(ds.snapshot(), am);
         if !ds.is_done() {
             std::thread::sleep(settings.heartbeat);
         }
@@ -164,7 +165,7 @@ fn finish(
         }
     }
     let (status, diagnostics) = ds.finish(abort);
-    board.put(ds.snapshot());
+    board.put(ds.snapshot(), am);
     tracing::info!("finishing: {} {diagnostics}", status.as_str());
     let t0 = Instant::now();
     while t0.elapsed() < settings.linger && !board.final_fetched() {
