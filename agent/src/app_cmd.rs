@@ -79,6 +79,16 @@ struct RunArgs {
     /// The RM's client address (overrides `yarn.resourcemanager.address`).
     #[arg(long, value_name = "HOST:PORT")]
     rm: Option<String>,
+    /// The RM's scheduler address the AM dials (overrides
+    /// `yarn.resourcemanager.scheduler.address`; a wildcard host there, such as the default
+    /// `0.0.0.0`, is replaced by the RM's host).
+    #[arg(long, value_name = "HOST:PORT")]
+    scheduler: Option<String>,
+    /// Service data for a NodeManager auxiliary service, sent with every shell container's
+    /// start (`NAME=VALUE`, repeatable; as MapReduce sends its job token to `mapreduce_shuffle`).
+    /// A NodeManager without that service refuses the start.
+    #[arg(long = "service-data", value_name = "NAME=VALUE")]
+    service_data: Vec<String>,
     /// Containers to run COMMAND in.
     #[arg(long, default_value_t = 1)]
     containers: u32,
@@ -139,6 +149,9 @@ struct AmArgs {
     /// The command, hex-encoded UTF-8 (it passes the launch script untouched).
     #[arg(long)]
     command_hex: String,
+    /// `NAME=VALUE` service data for the shell containers, hex-encoded (repeatable).
+    #[arg(long = "service-data-hex")]
+    service_data_hex: Vec<String>,
     #[arg(long, default_value_t = 250)]
     heartbeat_ms: u64,
     /// Give up (FAILED) after this many seconds.
@@ -184,10 +197,22 @@ fn run_client(a: RunArgs) -> Result<i32> {
     if let Some(rm) = &a.rm {
         conf.set(RM_ADDRESS_KEY, rm);
     }
-    let scheduler = conf
+    if let Some(s) = &a.scheduler {
+        conf.set(SCHEDULER_ADDRESS_KEY, s);
+    }
+    let mut scheduler = conf
         .get_address(SCHEDULER_ADDRESS_KEY)
-        .with_context(|| format!("{SCHEDULER_ADDRESS_KEY} (the AM's RM address)"))?
-        .to_string();
+        .with_context(|| format!("{SCHEDULER_ADDRESS_KEY} (the AM's RM address)"))?;
+    let rm_host = conf.get_address(RM_ADDRESS_KEY)?.host;
+    if scheduler.host == "0.0.0.0" || scheduler.host == "::" {
+        scheduler.host = rm_host;
+    }
+    let scheduler = scheduler.to_string();
+    for kv in &a.service_data {
+        if kv.split_once('=').is_none_or(|(k, _)| k.trim().is_empty()) {
+            bail!("--service-data {kv:?}: expected NAME=VALUE");
+        }
+    }
     let rm_addr = ApplicationClient::address_from_conf(&conf)?;
     let retry = Retry {
         connect_attempts: a.connect_attempts.max(1),
@@ -248,6 +273,10 @@ fn run_client(a: RunArgs) -> Result<i32> {
     for kv in &a.conf.set {
         am_args.push("--set".into());
         am_args.push(kv.clone());
+    }
+    for kv in &a.service_data {
+        am_args.push("--service-data-hex".into());
+        am_args.push(hex_encode(kv.as_bytes()));
     }
     let log = std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "info".into());
     let env = vec![("HOTPATH_LOG".to_string(), log)];
@@ -599,6 +628,14 @@ fn run_am(a: AmArgs) -> Result<i32> {
         conf.set(SCHEDULER_ADDRESS_KEY, s);
     }
     let command = String::from_utf8(hex_decode(&a.command_hex)?).context("--command-hex")?;
+    let mut service_data = Vec::new();
+    for h in &a.service_data_hex {
+        let kv = String::from_utf8(hex_decode(h)?).context("--service-data-hex")?;
+        let (k, v) = kv
+            .split_once('=')
+            .context("--service-data-hex: expected NAME=VALUE")?;
+        service_data.push((k.trim().to_string(), v.as_bytes().to_vec()));
+    }
     let token = amrm_token_from_env()?;
     let sched = ApplicationMaster::address_from_conf(&conf)?;
     let retry = Retry::default();
@@ -630,6 +667,7 @@ fn run_am(a: AmArgs) -> Result<i32> {
             vcores: a.vcores,
             priority: a.priority,
             command,
+            service_data,
         },
         tracking_url: format!("http://{host}:{port}/"),
         host,

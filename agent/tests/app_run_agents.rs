@@ -173,6 +173,22 @@ fn app_run_on_hotpath_agents_reports_exit_statuses_per_node() {
     let done = c.rm.command(&format!("app-wait {} 30", r.app_id)).unwrap();
     assert_eq!(done["final_status"], "FAILED", "{done}");
 
+    // A start the agent refuses (no such auxiliary service) counts as failed, with its text.
+    let refused = app_run(
+        c.rm.conf_dir(),
+        &["--containers", "1", "--service-data", "no_such_service=x"],
+        "echo never",
+    );
+    assert_eq!(refused.code, 1, "{refused:#?}");
+    assert_eq!(refused.exits(), ["start-failed"], "{refused:#?}");
+    assert!(
+        refused
+            .stdout
+            .contains("start failed: org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException: The auxService:no_such_service does not exist"),
+        "{}",
+        refused.stdout
+    );
+
     let ok = app_run(c.rm.conf_dir(), &["--containers", "4"], "echo fine");
     assert_eq!(ok.code, 0, "{ok:#?}\n{}", c.rm.log_tail(60));
     assert_eq!(

@@ -92,3 +92,32 @@ fn app_run_on_java_nodemanagers_fails_when_one_container_exits_non_zero() {
     let done = rm.command(&format!("app-wait {} 30", r.app_id)).unwrap();
     assert_eq!(done["final_status"], "FAILED", "{done}");
 }
+
+#[test]
+fn app_run_counts_starts_a_java_nodemanager_refuses_as_failures_with_its_text() {
+    let rm = RM.lock().expect("yarn-rm --profile agents --nms 2");
+    // The NodeManagers have no auxiliary service of that name: each start is refused
+    // (InvalidAuxServiceException in failed_requests).
+    let r = app_run(
+        rm.conf_dir(),
+        &["--containers", "2", "--service-data", "no_such_service=x"],
+        "echo never",
+    );
+    assert_eq!(r.code, 1, "{r:#?}\n{}", rm.log_tail(60));
+    assert_eq!(
+        (r.state.as_str(), r.final_status.as_str()),
+        ("FINISHED", "FAILED"),
+        "{r:#?}"
+    );
+    assert_eq!(r.exits(), ["start-failed", "start-failed"], "{r:#?}");
+    assert!(
+        r.stdout.contains("start failed: org.apache.hadoop.yarn.exceptions.InvalidAuxServiceException: The auxService:no_such_service does not exist"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("2 of 2 containers failed, 0 exited 0"),
+        "{}",
+        r.stdout
+    );
+}

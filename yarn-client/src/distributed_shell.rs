@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, HashMap};
 use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, AllocateResponseProto, AmCommandProto, ContainerLaunchContextProto,
     ContainerProto, FinishApplicationMasterRequestProto, LocalResourceProto, PriorityProto,
-    ResourceProto, ResourceRequestProto, StartContainerRequestProto, StringLocalResourceMapProto,
-    StringStringMapProto, UrlProto,
+    ResourceProto, ResourceRequestProto, StartContainerRequestProto, StringBytesMapProto,
+    StringLocalResourceMapProto, StringStringMapProto, UrlProto,
 };
 use hadoop_wire::token::identifier::container_from_proto;
 use hadoop_wire::token::Token;
@@ -51,6 +51,9 @@ pub struct ShellSpec {
     pub priority: i32,
     /// The command, one bash string (see [`shell_command`]).
     pub command: String,
+    /// `service_data` of every shell container's launch context (auxiliary service name →
+    /// bytes), as MapReduce sends its job token to `mapreduce_shuffle`.
+    pub service_data: Vec<(String, Vec<u8>)>,
 }
 
 /// Where a container is.
@@ -314,7 +317,10 @@ impl DistributedShell {
                     node,
                     nm_token: nm.clone(),
                     request: StartContainerRequestProto {
-                        container_launch_context: Some(shell_launch_context(&self.spec.command)),
+                        container_launch_context: Some(shell_launch_context(
+                            &self.spec.command,
+                            &self.spec.service_data,
+                        )),
                         container_token: Some(ct),
                     },
                 }),
@@ -505,9 +511,19 @@ impl DistributedShell {
 
 /// The shell containers' launch context: `command` in a subshell, its stdout and stderr in the
 /// container's log dir (`<LOG_DIR>/stdout`, `<LOG_DIR>/stderr`).
-pub fn shell_launch_context(command: &str) -> ContainerLaunchContextProto {
+pub fn shell_launch_context(
+    command: &str,
+    service_data: &[(String, Vec<u8>)],
+) -> ContainerLaunchContextProto {
     ContainerLaunchContextProto {
         command: vec![format!("({command}) 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr")],
+        service_data: service_data
+            .iter()
+            .map(|(k, v)| StringBytesMapProto {
+                key: Some(k.clone()),
+                value: Some(v.clone()),
+            })
+            .collect(),
         ..Default::default()
     }
 }
@@ -686,6 +702,7 @@ mod tests {
             vcores: 1,
             priority: 0,
             command: "exit 0".into(),
+            service_data: vec![],
         }
     }
 
