@@ -121,3 +121,26 @@ fn app_run_counts_starts_a_java_nodemanager_refuses_as_failures_with_its_text() 
         r.stdout
     );
 }
+
+#[test]
+fn app_run_shows_the_rms_diagnostics_when_the_application_master_fails() {
+    let rm = RM.lock().expect("yarn-rm --profile agents --nms 2");
+    // `--set` values reach the AM too; this one only the AM reads (its SASL settings), so the
+    // client submits and the AM exits with an error before registering.
+    let r = app_run(
+        rm.conf_dir(),
+        &["--containers", "1", "--set", "hadoop.rpc.protection=bogus"],
+        "true",
+    );
+    assert_eq!(r.code, 1, "{r:#?}\n{}", rm.log_tail(60));
+    assert_eq!(r.state, "FAILED", "{r:#?}");
+    assert!(
+        r.stdout.contains("no per-container results"),
+        "{}",
+        r.stdout
+    );
+    let diag = r.stdout.split_once("diagnostics: ").map_or("", |(_, d)| d);
+    // The RM's text: the AM container's exit, and the tail of its stderr (our error).
+    assert!(diag.contains("exitCode: 2"), "{diag}");
+    assert!(diag.contains("hadoop.rpc.protection"), "{diag}");
+}
