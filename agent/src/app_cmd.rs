@@ -537,11 +537,12 @@ fn node_table(s: &Snapshot) -> String {
                 "  {} on {}: exit status {exit_status}{}\n",
                 c.id,
                 c.node,
-                diagnostics
-                    .lines()
-                    .next()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
+                Some(yarn_client::distributed_shell::diagnostics_summary(
+                    diagnostics
+                ))
+                .filter(|d| !d.is_empty())
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
             )),
             ContainerState::StartFailed { message } => out.push_str(&format!(
                 "  {} on {}: start failed: {}\n",

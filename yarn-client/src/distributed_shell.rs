@@ -418,7 +418,7 @@ impl DistributedShell {
                     exit_status,
                     diagnostics,
                 } => {
-                    let d = diagnostics.lines().next().unwrap_or("");
+                    let d = diagnostics_summary(diagnostics);
                     if d.is_empty() {
                         format!("{} on {}: exit status {exit_status}", c.id, c.node)
                     } else {
@@ -507,6 +507,31 @@ impl DistributedShell {
             final_application_status: Some(status.to_i32()),
         }
     }
+}
+
+/// The telling line of a container's diagnostics, without Java's `[timestamp]` prefix: the
+/// first that says how it exited ("Container exited with a non-zero exit code 7.", "Container
+/// killed by the ApplicationMaster."), else the first non-empty one.
+pub fn diagnostics_summary(diagnostics: &str) -> &str {
+    fn strip(l: &str) -> &str {
+        let l = l.trim();
+        match l.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            Some((_, rest)) => rest.trim(),
+            None => l,
+        }
+    }
+    let has = |words: &'static [&'static str]| {
+        move |l: &&str| {
+            let l = l.to_ascii_lowercase();
+            words.iter().any(|w| l.contains(w))
+        }
+    };
+    let lines = || diagnostics.lines().map(strip).filter(|l| !l.is_empty());
+    lines()
+        .find(has(&["exited with", "killed"]))
+        .or_else(|| lines().find(has(&["exit code"])))
+        .or_else(|| lines().next())
+        .unwrap_or("")
 }
 
 /// The shell containers' launch context: `command` in a subshell, its stdout and stderr in the
@@ -890,6 +915,22 @@ mod tests {
         assert_eq!(ok.finish(None).0, FinalStatus::Succeeded);
         // An abort fails even when everything that ran succeeded.
         assert_eq!(ok.finish(Some("timeout")).0, FinalStatus::Failed);
+    }
+
+    #[test]
+    fn the_telling_diagnostics_line_is_picked() {
+        let java = "[2026-12-04 17:14:48.972]Exception from container-launch.\nContainer id: c\n\
+                    Exit code: 7\n\n[2026-12-04 17:14:48.973]Container exited with a non-zero exit code 7. Error file: prelaunch.err.";
+        assert_eq!(
+            diagnostics_summary(java),
+            "Container exited with a non-zero exit code 7. Error file: prelaunch.err."
+        );
+        assert_eq!(
+            diagnostics_summary("[t]Launch failed\nExit code: 1"),
+            "Exit code: 1"
+        );
+        assert_eq!(diagnostics_summary("\n[x] plain\nmore"), "plain");
+        assert_eq!(diagnostics_summary(""), "");
     }
 
     #[test]
