@@ -144,3 +144,27 @@ fn app_run_shows_the_rms_diagnostics_when_the_application_master_fails() {
     assert!(diag.contains("exitCode: 2"), "{diag}");
     assert!(diag.contains("hadoop.rpc.protection"), "{diag}");
 }
+
+#[test]
+fn app_run_draws_a_progress_bar_on_a_terminal() {
+    let rm = RM.lock().expect("yarn-rm --profile agents --nms 2");
+    // util-linux `script` gives the client a pseudo-terminal as its stdout.
+    let cmd = format!(
+        "{} app run --conf-dir {} --containers 2 -- 'sleep 4'",
+        env!("CARGO_BIN_EXE_hotpath"),
+        rm.conf_dir().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("util-linux script");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("\r["), "no bar redrawn with \\r: {text:?}");
+    assert!(
+        text.contains("] allocated 2/2  running 2  done 0  failed 0"),
+        "{text:?}"
+    );
+    assert!(!text.contains("progress: allocated"), "{text:?}");
+    assert!(text.contains("final status SUCCEEDED"), "{text:?}");
+}
