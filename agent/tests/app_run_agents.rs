@@ -148,10 +148,10 @@ fn cluster() -> Cluster {
 fn app_run_on_hotpath_agents_reports_exit_statuses_per_node() {
     let mut c = cluster();
     let nodes: Vec<String> = c.agents.iter().map(|a| a.node_id.clone()).collect();
-    // 1 GB containers: 4 do not fit on one 4 GB agent next to the AM, so both agents run some.
+    // 1.5 GB containers: at most 2 fit on one 4 GB agent, so both agents run some.
     let r = app_run(
         c.rm.conf_dir(),
-        &["--containers", "4", "--memory", "1024"],
+        &["--containers", "4", "--memory", "1536"],
         &fail_one("000004", 3),
     );
     assert_eq!(r.code, 1, "{r:#?}\n{}", c.rm.log_tail(60));

@@ -230,7 +230,7 @@ impl DistributedShell {
 
     /// The next allocate request.
     pub fn allocate_request(&mut self) -> AllocateRequestProto {
-        let ask = if self.ask_taken || self.spec.containers == 0 {
+        let ask = if self.ask_taken || self.final_status.is_some() || self.spec.containers == 0 {
             vec![]
         } else {
             vec![ResourceRequestProto {
@@ -300,7 +300,7 @@ impl DistributedShell {
             if self.containers.contains_key(&id) || self.released_ids.contains(&id) {
                 continue;
             }
-            if self.containers.len() as u32 >= self.spec.containers {
+            if self.containers.len() as u32 >= self.spec.containers || self.final_status.is_some() {
                 self.release(id);
                 continue;
             }
@@ -915,6 +915,16 @@ mod tests {
         assert_eq!(ok.finish(None).0, FinalStatus::Succeeded);
         // An abort fails even when everything that ran succeeded.
         assert_eq!(ok.finish(Some("timeout")).0, FinalStatus::Failed);
+
+        // Once decided, nothing more is asked for, and whatever still arrives is released.
+        let mut early = DistributedShell::new(spec(2));
+        early.finish(Some("the cluster grants less"));
+        assert!(early.allocate_request().ask.is_empty());
+        let mut r = resp(1);
+        r.nm_tokens = vec![nm_token("h1")];
+        r.allocated_containers = vec![container(2, "h1")];
+        assert!(early.on_allocate(r).unwrap().is_empty());
+        assert_eq!(early.allocate_request().release, [cid(2).to_proto()]);
     }
 
     #[test]

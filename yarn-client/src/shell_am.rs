@@ -167,8 +167,24 @@ fn finish(
     let (status, diagnostics) = ds.finish(abort);
     board.put(ds.snapshot(), am);
     tracing::info!("finishing: {} {diagnostics}", status.as_str());
+    // Linger for the client, still heartbeating: the RM expires an AM that goes quiet for
+    // `yarn.am.liveness-monitor.expiry-interval-ms`.
     let t0 = Instant::now();
+    let mut last_beat = Instant::now();
     while t0.elapsed() < settings.linger && !board.final_fetched() {
+        if last_beat.elapsed() >= settings.heartbeat {
+            last_beat = Instant::now();
+            match am.allocate(&ds.allocate_request()) {
+                // Nothing is asked for any more; a surplus container is queued for release.
+                Ok(resp) => {
+                    if let Err(e) = ds.on_allocate(resp) {
+                        tracing::warn!("allocate while finishing: {e}");
+                        break;
+                    }
+                }
+                Err(e) => tracing::warn!("allocate while finishing: {e}"),
+            }
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let req = DistributedShell::finish_request(status, &diagnostics, &settings.tracking_url);
