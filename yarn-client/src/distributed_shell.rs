@@ -11,8 +11,10 @@
 //!                           completions recorded, NMTokens cached, surplus queued for release
 //!   started(id) / start_failed(id, why)
 //!   is_done()           ──> every wanted container completed or failed to start
-//!   finish_request(abort) ─> FinishApplicationMasterRequestProto: SUCCEEDED iff all exited 0,
-//!                           else FAILED with diagnostics naming each failure
+//!   finish(abort)       ──> (final status, diagnostics): SUCCEEDED iff all exited 0 and no
+//!                           abort, else FAILED with diagnostics naming each failure; from then
+//!                           on nothing is asked and late allocations are released
+//!   finish_request(..)  ──> FinishApplicationMasterRequestProto for it
 //!   snapshot()          ──> counts and per-container node / state / exit status (status page)
 //! ```
 //!
