@@ -2,6 +2,7 @@
 //! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
 
+mod app_cmd;
 mod decode;
 mod hdfs_cmd;
 mod rm_cmd;
@@ -57,6 +58,9 @@ enum Cmd {
     Rm(rm_cmd::RmArgs),
     /// HDFS client: stat and cat (fs.defaultFS from core-site.xml).
     Hdfs(hdfs_cmd::HdfsArgs),
+    /// A Rust DistributedShell: `app run … -- COMMAND` submits an application whose
+    /// ApplicationMaster is this binary (`app am`).
+    App(app_cmd::AppArgs),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -77,6 +81,7 @@ fn main() -> Result<()> {
     match cli.cmd {
         Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
+        Cmd::App(args) => std::process::exit(app_cmd::run(args)),
         Cmd::Rm(args) => rm_cmd::run(args),
         Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
         Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),

@@ -296,6 +296,13 @@ pub const DEFAULTS: &[Default] = &[
     ),
     d(
         Site::Yarn,
+        "yarn.resourcemanager.scheduler.address",
+        Literal("${yarn.resourcemanager.hostname}:8030"),
+        Address(8030),
+        "ApplicationMasterProtocol address (what an ApplicationMaster dials).",
+    ),
+    d(
+        Site::Yarn,
         "yarn.resourcemanager.admin.address",
         Literal("${yarn.resourcemanager.hostname}:8033"),
         Address(8033),
