@@ -45,6 +45,7 @@
 //!   small keys and hashers; [`Error`] is the crate's error.
 
 pub mod amrm_token;
+pub mod am_launcher;
 pub mod apps;
 pub mod completion_log;
 pub mod config;
