@@ -141,14 +141,14 @@ impl Res {
         self.mem <= avail.mem && self.vcores <= avail.vcores
     }
 
-    pub fn add(self, o: Res) -> Res {
+    pub fn plus(self, o: Res) -> Res {
         Res::new(
             self.mem.saturating_add(o.mem),
             self.vcores.saturating_add(o.vcores),
         )
     }
 
-    pub fn sub(self, o: Res) -> Res {
+    pub fn minus(self, o: Res) -> Res {
         Res::new(
             self.mem.saturating_sub(o.mem).max(0),
             self.vcores.saturating_sub(o.vcores).max(0),
@@ -718,7 +718,7 @@ impl Apps {
             .values()
             .filter(|n| n.active)
             .fold((Res::default(), Res::default()), |(t, u), n| {
-                (t.add(n.total), u.add(n.used))
+                (t.plus(n.total), u.plus(n.used))
             })
     }
 
@@ -794,7 +794,7 @@ impl Apps {
         };
         at.new_containers.retain(|n| n.id != c);
         if let Some(n) = self.nodes.get_mut(&live.node) {
-            n.used = n.used.sub(live.res);
+            n.used = n.used.minus(live.res);
             n.containers = n.containers.saturating_sub(1);
         }
         if at.am_container == Some(c) {
@@ -851,7 +851,7 @@ impl Apps {
         at.new_containers.clear();
         for (c, l) in at.live.drain() {
             if let Some(n) = self.nodes.get_mut(&l.node) {
-                n.used = n.used.sub(l.res);
+                n.used = n.used.minus(l.res);
                 n.containers = n.containers.saturating_sub(1);
             }
             self.cleanups.push(Cleanup::Container(c));
@@ -929,7 +929,7 @@ impl Apps {
             .collect();
         for i in ids {
             let avail = match self.nodes.get(key) {
-                Some(n) => n.total.sub(n.used),
+                Some(n) => n.total.minus(n.used),
                 None => return,
             };
             if avail.mem <= 0 || avail.vcores <= 0 {
@@ -969,7 +969,7 @@ impl Apps {
                     at.last_contact_ms = now_ms;
                     let attempt = at.id;
                     if let Some(n) = self.nodes.get_mut(key) {
-                        n.used = n.used.add(am_res);
+                        n.used = n.used.plus(am_res);
                         n.containers += 1;
                     }
                     let minted = self.amrm.write().create_and_get_amrm_token(attempt);
@@ -997,7 +997,7 @@ impl Apps {
                     assign_asks(at, key, &mut left);
                     let added = at.new_containers.len() - before;
                     if let Some(n) = self.nodes.get_mut(key) {
-                        n.used = n.used.add(avail.sub(left));
+                        n.used = n.used.plus(avail.minus(left));
                         n.containers += added;
                     }
                 }
@@ -1114,7 +1114,7 @@ impl Apps {
             attempts: Vec::new(),
             failures: 0,
         };
-        let unknown_queue = !self.cfg.queues.iter().any(|q| *q == queue);
+        let unknown_queue = !self.cfg.queues.contains(&queue);
         if !unknown_queue {
             self.cleanups.push(Cleanup::HoldAcks(id));
             app.state = AppState::Accepted;
@@ -1455,7 +1455,7 @@ impl Apps {
             a_m_command: None,
             response_id: Some(crate::tracker::next_response_id(last)),
             num_cluster_nodes: Some(cluster_nodes),
-            limit: Some(total.sub(used).to_proto()),
+            limit: Some(total.minus(used).to_proto()),
             ..Default::default()
         };
         for n in at.new_containers.drain(..) {
@@ -1508,7 +1508,7 @@ impl Apps {
         self.cleanups.extend(pulled.into_iter().map(Cleanup::Ack));
         for (c, l) in released {
             if let Some(n) = self.nodes.get_mut(&l.node) {
-                n.used = n.used.sub(l.res);
+                n.used = n.used.minus(l.res);
                 n.containers = n.containers.saturating_sub(1);
             }
             self.cleanups.push(Cleanup::Container(c));
@@ -1577,8 +1577,7 @@ impl Apps {
 fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
     let prios: Vec<i32> = at.asks.keys().copied().collect();
     for p in prios {
-        loop {
-            let Some(m) = at.asks.get(&p) else { break };
+        while let Some(m) = at.asks.get(&p) {
             let Some(any) = m.get(ANY).copied() else {
                 break;
             };
@@ -1588,13 +1587,13 @@ fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
             let host: &str = &key.host;
             let node_ask = m.get(host).copied().filter(|a| a.num > 0);
             let rack_ask = m.get(DEFAULT_RACK).copied();
-            let level = if node_ask.is_some() && rack_ask.map_or(true, |r| r.num > 0) {
+            let level = if node_ask.is_some() && rack_ask.is_none_or(|r| r.num > 0) {
                 // Java requires the rack request to be outstanding too; AMRMClient always
                 // sends one with a node request.
                 Some(0)
             } else if rack_ask.is_some_and(|r| r.num > 0) && any.relax {
                 Some(1)
-            } else if any.relax && rack_ask.map_or(true, |r| r.relax) && node_ask.is_none() {
+            } else if any.relax && rack_ask.is_none_or(|r| r.relax) && node_ask.is_none() {
                 // Off-switch: only if no named node or rack in this priority forbids it. A
                 // node-local ask elsewhere with relaxLocality false keeps its containers there.
                 let strict_elsewhere = m
@@ -1634,7 +1633,7 @@ fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
                 res: cap,
                 priority: p,
             });
-            *avail = avail.sub(cap);
+            *avail = avail.minus(cap);
         }
     }
 }

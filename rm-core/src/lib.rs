@@ -44,8 +44,9 @@
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
-pub mod amrm_token;
 pub mod am_launcher;
+pub mod amrm_token;
+pub mod app_service;
 pub mod apps;
 pub mod completion_log;
 pub mod config;
