@@ -301,3 +301,205 @@ fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses()
             .all(|n| n["containers"] == 0 && n["used"]["memory_mb"] == 0)
     });
 }
+
+/// Processes whose command line mentions `needle` (from /proc).
+fn processes_with(needle: &str) -> usize {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}
+
+fn cli(c: &mut Cluster, args: &str) -> (i64, String) {
+    let v = c
+        .client
+        .command(&format!("cli {args}"))
+        .unwrap_or_else(|e| panic!("cli {args}: {e}"));
+    (
+        v["exit_code"].as_i64().unwrap(),
+        format!(
+            "{}{}",
+            v["stdout"].as_str().unwrap(),
+            v["stderr"].as_str().unwrap()
+        ),
+    )
+}
+
+#[test]
+fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
+    let mut c = cluster();
+    // yarn node -list -all
+    let (rc, out) = cli(&mut c, "node -list -all");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Total Nodes:2"), "{out}");
+    for a in &c.agents {
+        assert!(out.contains(a.as_str()), "{a} not in {out}");
+    }
+    let m = c.client.command("metrics").unwrap();
+    assert_eq!(m["active"], 2, "{m}");
+    let q = c.client.command("queue").unwrap();
+    assert_eq!(q["queue"], "default", "{q}");
+    assert_eq!(q["state"], "RUNNING", "{q}");
+    let n = c.client.command("new-app").unwrap();
+    assert_eq!(n["maximum_capability"]["memory_mb"], 8192, "{n}");
+    assert_eq!(n["maximum_capability"]["vcores"], 4, "{n}");
+
+    // A resource over the maximum allocation: Java's exception from submitApplication.
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let e = c
+        .client
+        .command_expect_error(&format!(
+            "app-submit am_mb=9000 result={}",
+            result.display()
+        ))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException",
+        "{e:?}"
+    );
+    assert!(
+        e.message.as_deref().unwrap_or("").contains(
+            "Requested resource=<memory:9000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>"
+        ),
+        "{e:?}"
+    );
+    // An unknown queue: the application is rejected (FAILED), as the CapacityScheduler does,
+    // and YarnClient's submitApplication reports it with the diagnostics.
+    let e = c
+        .client
+        .command_expect_error(&format!(
+            "app-submit queue=nope result={}",
+            result.display()
+        ))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.YarnException",
+        "{e:?}"
+    );
+    let msg = e.message.unwrap_or_default();
+    let id = msg
+        .split_whitespace()
+        .find(|w| w.starts_with("application_"))
+        .unwrap_or_else(|| panic!("{msg}"))
+        .to_string();
+    assert_eq!(
+        msg,
+        format!(
+            "Failed to submit {id} to YARN : Application {id} submitted by user root to unknown queue: nope"
+        )
+    );
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["state"], "FAILED", "{r}");
+    assert_eq!(r["queue"], "nope", "{r}");
+
+    // A running application: listed, reported, killed; the nodes clean it up.
+    let shared = dir.path().join("shared");
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=2 hold=0,1 shared={} result={}",
+            shared.display(),
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    wait_for(
+        "both held containers running",
+        Duration::from_secs(90),
+        || {
+            std::fs::read_dir(&shared)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("held-"))
+                        .count()
+                })
+                .unwrap_or(0)
+                == 2
+        },
+    );
+    let held = shared.join("held-").display().to_string();
+    assert!(processes_with(&held) >= 2, "the held shells run");
+    let (rc, out) = cli(&mut c, "application -list");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&id) && out.contains("RUNNING"), "{out}");
+    let (rc, out) = cli(&mut c, &format!("application -status {id}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("State : RUNNING"), "{out}");
+    assert!(out.contains("Queue : default"), "{out}");
+    assert!(out.contains("Application-Type : HOTPATH-SHELL"), "{out}");
+    let (rc, out) = cli(&mut c, &format!("application -kill {id}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&format!("Killing application {id}")), "{out}");
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["state"], "KILLED", "{r}");
+    assert_eq!(r["final_status"], "KILLED", "{r}");
+    assert_eq!(r["diagnostics"], "Application killed by user.", "{r}");
+    // The AM and both held shells are gone from the machine: applications_to_cleanup.
+    wait_for(
+        "the application's processes end",
+        Duration::from_secs(60),
+        || processes_with(&held) == 0 && processes_with(&id) == 0,
+    );
+    wait_for("the RM's nodes idle", Duration::from_secs(30), || {
+        let v = c.client.command("nodes").unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["containers"] == 0)
+    });
+}
+
+#[test]
+fn a_failed_am_gets_its_second_attempt_and_a_second_failure_fails_the_application() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let (s, done) = c.run(
+        &format!("containers=2 fail_attempt=1 result={}", result.display()),
+        180,
+    );
+    let id = s["app_id"].as_str().unwrap();
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert_eq!(
+        done["current_attempt_id"],
+        format!("appattempt_{}_000002", &id["application_".len()..]),
+        "{done}"
+    );
+    let r = read_json(&result);
+    assert_eq!(r["attempt"], 2, "{r}");
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+
+    // Both attempts exit 3 (yarn.resourcemanager.am.max-attempts is 2).
+    let result2 = dir.path().join("result2.json");
+    let (s, done) = c.run(
+        &format!("containers=1 fail_attempt=2 result={}", result2.display()),
+        180,
+    );
+    let id = s["app_id"].as_str().unwrap();
+    assert_eq!(done["state"], "FAILED", "{done}");
+    assert_eq!(done["final_status"], "FAILED", "{done}");
+    let d = done["diagnostics"].as_str().unwrap();
+    assert!(
+        d.starts_with(&format!(
+            "Application {id} failed 2 times (global limit =2; local limit is =2) due to AM Container for appattempt_{}_000002 exited with  exitCode: 3",
+            &id["application_".len()..]
+        )),
+        "{d}"
+    );
+    assert!(
+        !result2.exists(),
+        "no attempt got as far as writing a result"
+    );
+}
