@@ -503,3 +503,56 @@ fn a_failed_am_gets_its_second_attempt_and_a_second_failure_fails_the_applicatio
         "no attempt got as far as writing a result"
     );
 }
+
+#[test]
+fn a_java_node_manager_under_hotpath_rm_runs_the_am_and_its_containers() {
+    let rm = start_rm();
+    let rt = rm.field("resource_tracker");
+    let nm = Peer::start(Mode::YarnNm, &["--rm", &rt]).expect("yarn-nm");
+    let nm_id = nm.field_str("node_id").unwrap().to_string();
+    let mut client = Peer::start(
+        Mode::YarnClient,
+        &[
+            "--rm",
+            &rm.field("client"),
+            "--scheduler",
+            &rm.field("scheduler"),
+        ],
+    )
+    .expect("yarn-client");
+    wait_for(
+        "the Java NM RUNNING at the RM",
+        Duration::from_secs(60),
+        || {
+            let v = client.command("nodes").unwrap_or(Value::Null);
+            v["nodes"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|n| n["node_id"] == nm_id.as_str() && n["state"] == "RUNNING")
+            })
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let s = client
+        .command(&format!(
+            "app-submit containers=4 exit=1:5 container_mb=1024 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    let done = client
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", nm.log_tail(80)));
+    assert_eq!(done["timed_out"], false, "{done}\n{}", nm.log_tail(80));
+    assert_eq!(done["state"], "FINISHED", "{done}\n{}", nm.log_tail(80));
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    let comps = r["completions"].as_array().unwrap();
+    assert_eq!(comps.len(), 4, "{r}");
+    for comp in comps {
+        let want = if comp["index"] == 1 { 5 } else { 0 };
+        assert_eq!(comp["exit_status"], want, "{comp}");
+        assert_eq!(comp["node_id"], nm_id.as_str(), "{comp}");
+    }
+}
