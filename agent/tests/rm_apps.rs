@@ -56,6 +56,10 @@ impl Ready {
         }
     }
 
+    fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     fn field(&self, k: &str) -> String {
         self.ready[k]
             .as_str()
@@ -154,6 +158,7 @@ fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 struct Cluster {
     client: Peer,
     agents: Vec<String>,
+    scheduler: String,
     _agents: Vec<Ready>,
     _rm: Ready,
 }
@@ -199,6 +204,7 @@ fn cluster() -> Cluster {
     Cluster {
         client,
         agents: ids,
+        scheduler: rm.field("scheduler"),
         _agents: agents,
         _rm: rm,
     }
@@ -319,6 +325,61 @@ fn processes_with(needle: &str) -> usize {
         .count()
 }
 
+/// A file named `name` in a directory named `parent` somewhere under `root`.
+fn find_file(root: &Path, parent: &str, name: &str) -> Option<std::path::PathBuf> {
+    let rd = std::fs::read_dir(root).ok()?;
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|f| f == parent) && p.join(name).is_file() {
+                return Some(p.join(name));
+            }
+            if let Some(f) = find_file(&p, parent, name) {
+                return Some(f);
+            }
+        }
+    }
+    None
+}
+
+/// An ApplicationMasterProtocol client with `token` (or SIMPLE without one), as `user`.
+fn amp_client(
+    addr: &str,
+    token: Option<&hadoop_wire::token::Token>,
+    user: &str,
+) -> ipc::client::Client {
+    use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
+    use hadoop_wire::sasl::Qop;
+    ipc::client::Client::new(
+        addr.parse().unwrap(),
+        ipc::client::ClientConfig {
+            protocol: hadoop_wire::yarn::APPLICATION_MASTER_PROTOCOL.into(),
+            protocol_version: 1,
+            user: user.into(),
+            auth: match token {
+                Some(t) => ClientAuth::token(
+                    TokenCredential {
+                        identifier: t.identifier.clone(),
+                        password: t.password.clone(),
+                    },
+                    vec![Qop::Auth],
+                ),
+                None => ClientAuth::default(),
+            },
+            max_connect_attempts: 1,
+            call_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
+    )
+}
+
+fn amp_error(c: &ipc::client::Client, method: &str, body: Vec<u8>) -> String {
+    match c.call(method, &body) {
+        Ok(_) => panic!("{method} succeeded"),
+        Err(e) => e.to_string(),
+    }
+}
+
 fn cli(c: &mut Cluster, args: &str) -> (i64, String) {
     let v = c
         .client
@@ -437,6 +498,62 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
     assert!(out.contains("State : RUNNING"), "{out}");
     assert!(out.contains("Queue : default"), "{out}");
     assert!(out.contains("Application-Type : HOTPATH-SHELL"), "{out}");
+    // The AM's own AMRMToken, from its container's credentials on the agent: a stale
+    // responseId and a second registration get Java's exceptions; no token at all is refused.
+    use hadoop_wire::pb::hadoop::yarn::{
+        AllocateRequestProto, RegisterApplicationMasterRequestProto,
+    };
+    use hadoop_wire::yarn::amp;
+    use prost::Message as _;
+    let ts = &id["application_".len()..];
+    let am = format!("container_{ts}_01_000001");
+    let attempt = format!("appattempt_{ts}_000001");
+    let file = c
+        ._agents
+        .iter()
+        .find_map(|a| find_file(a.dir(), &am, "container_tokens"))
+        .expect("the AM container's container_tokens");
+    let creds =
+        hadoop_wire::token::credentials::Credentials::read(&std::fs::read(&file).unwrap()).unwrap();
+    let token = creds
+        .tokens_of_kind("YARN_AM_RM_TOKEN")
+        .next()
+        .expect("AMRMToken in the AM's credentials")
+        .clone();
+    let amp = amp_client(&c.scheduler, Some(&token), &attempt);
+    let stale = AllocateRequestProto {
+        response_id: Some(1_000_000),
+        ..Default::default()
+    };
+    let e = amp_error(&amp, amp::ALLOCATE, stale.encode_to_vec());
+    assert!(
+        e.contains("org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException")
+            && e.contains(&format!(
+                "Invalid responseId in AllocateRequest from application attempt: {attempt} expect responseId to be"
+            ))
+            && e.contains("but get 1000000"),
+        "{e}"
+    );
+    let e = amp_error(
+        &amp,
+        amp::REGISTER_APPLICATION_MASTER,
+        RegisterApplicationMasterRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains("InvalidApplicationMasterRequestException")
+            && e.contains(&format!("Application Master is already registered : {id}")),
+        "{e}"
+    );
+    let e = amp_error(
+        &amp_client(&c.scheduler, None, "mallory"),
+        amp::ALLOCATE,
+        AllocateRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains("org.apache.hadoop.yarn.exceptions.YarnException")
+            && e.contains("No AMRMToken found for user mallory"),
+        "{e}"
+    );
     let (rc, out) = cli(&mut c, &format!("application -kill {id}"));
     assert_eq!(rc, 0, "{out}");
     assert!(out.contains(&format!("Killing application {id}")), "{out}");
@@ -449,6 +566,16 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
         "the application's processes end",
         Duration::from_secs(60),
         || processes_with(&held) == 0 && processes_with(&id) == 0,
+    );
+    // The killed attempt's AMRMToken no longer authenticates.
+    let e = amp_error(
+        &amp_client(&c.scheduler, Some(&token), &attempt),
+        amp::ALLOCATE,
+        AllocateRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains(&format!("{attempt} not found in AMRMTokenSecretManager.")),
+        "{e}"
     );
     wait_for("the RM's nodes idle", Duration::from_secs(30), || {
         let v = c.client.command("nodes").unwrap();
