@@ -78,6 +78,8 @@ pub mod exc {
         "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException";
     pub const AM_NOT_REGISTERED: &str =
         "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException";
+    pub const INVALID_BLACKLIST_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidResourceBlacklistRequestException";
     pub const INVALID_CONTAINER_RELEASE: &str =
         "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException";
     pub const ILLEGAL_ARGUMENT: &str = "java.lang.IllegalArgumentException";
@@ -200,6 +202,10 @@ pub struct AppsConfig {
     pub max_completed_apps: usize,
     /// Ours: most outstanding containers one ask may name (`numContainers`).
     pub max_ask_containers: i32,
+    /// Ours: most (priority, resource name) asks an attempt may hold.
+    pub max_asks_per_attempt: usize,
+    /// Ours: most blacklisted hosts per attempt.
+    pub max_blacklist: usize,
 }
 
 impl Default for AppsConfig {
@@ -214,6 +220,8 @@ impl Default for AppsConfig {
             max_apps: 10_000,
             max_completed_apps: 1000,
             max_ask_containers: 100_000,
+            max_asks_per_attempt: 10_000,
+            max_blacklist: 10_000,
         }
     }
 }
@@ -253,6 +261,8 @@ impl AppsConfig {
             )?
             .max(0) as usize,
             max_ask_containers: d.max_ask_containers,
+            max_asks_per_attempt: d.max_asks_per_attempt,
+            max_blacklist: d.max_blacklist,
         };
         if cfg.max_attempts <= 0 {
             return Err(crate::Error::BadConfig(format!(
@@ -528,6 +538,8 @@ pub struct Apps {
     amrm: Arc<AmrmTokenSecrets>,
     gate: Arc<AtomicBool>,
     completed_order: Vec<i32>,
+    /// Applications not in a final state.
+    live_apps: usize,
 }
 
 fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
@@ -625,6 +637,7 @@ impl Apps {
             amrm,
             gate: Arc::new(AtomicBool::new(false)),
             completed_order: Vec::new(),
+            live_apps: 0,
         }
     }
 
@@ -643,8 +656,7 @@ impl Apps {
     }
 
     fn update_gate(&self) {
-        let live = self.apps.values().any(|a| !a.state.is_final());
-        self.gate.store(live, Ordering::Relaxed);
+        self.gate.store(self.live_apps > 0, Ordering::Relaxed);
     }
 
     pub fn app(&self, id: AppId) -> Option<&RmApp> {
@@ -898,6 +910,7 @@ impl Apps {
             return;
         }
         app.state = to;
+        self.live_apps = self.live_apps.saturating_sub(1);
         if let Some(d) = diag {
             app.diagnostics = d;
         }
@@ -921,13 +934,25 @@ impl Apps {
         if !node.active {
             return;
         }
-        let ids: Vec<i32> = self
-            .apps
-            .iter()
-            .filter(|(_, a)| matches!(a.state, AppState::Accepted | AppState::Running))
-            .map(|(&i, _)| i)
-            .collect();
-        for i in ids {
+        // Applications in submission order, without collecting them (this runs on every
+        // heartbeat while something is in flight).
+        let mut from = Some(0);
+        while let Some(i) = from.and_then(|f| {
+            self.apps
+                .range(f..)
+                .find(|(_, a)| {
+                    matches!(a.state, AppState::Accepted | AppState::Running)
+                        && a.current().is_some_and(|t| {
+                            t.state == AttemptState::Scheduled
+                                || (matches!(
+                                    t.state,
+                                    AttemptState::Launched | AttemptState::Running
+                                ) && !t.asks.is_empty())
+                        })
+                })
+                .map(|(&i, _)| i)
+        }) {
+            from = i.checked_add(1);
             let avail = match self.nodes.get(key) {
                 Some(n) => n.total.minus(n.used),
                 None => return,
@@ -939,10 +964,14 @@ impl Apps {
                 continue;
             };
             let am_res = app.am_res;
-            let user = app.user.clone();
-            let spec = app.am_spec.clone();
             let max_attempts = app.max_attempts;
             let priority = app.priority;
+            let (user, spec) = match app.current() {
+                Some(t) if t.state == AttemptState::Scheduled && am_res.fits_in(avail) => {
+                    (app.user.clone(), app.am_spec.clone())
+                }
+                _ => (String::new(), ContainerLaunchContextProto::default()),
+            };
             let Some(at) = app.current_mut() else {
                 continue;
             };
@@ -1010,7 +1039,7 @@ impl Apps {
 
     /// `getNewApplication`: the next id and the maximum capability.
     pub fn new_application(&mut self) -> Result<(AppId, Res), AppError> {
-        let live = self.apps.values().filter(|a| !a.state.is_final()).count();
+        let live = self.live_apps;
         if live >= self.cfg.max_apps {
             return Err(err(
                 exc::YARN,
@@ -1124,6 +1153,7 @@ impl Apps {
             }));
         }
         self.apps.insert(id.id, app);
+        self.live_apps += 1;
         if unknown_queue {
             let text =
                 format!("Application {id} submitted by user {user} to unknown queue: {queue}");
@@ -1359,6 +1389,7 @@ impl Apps {
             }
         }
         let amrm = self.amrm.clone();
+        let (max_asks, max_blacklist) = (self.cfg.max_asks_per_attempt, self.cfg.max_blacklist);
         let (at, user) = self.attempt_mut(a)?;
         let user = user.to_string();
         match at.state {
@@ -1397,6 +1428,27 @@ impl Apps {
                     "Invalid responseId in AllocateRequest from application attempt: {a} expect responseId to be {last} but get {rid}"
                 ),
             ));
+        }
+        let asks_now: usize = at.asks.values().map(HashMap::len).sum();
+        if asks_now + req.ask.len() > max_asks {
+            return Err(err(
+                exc::INVALID_RESOURCE_REQUEST,
+                format!(
+                    "Invalid resource ask by application {a}: more than {} outstanding resource requests",
+                    max_asks
+                ),
+            ));
+        }
+        if let Some(b) = &req.blacklist_request {
+            if at.blacklist.len() + b.blacklist_additions.len() > max_blacklist {
+                return Err(err(
+                    exc::INVALID_BLACKLIST_REQUEST,
+                    format!(
+                        "Invalid blacklist request by application {a}: more than {} hosts",
+                        max_blacklist
+                    ),
+                ));
+            }
         }
         at.progress = req.progress.unwrap_or(at.progress);
         if let Some(b) = &req.blacklist_request {
@@ -2060,5 +2112,65 @@ mod tests {
         assert_eq!(a.node(&h2).unwrap().used, Res::new(2048, 2));
         let att = a.apps[&1].current().unwrap();
         assert_eq!(att.pending_containers(), 0);
+    }
+
+    #[test]
+    fn asks_and_blacklists_are_capped() {
+        let mut a = apps(AppsConfig {
+            max_asks_per_attempt: 3,
+            max_blacklist: 1,
+            ..Default::default()
+        });
+        let (_, at) = running(&mut a);
+        let many = AllocateRequestProto {
+            ask: (0..4)
+                .map(|i| ask(0, &format!("host{i}"), 1, 1024, true))
+                .collect(),
+            response_id: Some(0),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &many, &keys(), 50).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_RESOURCE_REQUEST);
+        let bl = AllocateRequestProto {
+            response_id: Some(0),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec!["a".into(), "b".into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &bl, &keys(), 51).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_BLACKLIST_REQUEST);
+        // Refused requests changed nothing: responseId 0 is still expected.
+        let ok = AllocateRequestProto {
+            response_id: Some(0),
+            ask: vec![ask(0, ANY, 1, 1024, true)],
+            ..Default::default()
+        };
+        assert_eq!(
+            a.allocate(at, 1, &ok, &keys(), 52).unwrap().response_id,
+            Some(1)
+        );
+        // A blacklisted host gets nothing.
+        let bl = AllocateRequestProto {
+            response_id: Some(1),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec!["h2".into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &bl, &keys(), 53).unwrap();
+        update(&mut a, &NodeKey::new("h2", 2), &[], 60);
+        assert_eq!(a.node(&NodeKey::new("h2", 2)).unwrap().used, Res::default());
+        update(&mut a, &NodeKey::new("h1", 1), &[], 61);
+        assert_eq!(
+            a.node(&NodeKey::new("h1", 1)).unwrap().used,
+            Res::new(2048, 2)
+        );
     }
 }
