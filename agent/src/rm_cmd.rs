@@ -5,6 +5,11 @@
 //! `hw::Plan::for_rm`, serves Prometheus text at `/metrics` from the main (housekeeping) thread,
 //! re-reads the host lists on SIGHUP and stops on SIGINT/SIGTERM. The admin subcommands talk to
 //! a running RM over our admin protocol on the same port.
+//!
+//! Applications (unless `hotpath.rm.applications.enabled=false`): ApplicationClientProtocol on
+//! `yarn.resourcemanager.address` (8032) and ApplicationMasterProtocol on
+//! `yarn.resourcemanager.scheduler.address` (8030), both overridable with `--set`; the READY
+//! line names them as `client` and `scheduler`.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -64,6 +69,47 @@ fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<
         .with_context(|| format!("resolving {text}"))?
         .next()
         .with_context(|| format!("{text} resolves to nothing"))
+}
+
+/// An RM address key (`yarn.resourcemanager.address`, `….scheduler.address`), defaulting to
+/// `${yarn.resourcemanager.hostname}:port` as yarn-default.xml does.
+fn rm_address(conf: &conf::Configuration, key: &str, port: u16) -> Result<SocketAddr> {
+    let text = match conf.get(key) {
+        Some(_) => {
+            let hp = conf.get_socket_addr(key, port).context(key.to_string())?;
+            format!("{}:{}", hp.host, hp.port)
+        }
+        None => format!(
+            "{}:{port}",
+            conf.get("yarn.resourcemanager.hostname")
+                .unwrap_or("0.0.0.0")
+        ),
+    };
+    text.to_socket_addrs()
+        .with_context(|| format!("{key}: resolving {text}"))?
+        .next()
+        .with_context(|| format!("{key}: {text} resolves to nothing"))
+}
+
+/// Whether `hotpath rm` runs applications (`hotpath.rm.applications.enabled`, default true),
+/// and with which addresses and settings.
+fn apps_setup(conf: &conf::Configuration) -> Result<Option<rm_core::service::AppsSetup>> {
+    let on = match conf.get("hotpath.rm.applications.enabled") {
+        None => true,
+        Some(v) => v
+            .trim()
+            .parse::<bool>()
+            .context("hotpath.rm.applications.enabled: not a boolean")?,
+    };
+    if !on {
+        return Ok(None);
+    }
+    Ok(Some(rm_core::service::AppsSetup {
+        cfg: rm_core::apps::AppsConfig::from_conf(conf)?,
+        client: rm_address(conf, "yarn.resourcemanager.address", 8032)?,
+        scheduler: rm_address(conf, "yarn.resourcemanager.scheduler.address", 8030)?,
+        qops: ipc::sasl::protection(conf).context("hadoop.rpc.protection")?,
+    }))
 }
 
 pub fn run(args: RmArgs) -> Result<()> {
@@ -148,7 +194,8 @@ fn serve(
             server_cfg.transport.cpus = rings;
         }
     }
-    let rm = RmService::start(cfg, addr, &placement, server_cfg)?;
+    let apps = apps_setup(conf)?;
+    let rm = RmService::start_with_apps(cfg, addr, &placement, server_cfg, apps)?;
     // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after
     // the service started its threads, so that none of them inherits this one-CPU mask.
     if let Some(cpu) = housekeeping_cpu {
@@ -169,6 +216,8 @@ fn serve(
             "READY {}",
             serde_json::json!({
                 "resource_tracker": rm.local_addr().to_string(),
+                "client": rm.client_addr().map(|a| a.to_string()),
+                "scheduler": rm.scheduler_addr().map(|a| a.to_string()),
                 "metrics": metrics_addr.to_string(),
                 "pid": std::process::id(),
             })

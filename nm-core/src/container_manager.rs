@@ -697,7 +697,10 @@ impl ContainerManager {
                     out.status.push(s);
                 }
                 None => {
-                    let m = if self.is_recently_stopped(&id, now_wall_ms) {
+                    // Done and gone from the table: the RM let it go and `sync_with_table` has
+                    // not run yet; it is recently stopped all the same.
+                    let done = self.stage(&id) == Some(Stage::Done);
+                    let m = if done || self.is_recently_stopped(&id, now_wall_ms) {
                         format!("Container {id} was recently stopped on node manager.")
                     } else {
                         format!("Container {id} is not handled by this NodeManager")

@@ -41,10 +41,22 @@
 //! - [`amrm_token::AmrmTokenSecretManager`] mints and verifies AMRMTokens on its own
 //!   [`master_key::KeyRoller`], and [`amrm_token::AmrmTokenSecrets`] lends it to the SASL
 //!   server of ApplicationMasterProtocol.
+//! - Applications: [`apps::Apps`] is the sans-IO core (RMApp and RMAppAttempt state machines,
+//!   the FIFO scheduler over per-node capacity, the AMRM-protocol rules);
+//!   [`am_launcher`] starts AM containers on their NodeManagers (container token and NMToken
+//!   minted under the tracker's rolling keys, the AMRMToken in the launch credentials);
+//!   [`app_service`] serves ApplicationClientProtocol and ApplicationMasterProtocol (TOKEN
+//!   auth by AMRMToken) on their own `ipc` servers. The heartbeat path reaches the scheduler
+//!   only while an application is in flight (NODE_UPDATE: completions, then allocation); the
+//!   tracker holds a scheduled application's acknowledgements until its AM pulled the
+//!   completion (trap 1). [`service::RmService::start_with_apps`] wires them in.
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
+pub mod am_launcher;
 pub mod amrm_token;
+pub mod app_service;
+pub mod apps;
 pub mod completion_log;
 pub mod config;
 pub mod dispatcher;

@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 use ipc::metrics::Exposition;
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 
+use crate::amrm_token::{AmrmTokenSecretManager, AmrmTokenSecrets};
+use crate::app_service::{self, AppsRt};
+use crate::apps::{Apps, Res};
 use crate::dispatcher::{wall_ms, Clock, Dispatcher, Placement};
 use crate::hosts::HostLists;
 use crate::ids::{AppKey, ContainerKey, NodeKey};
@@ -81,9 +84,24 @@ fn bad_request(e: Error) -> CallError {
     CallError::invalid_request(e)
 }
 
+/// What `hotpath rm` needs to run applications: the scheduler's settings and the addresses of
+/// ApplicationClientProtocol (`yarn.resourcemanager.address`) and ApplicationMasterProtocol
+/// (`yarn.resourcemanager.scheduler.address`), and the accepted `hadoop.rpc.protection` levels
+/// for the latter's TOKEN authentication.
+#[derive(Debug, Clone)]
+pub struct AppsSetup {
+    pub cfg: crate::apps::AppsConfig,
+    pub client: SocketAddr,
+    pub scheduler: SocketAddr,
+    pub qops: Vec<hadoop_wire::sasl::Qop>,
+}
+
 /// The running RM.
 pub struct RmService {
     server: Option<Server>,
+    client_server: Option<Server>,
+    master_server: Option<Server>,
+    apps: Option<AppsRt>,
     dispatcher: Option<Dispatcher>,
     tracker: Arc<Mutex<ResourceTracker>>,
     cfg: RmConfig,
@@ -99,6 +117,18 @@ impl RmService {
         listen: SocketAddr,
         placement: &Placement,
         server_cfg: ServerConfig,
+    ) -> Result<RmService, Error> {
+        Self::start_with_apps(cfg, listen, placement, server_cfg, None)
+    }
+
+    /// [`start`](Self::start), and with `apps` the application protocols and the scheduler
+    /// ([`crate::app_service`]).
+    pub fn start_with_apps(
+        cfg: RmConfig,
+        listen: SocketAddr,
+        placement: &Placement,
+        server_cfg: ServerConfig,
+        apps: Option<AppsSetup>,
     ) -> Result<RmService, Error> {
         let clock = Clock::default();
         let hosts = HostLists::load(cfg.include_path.as_deref(), cfg.exclude_path.as_deref())?;
@@ -122,22 +152,78 @@ impl RmService {
             clock.now_ns(),
         )?;
         let tracker = Arc::new(Mutex::new(tracker));
+        let mut app_servers = (None, None);
+        let rt = match &apps {
+            None => None,
+            Some(setup) => {
+                let amrm = Arc::new(AmrmTokenSecrets::new(AmrmTokenSecretManager::from_config(
+                    &cfg,
+                    &mut OsEntropy,
+                    wall_ms(),
+                )?));
+                let rm_id = lock(&tracker).rm_identifier();
+                let a = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
+                let rt = AppsRt::start(a, amrm.clone(), &tracker)
+                    .map_err(|e| Error::Spawn(e.to_string()))?;
+                let mut creg = Registry::new();
+                app_service::register_client(&mut creg, &rt, &tracker);
+                let client_cfg = ServerConfig {
+                    transport: server_cfg.transport.clone(),
+                    ..ServerConfig::default()
+                };
+                let mut mreg = Registry::new();
+                app_service::register_master(&mut mreg, &rt, &tracker);
+                let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = amrm.clone();
+                let auth = hadoop_wire::sasl::server::ServerAuth::new(
+                    hadoop_wire::sasl::message::AuthMethod::Simple,
+                    Some(secrets),
+                    setup.qops.clone(),
+                )
+                .map_err(|e| Error::BadConfig(format!("ApplicationMasterProtocol auth: {e}")))?;
+                let master_cfg = ServerConfig {
+                    transport: server_cfg.transport.clone(),
+                    auth: Arc::new(auth),
+                    ..ServerConfig::default()
+                };
+                let started = Server::start(setup.client, client_cfg, creg)
+                    .map_err(|e| format!("ApplicationClientProtocol on {}: {e}", setup.client))
+                    .and_then(|c| {
+                        Server::start(setup.scheduler, master_cfg, mreg)
+                            .map(|m| (c, m))
+                            .map_err(|e| {
+                                format!("ApplicationMasterProtocol on {}: {e}", setup.scheduler)
+                            })
+                    });
+                match started {
+                    Ok((c, m)) => app_servers = (Some(c), Some(m)),
+                    Err(e) => {
+                        rt.shutdown();
+                        dispatcher.shutdown();
+                        return Err(Error::Spawn(e));
+                    }
+                }
+                Some(rt)
+            }
+        };
         let mut reg = Registry::new();
-        register_tracker(&mut reg, &tracker, clock);
+        register_tracker(&mut reg, &tracker, clock, rt.clone());
         register_admin(&mut reg, &tracker, &cfg, clock);
         let server = match Server::start(listen, server_cfg, reg) {
             Ok(s) => s,
             Err(e) => {
+                if let Some(rt) = &rt {
+                    rt.shutdown();
+                }
                 dispatcher.shutdown();
                 return Err(Error::Spawn(format!("ipc server on {listen}: {e}")));
             }
         };
         let stop = Arc::new(AtomicBool::new(false));
         let hk = {
-            let (tracker, stop) = (tracker.clone(), stop.clone());
+            let (tracker, stop, rt) = (tracker.clone(), stop.clone(), rt.clone());
             std::thread::Builder::new()
                 .name("hp-rm-hk".into())
-                .spawn(move || housekeeping(tracker, stop, clock))
+                .spawn(move || housekeeping(tracker, stop, clock, rt))
                 .map_err(|e| Error::Spawn(e.to_string()))?
         };
         tracing::info!(
@@ -146,8 +232,18 @@ impl RmService {
             dispatcher.shards(),
             cfg.opportunistic
         );
+        if let (Some(c), Some(m)) = &app_servers {
+            tracing::info!(
+                "ApplicationClientProtocol on {}, ApplicationMasterProtocol on {}",
+                c.local_addr(),
+                m.local_addr()
+            );
+        }
         Ok(RmService {
             server: Some(server),
+            client_server: app_servers.0,
+            master_server: app_servers.1,
+            apps: rt,
             dispatcher: Some(dispatcher),
             tracker,
             cfg,
@@ -162,6 +258,21 @@ impl RmService {
             .as_ref()
             .map(|s| s.local_addr())
             .unwrap_or_else(|| ([0, 0, 0, 0], 0).into())
+    }
+
+    /// Where ApplicationClientProtocol is served (with applications enabled).
+    pub fn client_addr(&self) -> Option<SocketAddr> {
+        self.client_server.as_ref().map(|s| s.local_addr())
+    }
+
+    /// Where ApplicationMasterProtocol is served (with applications enabled).
+    pub fn scheduler_addr(&self) -> Option<SocketAddr> {
+        self.master_server.as_ref().map(|s| s.local_addr())
+    }
+
+    /// The applications (with applications enabled).
+    pub fn apps(&self) -> Option<&AppsRt> {
+        self.apps.as_ref()
     }
 
     pub fn tracker(&self) -> &Arc<Mutex<ResourceTracker>> {
@@ -213,8 +324,18 @@ impl RmService {
 
     fn stop_all(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(s) = self.server.take() {
+        for s in [
+            self.client_server.take(),
+            self.master_server.take(),
+            self.server.take(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             s.shutdown();
+        }
+        if let Some(rt) = self.apps.take() {
+            rt.shutdown();
         }
         if let Some(h) = self.housekeeping.take() {
             let _ = h.join();
@@ -244,9 +365,44 @@ fn refresh(
     Ok(gone)
 }
 
-fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, clock: Clock) {
+/// Tells the scheduler about nodes that left.
+fn departed(rt: &Option<AppsRt>, gone: Vec<NodeKey>) {
+    if let Some(rt) = rt {
+        if !gone.is_empty() {
+            rt.with(|a| {
+                for n in &gone {
+                    a.node_removed(n, wall_ms());
+                }
+            });
+        }
+    }
+}
+
+/// NODE_UPDATE for the scheduler: the status's completed containers, then allocation on the
+/// node. Called only while applications are in flight.
+fn node_update(rt: &AppsRt, request: &[u8]) {
+    use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
+    let Ok(Some(status)) = NodeHeartbeatRequestView::new(request).node_status() else {
+        return;
+    };
+    let Ok(Some(nid)) = status.node_id() else {
+        return;
+    };
+    let Ok((host, port)) = NodeKey::read(nid) else {
+        return;
+    };
+    rt.with(|a| a.node_update(host, port, status, wall_ms()));
+}
+
+fn register_tracker(
+    reg: &mut Registry,
+    tracker: &Arc<Mutex<ResourceTracker>>,
+    clock: Clock,
+    rt: Option<AppsRt>,
+) {
     let t = tracker.clone();
     let m = lock(tracker).metrics().clone();
+    let r = rt.clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
         RESOURCE_TRACKER_VERSION,
@@ -256,9 +412,21 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
             OUT.with(|out| {
                 let mut out = out.borrow_mut();
                 out.clear();
-                let o = lock(&t)
+                let mut g = lock(&t);
+                let o = g
                     .node_heartbeat(call.request, clock.now_ns(), &mut out)
                     .map_err(bad_request)?;
+                let gone = match o {
+                    HeartbeatOutcome::Normal { .. } => Vec::new(),
+                    _ => g.take_departed(),
+                };
+                drop(g);
+                if let Some(r) = &r {
+                    if r.active() && matches!(o, HeartbeatOutcome::Normal { .. }) {
+                        node_update(r, call.request);
+                    }
+                }
+                departed(&r, gone);
                 match o {
                     HeartbeatOutcome::Normal { .. } => {}
                     // The Java RM logs this at INFO too. The RPC's call id and retry count say
@@ -287,15 +455,34 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
         },
     );
     let t = tracker.clone();
+    let r = rt.clone();
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
         RESOURCE_TRACKER_VERSION,
         REGISTER_NODE_MANAGER,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let mut out = Vec::new();
-            let o = lock(&t)
+            let mut g = lock(&t);
+            let o = g
                 .register_node_manager(call.request, clock.now_ns(), &mut out)
                 .map_err(bad_request)?;
+            let info = match &o {
+                RegisterOutcome::Accepted { node, .. } => g.node(&node.host, node.port).map(|n| {
+                    (
+                        format!("{}:{}", n.id.host, n.http_port),
+                        Res::new(n.total_memory_mb, n.total_vcores as i64),
+                    )
+                }),
+                _ => None,
+            };
+            let gone = g.take_departed();
+            drop(g);
+            departed(&r, gone);
+            if let (Some(r), RegisterOutcome::Accepted { node, .. }, Some((http, total))) =
+                (&r, &o, info)
+            {
+                registered(r, node, http, total, call.request);
+            }
             match o {
                 RegisterOutcome::Accepted { node, reconnected } => {
                     tracing::info!(
@@ -315,21 +502,56 @@ fn register_tracker(reg: &mut Registry, tracker: &Arc<Mutex<ResourceTracker>>, c
         },
     );
     let t = tracker.clone();
+    let r = rt;
     reg.register(
         RESOURCE_TRACKER_PROTOCOL,
         RESOURCE_TRACKER_VERSION,
         UNREGISTER_NODE_MANAGER,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let mut out = Vec::new();
-            if let Some(n) = lock(&t)
+            let mut g = lock(&t);
+            let n = g
                 .unregister_node_manager(call.request, clock.now_ns(), &mut out)
-                .map_err(bad_request)?
-            {
+                .map_err(bad_request)?;
+            let gone = g.take_departed();
+            drop(g);
+            departed(&r, gone);
+            if let Some(n) = n {
                 tracing::info!("node {n} unregistered (SHUTDOWN)");
             }
             reply.bytes(&out).map_err(CallError::from)
         },
     );
+}
+
+/// A node (re-)registered: its capacity to the scheduler, and the completions it re-reported.
+fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[u8]) {
+    use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, RegisterNodeManagerRequestProto};
+    use prost::Message;
+    let done: Vec<_> = RegisterNodeManagerRequestProto::decode(request)
+        .map(|req| {
+            req.container_statuses
+                .iter()
+                .filter(|c| c.container_state == Some(ContainerStateProto::CComplete as i32))
+                .filter_map(|c| {
+                    let id = hadoop_wire::token::identifier::container_from_proto(
+                        c.container_id.as_ref()?,
+                    )?;
+                    Some((
+                        id,
+                        c.container_exit_status.unwrap_or(-1000),
+                        c.diagnostics.clone().unwrap_or_default(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    rt.with(|a| {
+        a.node_added(node, http, total);
+        for (c, exit, diag) in &done {
+            a.container_reported_complete(*c, *exit, diag, wall_ms());
+        }
+    });
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {
@@ -414,7 +636,12 @@ fn register_admin(
     );
 }
 
-fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clock: Clock) {
+fn housekeeping(
+    tracker: Arc<Mutex<ResourceTracker>>,
+    stop: Arc<AtomicBool>,
+    clock: Clock,
+    rt: Option<AppsRt>,
+) {
     let mut last_summary = Instant::now();
     let mut last_rate = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -437,7 +664,18 @@ fn housekeeping(tracker: Arc<Mutex<ResourceTracker>>, stop: Arc<AtomicBool>, clo
         }
         let m = t.metrics().clone();
         let active = t.active_nodes();
+        let gone = t.take_departed();
         drop(t);
+        departed(&rt, gone);
+        if let Some(rt) = &rt {
+            let now = wall_ms();
+            if let Err(e) = rt.amrm.write().tick(&mut OsEntropy, now) {
+                tracing::error!("AMRMToken key roll: {e}");
+            }
+            for a in rt.with(|a| a.tick(now)) {
+                tracing::info!("ApplicationMaster for attempt {a} timed out");
+            }
+        }
         let rate = m.sample_rate();
         last_rate = Instant::now();
         if last_summary.elapsed() >= Duration::from_secs(10) {

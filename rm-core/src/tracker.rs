@@ -37,7 +37,7 @@ use hadoop_wire::view::yarn::{MasterKeyView, NodeHeartbeatRequestView, NodeIdVie
 use prost::Message;
 
 use crate::hosts::HostLists;
-use crate::ids::{shard_of, AppKey, ContainerKey, FastMap, NodeKey, NodeKeyRef};
+use crate::ids::{shard_of, AppKey, ContainerKey, FastMap, FastSet, NodeKey, NodeKeyRef};
 use crate::mailbox::{Global, Mailbox};
 use crate::master_key::{Entropy, KeyRoller};
 use crate::metrics::TrackerMetrics;
@@ -143,7 +143,20 @@ pub struct ResourceTracker {
     metrics: Arc<TrackerMetrics>,
     scratch: Vec<(u32, OutItem)>,
     active: usize,
+    /// Nodes deactivated since the last [`ResourceTracker::take_departed`] (cold path only),
+    /// for the scheduler; capped at the node count.
+    departed: Vec<NodeKey>,
+    /// Applications whose completed containers are acknowledged to the NodeManager only after
+    /// their ApplicationMaster pulled them (trap 1; [`ResourceTracker::hold_acks`]).
+    held_apps: FastSet<AppKey>,
+    /// Acknowledgements waiting for the AM: container → (shard, node).
+    parked: FastMap<ContainerKey, (usize, u32)>,
+    /// Pulled by the AM before the shard's acknowledgement arrived: acknowledged on arrival.
+    released_early: FastSet<ContainerKey>,
 }
+
+/// Most acknowledgements parked for ApplicationMasters; beyond it they go out at once.
+pub const MAX_PARKED_ACKS: usize = 1_000_000;
 
 fn dec(message: &'static str) -> impl Fn(hadoop_wire::reader::DecodeError) -> Error {
     move |source| Error::Decode { message, source }
@@ -208,6 +221,10 @@ impl ResourceTracker {
             metrics: Arc::new(TrackerMetrics::default()),
             scratch: Vec::new(),
             active: 0,
+            departed: Vec::new(),
+            held_apps: FastSet::default(),
+            parked: FastMap::default(),
+            released_early: FastSet::default(),
         })
     }
 
@@ -270,7 +287,17 @@ impl ResourceTracker {
                 continue;
             };
             match item {
-                OutItem::Ack(c) => n.acks.push(c),
+                OutItem::Ack(c) => {
+                    if !self.held_apps.is_empty()
+                        && self.held_apps.contains(&c.app)
+                        && !self.released_early.remove(&c)
+                        && self.parked.len() < MAX_PARKED_ACKS
+                    {
+                        self.parked.insert(c, (shard, local));
+                    } else {
+                        n.acks.push(c)
+                    }
+                }
                 OutItem::CleanupApp(a) => {
                     if !n.apps_to_cleanup.contains(&a) {
                         n.apps_to_cleanup.push(a)
@@ -297,6 +324,9 @@ impl ResourceTracker {
         if n.membership == Membership::Active {
             n.membership = to;
             self.active -= 1;
+            if self.departed.len() < self.by_id.len() {
+                self.departed.push(n.id.clone());
+            }
             self.mailboxes[shard].push_reset(local, None, kind, now_ns);
             self.count_active();
         }
@@ -693,6 +723,50 @@ impl ResourceTracker {
         }
         self.count_active();
         out
+    }
+
+    /// Nodes that left the cluster (lost, rebooted, shut down, decommissioned) since the last
+    /// call, for the scheduler to release their containers.
+    pub fn take_departed(&mut self) -> Vec<NodeKey> {
+        std::mem::take(&mut self.departed)
+    }
+
+    /// From now on, completed containers of `app` are acknowledged (sent in
+    /// `containers_to_be_removed_from_nm`) only when [`release_ack`](Self::release_ack) says
+    /// its ApplicationMaster pulled them, as Java does (trap 1).
+    pub fn hold_acks(&mut self, app: AppKey) {
+        self.held_apps.insert(app);
+    }
+
+    /// The AM pulled `c`'s completion: acknowledge it on its node's next heartbeat.
+    pub fn release_ack(&mut self, c: ContainerKey) {
+        if let Some((s, l)) = self.parked.remove(&c) {
+            if let Some(n) = self.shards[s].get_mut(l as usize) {
+                n.acks.push(c);
+            }
+        } else if self.held_apps.contains(&c.app) && self.released_early.len() < MAX_PARKED_ACKS {
+            self.released_early.insert(c);
+        }
+    }
+
+    /// `app` ended: every parked acknowledgement of it goes out, and no more are held.
+    pub fn release_app_acks(&mut self, app: AppKey) {
+        self.held_apps.remove(&app);
+        self.released_early.retain(|c| c.app != app);
+        let mine: Vec<ContainerKey> = self
+            .parked
+            .keys()
+            .filter(|c| c.app == app)
+            .copied()
+            .collect();
+        for c in mine {
+            self.release_ack(c);
+        }
+    }
+
+    /// Acknowledgements parked for ApplicationMasters.
+    pub fn parked_acks(&self) -> usize {
+        self.parked.len()
     }
 
     /// Admin: marks `app` finished on every shard.

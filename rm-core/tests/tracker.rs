@@ -637,3 +637,39 @@ fn opportunistic_capability_sum_from_the_view() {
     assert_eq!(rm.shard.stats().lost, 0);
     assert_eq!(rm.shard.stats().released, 1);
 }
+
+#[test]
+fn acknowledgements_of_held_applications_wait_for_the_application_master() {
+    let mut rm = Rm::new(RmConfig::default(), HostLists::default());
+    let n = node();
+    rm.register(&n);
+    let ids = containers(1, 3);
+    let app = ids[0].app;
+    rm.tracker.hold_acks(app);
+    rm.heartbeat(&n, 0, running(&ids), true);
+    rm.drain();
+    // Two finish; the log commit would acknowledge them, but their AM has not pulled them.
+    rm.heartbeat(&n, 1, vec![complete(ids[0], 0), complete(ids[1], 3)], true);
+    rm.drain();
+    let (_, r, _) = rm.heartbeat(&n, 2, running(&[ids[2]]), true);
+    assert!(r.containers_to_be_removed_from_nm.is_empty(), "held");
+    assert_eq!(rm.tracker.parked_acks(), 2);
+    // The AM pulled the first: it goes out on the next heartbeat, once.
+    rm.tracker.release_ack(ids[0]);
+    rm.drain();
+    let (_, r, _) = rm.heartbeat(&n, 3, running(&[ids[2]]), true);
+    assert_eq!(r.containers_to_be_removed_from_nm, vec![ids[0].to_proto()]);
+    // Pulled before the shard's acknowledgement arrived: sent as soon as it does.
+    rm.tracker.release_ack(ids[2]);
+    rm.drain();
+    rm.heartbeat(&n, 4, vec![complete(ids[2], 0)], true);
+    rm.drain();
+    let (_, r, _) = rm.heartbeat(&n, 5, vec![], true);
+    assert_eq!(r.containers_to_be_removed_from_nm, vec![ids[2].to_proto()]);
+    // The application ends: the rest goes out, and nothing is held any more.
+    rm.tracker.release_app_acks(app);
+    rm.drain();
+    let (_, r, _) = rm.heartbeat(&n, 6, vec![], true);
+    assert_eq!(r.containers_to_be_removed_from_nm, vec![ids[1].to_proto()]);
+    assert_eq!(rm.tracker.parked_acks(), 0);
+}

@@ -1,0 +1,685 @@
+//! A real YARN application under `hotpath rm`: Hadoop's `YarnClient` (the peer's `yarn-client`
+//! mode) submits the peer's ShellAm application to `hotpath rm`'s ApplicationClientProtocol;
+//! the RM schedules the AM container on one of two `hotpath agent`s and starts it
+//! (startContainers with a container token and NMToken it minted, the AMRMToken in the launch
+//! context's credentials); the AM registers and allocates through ApplicationMasterProtocol
+//! with TOKEN authentication, starts its shell containers on both agents, and unregisters.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use peer_harness::{Mode, Peer};
+use serde_json::Value;
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path:?}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path:?}: {e}: {text}"))
+}
+
+fn set_args(kvs: &[(&str, String)]) -> Vec<String> {
+    kvs.iter()
+        .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
+        .collect()
+}
+
+/// A child process that printed `READY {json}`; SIGTERM on drop, then SIGKILL.
+struct Ready {
+    child: Child,
+    ready: Value,
+    _dir: tempfile::TempDir,
+}
+
+impl Ready {
+    fn spawn(mut cmd: Command, dir: tempfile::TempDir) -> Ready {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = serde_json::from_str(
+            line.trim()
+                .strip_prefix("READY ")
+                .unwrap_or_else(|| panic!("no READY line: {line:?}")),
+        )
+        .unwrap();
+        Ready {
+            child,
+            ready,
+            _dir: dir,
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
+    fn field(&self, k: &str) -> String {
+        self.ready[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("{k} in {}", self.ready))
+            .to_string()
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_rm() -> Ready {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    cmd.arg("rm")
+        .arg("--ready-line")
+        .arg("--metrics-port")
+        .arg("0");
+    cmd.args(set_args(&[
+        (
+            "yarn.resourcemanager.resource-tracker.address",
+            "127.0.0.1:0".into(),
+        ),
+        ("yarn.resourcemanager.address", "127.0.0.1:0".into()),
+        (
+            "yarn.resourcemanager.scheduler.address",
+            "127.0.0.1:0".into(),
+        ),
+        (
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
+            "200".into(),
+        ),
+        (
+            "hotpath.rm.completion-log.dir",
+            dir.path().join("log").display().to_string(),
+        ),
+    ]));
+    Ready::spawn(cmd, dir)
+}
+
+fn start_agent(rt: &str, ip: &str) -> Ready {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    cmd.arg("agent").arg("--ready-line");
+    cmd.args(set_args(&[
+        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
+        ("yarn.nodemanager.address", format!("{ip}:0")),
+        ("yarn.nodemanager.webapp.address", format!("{ip}:0")),
+        ("hotpath.agent.ipc.address", format!("{ip}:0")),
+        (
+            "yarn.nodemanager.local-dirs",
+            d.join("local").display().to_string(),
+        ),
+        (
+            "yarn.nodemanager.log-dirs",
+            d.join("logs").display().to_string(),
+        ),
+        ("yarn.nodemanager.resource.memory-mb", "4096".into()),
+        ("yarn.nodemanager.resource.cpu-vcores", "8".into()),
+        (
+            "hotpath.agent.control-socket",
+            d.join("agent.sock").display().to_string(),
+        ),
+        (
+            "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
+            "100".into(),
+        ),
+    ]));
+    Ready::spawn(cmd, dir)
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+struct Cluster {
+    client: Peer,
+    agents: Vec<String>,
+    scheduler: String,
+    _agents: Vec<Ready>,
+    _rm: Ready,
+}
+
+fn cluster() -> Cluster {
+    let rm = start_rm();
+    let rt = rm.field("resource_tracker");
+    let agents = vec![
+        start_agent(&rt, "127.0.0.51"),
+        start_agent(&rt, "127.0.0.52"),
+    ];
+    let ids: Vec<String> = agents.iter().map(|a| a.field("node_id")).collect();
+    let mut client = Peer::start(
+        Mode::YarnClient,
+        &[
+            "--rm",
+            &rm.field("client"),
+            "--scheduler",
+            &rm.field("scheduler"),
+        ],
+    )
+    .expect("yarn-client");
+    wait_for(
+        "both agents RUNNING at the RM",
+        Duration::from_secs(60),
+        || {
+            let v = client.command("nodes").unwrap_or(Value::Null);
+            let mut running: Vec<String> = v["nodes"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|n| n["state"] == "RUNNING")
+                        .filter_map(|n| n["node_id"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            running.sort();
+            let mut want = ids.clone();
+            want.sort();
+            running == want
+        },
+    );
+    Cluster {
+        client,
+        agents: ids,
+        scheduler: rm.field("scheduler"),
+        _agents: agents,
+        _rm: rm,
+    }
+}
+
+impl Cluster {
+    fn run(&mut self, words: &str, timeout_s: u32) -> (Value, Value) {
+        let submitted = self
+            .client
+            .command(&format!("app-submit {words}"))
+            .unwrap_or_else(|e| panic!("app-submit: {e}"));
+        let id = submitted["app_id"].as_str().expect("app_id").to_owned();
+        let done = self
+            .client
+            .command(&format!("app-wait {id} {timeout_s}"))
+            .unwrap_or_else(|e| panic!("app-wait: {e}"));
+        assert_eq!(done["timed_out"], false, "{done}");
+        (submitted, done)
+    }
+}
+
+#[test]
+fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let (submitted, done) = c.run(
+        &format!(
+            "containers=8 exit=3:7,6:2 stop=5 container_mb=1024 result={}",
+            result.display()
+        ),
+        180,
+    );
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert_eq!(done["queue"], "default", "{done}");
+    assert_eq!(done["type"], "HOTPATH-SHELL", "{done}");
+    let app_id = submitted["app_id"].as_str().unwrap();
+    assert_eq!(
+        done["current_attempt_id"],
+        format!("appattempt_{}_000001", &app_id["application_".len()..]),
+        "{done}"
+    );
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    assert_eq!(r["errors"], Value::Array(vec![]), "{r}");
+    assert_eq!(r["attempt"], 1, "{r}");
+    let mut by_index = BTreeMap::new();
+    for comp in r["completions"].as_array().unwrap() {
+        let i = comp["index"].as_u64().unwrap();
+        assert!(
+            by_index.insert(i, comp.clone()).is_none(),
+            "container {i} completed twice: {r}"
+        );
+    }
+    assert_eq!(by_index.len(), 8, "{r}");
+    for (i, comp) in &by_index {
+        let want = match i {
+            3 => 7,
+            6 => 2,
+            5 => -105,
+            _ => 0,
+        };
+        assert_eq!(comp["exit_status"], want, "container {i}: {comp}");
+        assert_eq!(comp["state"], "COMPLETE", "{comp}");
+        // Container ids are the attempt's: AM is 000001, the shell containers follow.
+        let cid = comp["container_id"].as_str().unwrap();
+        assert!(
+            cid.starts_with(&format!(
+                "container_{}_01_",
+                &app_id["application_".len()..]
+            )),
+            "{cid}"
+        );
+        assert!(!cid.ends_with("_000001"), "{cid} is the AM container's id");
+    }
+    let nodes: std::collections::BTreeSet<&str> = by_index
+        .values()
+        .map(|c| c["node_id"].as_str().unwrap())
+        .collect();
+    for a in &c.agents {
+        assert!(nodes.contains(a.as_str()), "{a} ran none of {nodes:?}");
+    }
+    // The application is listed as finished, and the nodes are idle again.
+    let apps = c.client.command("apps").unwrap();
+    assert!(
+        apps["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["app_id"] == app_id && a["state"] == "FINISHED"),
+        "{apps}"
+    );
+    wait_for("containers released", Duration::from_secs(30), || {
+        let v = c.client.command("nodes").unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["containers"] == 0 && n["used"]["memory_mb"] == 0)
+    });
+}
+
+/// Processes whose command line mentions `needle` (from /proc).
+fn processes_with(needle: &str) -> usize {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}
+
+/// A file named `name` in a directory named `parent` somewhere under `root`.
+fn find_file(root: &Path, parent: &str, name: &str) -> Option<std::path::PathBuf> {
+    let rd = std::fs::read_dir(root).ok()?;
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|f| f == parent) && p.join(name).is_file() {
+                return Some(p.join(name));
+            }
+            if let Some(f) = find_file(&p, parent, name) {
+                return Some(f);
+            }
+        }
+    }
+    None
+}
+
+/// An ApplicationMasterProtocol client with `token` (or SIMPLE without one), as `user`.
+fn amp_client(
+    addr: &str,
+    token: Option<&hadoop_wire::token::Token>,
+    user: &str,
+) -> ipc::client::Client {
+    use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
+    use hadoop_wire::sasl::Qop;
+    ipc::client::Client::new(
+        addr.parse().unwrap(),
+        ipc::client::ClientConfig {
+            protocol: hadoop_wire::yarn::APPLICATION_MASTER_PROTOCOL.into(),
+            protocol_version: 1,
+            user: user.into(),
+            auth: match token {
+                Some(t) => ClientAuth::token(
+                    TokenCredential {
+                        identifier: t.identifier.clone(),
+                        password: t.password.clone(),
+                    },
+                    vec![Qop::Auth],
+                ),
+                None => ClientAuth::default(),
+            },
+            max_connect_attempts: 1,
+            call_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
+    )
+}
+
+fn amp_error(c: &ipc::client::Client, method: &str, body: Vec<u8>) -> String {
+    match c.call(method, &body) {
+        Ok(_) => panic!("{method} succeeded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn cli(c: &mut Cluster, args: &str) -> (i64, String) {
+    let v = c
+        .client
+        .command(&format!("cli {args}"))
+        .unwrap_or_else(|e| panic!("cli {args}: {e}"));
+    (
+        v["exit_code"].as_i64().unwrap(),
+        format!(
+            "{}{}",
+            v["stdout"].as_str().unwrap(),
+            v["stderr"].as_str().unwrap()
+        ),
+    )
+}
+
+#[test]
+fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
+    let mut c = cluster();
+    // yarn node -list -all
+    let (rc, out) = cli(&mut c, "node -list -all");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Total Nodes:2"), "{out}");
+    for a in &c.agents {
+        assert!(out.contains(a.as_str()), "{a} not in {out}");
+    }
+    let m = c.client.command("metrics").unwrap();
+    assert_eq!(m["active"], 2, "{m}");
+    let q = c.client.command("queue").unwrap();
+    assert_eq!(q["queue"], "default", "{q}");
+    assert_eq!(q["state"], "RUNNING", "{q}");
+    let n = c.client.command("new-app").unwrap();
+    assert_eq!(n["maximum_capability"]["memory_mb"], 8192, "{n}");
+    assert_eq!(n["maximum_capability"]["vcores"], 4, "{n}");
+
+    // A resource over the maximum allocation: Java's exception from submitApplication.
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let e = c
+        .client
+        .command_expect_error(&format!(
+            "app-submit am_mb=9000 result={}",
+            result.display()
+        ))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException",
+        "{e:?}"
+    );
+    assert!(
+        e.message.as_deref().unwrap_or("").contains(
+            "Requested resource=<memory:9000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>"
+        ),
+        "{e:?}"
+    );
+    // An unknown queue: the application is rejected (FAILED), as the CapacityScheduler does,
+    // and YarnClient's submitApplication reports it with the diagnostics.
+    let e = c
+        .client
+        .command_expect_error(&format!(
+            "app-submit queue=nope result={}",
+            result.display()
+        ))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.YarnException",
+        "{e:?}"
+    );
+    let msg = e.message.unwrap_or_default();
+    let id = msg
+        .split_whitespace()
+        .find(|w| w.starts_with("application_"))
+        .unwrap_or_else(|| panic!("{msg}"))
+        .to_string();
+    assert_eq!(
+        msg,
+        format!(
+            "Failed to submit {id} to YARN : Application {id} submitted by user root to unknown queue: nope"
+        )
+    );
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["state"], "FAILED", "{r}");
+    assert_eq!(r["queue"], "nope", "{r}");
+
+    // A running application: listed, reported, killed; the nodes clean it up.
+    let shared = dir.path().join("shared");
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=2 hold=0,1 shared={} result={}",
+            shared.display(),
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    wait_for(
+        "both held containers running",
+        Duration::from_secs(90),
+        || {
+            std::fs::read_dir(&shared)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("held-"))
+                        .count()
+                })
+                .unwrap_or(0)
+                == 2
+        },
+    );
+    let held = shared.join("held-").display().to_string();
+    assert!(processes_with(&held) >= 2, "the held shells run");
+    let (rc, out) = cli(&mut c, "application -list");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&id) && out.contains("RUNNING"), "{out}");
+    let (rc, out) = cli(&mut c, &format!("application -status {id}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("State : RUNNING"), "{out}");
+    assert!(out.contains("Queue : default"), "{out}");
+    assert!(out.contains("Application-Type : HOTPATH-SHELL"), "{out}");
+    // The AM's own AMRMToken, from its container's credentials on the agent: a stale
+    // responseId and a second registration get Java's exceptions; no token at all is refused.
+    use hadoop_wire::pb::hadoop::yarn::{
+        AllocateRequestProto, RegisterApplicationMasterRequestProto,
+    };
+    use hadoop_wire::yarn::amp;
+    use prost::Message as _;
+    let ts = &id["application_".len()..];
+    let am = format!("container_{ts}_01_000001");
+    let attempt = format!("appattempt_{ts}_000001");
+    let file = c
+        ._agents
+        .iter()
+        .find_map(|a| find_file(a.dir(), &am, "container_tokens"))
+        .expect("the AM container's container_tokens");
+    let creds =
+        hadoop_wire::token::credentials::Credentials::read(&std::fs::read(&file).unwrap()).unwrap();
+    let token = creds
+        .tokens_of_kind("YARN_AM_RM_TOKEN")
+        .next()
+        .expect("AMRMToken in the AM's credentials")
+        .clone();
+    let amp = amp_client(&c.scheduler, Some(&token), &attempt);
+    let stale = AllocateRequestProto {
+        response_id: Some(1_000_000),
+        ..Default::default()
+    };
+    let e = amp_error(&amp, amp::ALLOCATE, stale.encode_to_vec());
+    assert!(
+        e.contains("org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException")
+            && e.contains(&format!(
+                "Invalid responseId in AllocateRequest from application attempt: {attempt} expect responseId to be"
+            ))
+            && e.contains("but get 1000000"),
+        "{e}"
+    );
+    let e = amp_error(
+        &amp,
+        amp::REGISTER_APPLICATION_MASTER,
+        RegisterApplicationMasterRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains("InvalidApplicationMasterRequestException")
+            && e.contains(&format!("Application Master is already registered : {id}")),
+        "{e}"
+    );
+    let e = amp_error(
+        &amp_client(&c.scheduler, None, "mallory"),
+        amp::ALLOCATE,
+        AllocateRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains("org.apache.hadoop.yarn.exceptions.YarnException")
+            && e.contains("No AMRMToken found for user mallory"),
+        "{e}"
+    );
+    let (rc, out) = cli(&mut c, &format!("application -kill {id}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&format!("Killing application {id}")), "{out}");
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["state"], "KILLED", "{r}");
+    assert_eq!(r["final_status"], "KILLED", "{r}");
+    assert_eq!(r["diagnostics"], "Application killed by user.", "{r}");
+    // The AM and both held shells are gone from the machine: applications_to_cleanup.
+    wait_for(
+        "the application's processes end",
+        Duration::from_secs(60),
+        || processes_with(&held) == 0 && processes_with(&id) == 0,
+    );
+    // The killed attempt's AMRMToken no longer authenticates.
+    let e = amp_error(
+        &amp_client(&c.scheduler, Some(&token), &attempt),
+        amp::ALLOCATE,
+        AllocateRequestProto::default().encode_to_vec(),
+    );
+    assert!(
+        e.contains(&format!("{attempt} not found in AMRMTokenSecretManager.")),
+        "{e}"
+    );
+    wait_for("the RM's nodes idle", Duration::from_secs(30), || {
+        let v = c.client.command("nodes").unwrap();
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["containers"] == 0)
+    });
+}
+
+#[test]
+fn a_failed_am_gets_its_second_attempt_and_a_second_failure_fails_the_application() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let (s, done) = c.run(
+        &format!("containers=2 fail_attempt=1 result={}", result.display()),
+        180,
+    );
+    let id = s["app_id"].as_str().unwrap();
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert_eq!(
+        done["current_attempt_id"],
+        format!("appattempt_{}_000002", &id["application_".len()..]),
+        "{done}"
+    );
+    let r = read_json(&result);
+    assert_eq!(r["attempt"], 2, "{r}");
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+
+    // Both attempts exit 3 (yarn.resourcemanager.am.max-attempts is 2).
+    let result2 = dir.path().join("result2.json");
+    let (s, done) = c.run(
+        &format!("containers=1 fail_attempt=2 result={}", result2.display()),
+        180,
+    );
+    let id = s["app_id"].as_str().unwrap();
+    assert_eq!(done["state"], "FAILED", "{done}");
+    assert_eq!(done["final_status"], "FAILED", "{done}");
+    let d = done["diagnostics"].as_str().unwrap();
+    assert!(
+        d.starts_with(&format!(
+            "Application {id} failed 2 times (global limit =2; local limit is =2) due to AM Container for appattempt_{}_000002 exited with  exitCode: 3",
+            &id["application_".len()..]
+        )),
+        "{d}"
+    );
+    assert!(
+        !result2.exists(),
+        "no attempt got as far as writing a result"
+    );
+}
+
+#[test]
+fn a_java_node_manager_under_hotpath_rm_runs_the_am_and_its_containers() {
+    let rm = start_rm();
+    let rt = rm.field("resource_tracker");
+    let nm = Peer::start(Mode::YarnNm, &["--rm", &rt]).expect("yarn-nm");
+    let nm_id = nm.field_str("node_id").unwrap().to_string();
+    let mut client = Peer::start(
+        Mode::YarnClient,
+        &[
+            "--rm",
+            &rm.field("client"),
+            "--scheduler",
+            &rm.field("scheduler"),
+        ],
+    )
+    .expect("yarn-client");
+    wait_for(
+        "the Java NM RUNNING at the RM",
+        Duration::from_secs(60),
+        || {
+            let v = client.command("nodes").unwrap_or(Value::Null);
+            v["nodes"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|n| n["node_id"] == nm_id.as_str() && n["state"] == "RUNNING")
+            })
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let s = client
+        .command(&format!(
+            "app-submit containers=4 exit=1:5 container_mb=1024 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    let done = client
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", nm.log_tail(80)));
+    assert_eq!(done["timed_out"], false, "{done}\n{}", nm.log_tail(80));
+    assert_eq!(done["state"], "FINISHED", "{done}\n{}", nm.log_tail(80));
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["unexpected"], Value::Array(vec![]), "{r}");
+    let comps = r["completions"].as_array().unwrap();
+    assert_eq!(comps.len(), 4, "{r}");
+    for comp in comps {
+        let want = if comp["index"] == 1 { 5 } else { 0 };
+        assert_eq!(comp["exit_status"], want, "{comp}");
+        assert_eq!(comp["node_id"], nm_id.as_str(), "{comp}");
+    }
+}

@@ -1,0 +1,524 @@
+//! ApplicationClientProtocol and ApplicationMasterProtocol on their own `ipc` servers, around
+//! [`Apps`]: the client protocol on `yarn.resourcemanager.address` (SIMPLE, as a non-secure
+//! Java RM), the master protocol on `yarn.resourcemanager.scheduler.address` with TOKEN
+//! authentication by AMRMToken ([`AmrmTokenSecrets`]) and SIMPLE offered after it, as Java's
+//! server does; a call without an AMRMToken is refused with Java's "No AMRMToken found for
+//! user …". Errors are Java's exception classes ([`crate::apps::exc`]).
+//!
+//! [`AppsRt`] is the shared handle: every change to [`Apps`] goes through
+//! [`AppsRt::with`], which then hands the AM launches to the [`AmLauncher`] thread and the
+//! cleanups to the shards' mailboxes (the heartbeat outbox), outside the lock.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hadoop_wire::pb::hadoop::yarn::{
+    AllocateRequestProto, FinishApplicationMasterRequestProto,
+    FinishApplicationMasterResponseProto, GetApplicationReportRequestProto,
+    GetApplicationReportResponseProto, GetApplicationsRequestProto, GetApplicationsResponseProto,
+    GetClusterMetricsResponseProto, GetClusterNodesRequestProto, GetClusterNodesResponseProto,
+    GetNewApplicationResponseProto, GetQueueInfoRequestProto, GetQueueInfoResponseProto,
+    KillApplicationRequestProto, KillApplicationResponseProto, NodeReportProto, NodeStateProto,
+    QueueInfoProto, QueueStateProto, RegisterApplicationMasterRequestProto,
+    SubmitApplicationRequestProto, SubmitApplicationResponseProto, YarnClusterMetricsProto,
+};
+use hadoop_wire::token::{AmrmTokenIdentifier, TokenIdentifier};
+use hadoop_wire::yarn::ids::{AppId, AttemptId};
+use hadoop_wire::yarn::{
+    acp, amp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION, APPLICATION_MASTER_PROTOCOL,
+    APPLICATION_MASTER_VERSION,
+};
+use ipc::server::{Call, CallError, Registry, Reply};
+use prost::Message;
+
+use crate::am_launcher::{AmLauncher, LaunchHost};
+use crate::amrm_token::AmrmTokenSecrets;
+use crate::apps::{
+    exc, report, AppError, Apps, Cleanup, Res, TokenKeys, DEFAULT_QUEUE, DEFAULT_RACK,
+};
+use crate::dispatcher::wall_ms;
+use crate::mailbox::{Global, Mailbox};
+use crate::tracker::{Membership, ResourceTracker};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn call_error(e: AppError) -> CallError {
+    CallError::application(e.class, e.message)
+}
+
+fn decode<M: Message + Default>(call: &Call<'_>) -> Result<M, CallError> {
+    M::decode(call.request).map_err(CallError::invalid_request)
+}
+
+/// The shared handle on the applications (see the module docs).
+#[derive(Clone)]
+pub struct AppsRt {
+    pub apps: Arc<Mutex<Apps>>,
+    pub gate: Arc<AtomicBool>,
+    pub amrm: Arc<AmrmTokenSecrets>,
+    mailboxes: Vec<Arc<Mailbox>>,
+    tracker: Arc<Mutex<ResourceTracker>>,
+    launcher: Arc<Mutex<Option<AmLauncher>>>,
+}
+
+struct Host {
+    tracker: Arc<Mutex<ResourceTracker>>,
+    rt: AppsRt,
+    expiry_ms: u64,
+}
+
+impl LaunchHost for Host {
+    fn keys(&self) -> TokenKeys {
+        keys(&self.tracker)
+    }
+    fn now_ms(&self) -> u64 {
+        wall_ms()
+    }
+    fn token_expiry_ms(&self) -> u64 {
+        self.expiry_ms
+    }
+    fn done(&self, attempt: AttemptId, result: Result<(), String>) {
+        self.rt.with(|a| match result {
+            Ok(()) => a.am_launched(attempt, wall_ms()),
+            Err(e) => a.am_launch_failed(attempt, &e, wall_ms()),
+        });
+    }
+}
+
+/// The tracker's current container and NM keys.
+pub fn keys(tracker: &Mutex<ResourceTracker>) -> TokenKeys {
+    let t = lock(tracker);
+    TokenKeys {
+        container: t.container_keys().current().clone(),
+        nm: t.nm_keys().current().clone(),
+        rm_identifier: t.rm_identifier(),
+    }
+}
+
+impl AppsRt {
+    /// The handle and its launcher thread.
+    pub fn start(
+        apps: Apps,
+        amrm: Arc<AmrmTokenSecrets>,
+        tracker: &Arc<Mutex<ResourceTracker>>,
+    ) -> std::io::Result<AppsRt> {
+        let expiry_ms = apps.config().container_token_expiry_ms;
+        let gate = apps.gate();
+        let mailboxes = lock(tracker).mailboxes().to_vec();
+        let rt = AppsRt {
+            apps: Arc::new(Mutex::new(apps)),
+            gate,
+            amrm,
+            mailboxes,
+            tracker: tracker.clone(),
+            launcher: Arc::new(Mutex::new(None)),
+        };
+        let launcher = AmLauncher::start(Box::new(Host {
+            tracker: tracker.clone(),
+            rt: rt.clone(),
+            expiry_ms,
+        }))?;
+        *lock(&rt.launcher) = Some(launcher);
+        Ok(rt)
+    }
+
+    /// Whether anything is in flight (one relaxed load; the heartbeat path's check).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.gate.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` on the applications, then sends its launches and cleanups on.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Apps) -> R) -> R {
+        let (r, launches, cleanups) = {
+            let mut a = lock(&self.apps);
+            let r = f(&mut a);
+            (r, a.take_launches(), a.take_cleanups())
+        };
+        if !launches.is_empty() {
+            if let Some(l) = lock(&self.launcher).as_ref() {
+                l.launch(launches);
+            }
+        }
+        if cleanups.is_empty() {
+            return r;
+        }
+        let mut t = lock(&self.tracker);
+        for c in cleanups {
+            let g = match c {
+                Cleanup::App(a) => Global::FinishApp(a),
+                Cleanup::Container(c) => Global::KillContainer(c),
+                Cleanup::HoldAcks(a) => {
+                    t.hold_acks(a);
+                    continue;
+                }
+                Cleanup::Ack(c) => {
+                    t.release_ack(c);
+                    continue;
+                }
+                Cleanup::ReleaseAcks(a) => {
+                    t.release_app_acks(a);
+                    continue;
+                }
+            };
+            for m in &self.mailboxes {
+                m.push_global(g);
+            }
+        }
+        r
+    }
+
+    /// Stops the launcher thread (after the launch in progress).
+    pub fn shutdown(&self) {
+        let l = lock(&self.launcher).take();
+        if let Some(l) = l {
+            l.shutdown();
+        }
+    }
+}
+
+fn app_id(
+    p: Option<&hadoop_wire::pb::hadoop::yarn::ApplicationIdProto>,
+) -> Result<AppId, CallError> {
+    p.filter(|p| p.id.is_some())
+        .map(|p| AppId::new(p.cluster_timestamp.unwrap_or(0), p.id.unwrap_or(0)))
+        .ok_or_else(|| {
+            CallError::application(exc::ILLEGAL_ARGUMENT, "Invalid application id: null")
+        })
+}
+
+fn node_state(m: Membership) -> NodeStateProto {
+    match m {
+        Membership::Active => NodeStateProto::NsRunning,
+        Membership::Lost => NodeStateProto::NsLost,
+        Membership::Shutdown => NodeStateProto::NsShutdown,
+        Membership::Decommissioned => NodeStateProto::NsDecommissioned,
+        Membership::Rebooted => NodeStateProto::NsRebooted,
+    }
+}
+
+/// Node reports: the tracker's membership and capacity, the scheduler's usage.
+fn node_reports(
+    tracker: &Mutex<ResourceTracker>,
+    rt: &AppsRt,
+    states: &[i32],
+) -> Vec<NodeReportProto> {
+    let rows: Vec<_> = {
+        let t = lock(tracker);
+        t.nodes()
+            .map(|n| {
+                (
+                    n.id.clone(),
+                    node_state(n.membership),
+                    n.http_port,
+                    Res::new(n.total_memory_mb, n.total_vcores as i64),
+                    n.last_seen_ms(),
+                )
+            })
+            .collect()
+    };
+    let apps = lock(&rt.apps);
+    rows.into_iter()
+        .filter(|(_, s, ..)| {
+            if states.is_empty() {
+                *s == NodeStateProto::NsRunning
+            } else {
+                states.contains(&(*s as i32))
+            }
+        })
+        .map(|(id, s, http, total, _seen)| {
+            let (used, containers) = apps
+                .node(&id)
+                .filter(|_| s == NodeStateProto::NsRunning)
+                .map(|n| (n.used, n.containers as i32))
+                .unwrap_or_default();
+            NodeReportProto {
+                node_id: Some(id.to_proto()),
+                http_address: Some(format!("{}:{}", id.host, http)),
+                rack_name: Some(DEFAULT_RACK.into()),
+                used: Some(used.to_proto()),
+                capability: Some(total.to_proto()),
+                num_containers: Some(containers),
+                node_state: Some(s as i32),
+                health_report: Some(String::new()),
+                last_health_report_time: Some(wall_ms() as i64),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+/// ApplicationClientProtocolPB.
+pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<ResourceTracker>>) {
+    let p = APPLICATION_CLIENT_PROTOCOL;
+    let v = APPLICATION_CLIENT_VERSION;
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::GET_NEW_APPLICATION,
+        move |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let (id, max) = r.with(|a| a.new_application()).map_err(call_error)?;
+            reply
+                .message(&GetNewApplicationResponseProto {
+                    application_id: Some(id.to_proto()),
+                    maximum_capability: Some(max.to_proto()),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::SUBMIT_APPLICATION,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: SubmitApplicationRequestProto = decode(c)?;
+            let ctx = req.application_submission_context.ok_or_else(|| {
+                CallError::application(exc::ILLEGAL_ARGUMENT, "no application submission context")
+            })?;
+            let user = c.user.unwrap_or("dr.who").to_string();
+            let id = r
+                .with(|a| a.submit(ctx, &user, wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("Application with id {} submitted by user {user}", id.id);
+            reply
+                .message(&SubmitApplicationResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::GET_APPLICATION_REPORT,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetApplicationReportRequestProto = decode(c)?;
+            let id = app_id(req.application_id.as_ref())?;
+            let rep = lock(&r.apps).report(id).map_err(call_error)?;
+            reply
+                .message(&GetApplicationReportResponseProto {
+                    application_report: Some(rep),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::GET_APPLICATIONS,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetApplicationsRequestProto = decode(c)?;
+            let limit = req.limit.filter(|&l| l > 0).unwrap_or(i64::MAX) as usize;
+            let types: Vec<String> = req
+                .application_types
+                .iter()
+                .map(|t| t.to_lowercase())
+                .collect();
+            let apps = lock(&r.apps);
+            let list: Vec<_> = apps
+                .apps()
+                .filter(|a| {
+                    req.application_states.is_empty()
+                        || req
+                            .application_states
+                            .contains(&(a.state.yarn_state() as i32))
+                })
+                .filter(|a| types.is_empty() || types.contains(&a.app_type.to_lowercase()))
+                .filter(|a| req.queues.is_empty() || req.queues.contains(&a.queue))
+                .filter(|a| req.users.is_empty() || req.users.contains(&a.user))
+                .filter(|a| req.name.as_ref().is_none_or(|n| *n == a.name))
+                .take(limit)
+                .map(report)
+                .collect();
+            drop(apps);
+            reply
+                .message(&GetApplicationsResponseProto { applications: list })
+                .map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::FORCE_KILL_APPLICATION,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: KillApplicationRequestProto = decode(c)?;
+            let id = app_id(req.application_id.as_ref())?;
+            let done = r
+                .with(|a| a.kill(id, req.diagnostics.as_deref(), wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("Kill Application Request for {id}");
+            reply
+                .message(&KillApplicationResponseProto {
+                    is_kill_completed: Some(done),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let t = tracker.clone();
+    reg.register(
+        p,
+        v,
+        acp::GET_CLUSTER_METRICS,
+        move |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let mut m = YarnClusterMetricsProto::default();
+            let t = lock(&t);
+            let count = |s: Membership| t.nodes().filter(|n| n.membership == s).count() as i32;
+            m.num_active_nms = Some(count(Membership::Active));
+            m.num_lost_nms = Some(count(Membership::Lost));
+            m.num_decommissioned_nms = Some(count(Membership::Decommissioned));
+            m.num_rebooted_nms = Some(count(Membership::Rebooted));
+            m.num_shutdown_nms = Some(count(Membership::Shutdown));
+            m.num_unhealthy_nms = Some(0);
+            m.num_decommissioning_nms = Some(0);
+            m.num_node_managers = m.num_active_nms;
+            drop(t);
+            reply
+                .message(&GetClusterMetricsResponseProto {
+                    cluster_metrics: Some(m),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, t) = (rt.clone(), tracker.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_CLUSTER_NODES,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetClusterNodesRequestProto = decode(c)?;
+            let nodes = node_reports(&t, &r, &req.node_states);
+            reply
+                .message(&GetClusterNodesResponseProto {
+                    node_reports: nodes,
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        acp::GET_QUEUE_INFO,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetQueueInfoRequestProto = decode(c)?;
+            let name = req
+                .queue_name
+                .clone()
+                .unwrap_or_else(|| DEFAULT_QUEUE.into());
+            let apps = lock(&r.apps);
+            if !apps.config().queues.contains(&name) {
+                return Err(CallError::application(
+                    "java.io.IOException",
+                    format!("Unknown queue: {name}"),
+                ));
+            }
+            let (total, used) = apps.cluster_resources();
+            let current = if total.mem > 0 {
+                used.mem as f32 / total.mem as f32
+            } else {
+                0.0
+            };
+            let list = if req.include_applications.unwrap_or(false) {
+                apps.apps()
+                    .filter(|a| a.queue == name)
+                    .map(report)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            drop(apps);
+            reply
+                .message(&GetQueueInfoResponseProto {
+                    queue_info: Some(QueueInfoProto {
+                        queue_name: Some(name.clone()),
+                        capacity: Some(1.0),
+                        maximum_capacity: Some(1.0),
+                        current_capacity: Some(current),
+                        state: Some(QueueStateProto::QRunning as i32),
+                        applications: list,
+                        queue_path: Some(format!("root.{name}")),
+                        scheduler_type: Some("FifoScheduler".into()),
+                        ..Default::default()
+                    }),
+                })
+                .map_err(CallError::from)
+        },
+    );
+}
+
+/// The attempt (and the key id) of the caller's AMRMToken.
+fn caller(call: &Call<'_>) -> Result<(AttemptId, i32), CallError> {
+    let no_token = || {
+        CallError::application(
+            exc::YARN,
+            format!(
+                "No AMRMToken found for user {}",
+                call.user.unwrap_or("null")
+            ),
+        )
+    };
+    let raw = call.token_identifier.ok_or_else(no_token)?;
+    let id = AmrmTokenIdentifier::parse(raw).map_err(|_| no_token())?;
+    let a = id.attempt_id().ok_or_else(no_token)?;
+    Ok((a, id.key_id()))
+}
+
+/// ApplicationMasterProtocolPB (served with TOKEN auth).
+pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<ResourceTracker>>) {
+    let p = APPLICATION_MASTER_PROTOCOL;
+    let v = APPLICATION_MASTER_VERSION;
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        amp::REGISTER_APPLICATION_MASTER,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let (a, _) = caller(c)?;
+            let req: RegisterApplicationMasterRequestProto = decode(c)?;
+            let resp = r
+                .with(|x| x.register_am(a, &req, wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("AM registration {a}");
+            reply.message(&resp).map_err(CallError::from)
+        },
+    );
+    let (r, t) = (rt.clone(), tracker.clone());
+    reg.register(
+        p,
+        v,
+        amp::ALLOCATE,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let (a, key_id) = caller(c)?;
+            let req: AllocateRequestProto = decode(c)?;
+            let k = keys(&t);
+            let resp = r
+                .with(|x| x.allocate(a, key_id, &req, &k, wall_ms()))
+                .map_err(call_error)?;
+            reply.message(&resp).map_err(CallError::from)
+        },
+    );
+    let r = rt.clone();
+    reg.register(
+        p,
+        v,
+        amp::FINISH_APPLICATION_MASTER,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let (a, _) = caller(c)?;
+            let req: FinishApplicationMasterRequestProto = decode(c)?;
+            let done = r
+                .with(|x| x.finish_am(a, &req, wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("{a} unregistered successfully. ");
+            reply
+                .message(&FinishApplicationMasterResponseProto {
+                    is_unregistered: Some(done),
+                })
+                .map_err(CallError::from)
+        },
+    );
+}

@@ -1,0 +1,2176 @@
+//! Applications, their attempts and the FIFO scheduler, sans-IO: ApplicationClientProtocol and
+//! ApplicationMasterProtocol requests in, responses, AM launches and cleanups out.
+//!
+//! Named after Java's nouns:
+//!
+//! - [`RmApp`] (`RMAppImpl`): SUBMITTED → ACCEPTED → RUNNING → FINISHING → FINISHED, or FAILED /
+//!   KILLED, with diagnostics. A submission is checked as Java's `RMAppManager` does (resource
+//!   over the maximum allocation: `InvalidResourceRequestException`); an unknown queue is
+//!   rejected as the CapacityScheduler rejects it (the application FAILED with "submitted by user
+//!   … to unknown queue: …"). Attempts up to `yarn.resourcemanager.am.max-attempts` (or the
+//!   submission's smaller positive value); AM containers that end ABORTED, PREEMPTED,
+//!   DISKS_FAILED or KILLED_BY_RESOURCEMANAGER do not count, as in Java.
+//! - [`Attempt`] (`RMAppAttemptImpl`): SCHEDULED (waiting for its AM container) → ALLOCATED
+//!   (an [`AmLaunch`] is queued) → LAUNCHED → RUNNING (registered) → FINISHING (unregistered)
+//!   → FINISHED, or FAILED / KILLED. The AM liveness monitor fails an attempt silent for
+//!   `yarn.am.liveness-monitor.expiry-interval-ms` ("ApplicationMaster for attempt … timed out").
+//! - The FIFO scheduler ([`SchedNode`] per NodeManager, capacity from its registration):
+//!   applications in submission order; per application its AM container first, then its asks
+//!   by priority (lower number first): node-local, then rack-local, then off-switch, with Java's
+//!   `relaxLocality` rules and node/rack/ANY counts decremented together. Asks are normalized up
+//!   to the minimum allocation; a container fits a node only if both memory and vcores fit.
+//!   Allocation happens on a node update ([`Apps::node_update`], Java's NODE_UPDATE), which the
+//!   heartbeat path calls only while [`Apps::gate`] says something is in flight.
+//! - `allocate` (`ApplicationMasterService` + `DefaultAMSProcessor`): responseId rules (a
+//!   repeat of the previous request gets the previous response again; any other mismatch is
+//!   `InvalidApplicationMasterRequestException`), releases (completed ABORTED "Container released
+//!   by application" and a kill sent to the node), blacklist, asks, newly allocated containers
+//!   with container tokens, NMTokens for nodes the attempt has none for yet, completed container
+//!   statuses (each delivered once), the AMRMToken while a next key is pending.
+//!
+//! Container ids: `container_<clusterTimestamp>_<app>_<attempt>_<seq>`, a counter per attempt
+//! starting at 1 (the AM container); the RM epoch is 0 (we do not persist state), so ids carry
+//! no `e<epoch>_` part.
+//!
+//! Effects for the IO side: [`Apps::take_launches`] (AM containers to start on their nodes) and
+//! [`Apps::take_cleanups`] (applications and containers to clean up through the heartbeat
+//! outbox). Time is passed in (`now_ms`, wall clock milliseconds).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use hadoop_wire::pb::hadoop::yarn::{
+    AllocateRequestProto, AllocateResponseProto, ApplicationReportProto,
+    ApplicationSubmissionContextProto, ContainerLaunchContextProto, ContainerProto,
+    ContainerStateProto, ContainerStatusProto, ContainerTypeProto, ExecutionTypeProto,
+    FinalApplicationStatusProto, FinishApplicationMasterRequestProto, NmTokenProto, PriorityProto,
+    RegisterApplicationMasterRequestProto, RegisterApplicationMasterResponseProto, ResourceProto,
+    YarnApplicationStateProto,
+};
+use hadoop_wire::token::identifier::{attempt_to_proto, container_from_proto};
+use hadoop_wire::token::Token;
+use hadoop_wire::view::yarn::NodeStatusView;
+use hadoop_wire::yarn::exit_status;
+use hadoop_wire::yarn::ids::{AppId, AttemptId, ContainerId};
+
+use crate::amrm_token::AmrmTokenSecrets;
+use crate::ids::{FastMap, NodeKey, NodeKeyRef};
+use crate::master_key::MasterKey;
+
+/// The one queue.
+pub const DEFAULT_QUEUE: &str = "default";
+/// Every node's rack (no topology script).
+pub const DEFAULT_RACK: &str = "/default-rack";
+/// `ResourceRequest.ANY`.
+pub const ANY: &str = "*";
+
+/// Java exception classes the protocols answer with.
+pub mod exc {
+    pub const YARN: &str = "org.apache.hadoop.yarn.exceptions.YarnException";
+    pub const APP_NOT_FOUND: &str =
+        "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException";
+    pub const ATTEMPT_NOT_FOUND: &str =
+        "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException";
+    pub const INVALID_RESOURCE_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException";
+    pub const INVALID_AM_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException";
+    pub const AM_NOT_REGISTERED: &str =
+        "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException";
+    pub const INVALID_BLACKLIST_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidResourceBlacklistRequestException";
+    pub const INVALID_CONTAINER_RELEASE: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidContainerReleaseException";
+    pub const ILLEGAL_ARGUMENT: &str = "java.lang.IllegalArgumentException";
+}
+
+/// A Java exception for the caller: class and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{class}: {message}")]
+pub struct AppError {
+    pub class: &'static str,
+    pub message: String,
+}
+
+fn err(class: &'static str, message: impl Into<String>) -> AppError {
+    AppError {
+        class,
+        message: message.into(),
+    }
+}
+
+/// Memory (MB) and vcores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Res {
+    pub mem: i64,
+    pub vcores: i64,
+}
+
+impl Res {
+    pub const fn new(mem: i64, vcores: i64) -> Res {
+        Res { mem, vcores }
+    }
+
+    /// Fields 1 and 2, else the `memory-mb` / `vcores` entries of the resource map.
+    pub fn from_proto(r: &ResourceProto) -> Res {
+        let find = |k: &str| {
+            r.resource_value_map
+                .iter()
+                .find(|e| e.key == k)
+                .and_then(|e| e.value)
+        };
+        Res {
+            mem: r.memory.or_else(|| find("memory-mb")).unwrap_or(0),
+            vcores: r
+                .virtual_cores
+                .map(i64::from)
+                .or_else(|| find("vcores"))
+                .unwrap_or(0),
+        }
+    }
+
+    pub fn to_proto(self) -> ResourceProto {
+        ResourceProto {
+            memory: Some(self.mem),
+            virtual_cores: Some(self.vcores.clamp(0, i32::MAX as i64) as i32),
+            ..Default::default()
+        }
+    }
+
+    /// Both dimensions fit in `avail` (DominantResourceCalculator.fitsIn).
+    pub fn fits_in(self, avail: Res) -> bool {
+        self.mem <= avail.mem && self.vcores <= avail.vcores
+    }
+
+    pub fn plus(self, o: Res) -> Res {
+        Res::new(
+            self.mem.saturating_add(o.mem),
+            self.vcores.saturating_add(o.vcores),
+        )
+    }
+
+    pub fn minus(self, o: Res) -> Res {
+        Res::new(
+            self.mem.saturating_sub(o.mem).max(0),
+            self.vcores.saturating_sub(o.vcores).max(0),
+        )
+    }
+
+    /// Rounded up to a multiple of `step` (each dimension), at least `step`, at most `max`.
+    pub fn normalize(self, step: Res, max: Res) -> Res {
+        let up = |v: i64, s: i64| {
+            if s <= 0 {
+                return v;
+            }
+            let v = v.max(s);
+            ((v + s - 1) / s).saturating_mul(s)
+        };
+        Res::new(
+            up(self.mem, step.mem).min(max.mem),
+            up(self.vcores, step.vcores).min(max.vcores),
+        )
+    }
+}
+
+impl std::fmt::Display for Res {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<memory:{}, vCores:{}>", self.mem, self.vcores)
+    }
+}
+
+/// The settings this module reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppsConfig {
+    /// `yarn.resourcemanager.am.max-attempts` (2).
+    pub max_attempts: i32,
+    /// `yarn.scheduler.minimum-allocation-{mb,vcores}` (1024, 1).
+    pub min_alloc: Res,
+    /// `yarn.scheduler.maximum-allocation-{mb,vcores}` (8192, 4).
+    pub max_alloc: Res,
+    /// `yarn.am.liveness-monitor.expiry-interval-ms` (900000 in 3.5).
+    pub am_expiry_ms: u64,
+    /// `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms` (600000): how long a
+    /// container token is valid.
+    pub container_token_expiry_ms: u64,
+    /// The queues submissions may name.
+    pub queues: Vec<String>,
+    /// Ours: most applications kept (finished ones beyond are forgotten, oldest first; new
+    /// submissions beyond with only live ones are refused).
+    pub max_apps: usize,
+    /// `yarn.resourcemanager.max-completed-applications` (1000).
+    pub max_completed_apps: usize,
+    /// Ours: most outstanding containers one ask may name (`numContainers`).
+    pub max_ask_containers: i32,
+    /// Ours: most (priority, resource name) asks an attempt may hold.
+    pub max_asks_per_attempt: usize,
+    /// Ours: most blacklisted hosts per attempt.
+    pub max_blacklist: usize,
+}
+
+impl Default for AppsConfig {
+    fn default() -> Self {
+        AppsConfig {
+            max_attempts: 2,
+            min_alloc: Res::new(1024, 1),
+            max_alloc: Res::new(8192, 4),
+            am_expiry_ms: 900_000,
+            container_token_expiry_ms: 600_000,
+            queues: vec![DEFAULT_QUEUE.to_string()],
+            max_apps: 10_000,
+            max_completed_apps: 1000,
+            max_ask_containers: 100_000,
+            max_asks_per_attempt: 10_000,
+            max_blacklist: 10_000,
+        }
+    }
+}
+
+impl AppsConfig {
+    pub fn from_conf(conf: &conf::Configuration) -> Result<AppsConfig, crate::Error> {
+        let d = AppsConfig::default();
+        let int = |k: &str, dflt: i64| -> Result<i64, crate::Error> {
+            match conf.try_get(k)? {
+                None => Ok(dflt),
+                Some(v) => v
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| crate::Error::BadConfig(format!("{k}: not an integer: {v:?}"))),
+            }
+        };
+        let cfg = AppsConfig {
+            max_attempts: int("yarn.resourcemanager.am.max-attempts", 2)? as i32,
+            min_alloc: Res::new(
+                int("yarn.scheduler.minimum-allocation-mb", 1024)?,
+                int("yarn.scheduler.minimum-allocation-vcores", 1)?,
+            ),
+            max_alloc: Res::new(
+                int("yarn.scheduler.maximum-allocation-mb", 8192)?,
+                int("yarn.scheduler.maximum-allocation-vcores", 4)?,
+            ),
+            am_expiry_ms: int("yarn.am.liveness-monitor.expiry-interval-ms", 900_000)? as u64,
+            container_token_expiry_ms: int(
+                "yarn.resourcemanager.rm.container-allocation.expiry-interval-ms",
+                600_000,
+            )? as u64,
+            queues: d.queues.clone(),
+            max_apps: int("hotpath.rm.max-applications", d.max_apps as i64)?.max(1) as usize,
+            max_completed_apps: int(
+                "yarn.resourcemanager.max-completed-applications",
+                d.max_completed_apps as i64,
+            )?
+            .max(0) as usize,
+            max_ask_containers: d.max_ask_containers,
+            max_asks_per_attempt: d.max_asks_per_attempt,
+            max_blacklist: d.max_blacklist,
+        };
+        if cfg.max_attempts <= 0 {
+            return Err(crate::Error::BadConfig(format!(
+                "Invalid global max attempts configuration, yarn.resourcemanager.am.max-attempts={}, it should be a positive integer.",
+                cfg.max_attempts
+            )));
+        }
+        if cfg.min_alloc.mem <= 0 || cfg.max_alloc.mem < cfg.min_alloc.mem {
+            return Err(crate::Error::BadConfig(format!(
+                "Invalid resource scheduler memory allocation configuration, yarn.scheduler.minimum-allocation-mb={}, yarn.scheduler.maximum-allocation-mb={}, min and max should be greater than 0, max should be no smaller than min.",
+                cfg.min_alloc.mem, cfg.max_alloc.mem
+            )));
+        }
+        if cfg.min_alloc.vcores <= 0 || cfg.max_alloc.vcores < cfg.min_alloc.vcores {
+            return Err(crate::Error::BadConfig(format!(
+                "Invalid resource scheduler vcores allocation configuration, yarn.scheduler.minimum-allocation-vcores={}, yarn.scheduler.maximum-allocation-vcores={}, min and max should be greater than 0, max should be no smaller than min.",
+                cfg.min_alloc.vcores, cfg.max_alloc.vcores
+            )));
+        }
+        Ok(cfg)
+    }
+}
+
+/// `RMAppState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppState {
+    Submitted,
+    Accepted,
+    Running,
+    Finishing,
+    Finished,
+    Failed,
+    Killed,
+}
+
+impl AppState {
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            AppState::Finished | AppState::Failed | AppState::Killed
+        )
+    }
+
+    /// What a client sees (`RMAppImpl.createApplicationState`: FINISHING reports FINISHED).
+    pub fn yarn_state(self) -> YarnApplicationStateProto {
+        match self {
+            AppState::Submitted => YarnApplicationStateProto::Submitted,
+            AppState::Accepted => YarnApplicationStateProto::Accepted,
+            AppState::Running => YarnApplicationStateProto::Running,
+            AppState::Finishing | AppState::Finished => YarnApplicationStateProto::Finished,
+            AppState::Failed => YarnApplicationStateProto::Failed,
+            AppState::Killed => YarnApplicationStateProto::Killed,
+        }
+    }
+}
+
+/// `RMAppAttemptState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptState {
+    Scheduled,
+    Allocated,
+    Launched,
+    Running,
+    Finishing,
+    Finished,
+    Failed,
+    Killed,
+}
+
+impl AttemptState {
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            AttemptState::Finished | AttemptState::Failed | AttemptState::Killed
+        )
+    }
+}
+
+/// An outstanding request at one (priority, resource name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask {
+    pub capability: Res,
+    pub num: i32,
+    pub relax: bool,
+}
+
+/// A container the RM allocated and has not seen complete.
+#[derive(Debug, Clone)]
+pub struct LiveContainer {
+    pub node: NodeKey,
+    pub res: Res,
+    pub priority: i32,
+}
+
+/// A container allocated and not yet pulled by the AM.
+#[derive(Debug, Clone)]
+struct NewContainer {
+    id: ContainerId,
+    node: NodeKey,
+    res: Res,
+    priority: i32,
+}
+
+/// `RMAppAttemptImpl` plus the scheduler's `SchedulerApplicationAttempt`.
+#[derive(Debug)]
+pub struct Attempt {
+    pub id: AttemptId,
+    pub state: AttemptState,
+    pub am_container: Option<ContainerId>,
+    pub am_node: Option<NodeKey>,
+    pub host: String,
+    pub rpc_port: i32,
+    pub tracking_url: String,
+    pub diagnostics: String,
+    pub am_exit_status: Option<i32>,
+    pub final_status: Option<FinalApplicationStatusProto>,
+    pub progress: f32,
+    last_response: Option<AllocateResponseProto>,
+    /// priority → resource name → ask.
+    asks: BTreeMap<i32, HashMap<String, Ask>>,
+    blacklist: HashSet<String>,
+    new_containers: Vec<NewContainer>,
+    completed: Vec<ContainerStatusProto>,
+    nm_token_nodes: HashSet<NodeKey>,
+    pub live: HashMap<ContainerId, LiveContainer>,
+    next_seq: i64,
+    last_contact_ms: u64,
+}
+
+impl Attempt {
+    fn new(id: AttemptId) -> Attempt {
+        Attempt {
+            id,
+            state: AttemptState::Scheduled,
+            am_container: None,
+            am_node: None,
+            host: "N/A".into(),
+            rpc_port: -1,
+            tracking_url: String::new(),
+            diagnostics: String::new(),
+            am_exit_status: None,
+            final_status: None,
+            progress: 0.0,
+            last_response: None,
+            asks: BTreeMap::new(),
+            blacklist: HashSet::new(),
+            new_containers: Vec::new(),
+            completed: Vec::new(),
+            nm_token_nodes: HashSet::new(),
+            live: HashMap::new(),
+            next_seq: 1,
+            last_contact_ms: 0,
+        }
+    }
+
+    fn next_container(&mut self) -> ContainerId {
+        let id = ContainerId {
+            app: self.id.app,
+            attempt: self.id.attempt,
+            id: self.next_seq,
+        };
+        self.next_seq += 1;
+        id
+    }
+
+    /// Outstanding ANY containers summed over priorities.
+    pub fn pending_containers(&self) -> i64 {
+        self.asks
+            .values()
+            .filter_map(|m| m.get(ANY))
+            .map(|a| a.num.max(0) as i64)
+            .sum()
+    }
+
+    /// Completed statuses waiting for the AM's next allocate.
+    pub fn undelivered_completions(&self) -> usize {
+        self.completed.len()
+    }
+}
+
+/// `RMAppImpl`.
+#[derive(Debug)]
+pub struct RmApp {
+    pub id: AppId,
+    pub name: String,
+    pub queue: String,
+    pub user: String,
+    pub app_type: String,
+    pub tags: Vec<String>,
+    pub priority: i32,
+    am_spec: ContainerLaunchContextProto,
+    pub am_res: Res,
+    pub max_attempts: i32,
+    pub state: AppState,
+    pub final_status: FinalApplicationStatusProto,
+    pub diagnostics: String,
+    pub submit_ms: u64,
+    pub launch_ms: u64,
+    pub finish_ms: u64,
+    pub attempts: Vec<Attempt>,
+    /// Attempt failures that count against `max_attempts`.
+    failures: i32,
+}
+
+impl RmApp {
+    pub fn current(&self) -> Option<&Attempt> {
+        self.attempts.last()
+    }
+
+    fn current_mut(&mut self) -> Option<&mut Attempt> {
+        self.attempts.last_mut()
+    }
+}
+
+/// `SchedulerNode`: a NodeManager's capacity and what is allocated on it.
+#[derive(Debug, Clone)]
+pub struct SchedNode {
+    pub key: NodeKey,
+    pub http_address: String,
+    pub total: Res,
+    pub used: Res,
+    pub containers: usize,
+    pub active: bool,
+}
+
+/// An AM container to start on its node.
+#[derive(Debug, Clone)]
+pub struct AmLaunch {
+    pub attempt: AttemptId,
+    pub container: ContainerId,
+    pub node: NodeKey,
+    pub user: String,
+    pub res: Res,
+    pub priority: i32,
+    pub launch: ContainerLaunchContextProto,
+    pub amrm_token: Token,
+    pub max_app_attempts: i32,
+}
+
+/// Work for the nodes, sent through the heartbeat outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanup {
+    /// `applications_to_cleanup` on every node the application ran on.
+    App(AppId),
+    /// `containers_to_cleanup` on the node running it.
+    Container(ContainerId),
+    /// Acknowledge the application's completed containers to their NodeManagers only once
+    /// its AM pulled them (trap 1).
+    HoldAcks(AppId),
+    /// The AM pulled this completion (or it was the AM container's): acknowledge it.
+    Ack(ContainerId),
+    /// The application ended: acknowledge everything of it.
+    ReleaseAcks(AppId),
+}
+
+/// What minting container tokens and NMTokens needs (the tracker's current keys).
+#[derive(Debug, Clone)]
+pub struct TokenKeys {
+    pub container: MasterKey,
+    pub nm: MasterKey,
+    pub rm_identifier: i64,
+}
+
+/// Applications, attempts and the FIFO scheduler (see the module docs).
+pub struct Apps {
+    cfg: AppsConfig,
+    cluster_ts: i64,
+    next_app: i32,
+    apps: BTreeMap<i32, RmApp>,
+    nodes: FastMap<NodeKey, SchedNode>,
+    launches: Vec<AmLaunch>,
+    cleanups: Vec<Cleanup>,
+    amrm: Arc<AmrmTokenSecrets>,
+    gate: Arc<AtomicBool>,
+    completed_order: Vec<i32>,
+    /// Applications not in a final state.
+    live_apps: usize,
+}
+
+fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
+    ContainerStatusProto {
+        container_id: Some(c.to_proto()),
+        state: Some(ContainerStateProto::CComplete as i32),
+        diagnostics: Some(diagnostics.to_string()),
+        exit_status: Some(exit),
+        capability: None,
+        execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
+        container_attributes: Vec::new(),
+        container_sub_state: None,
+    }
+}
+
+/// Java's `shouldCountTowardsMaxAttemptRetry`: AM containers lost to the cluster do not count.
+fn counts_as_failure(exit: i32) -> bool {
+    !matches!(
+        exit,
+        exit_status::ABORTED
+            | exit_status::PREEMPTED
+            | exit_status::DISKS_FAILED
+            | exit_status::KILLED_BY_RESOURCEMANAGER
+    )
+}
+
+/// Mints a container token (`RMContainerTokenSecretManager.createContainerToken`).
+#[allow(clippy::too_many_arguments)]
+pub fn container_token(
+    keys: &TokenKeys,
+    container: ContainerId,
+    node: &NodeKey,
+    user: &str,
+    res: Res,
+    priority: i32,
+    now_ms: u64,
+    expiry_ms: u64,
+    container_type: ContainerTypeProto,
+) -> Token {
+    use hadoop_wire::pb::hadoop::yarn::ContainerTokenIdentifierProto;
+    use hadoop_wire::token::ContainerTokenIdentifier;
+    let id = ContainerTokenIdentifier::from_proto(ContainerTokenIdentifierProto {
+        container_id: Some(container.to_proto()),
+        nm_host_addr: Some(node.to_string()),
+        app_submitter: Some(user.to_string()),
+        resource: Some(res.to_proto()),
+        expiry_time_stamp: Some((now_ms + expiry_ms) as i64),
+        master_key_id: Some(keys.container.key_id),
+        rm_identifier: Some(keys.rm_identifier),
+        priority: Some(PriorityProto {
+            priority: Some(priority),
+        }),
+        creation_time: Some(now_ms as i64),
+        log_aggregation_context: None,
+        node_label_expression: Some(String::new()),
+        container_type: Some(container_type as i32),
+        execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
+        version: Some(0),
+        allocation_request_id: Some(-1),
+        allocation_tags: Vec::new(),
+    });
+    let password = keys
+        .container
+        .password(hadoop_wire::token::TokenIdentifier::bytes(&id));
+    Token::for_identifier(&id, &password, &node.to_string())
+}
+
+/// Mints an NMToken (`NMTokenSecretManagerInRM.createNMToken`).
+pub fn nm_token(keys: &TokenKeys, attempt: AttemptId, node: &NodeKey, user: &str) -> Token {
+    use hadoop_wire::token::identifier::NodeId;
+    use hadoop_wire::token::NmTokenIdentifier;
+    let id = NmTokenIdentifier::new(
+        Some(attempt),
+        Some(&NodeId::new(node.host.to_string(), node.port)),
+        user,
+        keys.nm.key_id,
+    );
+    let password = keys
+        .nm
+        .password(hadoop_wire::token::TokenIdentifier::bytes(&id));
+    Token::for_identifier(&id, &password, &node.to_string())
+}
+
+impl Apps {
+    /// `cluster_ts` is the RM's start time (application ids' cluster timestamp).
+    pub fn new(cfg: AppsConfig, cluster_ts: i64, amrm: Arc<AmrmTokenSecrets>) -> Apps {
+        Apps {
+            cfg,
+            cluster_ts,
+            next_app: 0,
+            apps: BTreeMap::new(),
+            nodes: FastMap::default(),
+            launches: Vec::new(),
+            cleanups: Vec::new(),
+            amrm,
+            gate: Arc::new(AtomicBool::new(false)),
+            completed_order: Vec::new(),
+            live_apps: 0,
+        }
+    }
+
+    pub fn config(&self) -> &AppsConfig {
+        &self.cfg
+    }
+
+    pub fn cluster_timestamp(&self) -> i64 {
+        self.cluster_ts
+    }
+
+    /// True while some application is not in a final state: the heartbeat path checks it
+    /// (one relaxed load) before calling [`node_update`](Self::node_update).
+    pub fn gate(&self) -> Arc<AtomicBool> {
+        self.gate.clone()
+    }
+
+    fn update_gate(&self) {
+        self.gate.store(self.live_apps > 0, Ordering::Relaxed);
+    }
+
+    pub fn app(&self, id: AppId) -> Option<&RmApp> {
+        self.apps.get(&id.id).filter(|a| a.id == id)
+    }
+
+    pub fn apps(&self) -> impl Iterator<Item = &RmApp> {
+        self.apps.values()
+    }
+
+    pub fn node(&self, key: &NodeKey) -> Option<&SchedNode> {
+        self.nodes.get(key)
+    }
+
+    /// AM containers to start.
+    pub fn take_launches(&mut self) -> Vec<AmLaunch> {
+        std::mem::take(&mut self.launches)
+    }
+
+    /// Cleanups for the heartbeat outbox.
+    pub fn take_cleanups(&mut self) -> Vec<Cleanup> {
+        std::mem::take(&mut self.cleanups)
+    }
+
+    // ---- nodes ---------------------------------------------------------------------------
+
+    /// A node registered (or re-registered) with this capability.
+    pub fn node_added(&mut self, key: &NodeKey, http_address: String, total: Res) {
+        let n = self.nodes.entry(key.clone()).or_insert_with(|| SchedNode {
+            key: key.clone(),
+            http_address: String::new(),
+            total,
+            used: Res::default(),
+            containers: 0,
+            active: true,
+        });
+        n.http_address = http_address;
+        n.total = total;
+        n.active = true;
+    }
+
+    /// A node left (lost, shut down, decommissioned, rebooted): its containers are completed
+    /// ABORTED "Container released on a *lost* node".
+    pub fn node_removed(&mut self, key: &NodeKey, now_ms: u64) {
+        if let Some(n) = self.nodes.get_mut(key) {
+            n.active = false;
+        }
+        let mut gone = Vec::new();
+        for app in self.apps.values() {
+            for at in &app.attempts {
+                for (c, l) in &at.live {
+                    if &l.node == key {
+                        gone.push(*c);
+                    }
+                }
+            }
+        }
+        for c in gone {
+            self.container_completed(
+                c,
+                exit_status::ABORTED,
+                "Container released on a *lost* node",
+                now_ms,
+            );
+        }
+    }
+
+    /// Total and used resources over active nodes.
+    pub fn cluster_resources(&self) -> (Res, Res) {
+        self.nodes
+            .values()
+            .filter(|n| n.active)
+            .fold((Res::default(), Res::default()), |(t, u), n| {
+                (t.plus(n.total), u.plus(n.used))
+            })
+    }
+
+    /// NODE_UPDATE: completed containers reported in this status are applied, then the
+    /// scheduler assigns containers on the node. Malformed statuses are skipped.
+    pub fn node_update(&mut self, host: &str, port: i32, status: NodeStatusView<'_>, now_ms: u64) {
+        let probe: &dyn NodeKeyRef = &(host, port);
+        let Some(key) = self.nodes.get(probe).map(|n| n.key.clone()) else {
+            return;
+        };
+        let mut done = Vec::new();
+        for cs in status.containers_statuses() {
+            let Ok(cs) = cs else { continue };
+            if cs.state().ok().flatten() != Some(ContainerStateProto::CComplete) {
+                continue;
+            }
+            let Some(c) = cs
+                .container_id()
+                .ok()
+                .flatten()
+                .and_then(|v| ContainerId::from_view(v).ok().flatten())
+            else {
+                continue;
+            };
+            if self.is_live(c) {
+                done.push((
+                    c,
+                    cs.exit_status().unwrap_or(exit_status::INVALID),
+                    cs.diagnostics().unwrap_or("").to_string(),
+                ));
+            }
+        }
+        for (c, exit, diag) in done {
+            self.container_completed(c, exit, &diag, now_ms);
+        }
+        self.schedule_on(&key, now_ms);
+        self.update_gate();
+    }
+
+    /// A completion reported outside a heartbeat (the NodeManager's re-registration).
+    pub fn container_reported_complete(
+        &mut self,
+        c: ContainerId,
+        exit: i32,
+        diagnostics: &str,
+        now_ms: u64,
+    ) {
+        if self.is_live(c) {
+            self.container_completed(c, exit, diagnostics, now_ms);
+            self.update_gate();
+        }
+    }
+
+    fn is_live(&self, c: ContainerId) -> bool {
+        self.apps
+            .get(&c.app.id)
+            .filter(|a| a.id == c.app)
+            .and_then(|a| a.attempts.iter().find(|t| t.id.attempt == c.attempt))
+            .is_some_and(|t| t.live.contains_key(&c))
+    }
+
+    /// A live container completed: resources back to its node, its status to the AM (once),
+    /// or, for an AM container, the attempt ends.
+    fn container_completed(&mut self, c: ContainerId, exit: i32, diagnostics: &str, now_ms: u64) {
+        let Some(app) = self.apps.get_mut(&c.app.id).filter(|a| a.id == c.app) else {
+            return;
+        };
+        let Some(at) = app.attempts.iter_mut().find(|t| t.id.attempt == c.attempt) else {
+            return;
+        };
+        let Some(live) = at.live.remove(&c) else {
+            return;
+        };
+        at.new_containers.retain(|n| n.id != c);
+        if let Some(n) = self.nodes.get_mut(&live.node) {
+            n.used = n.used.minus(live.res);
+            n.containers = n.containers.saturating_sub(1);
+        }
+        if at.am_container == Some(c) {
+            at.am_exit_status = Some(exit);
+            self.cleanups.push(Cleanup::Ack(c));
+            let attempt = at.id;
+            self.am_container_finished(attempt, exit, diagnostics, now_ms);
+        } else if !at.state.is_final() {
+            at.completed.push(status(c, exit, diagnostics));
+        }
+    }
+
+    fn am_container_finished(&mut self, attempt: AttemptId, exit: i32, diag: &str, now_ms: u64) {
+        let Some(app) = self.apps.get_mut(&attempt.app.id) else {
+            return;
+        };
+        let Some(at) = app.attempts.iter().find(|t| t.id == attempt) else {
+            return;
+        };
+        if at.state.is_final() {
+            return;
+        }
+        if at.state == AttemptState::Finishing {
+            self.end_attempt(attempt, AttemptState::Finished, String::new(), now_ms);
+            return;
+        }
+        let text = format!(
+            "AM Container for {attempt} exited with  exitCode: {exit}\nFailing this attempt.Diagnostics: {diag}\nFor more detailed output, check the application tracking page: N/A Then click on links to logs of each attempt.\n. Failing this attempt."
+        );
+        if counts_as_failure(exit) {
+            app.failures += 1;
+        }
+        self.end_attempt(attempt, AttemptState::Failed, text, now_ms);
+    }
+
+    /// Ends an attempt: its containers are released (killed on their nodes), its AMRMToken
+    /// stops verifying; a failed attempt is retried while attempts remain, else the
+    /// application fails; a finished attempt finishes the application.
+    fn end_attempt(&mut self, attempt: AttemptId, to: AttemptState, diag: String, now_ms: u64) {
+        let Some(app) = self.apps.get_mut(&attempt.app.id) else {
+            return;
+        };
+        let Some(at) = app.attempts.iter_mut().find(|t| t.id == attempt) else {
+            return;
+        };
+        if at.state.is_final() {
+            return;
+        }
+        at.state = to;
+        if !diag.is_empty() {
+            at.diagnostics = diag.clone();
+        }
+        at.asks.clear();
+        at.new_containers.clear();
+        for (c, l) in at.live.drain() {
+            if let Some(n) = self.nodes.get_mut(&l.node) {
+                n.used = n.used.minus(l.res);
+                n.containers = n.containers.saturating_sub(1);
+            }
+            self.cleanups.push(Cleanup::Container(c));
+        }
+        self.amrm.write().application_master_finished(&attempt);
+        match to {
+            AttemptState::Finished => {
+                let fs = at
+                    .final_status
+                    .unwrap_or(FinalApplicationStatusProto::AppUndefined);
+                app.final_status = fs;
+                self.finish_app(attempt.app, AppState::Finished, None, now_ms);
+            }
+            AttemptState::Failed => {
+                let limit = app.max_attempts;
+                if app.state.is_final() {
+                } else if app.failures < limit {
+                    let next = AttemptId {
+                        app: app.id,
+                        attempt: app.attempts.len() as i32 + 1,
+                    };
+                    app.attempts.push(Attempt::new(next));
+                    app.state = AppState::Accepted;
+                } else {
+                    let global = self.cfg.max_attempts;
+                    let text = format!(
+                        "Application {} failed {} times (global limit ={}; local limit is ={}) due to {}. Failing the application.",
+                        app.id, app.failures, global, limit, diag
+                    );
+                    app.final_status = FinalApplicationStatusProto::AppFailed;
+                    self.finish_app(attempt.app, AppState::Failed, Some(text), now_ms);
+                }
+            }
+            _ => {}
+        }
+        self.update_gate();
+    }
+
+    fn finish_app(&mut self, id: AppId, to: AppState, diag: Option<String>, now_ms: u64) {
+        let Some(app) = self.apps.get_mut(&id.id) else {
+            return;
+        };
+        if app.state.is_final() {
+            return;
+        }
+        app.state = to;
+        self.live_apps = self.live_apps.saturating_sub(1);
+        if let Some(d) = diag {
+            app.diagnostics = d;
+        }
+        app.finish_ms = now_ms;
+        self.cleanups.push(Cleanup::App(id));
+        self.cleanups.push(Cleanup::ReleaseAcks(id));
+        self.completed_order.push(id.id);
+        while self.completed_order.len() > self.cfg.max_completed_apps {
+            let old = self.completed_order.remove(0);
+            self.apps.remove(&old);
+        }
+        self.update_gate();
+    }
+
+    // ---- scheduling ----------------------------------------------------------------------
+
+    fn schedule_on(&mut self, key: &NodeKey, now_ms: u64) {
+        let Some(node) = self.nodes.get(key) else {
+            return;
+        };
+        if !node.active {
+            return;
+        }
+        // Applications in submission order, without collecting them (this runs on every
+        // heartbeat while something is in flight).
+        let mut from = Some(0);
+        while let Some(i) = from.and_then(|f| {
+            self.apps
+                .range(f..)
+                .find(|(_, a)| {
+                    matches!(a.state, AppState::Accepted | AppState::Running)
+                        && a.current().is_some_and(|t| {
+                            t.state == AttemptState::Scheduled
+                                || (matches!(
+                                    t.state,
+                                    AttemptState::Launched | AttemptState::Running
+                                ) && !t.asks.is_empty())
+                        })
+                })
+                .map(|(&i, _)| i)
+        }) {
+            from = i.checked_add(1);
+            let avail = match self.nodes.get(key) {
+                Some(n) => n.total.minus(n.used),
+                None => return,
+            };
+            if avail.mem <= 0 || avail.vcores <= 0 {
+                return;
+            }
+            let Some(app) = self.apps.get_mut(&i) else {
+                continue;
+            };
+            let am_res = app.am_res;
+            let max_attempts = app.max_attempts;
+            let priority = app.priority;
+            let (user, spec) = match app.current() {
+                Some(t) if t.state == AttemptState::Scheduled && am_res.fits_in(avail) => {
+                    (app.user.clone(), app.am_spec.clone())
+                }
+                _ => (String::new(), ContainerLaunchContextProto::default()),
+            };
+            let Some(at) = app.current_mut() else {
+                continue;
+            };
+            if at.blacklist.contains(&*key.host) {
+                continue;
+            }
+            match at.state {
+                AttemptState::Scheduled => {
+                    if !am_res.fits_in(avail) {
+                        continue;
+                    }
+                    let c = at.next_container();
+                    at.live.insert(
+                        c,
+                        LiveContainer {
+                            node: key.clone(),
+                            res: am_res,
+                            priority,
+                        },
+                    );
+                    at.am_container = Some(c);
+                    at.am_node = Some(key.clone());
+                    at.state = AttemptState::Allocated;
+                    at.last_contact_ms = now_ms;
+                    let attempt = at.id;
+                    if let Some(n) = self.nodes.get_mut(key) {
+                        n.used = n.used.plus(am_res);
+                        n.containers += 1;
+                    }
+                    let minted = self.amrm.write().create_and_get_amrm_token(attempt);
+                    match minted {
+                        Ok(t) => self.launches.push(AmLaunch {
+                            attempt,
+                            container: c,
+                            node: key.clone(),
+                            user,
+                            res: am_res,
+                            priority,
+                            launch: spec,
+                            amrm_token: t,
+                            max_app_attempts: max_attempts,
+                        }),
+                        Err(e) => {
+                            let d = format!("Error launching {attempt}. Got exception: {e}");
+                            self.end_attempt(attempt, AttemptState::Failed, d, now_ms);
+                        }
+                    }
+                }
+                AttemptState::Launched | AttemptState::Running => {
+                    let mut left = avail;
+                    let before = at.new_containers.len();
+                    assign_asks(at, key, &mut left);
+                    let added = at.new_containers.len() - before;
+                    if let Some(n) = self.nodes.get_mut(key) {
+                        n.used = n.used.plus(avail.minus(left));
+                        n.containers += added;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // ---- ApplicationClientProtocol -------------------------------------------------------
+
+    /// `getNewApplication`: the next id and the maximum capability.
+    pub fn new_application(&mut self) -> Result<(AppId, Res), AppError> {
+        let live = self.live_apps;
+        if live >= self.cfg.max_apps {
+            return Err(err(
+                exc::YARN,
+                format!(
+                    "The RM keeps at most {} applications; {} are not finished",
+                    self.cfg.max_apps, live
+                ),
+            ));
+        }
+        self.next_app = self.next_app.checked_add(1).ok_or_else(|| {
+            err(
+                exc::YARN,
+                "application ids exhausted for this cluster timestamp",
+            )
+        })?;
+        Ok((
+            AppId::new(self.cluster_ts, self.next_app),
+            self.cfg.max_alloc,
+        ))
+    }
+
+    /// `submitApplication`.
+    pub fn submit(
+        &mut self,
+        ctx: ApplicationSubmissionContextProto,
+        user: &str,
+        now_ms: u64,
+    ) -> Result<AppId, AppError> {
+        let Some(id) = ctx
+            .application_id
+            .as_ref()
+            .filter(|p| p.id.is_some())
+            .map(|p| AppId::new(p.cluster_timestamp.unwrap_or(0), p.id.unwrap_or(0)))
+        else {
+            return Err(err(exc::ILLEGAL_ARGUMENT, "Invalid application id: null"));
+        };
+        if let Some(a) = self.app(id) {
+            // Java: an earlier submitted application is answered without error.
+            let _ = a;
+            return Ok(id);
+        }
+        if id.cluster_timestamp != self.cluster_ts || id.id <= 0 || id.id > self.next_app {
+            return Err(err(
+                exc::YARN,
+                format!("Application with id {id} is not known to this RM (use getNewApplication)"),
+            ));
+        }
+        if ctx.unmanaged_am.unwrap_or(false) {
+            return Err(err(
+                exc::YARN,
+                "unmanaged ApplicationMasters are not supported",
+            ));
+        }
+        let Some(am_spec) = ctx.am_container_spec.clone() else {
+            return Err(err(
+                exc::INVALID_RESOURCE_REQUEST,
+                "Invalid resource request, no resources requested",
+            ));
+        };
+        // The AM resource: the resource request with *, else `resource`.
+        let asked = ctx
+            .am_container_resource_request
+            .iter()
+            .find(|r| r.resource_name.as_deref() == Some(ANY))
+            .and_then(|r| r.capability.as_ref())
+            .or(ctx.resource.as_ref())
+            .map(Res::from_proto)
+            .ok_or_else(|| {
+                err(
+                    exc::INVALID_RESOURCE_REQUEST,
+                    "Invalid resource request, no resources requested",
+                )
+            })?;
+        self.validate(asked)?;
+        let queue = ctx.queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
+        let global = self.cfg.max_attempts;
+        let max_attempts = match ctx.max_app_attempts.unwrap_or(0) {
+            n if n <= 0 || n > global => global,
+            n => n,
+        };
+        let mut app = RmApp {
+            id,
+            name: ctx.application_name.clone().unwrap_or_else(|| "N/A".into()),
+            queue: queue.clone(),
+            user: user.to_string(),
+            app_type: ctx
+                .application_type
+                .clone()
+                .unwrap_or_else(|| "YARN".into()),
+            tags: ctx.application_tags.clone(),
+            priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
+            am_spec,
+            am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
+            max_attempts,
+            state: AppState::Submitted,
+            final_status: FinalApplicationStatusProto::AppUndefined,
+            diagnostics: String::new(),
+            submit_ms: now_ms,
+            launch_ms: 0,
+            finish_ms: 0,
+            attempts: Vec::new(),
+            failures: 0,
+        };
+        let unknown_queue = !self.cfg.queues.contains(&queue);
+        if !unknown_queue {
+            self.cleanups.push(Cleanup::HoldAcks(id));
+            app.state = AppState::Accepted;
+            app.attempts.push(Attempt::new(AttemptId {
+                app: id,
+                attempt: 1,
+            }));
+        }
+        self.apps.insert(id.id, app);
+        self.live_apps += 1;
+        if unknown_queue {
+            let text =
+                format!("Application {id} submitted by user {user} to unknown queue: {queue}");
+            if let Some(a) = self.apps.get_mut(&id.id) {
+                a.final_status = FinalApplicationStatusProto::AppFailed;
+            }
+            self.finish_app(id, AppState::Failed, Some(text), now_ms);
+        }
+        self.update_gate();
+        Ok(id)
+    }
+
+    /// `SchedulerUtils.validateResourceRequest`: negative or over the maximum allocation.
+    fn validate(&self, r: Res) -> Result<(), AppError> {
+        let max = self.cfg.max_alloc;
+        let (kind, bad) = if r.mem < 0 {
+            ("memory-mb", -1)
+        } else if r.vcores < 0 {
+            ("vcores", -1)
+        } else if r.mem > max.mem {
+            ("memory-mb", 1)
+        } else if r.vcores > max.vcores {
+            ("vcores", 1)
+        } else {
+            return Ok(());
+        };
+        let text = if bad < 0 {
+            format!(
+                "Invalid resource request! Cannot allocate containers as requested resource is less than 0! Requested resource type=[{kind}], Requested resource={r}"
+            )
+        } else {
+            format!(
+                "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[{kind}], Requested resource={r}, maximum allowed allocation={max}, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation={max}"
+            )
+        };
+        Err(err(exc::INVALID_RESOURCE_REQUEST, text))
+    }
+
+    fn not_found(id: AppId) -> AppError {
+        err(
+            exc::APP_NOT_FOUND,
+            format!(
+                "Application with id '{id}' doesn't exist in RM. Please check that the job submission was successful."
+            ),
+        )
+    }
+
+    /// `getApplicationReport`.
+    pub fn report(&self, id: AppId) -> Result<ApplicationReportProto, AppError> {
+        self.app(id).map(report).ok_or_else(|| Self::not_found(id))
+    }
+
+    /// `killApplication`: true when the application is (now or already) in a final state.
+    pub fn kill(
+        &mut self,
+        id: AppId,
+        diagnostics: Option<&str>,
+        now_ms: u64,
+    ) -> Result<bool, AppError> {
+        let Some(app) = self.apps.get_mut(&id.id).filter(|a| a.id == id) else {
+            return Err(err(
+                exc::APP_NOT_FOUND,
+                format!("Trying to kill an absent application {id}"),
+            ));
+        };
+        if app.state.is_final() || app.state == AppState::Finishing {
+            return Ok(true);
+        }
+        let text = match diagnostics {
+            Some(d) if !d.is_empty() => d.to_string(),
+            _ => "Application killed by user.".to_string(),
+        };
+        app.final_status = FinalApplicationStatusProto::AppKilled;
+        if let Some(a) = app.current().map(|a| a.id) {
+            self.end_attempt(a, AttemptState::Killed, text.clone(), now_ms);
+        }
+        self.finish_app(id, AppState::Killed, Some(text), now_ms);
+        Ok(true)
+    }
+
+    // ---- ApplicationMasterProtocol -------------------------------------------------------
+
+    fn attempt_mut(&mut self, a: AttemptId) -> Result<(&mut Attempt, &str), AppError> {
+        let app = self
+            .apps
+            .get_mut(&a.app.id)
+            .filter(|x| x.id == a.app)
+            .ok_or_else(|| {
+                err(
+                    exc::ATTEMPT_NOT_FOUND,
+                    format!(
+                        "Application attempt {a} doesn't exist in ApplicationMasterService cache."
+                    ),
+                )
+            })?;
+        let user = app.user.as_str();
+        let at = app.attempts.iter_mut().find(|t| t.id == a).ok_or_else(|| {
+            err(
+                exc::ATTEMPT_NOT_FOUND,
+                format!("Application attempt {a} doesn't exist in ApplicationMasterService cache."),
+            )
+        })?;
+        Ok((at, user))
+    }
+
+    /// `registerApplicationMaster`.
+    pub fn register_am(
+        &mut self,
+        a: AttemptId,
+        req: &RegisterApplicationMasterRequestProto,
+        now_ms: u64,
+    ) -> Result<RegisterApplicationMasterResponseProto, AppError> {
+        let max = self.cfg.max_alloc;
+        let (at, _) = self.attempt_mut(a)?;
+        match at.state {
+            AttemptState::Allocated | AttemptState::Launched => {}
+            AttemptState::Running | AttemptState::Finishing => {
+                return Err(err(
+                    exc::INVALID_AM_REQUEST,
+                    format!("Application Master is already registered : {}", a.app),
+                ))
+            }
+            _ => {
+                return Err(err(
+                    exc::ATTEMPT_NOT_FOUND,
+                    format!(
+                        "Application attempt {a} doesn't exist in ApplicationMasterService cache."
+                    ),
+                ))
+            }
+        }
+        at.state = AttemptState::Running;
+        at.host = req.host.clone().unwrap_or_default();
+        at.rpc_port = req.rpc_port.unwrap_or(-1);
+        at.tracking_url = req.tracking_url.clone().unwrap_or_default();
+        at.last_contact_ms = now_ms;
+        at.last_response = Some(AllocateResponseProto {
+            response_id: Some(0),
+            ..Default::default()
+        });
+        let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
+        app.state = AppState::Running;
+        Ok(RegisterApplicationMasterResponseProto {
+            maximum_capability: Some(max.to_proto()),
+            queue: Some(app.queue.clone()),
+            ..Default::default()
+        })
+    }
+
+    /// `finishApplicationMaster`: true when unregistered.
+    pub fn finish_am(
+        &mut self,
+        a: AttemptId,
+        req: &FinishApplicationMasterRequestProto,
+        now_ms: u64,
+    ) -> Result<bool, AppError> {
+        let (at, _) = self.attempt_mut(a)?;
+        match at.state {
+            AttemptState::Running => {}
+            AttemptState::Finishing | AttemptState::Finished => return Ok(true),
+            AttemptState::Allocated | AttemptState::Launched => {
+                return Err(err(
+                    exc::AM_NOT_REGISTERED,
+                    format!(
+                        "Application Master is trying to unregister before registering for: {a}"
+                    ),
+                ))
+            }
+            _ => {
+                return Err(err(
+                    exc::ATTEMPT_NOT_FOUND,
+                    format!(
+                        "Application attempt {a} doesn't exist in ApplicationMasterService cache."
+                    ),
+                ))
+            }
+        }
+        let fs = req
+            .final_application_status
+            .and_then(|v| FinalApplicationStatusProto::try_from(v).ok())
+            .unwrap_or(FinalApplicationStatusProto::AppUndefined);
+        at.state = AttemptState::Finishing;
+        at.final_status = Some(fs);
+        at.last_contact_ms = now_ms;
+        at.asks.clear();
+        if let Some(u) = &req.tracking_url {
+            at.tracking_url = u.clone();
+        }
+        let diag = req.diagnostics.clone().unwrap_or_default();
+        at.diagnostics = diag.clone();
+        let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
+        app.state = AppState::Finishing;
+        app.final_status = fs;
+        app.diagnostics = diag;
+        self.update_gate();
+        Ok(true)
+    }
+
+    /// `allocate`.
+    pub fn allocate(
+        &mut self,
+        a: AttemptId,
+        caller_key_id: i32,
+        req: &AllocateRequestProto,
+        keys: &TokenKeys,
+        now_ms: u64,
+    ) -> Result<AllocateResponseProto, AppError> {
+        let max = self.cfg.max_alloc;
+        let min = self.cfg.min_alloc;
+        let cap = self.cfg.max_ask_containers;
+        let expiry = self.cfg.container_token_expiry_ms;
+        let cluster_nodes = self.nodes.values().filter(|n| n.active).count() as i32;
+        let (total, used) = self.cluster_resources();
+        let http: HashMap<NodeKey, String> = self
+            .nodes
+            .values()
+            .map(|n| (n.key.clone(), n.http_address.clone()))
+            .collect();
+        // Validate asks before touching any state.
+        for r in &req.ask {
+            let res = r
+                .capability
+                .as_ref()
+                .map(Res::from_proto)
+                .unwrap_or_default();
+            self.validate(res)?;
+            let n = r.num_containers.unwrap_or(0);
+            if n < 0 || n > cap {
+                return Err(err(
+                    exc::INVALID_RESOURCE_REQUEST,
+                    format!("Invalid resource ask by application {a}: numContainers {n} outside [0, {cap}]"),
+                ));
+            }
+        }
+        let amrm = self.amrm.clone();
+        let (max_asks, max_blacklist) = (self.cfg.max_asks_per_attempt, self.cfg.max_blacklist);
+        let (at, user) = self.attempt_mut(a)?;
+        let user = user.to_string();
+        match at.state {
+            AttemptState::Running | AttemptState::Finishing => {}
+            AttemptState::Allocated | AttemptState::Launched => {
+                return Err(err(
+                    exc::AM_NOT_REGISTERED,
+                    format!(
+                        "AM is not registered for known application attempt: {a} or RM had restarted after AM registered.  AM should re-register."
+                    ),
+                ))
+            }
+            _ => {
+                return Err(err(
+                    exc::ATTEMPT_NOT_FOUND,
+                    format!("Application attempt {a} doesn't exist in ApplicationMasterService cache."),
+                ))
+            }
+        }
+        let last = at
+            .last_response
+            .as_ref()
+            .and_then(|r| r.response_id)
+            .unwrap_or(0);
+        let rid = req.response_id.unwrap_or(0);
+        at.last_contact_ms = now_ms;
+        if crate::tracker::next_response_id(rid) == last {
+            if let Some(r) = &at.last_response {
+                return Ok(r.clone());
+            }
+        }
+        if rid != last {
+            return Err(err(
+                exc::INVALID_AM_REQUEST,
+                format!(
+                    "Invalid responseId in AllocateRequest from application attempt: {a} expect responseId to be {last} but get {rid}"
+                ),
+            ));
+        }
+        let asks_now: usize = at.asks.values().map(HashMap::len).sum();
+        if asks_now + req.ask.len() > max_asks {
+            return Err(err(
+                exc::INVALID_RESOURCE_REQUEST,
+                format!(
+                    "Invalid resource ask by application {a}: more than {} outstanding resource requests",
+                    max_asks
+                ),
+            ));
+        }
+        if let Some(b) = &req.blacklist_request {
+            if at.blacklist.len() + b.blacklist_additions.len() > max_blacklist {
+                return Err(err(
+                    exc::INVALID_BLACKLIST_REQUEST,
+                    format!(
+                        "Invalid blacklist request by application {a}: more than {} hosts",
+                        max_blacklist
+                    ),
+                ));
+            }
+        }
+        at.progress = req.progress.unwrap_or(at.progress);
+        if let Some(b) = &req.blacklist_request {
+            for h in &b.blacklist_additions {
+                at.blacklist.insert(h.clone());
+            }
+            for h in &b.blacklist_removals {
+                at.blacklist.remove(h);
+            }
+        }
+        if at.state == AttemptState::Running {
+            for r in &req.ask {
+                let res = r
+                    .capability
+                    .as_ref()
+                    .map(Res::from_proto)
+                    .unwrap_or_default()
+                    .normalize(min, max);
+                let prio = r.priority.and_then(|p| p.priority).unwrap_or(0);
+                let name = r.resource_name.clone().unwrap_or_else(|| ANY.into());
+                let ask = Ask {
+                    capability: res,
+                    num: r.num_containers.unwrap_or(0),
+                    relax: r.relax_locality.unwrap_or(true),
+                };
+                let m = at.asks.entry(prio).or_default();
+                if ask.num == 0 && name != ANY {
+                    m.remove(&name);
+                } else {
+                    m.insert(name, ask);
+                }
+            }
+        }
+        let mut released = Vec::new();
+        for c in &req.release {
+            let Some(c) = container_from_proto(c) else {
+                continue;
+            };
+            if c.app != a.app || c.attempt != a.attempt || at.am_container == Some(c) {
+                continue;
+            }
+            if let Some(l) = at.live.remove(&c) {
+                at.new_containers.retain(|n| n.id != c);
+                released.push((c, l));
+            }
+        }
+        for (c, _) in &released {
+            at.completed.push(status(
+                *c,
+                exit_status::ABORTED,
+                "Container released by application",
+            ));
+        }
+        // Newly allocated containers, with tokens.
+        let mut resp = AllocateResponseProto {
+            a_m_command: None,
+            response_id: Some(crate::tracker::next_response_id(last)),
+            num_cluster_nodes: Some(cluster_nodes),
+            limit: Some(total.minus(used).to_proto()),
+            ..Default::default()
+        };
+        for n in at.new_containers.drain(..) {
+            let token = container_token(
+                keys,
+                n.id,
+                &n.node,
+                &user,
+                n.res,
+                n.priority,
+                now_ms,
+                expiry,
+                ContainerTypeProto::Task,
+            );
+            if at.nm_token_nodes.insert(n.node.clone()) {
+                resp.nm_tokens.push(NmTokenProto {
+                    node_id: Some(n.node.to_proto()),
+                    token: Some(nm_token(keys, a, &n.node, &user).to_proto()),
+                });
+            }
+            resp.allocated_containers.push(ContainerProto {
+                id: Some(n.id.to_proto()),
+                node_id: Some(n.node.to_proto()),
+                node_http_address: http.get(&n.node).cloned(),
+                resource: Some(n.res.to_proto()),
+                priority: Some(PriorityProto {
+                    priority: Some(n.priority),
+                }),
+                container_token: Some(token.to_proto()),
+                execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
+                allocation_request_id: Some(-1),
+                version: Some(0),
+                allocation_tags: Vec::new(),
+                exposed_ports: None,
+            });
+        }
+        resp.completed_container_statuses = std::mem::take(&mut at.completed);
+        let pulled: Vec<ContainerId> = resp
+            .completed_container_statuses
+            .iter()
+            .filter_map(|s| s.container_id.as_ref().and_then(container_from_proto))
+            .collect();
+        // AMRMToken rolling: while a next key is pending, a caller whose token was made with
+        // another key gets a token under the next key (Java's "rolled-over" branch).
+        let caller = hadoop_wire::token::AmrmTokenIdentifier::new(Some(a), caller_key_id);
+        if let Ok(Some(t)) = amrm.write().token_for_allocate(&caller) {
+            resp.am_rm_token = Some(t.to_proto());
+        }
+        at.last_response = Some(resp.clone());
+        self.cleanups.extend(pulled.into_iter().map(Cleanup::Ack));
+        for (c, l) in released {
+            if let Some(n) = self.nodes.get_mut(&l.node) {
+                n.used = n.used.minus(l.res);
+                n.containers = n.containers.saturating_sub(1);
+            }
+            self.cleanups.push(Cleanup::Container(c));
+        }
+        Ok(resp)
+    }
+
+    // ---- the launcher's results and the liveness monitor ---------------------------------
+
+    /// The AM container was started on its node.
+    pub fn am_launched(&mut self, a: AttemptId, now_ms: u64) {
+        if let Ok((at, _)) = self.attempt_mut(a) {
+            if at.state == AttemptState::Allocated {
+                at.state = AttemptState::Launched;
+                at.last_contact_ms = now_ms;
+            }
+        }
+        if let Some(app) = self.apps.get_mut(&a.app.id) {
+            if app.launch_ms == 0 {
+                app.launch_ms = now_ms;
+            }
+        }
+    }
+
+    /// Starting the AM container failed (`LAUNCH_FAILED`).
+    pub fn am_launch_failed(&mut self, a: AttemptId, error: &str, now_ms: u64) {
+        let text = format!("Error launching {a}. Got exception: {error}");
+        if let Some(app) = self.apps.get_mut(&a.app.id) {
+            app.failures += 1;
+        }
+        self.end_attempt(a, AttemptState::Failed, text, now_ms);
+    }
+
+    /// The AM liveness monitor. Returns the attempts expired.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<AttemptId> {
+        let expiry = self.cfg.am_expiry_ms;
+        let mut expired = Vec::new();
+        for app in self.apps.values() {
+            if let Some(at) = app.current() {
+                if matches!(
+                    at.state,
+                    AttemptState::Launched | AttemptState::Running | AttemptState::Finishing
+                ) && now_ms.saturating_sub(at.last_contact_ms) > expiry
+                {
+                    expired.push((at.id, at.state));
+                }
+            }
+        }
+        for (a, s) in &expired {
+            if *s == AttemptState::Finishing {
+                self.end_attempt(*a, AttemptState::Finished, String::new(), now_ms);
+            } else {
+                if let Some(app) = self.apps.get_mut(&a.app.id) {
+                    app.failures += 1;
+                }
+                let text = format!("ApplicationMaster for attempt {a} timed out");
+                self.end_attempt(*a, AttemptState::Failed, text, now_ms);
+            }
+        }
+        expired.into_iter().map(|(a, _)| a).collect()
+    }
+}
+
+/// Assigns the attempt's asks on one node, priority by priority (FifoScheduler
+/// `assignContainersOnNode`): node-local, rack-local, off-switch.
+fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
+    let prios: Vec<i32> = at.asks.keys().copied().collect();
+    for p in prios {
+        while let Some(m) = at.asks.get(&p) {
+            let Some(any) = m.get(ANY).copied() else {
+                break;
+            };
+            if any.num <= 0 || !any.capability.fits_in(*avail) {
+                break;
+            }
+            let host: &str = &key.host;
+            let node_ask = m.get(host).copied().filter(|a| a.num > 0);
+            let rack_ask = m.get(DEFAULT_RACK).copied();
+            let level = if node_ask.is_some() && rack_ask.is_none_or(|r| r.num > 0) {
+                // Java requires the rack request to be outstanding too; AMRMClient always
+                // sends one with a node request.
+                Some(0)
+            } else if rack_ask.is_some_and(|r| r.num > 0) && any.relax {
+                Some(1)
+            } else if any.relax && rack_ask.is_none_or(|r| r.relax) && node_ask.is_none() {
+                // Off-switch: only if no named node or rack in this priority forbids it. A
+                // node-local ask elsewhere with relaxLocality false keeps its containers there.
+                let strict_elsewhere = m
+                    .iter()
+                    .any(|(n, a)| n != ANY && !a.relax && a.num > 0 && n != host);
+                (!strict_elsewhere).then_some(2)
+            } else {
+                None
+            };
+            let Some(level) = level else { break };
+            let cap = any.capability;
+            let m = at.asks.get_mut(&p).expect("present");
+            let dec = |m: &mut HashMap<String, Ask>, k: &str| {
+                if let Some(a) = m.get_mut(k) {
+                    a.num = (a.num - 1).max(0);
+                }
+            };
+            if level == 0 {
+                dec(m, host);
+            }
+            if level <= 1 {
+                dec(m, DEFAULT_RACK);
+            }
+            dec(m, ANY);
+            let c = at.next_container();
+            at.live.insert(
+                c,
+                LiveContainer {
+                    node: key.clone(),
+                    res: cap,
+                    priority: p,
+                },
+            );
+            at.new_containers.push(NewContainer {
+                id: c,
+                node: key.clone(),
+                res: cap,
+                priority: p,
+            });
+            *avail = avail.minus(cap);
+        }
+    }
+}
+
+/// `ApplicationReport` of an application.
+pub fn report(app: &RmApp) -> ApplicationReportProto {
+    let cur = app.current();
+    let state = app.state.yarn_state();
+    let diagnostics = if !app.diagnostics.is_empty() {
+        app.diagnostics.clone()
+    } else {
+        cur.map(|a| a.diagnostics.clone()).unwrap_or_default()
+    };
+    let running = matches!(app.state, AppState::Running | AppState::Finishing);
+    ApplicationReportProto {
+        application_id: Some(app.id.to_proto()),
+        user: Some(app.user.clone()),
+        queue: Some(app.queue.clone()),
+        name: Some(app.name.clone()),
+        host: Some(
+            cur.filter(|_| running)
+                .map(|a| a.host.clone())
+                .unwrap_or_else(|| "N/A".into()),
+        ),
+        rpc_port: Some(cur.filter(|_| running).map(|a| a.rpc_port).unwrap_or(-1)),
+        yarn_application_state: Some(state as i32),
+        tracking_url: Some(
+            cur.map(|a| a.tracking_url.clone())
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| "N/A".into()),
+        ),
+        diagnostics: Some(diagnostics),
+        start_time: Some(app.submit_ms as i64),
+        finish_time: Some(app.finish_ms as i64),
+        final_application_status: Some(app.final_status as i32),
+        original_tracking_url: Some(
+            cur.map(|a| a.tracking_url.clone())
+                .filter(|u| !u.is_empty())
+                .unwrap_or_else(|| "N/A".into()),
+        ),
+        current_application_attempt_id: cur.map(|a| attempt_to_proto(&a.id)),
+        progress: Some(match app.state {
+            AppState::Finished | AppState::Failed | AppState::Killed | AppState::Finishing => 1.0,
+            _ => cur.map(|a| a.progress).unwrap_or(0.0),
+        }),
+        application_type: Some(app.app_type.clone()),
+        application_tags: app.tags.clone(),
+        unmanaged_application: Some(false),
+        priority: Some(PriorityProto {
+            priority: Some(app.priority),
+        }),
+        launch_time: Some(app.launch_ms as i64),
+        submit_time: Some(app.submit_ms as i64),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::amrm_token::AmrmTokenSecretManager;
+    use hadoop_wire::entropy::SeededEntropy;
+    use hadoop_wire::pb::hadoop::yarn::{NodeStatusProto, ResourceRequestProto};
+    use hadoop_wire::token::{ContainerTokenIdentifier, TokenIdentifier};
+    use prost::Message;
+
+    const TS: i64 = 1_700_000_000_000;
+
+    fn apps(cfg: AppsConfig) -> Apps {
+        let m =
+            AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100).unwrap();
+        let mut a = Apps::new(cfg, TS, Arc::new(AmrmTokenSecrets::new(m)));
+        a.node_added(&NodeKey::new("h1", 1), "h1:8042".into(), Res::new(4096, 4));
+        a.node_added(&NodeKey::new("h2", 2), "h2:8042".into(), Res::new(4096, 4));
+        a
+    }
+
+    fn keys() -> TokenKeys {
+        TokenKeys {
+            container: MasterKey::new(1, vec![1; 8]).unwrap(),
+            nm: MasterKey::new(2, vec![2; 8]).unwrap(),
+            rm_identifier: TS,
+        }
+    }
+
+    fn ctx(id: AppId, mb: i64, queue: &str) -> ApplicationSubmissionContextProto {
+        ApplicationSubmissionContextProto {
+            application_id: Some(id.to_proto()),
+            queue: Some(queue.into()),
+            am_container_spec: Some(ContainerLaunchContextProto::default()),
+            resource: Some(Res::new(mb, 1).to_proto()),
+            ..Default::default()
+        }
+    }
+
+    fn status_bytes(node: &NodeKey, done: &[(ContainerId, i32)]) -> Vec<u8> {
+        NodeStatusProto {
+            node_id: Some(node.to_proto()),
+            response_id: Some(1),
+            containers_statuses: done.iter().map(|&(c, e)| status(c, e, "done")).collect(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    fn update(a: &mut Apps, node: &NodeKey, done: &[(ContainerId, i32)], now: u64) {
+        let b = status_bytes(node, done);
+        a.node_update(&node.host, node.port, NodeStatusView::new(&b), now);
+    }
+
+    fn ask(prio: i32, name: &str, n: i32, mb: i64, relax: bool) -> ResourceRequestProto {
+        ResourceRequestProto {
+            priority: Some(PriorityProto {
+                priority: Some(prio),
+            }),
+            resource_name: Some(name.into()),
+            capability: Some(Res::new(mb, 1).to_proto()),
+            num_containers: Some(n),
+            relax_locality: Some(relax),
+            ..Default::default()
+        }
+    }
+
+    /// Submits, allocates the AM container on h1, launches and registers it.
+    fn running(a: &mut Apps) -> (AppId, AttemptId) {
+        let (id, _) = a.new_application().unwrap();
+        a.submit(ctx(id, 512, "default"), "alice", 10).unwrap();
+        assert!(a.gate().load(Ordering::Relaxed));
+        let h1 = NodeKey::new("h1", 1);
+        update(a, &h1, &[], 20);
+        let l = a.take_launches();
+        assert_eq!(l.len(), 1);
+        let at = l[0].attempt;
+        assert_eq!(
+            l[0].container.to_string(),
+            format!("container_{TS}_0001_01_000001")
+        );
+        assert_eq!(
+            l[0].res,
+            Res::new(1024, 1),
+            "normalized to the minimum allocation"
+        );
+        assert!(a.amrm.read().is_registered(&at));
+        a.am_launched(at, 30);
+        a.register_am(at, &RegisterApplicationMasterRequestProto::default(), 40)
+            .unwrap();
+        assert_eq!(a.app(id).unwrap().state, AppState::Running);
+        (id, at)
+    }
+
+    #[test]
+    fn an_application_runs_from_submission_to_finished() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+        let k = keys();
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 4, 1000, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        let r0 = a.allocate(at, 1, &req, &k, 50).unwrap();
+        assert_eq!(r0.response_id, Some(1));
+        assert!(
+            r0.allocated_containers.is_empty(),
+            "allocation happens on node updates"
+        );
+        // h1 has 3 GB left after the AM, h2 4 GB: 3 + 1.
+        update(&mut a, &h1, &[], 60);
+        update(&mut a, &h2, &[], 61);
+        assert_eq!(a.node(&h1).unwrap().used, Res::new(4096, 4));
+        let req = AllocateRequestProto {
+            response_id: Some(1),
+            ..Default::default()
+        };
+        let r1 = a.allocate(at, 1, &req, &k, 70).unwrap();
+        assert_eq!(r1.allocated_containers.len(), 4);
+        assert_eq!(r1.nm_tokens.len(), 2, "one NMToken per node");
+        let first = &r1.allocated_containers[0];
+        let ct =
+            Token::from_proto(first.container_token.clone().unwrap(), &Default::default()).unwrap();
+        let cid = ContainerTokenIdentifier::parse(&ct.identifier).unwrap();
+        assert_eq!(
+            cid.container_id().unwrap().to_string(),
+            format!("container_{TS}_0001_01_000002")
+        );
+        assert_eq!(ct.password, k.container.password(cid.bytes()).to_vec());
+        // A repeat of the same request gets the same response; an older one is refused.
+        assert_eq!(a.allocate(at, 1, &req, &k, 71).unwrap(), r1);
+        let stale = AllocateRequestProto {
+            response_id: Some(7),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &stale, &k, 72).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_AM_REQUEST);
+        assert_eq!(
+            e.message,
+            format!("Invalid responseId in AllocateRequest from application attempt: {at} expect responseId to be 2 but get 7")
+        );
+        // Completions: reported twice by the NM, delivered once.
+        let ids: Vec<ContainerId> = r1
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        let on_h2 = ids
+            .iter()
+            .copied()
+            .find(|c| a.apps[&1].attempts[0].live[c].node == h2)
+            .unwrap();
+        update(&mut a, &h2, &[(on_h2, 7)], 80);
+        update(&mut a, &h2, &[(on_h2, 7)], 81);
+        assert_eq!(a.node(&h2).unwrap().used, Res::default());
+        let req = AllocateRequestProto {
+            response_id: Some(2),
+            release: vec![ids[0].to_proto()],
+            ..Default::default()
+        };
+        let r2 = a.allocate(at, 1, &req, &k, 90).unwrap();
+        let got: Vec<(ContainerId, i32)> = r2
+            .completed_container_statuses
+            .iter()
+            .map(|s| {
+                (
+                    container_from_proto(s.container_id.as_ref().unwrap()).unwrap(),
+                    s.exit_status.unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, vec![(on_h2, 7), (ids[0], exit_status::ABORTED)]);
+        // The AM pulled both completions: their acknowledgements go out; the released one is
+        // also killed on its node.
+        assert_eq!(
+            a.take_cleanups(),
+            vec![
+                Cleanup::HoldAcks(id),
+                Cleanup::Ack(on_h2),
+                Cleanup::Ack(ids[0]),
+                Cleanup::Container(ids[0])
+            ]
+        );
+        let req = AllocateRequestProto {
+            response_id: Some(3),
+            ..Default::default()
+        };
+        assert!(a
+            .allocate(at, 1, &req, &k, 91)
+            .unwrap()
+            .completed_container_statuses
+            .is_empty());
+        // Unregister: FINISHED to clients at once; the AM container's exit ends the attempt.
+        let fin = FinishApplicationMasterRequestProto {
+            final_application_status: Some(FinalApplicationStatusProto::AppSucceeded as i32),
+            diagnostics: Some("ok".into()),
+            ..Default::default()
+        };
+        assert!(a.finish_am(at, &fin, 100).unwrap());
+        let rep = a.report(id).unwrap();
+        assert_eq!(
+            rep.yarn_application_state,
+            Some(YarnApplicationStateProto::Finished as i32)
+        );
+        assert_eq!(
+            rep.final_application_status,
+            Some(FinalApplicationStatusProto::AppSucceeded as i32)
+        );
+        let am = a.apps[&1].attempts[0].am_container.unwrap();
+        update(&mut a, &h1, &[(am, 0)], 110);
+        assert_eq!(a.app(id).unwrap().state, AppState::Finished);
+        let mut cl = a.take_cleanups();
+        assert_eq!(
+            cl[0],
+            Cleanup::Ack(am),
+            "the AM container's is acknowledged at once"
+        );
+        // The two containers the AM left running are killed; then the application cleanup.
+        assert_eq!(
+            cl[cl.len() - 2..],
+            [Cleanup::App(id), Cleanup::ReleaseAcks(id)]
+        );
+        cl.truncate(cl.len() - 2);
+        cl.remove(0);
+        cl.sort_by_key(|c| match c {
+            Cleanup::Container(c) => c.id,
+            _ => -1,
+        });
+        assert_eq!(
+            cl,
+            vec![Cleanup::Container(ids[1]), Cleanup::Container(ids[2])]
+        );
+        assert!(!a.amrm.read().is_registered(&at));
+        assert!(!a.gate().load(Ordering::Relaxed), "nothing in flight");
+        assert_eq!(a.node(&h1).unwrap().used, Res::default());
+        assert_eq!(a.node(&h2).unwrap().used, Res::default());
+    }
+
+    #[test]
+    fn a_failed_am_gets_another_attempt_then_the_application_fails() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let h1 = NodeKey::new("h1", 1);
+        let am = a.apps[&1].attempts[0].am_container.unwrap();
+        update(&mut a, &h1, &[(am, 3)], 100);
+        assert_eq!(a.apps[&1].attempts[0].state, AttemptState::Failed);
+        assert!(a.apps[&1].attempts[0]
+            .diagnostics
+            .starts_with(&format!("AM Container for {at} exited with  exitCode: 3\n")));
+        assert_eq!(a.app(id).unwrap().state, AppState::Accepted);
+        // The new attempt's AM container was allocated on the same update.
+        let l = a.take_launches();
+        assert_eq!(l.len(), 1);
+        assert_eq!(
+            l[0].container.to_string(),
+            format!("container_{TS}_0001_02_000001")
+        );
+        // An AM lost with its node does not count; an exit does.
+        a.node_removed(&h1, 150);
+        assert_eq!(a.app(id).unwrap().state, AppState::Accepted);
+        assert_eq!(a.app(id).unwrap().attempts.len(), 3);
+        a.node_added(&h1, "h1:8042".into(), Res::new(4096, 4));
+        update(&mut a, &h1, &[], 160);
+        let l = a.take_launches();
+        a.am_launch_failed(l[0].attempt, "connection refused", 170);
+        let app = a.app(id).unwrap();
+        assert_eq!(app.state, AppState::Failed);
+        assert!(
+            app.diagnostics.starts_with(&format!(
+                "Application {id} failed 2 times (global limit =2; local limit is =2) due to Error launching"
+            )),
+            "{}",
+            app.diagnostics
+        );
+        assert!(a.take_cleanups().contains(&Cleanup::App(id)));
+    }
+
+    #[test]
+    fn the_liveness_monitor_expires_a_silent_am() {
+        let mut a = apps(AppsConfig {
+            max_attempts: 1,
+            am_expiry_ms: 1000,
+            ..Default::default()
+        });
+        let (id, at) = running(&mut a);
+        assert!(a.tick(1040).is_empty());
+        assert_eq!(a.tick(1041), vec![at]);
+        let app = a.app(id).unwrap();
+        assert_eq!(app.state, AppState::Failed);
+        assert!(app
+            .diagnostics
+            .contains(&format!("ApplicationMaster for attempt {at} timed out")));
+    }
+
+    #[test]
+    fn bad_submissions_and_calls_get_javas_exceptions() {
+        let mut a = apps(AppsConfig::default());
+        let (id, _) = a.new_application().unwrap();
+        let e = a.submit(ctx(id, 9000, "default"), "bob", 1).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_RESOURCE_REQUEST);
+        assert_eq!(e.message, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[memory-mb], Requested resource=<memory:9000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=<memory:8192, vCores:4>");
+        a.submit(ctx(id, 512, "nope"), "bob", 1).unwrap();
+        let app = a.app(id).unwrap();
+        assert_eq!(app.state, AppState::Failed);
+        assert_eq!(
+            app.diagnostics,
+            format!("Application {id} submitted by user bob to unknown queue: nope")
+        );
+        let ghost = AppId::new(TS, 99);
+        assert_eq!(a.report(ghost).unwrap_err().class, exc::APP_NOT_FOUND);
+        let e = a
+            .allocate(
+                AttemptId {
+                    app: ghost,
+                    attempt: 1,
+                },
+                1,
+                &AllocateRequestProto::default(),
+                &keys(),
+                1,
+            )
+            .unwrap_err();
+        assert_eq!(e.class, exc::ATTEMPT_NOT_FOUND);
+        // Allocate before registering.
+        let (id2, _) = a.new_application().unwrap();
+        a.submit(ctx(id2, 512, "default"), "bob", 1).unwrap();
+        update(&mut a, &NodeKey::new("h2", 2), &[], 2);
+        let at = a.take_launches()[0].attempt;
+        let e = a
+            .allocate(at, 1, &AllocateRequestProto::default(), &keys(), 3)
+            .unwrap_err();
+        assert_eq!(e.class, exc::AM_NOT_REGISTERED);
+        // Kill.
+        assert!(a.kill(id2, None, 4).unwrap());
+        let app = a.app(id2).unwrap();
+        assert_eq!(app.state, AppState::Killed);
+        assert_eq!(app.diagnostics, "Application killed by user.");
+        let cl = a.take_cleanups();
+        assert!(cl.contains(&Cleanup::App(id2)));
+        assert!(!a.amrm.read().is_registered(&at));
+    }
+
+    #[test]
+    fn locality_node_then_rack_then_any_and_relax_locality_false() {
+        let mut a = apps(AppsConfig::default());
+        let (_, at) = running(&mut a);
+        let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+        // Two containers wanted on h2 only (relaxLocality false at the rack and ANY).
+        let req = AllocateRequestProto {
+            ask: vec![
+                ask(1, "h2", 2, 1024, true),
+                ask(1, DEFAULT_RACK, 2, 1024, false),
+                ask(1, ANY, 2, 1024, false),
+            ],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h1, &[], 60);
+        assert_eq!(
+            a.node(&h1).unwrap().used,
+            Res::new(1024, 1),
+            "nothing but the AM on h1"
+        );
+        update(&mut a, &h2, &[], 61);
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(2048, 2));
+        let att = a.apps[&1].current().unwrap();
+        assert_eq!(att.pending_containers(), 0);
+    }
+
+    #[test]
+    fn asks_and_blacklists_are_capped() {
+        let mut a = apps(AppsConfig {
+            max_asks_per_attempt: 3,
+            max_blacklist: 1,
+            ..Default::default()
+        });
+        let (_, at) = running(&mut a);
+        let many = AllocateRequestProto {
+            ask: (0..4)
+                .map(|i| ask(0, &format!("host{i}"), 1, 1024, true))
+                .collect(),
+            response_id: Some(0),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &many, &keys(), 50).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_RESOURCE_REQUEST);
+        let bl = AllocateRequestProto {
+            response_id: Some(0),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec!["a".into(), "b".into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &bl, &keys(), 51).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_BLACKLIST_REQUEST);
+        // Refused requests changed nothing: responseId 0 is still expected.
+        let ok = AllocateRequestProto {
+            response_id: Some(0),
+            ask: vec![ask(0, ANY, 1, 1024, true)],
+            ..Default::default()
+        };
+        assert_eq!(
+            a.allocate(at, 1, &ok, &keys(), 52).unwrap().response_id,
+            Some(1)
+        );
+        // A blacklisted host gets nothing.
+        let bl = AllocateRequestProto {
+            response_id: Some(1),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec!["h2".into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &bl, &keys(), 53).unwrap();
+        update(&mut a, &NodeKey::new("h2", 2), &[], 60);
+        assert_eq!(a.node(&NodeKey::new("h2", 2)).unwrap().used, Res::default());
+        update(&mut a, &NodeKey::new("h1", 1), &[], 61);
+        assert_eq!(
+            a.node(&NodeKey::new("h1", 1)).unwrap().used,
+            Res::new(2048, 2)
+        );
+    }
+}
