@@ -1,6 +1,13 @@
-//! `hotpath demo`: an embedded rm-core and four agents on 127.0.0.2..5, each with simulated
-//! containers, over real sockets (the `ipc` server's io_uring or epoll transport on the RM
-//! side, the `ipc` client on the agents' side) and the real state machines on both sides.
+//! `hotpath demo`: an embedded rm-core and four agents on 127.0.0.2..5 over real sockets (the
+//! `ipc` server's io_uring or epoll transport on the RM side, the `ipc` client on the agents'
+//! side) and the real state machines on both sides.
+//!
+//! By default it runs applications, nothing simulated: the RM serves ApplicationClientProtocol
+//! and ApplicationMasterProtocol on loopback, the agents launch real processes, and the demo
+//! keeps `--concurrent` DistributedShell applications going, each a `hotpath app run` child
+//! process (whose ApplicationMaster, `hotpath app am`, the RM launches on an agent) running
+//! `--containers` containers of `--command`. With `--simulate` the agents make up containers
+//! instead (no applications), as the load and fault tools use it.
 //!
 //! [`Cluster`] is the library form (the fault tests drive it): start, sample, restart the RM,
 //! drain, and [`Cluster::finish`] with the honest accounting: every completion an agent made
@@ -57,6 +64,9 @@ pub struct DemoConfig {
     /// RM port (0: ephemeral).
     pub rm_port: u16,
     pub pin: bool,
+    /// Real applications (the RM's client and scheduler protocols on ephemeral loopback ports,
+    /// agents launching real processes) instead of `sim`.
+    pub apps: bool,
 }
 
 impl Default for DemoConfig {
@@ -80,6 +90,7 @@ impl Default for DemoConfig {
             dir: None,
             rm_port: 0,
             pin: false,
+            apps: false,
         }
     }
 }
@@ -113,6 +124,10 @@ pub struct DemoReport {
     pub resyncs: u64,
     pub p99_us: u64,
     pub duration_s: f64,
+    /// Applications run (`hotpath app run` children that ended), with real containers.
+    pub applications: u64,
+    /// Of those, the ones that finished SUCCEEDED (client exit code 0).
+    pub applications_succeeded: u64,
 }
 
 /// An embedded rm-core and its agents (see the module docs).
@@ -148,11 +163,24 @@ fn start_rm(cfg: &DemoConfig, dir: &Path, addr: SocketAddr) -> Result<RmService,
     } else {
         Placement::Unpinned(2)
     };
-    Ok(RmService::start(
+    let apps = if cfg.apps {
+        let lo = |a: SocketAddr| SocketAddr::new(addr.ip(), a.port());
+        Some(rm_core::service::AppsSetup {
+            cfg: rm_core::apps::AppsConfig::default(),
+            client: lo(SocketAddr::from(([127, 0, 0, 1], 0))),
+            scheduler: lo(SocketAddr::from(([127, 0, 0, 1], 0))),
+            qops: hadoop_wire::sasl::parse_protection("authentication")
+                .map_err(|e| DemoError::Io(format!("hadoop.rpc.protection: {e}")))?,
+        })
+    } else {
+        None
+    };
+    Ok(RmService::start_with_apps(
         rm_config(cfg, dir),
         addr,
         &placement,
         ServerConfig::default(),
+        apps,
     )?)
 }
 
@@ -210,13 +238,20 @@ impl Cluster {
         a.journal = true;
         a.pin = self.cfg.pin;
         a.ipc_pool_chunks = 4;
-        let mut sim = self.cfg.sim.clone();
-        sim.seed = if sim.seed == 0 {
-            0
+        if self.cfg.apps {
+            // Real containers: each agent offers 4 GiB and 4 vcores on this one machine.
+            a.memory_mb = 4096;
+            a.vcores = 4;
+            a.simulate = None;
         } else {
-            sim.seed + i as u64
-        };
-        a.simulate = Some(sim);
+            let mut sim = self.cfg.sim.clone();
+            sim.seed = if sim.seed == 0 {
+                0
+            } else {
+                sim.seed + i as u64
+            };
+            a.simulate = Some(sim);
+        }
         self.agents.push(Agent::start(a)?);
         Ok(())
     }
@@ -413,6 +448,8 @@ impl Cluster {
             resyncs,
             p99_us: end.p99_us,
             duration_s: self.started.elapsed().as_secs_f64(),
+            applications: 0,
+            applications_succeeded: 0,
         };
         if self.remove_dir {
             let _ = std::fs::remove_dir_all(&self.dir);
@@ -458,6 +495,21 @@ pub struct DemoArgs {
     /// Pin the RM's and agents' threads by the hw plan.
     #[arg(long)]
     pub pin: bool,
+    /// Simulated containers (no applications; `--rate`, `--mean-ms`), as the load tools use.
+    #[arg(long)]
+    pub simulate: bool,
+    /// Applications kept running at once (real mode).
+    #[arg(long, default_value_t = 2)]
+    pub concurrent: usize,
+    /// Containers per application (real mode).
+    #[arg(long, default_value_t = 8)]
+    pub containers: u32,
+    /// What each container runs (bash; real mode).
+    #[arg(long, default_value = "sleep 2")]
+    pub command: String,
+    /// Stop after this many applications (real mode; default: by --duration or Ctrl-C).
+    #[arg(long)]
+    pub applications: Option<u64>,
 }
 
 /// Runs `hotpath demo`.
@@ -467,6 +519,162 @@ pub fn run(args: &DemoArgs) -> Result<DemoReport, DemoError> {
         signal_hook::flag::register(sig, stop.clone())
             .map_err(|e| DemoError::Io(format!("installing the signal handler: {e}")))?;
     }
+    if args.simulate {
+        run_simulated(args, &stop)
+    } else {
+        run_apps(args, &stop)
+    }
+}
+
+/// One `hotpath app run` child of the real demo.
+struct AppChild {
+    child: std::process::Child,
+    log: PathBuf,
+    started: Instant,
+}
+
+impl AppChild {
+    /// The client's `… final status X` line and its node table, from its log.
+    fn outcome(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let fin = text
+            .lines()
+            .rev()
+            .find(|l| l.contains(" final status "))
+            .unwrap_or("(no final status line)");
+        format!("{fin} ({:.1} s)", self.started.elapsed().as_secs_f64())
+    }
+}
+
+/// The real demo: applications with real containers (see the module docs).
+fn run_apps(args: &DemoArgs, stop: &AtomicBool) -> Result<DemoReport, DemoError> {
+    let cfg = DemoConfig {
+        agents: args.agents.clamp(1, 250),
+        heartbeat_ms: args.heartbeat_ms.max(10),
+        pin: args.pin,
+        apps: true,
+        ..DemoConfig::default()
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| DemoError::Io(format!("locating the hotpath binary: {e}")))?;
+    let mut c = Cluster::start(cfg)?;
+    let rm = c
+        .rm()
+        .ok_or_else(|| DemoError::Io("the RM did not start".into()))?;
+    let (Some(client), Some(scheduler)) = (rm.client_addr(), rm.scheduler_addr()) else {
+        return Err(DemoError::Io("the RM serves no applications".into()));
+    };
+    if !args.json {
+        eprintln!(
+            "hotpath demo: rm-core on {} (clients {client}, AMs {scheduler}) with {} agents on {}..; \
+{} application(s) at a time, {} × [{}] each; Ctrl-C to stop",
+            c.rm_addr(),
+            c.agents().len(),
+            agent_ip(0),
+            args.concurrent.max(1),
+            args.containers,
+            args.command
+        );
+    }
+    let t0 = Instant::now();
+    let end = args
+        .duration
+        .map(|d| t0 + Duration::from_secs_f64(d.max(0.0)));
+    let (mut submitted, mut ended, mut succeeded) = (0u64, 0u64, 0u64);
+    let mut live: Vec<AppChild> = Vec::new();
+    let mut prev = c.sample();
+    let mut next_status = Instant::now() + Duration::from_secs(1);
+    loop {
+        let stopping = stop.load(Ordering::Relaxed)
+            || end.is_some_and(|e| Instant::now() >= e)
+            || args.applications.is_some_and(|n| ended >= n);
+        // Applications that ended.
+        let mut i = 0;
+        while i < live.len() {
+            match live[i].child.try_wait() {
+                Ok(Some(status)) => {
+                    let a = live.swap_remove(i);
+                    ended += 1;
+                    if status.code() == Some(0) {
+                        succeeded += 1;
+                    }
+                    if !args.json {
+                        eprintln!("{}", a.outcome());
+                    }
+                }
+                Ok(None) => i += 1,
+                Err(e) => return Err(DemoError::Io(format!("waiting for app run: {e}"))),
+            }
+        }
+        if stopping && live.is_empty() {
+            break;
+        }
+        // Keep --concurrent applications going.
+        while !stopping
+            && live.len() < args.concurrent.max(1)
+            && args.applications.is_none_or(|n| submitted < n)
+        {
+            submitted += 1;
+            let log = c.dir().join(format!("app-{submitted}.log"));
+            let out = std::fs::File::create(&log)
+                .map_err(|e| DemoError::Io(format!("{}: {e}", log.display())))?;
+            let err = out
+                .try_clone()
+                .map_err(|e| DemoError::Io(format!("{}: {e}", log.display())))?;
+            // Its own process group: Ctrl-C stops the demo from submitting, and the clients
+            // already running follow their applications to the end.
+            use std::os::unix::process::CommandExt;
+            let child = std::process::Command::new(&exe)
+                .process_group(0)
+                .args(["app", "run", "--rm", &client.to_string()])
+                .args(["--scheduler", &scheduler.to_string()])
+                .args(["--containers", &args.containers.to_string()])
+                .args(["--name", &format!("demo-{submitted}")])
+                .args(["--", &args.command])
+                .stdin(std::process::Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+                .map_err(|e| DemoError::Io(format!("starting hotpath app run: {e}")))?;
+            live.push(AppChild {
+                child,
+                log,
+                started: Instant::now(),
+            });
+        }
+        if Instant::now() >= next_status {
+            next_status += Duration::from_secs(1);
+            let now = c.sample();
+            if !args.json {
+                eprintln!(
+                    "{} | applications running {} done {} (succeeded {})",
+                    Cluster::status_line(&prev, &now),
+                    live.len(),
+                    ended,
+                    succeeded
+                );
+            }
+            prev = now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !args.json {
+        eprintln!("waiting for every completion to be acknowledged");
+    }
+    let settled = c.drain(Duration::from_secs(15));
+    let mut report = c.finish()?;
+    report.applications = ended;
+    report.applications_succeeded = succeeded;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    } else {
+        println!("{}", json!({"settled": settled, "report": report}));
+    }
+    Ok(report)
+}
+
+/// The simulated demo (`--simulate`).
+fn run_simulated(args: &DemoArgs, stop: &AtomicBool) -> Result<DemoReport, DemoError> {
     let mut cfg = DemoConfig {
         agents: args.agents.clamp(1, 250),
         heartbeat_ms: args.heartbeat_ms.max(10),

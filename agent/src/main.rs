@@ -70,14 +70,20 @@ enum RoleSet {
 }
 
 fn main() -> Result<()> {
+    let cli = Cli::parse();
+    // The demo's own lines are its output: the daemons it embeds log warnings only, unless
+    // HOTPATH_LOG says otherwise.
+    let default_filter = match cli.cmd {
+        Cmd::Demo(_) => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HOTPATH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     match cli.cmd {
         Cmd::Hw { json, role_set } => cmd_hw(json, role_set),
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
