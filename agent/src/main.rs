@@ -102,9 +102,19 @@ fn main() -> Result<()> {
                 None => decode::decode_message(&message, &bytes)?,
                 Some(kind) => decode::decode_frame(&message, kind, &bytes)?,
             };
-            println!("{}", serde_json::to_string_pretty(&value)?);
-            Ok(())
+            print_out(&serde_json::to_string_pretty(&value)?)
         }
+    }
+}
+
+/// Prints one line on stdout; a reader that went away (`hotpath decode … | head`) ends the
+/// command quietly, as Unix tools do, instead of `println!`'s panic.
+fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
     }
 }
 
