@@ -55,6 +55,9 @@ pub struct SweepArgs {
     /// Write every run's figures here (JSON).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Run nothing: read the runs of an earlier `--json` file and print (and draw) them again.
+    #[arg(long, value_name = "JSON")]
+    pub from_json: Option<PathBuf>,
 }
 
 /// One (target, nodes) point over its runs.
@@ -133,7 +136,31 @@ pub fn run(args: SweepArgs) -> Result<()> {
     let java = args.targets.iter().any(|t| t == "java");
     let mut points: BTreeMap<(String, usize), Point> = BTreeMap::new();
     let mut runs = Vec::new();
-    for round in 0..args.repeat.max(1) {
+    if let Some(path) = &args.from_json {
+        let doc: Value = serde_json::from_slice(
+            &std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("parsing {}", path.display()))?;
+        for r in doc["runs"].as_array().context("no \"runs\" array")? {
+            let n = r["nodes"].as_u64().context("a run without nodes")? as usize;
+            match r["target"].as_str() {
+                Some("both") => {
+                    for t in ["rm", "raw"] {
+                        add(&mut points, t, n, &r["figures"][t]);
+                    }
+                }
+                Some(t) => add(&mut points, t, n, &r["figures"]),
+                None => bail!("a run without target"),
+            }
+            runs.push(r.clone());
+        }
+    }
+    let rounds = if args.from_json.is_some() {
+        0
+    } else {
+        args.repeat.max(1)
+    };
+    for round in 0..rounds {
         for &n in &args.nodes {
             if ours {
                 let v = loadgen(&args, "both", n)?;
@@ -223,13 +250,13 @@ fn chart(path: &PathBuf, points: &BTreeMap<(String, usize), Point>, a: &SweepArg
                 "Heartbeat storm: {} container statuses per heartbeat, 1 heartbeat/s per node, \
 one TCP connection per node (median of {} run(s), bars min–max)",
                 a.containers,
-                a.repeat.max(1)
+                points.values().map(|p| p.p99_us.len()).max().unwrap_or(0)
             ),
             ("sans-serif", 15),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (left, right) = root.split_horizontally(550);
-    let max_n = a.nodes.iter().copied().max().unwrap_or(1) as f64 * 1.05;
+    let max_n = points.keys().map(|(_, n)| *n).max().unwrap_or(1) as f64 * 1.05;
     type Get = fn(&Point) -> &Vec<f64>;
     // The goals of the storm issue: p99 < 2 ms, RM CPU <= 8 µs per heartbeat.
     let panels: [(&DrawingArea<_, _>, &str, Get, f64); 2] = [
@@ -248,7 +275,8 @@ one TCP connection per node (median of {} run(s), bars min–max)",
             .filter(|v| v.is_finite() && *v > 0.0)
             .collect();
         let lo = vals.iter().copied().fold(goal, f64::min).max(0.1) / 1.5;
-        let hi = vals.iter().copied().fold(goal, f64::max).max(lo * 10.0) * 1.5;
+        // A decade of headroom above the highest point keeps the legend off the data.
+        let hi = vals.iter().copied().fold(goal, f64::max).max(lo * 10.0) * 10.0;
         let mut c = ChartBuilder::on(area)
             .caption(title, ("sans-serif", 14))
             .margin(12)
