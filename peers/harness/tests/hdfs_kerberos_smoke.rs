@@ -21,7 +21,14 @@ fn klist_keytab(keytab: &Path) -> String {
 fn kerberized_minidfs_with_a_kdc_that_mit_kinit_accepts() {
     let mut peer = Peer::start(
         Mode::Hdfs,
-        &["--datanodes", "1", "--shared-ip", "true", "--kerberos", "true"],
+        &[
+            "--datanodes",
+            "1",
+            "--shared-ip",
+            "true",
+            "--kerberos",
+            "true",
+        ],
     )
     .expect("Kerberized hdfs peer");
     eprintln!("kerberized hdfs READY after {:?}", peer.startup_time());
@@ -68,6 +75,11 @@ fn kerberized_minidfs_with_a_kdc_that_mit_kinit_accepts() {
     // DataNode (block tokens on)
     let w = peer
         .command("write /kerberos/f 100000")
-        .unwrap_or_else(|e| panic!("write on the Kerberized cluster: {e}\n{}", peer.log_tail(60)));
+        .unwrap_or_else(|e| {
+            panic!(
+                "write on the Kerberized cluster: {e}\n{}",
+                peer.log_tail(60)
+            )
+        });
     assert_eq!(w["blocks"], 1, "{w}");
 }
