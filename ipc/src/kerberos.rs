@@ -15,6 +15,8 @@
 //! happens: the server principal is exactly the one the server advertised and the client
 //! expected (see [`hadoop_wire::sasl::gssapi::check_server_principal`]).
 
+use std::ffi::CStr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use conf::Configuration;
@@ -147,6 +149,35 @@ impl GssContext for MitContext {
     }
 }
 
+/// The host name `_HOST` stands for when a client connects to `ip`: Java's
+/// `InetAddress.getCanonicalHostName()` (a reverse lookup), or the address text when the lookup
+/// finds no name.
+pub fn canonical_host_name(ip: IpAddr) -> String {
+    let sa = socket2::SockAddr::from(SocketAddr::new(ip, 0));
+    let mut host = [0 as libc::c_char; 1025]; // NI_MAXHOST
+                                              // SAFETY: `sa` is a valid socket address of `sa.len()` bytes (socket2's storage is a
+                                              // `sockaddr_storage`, so the pointer cast keeps its layout); `host` is writable for
+                                              // `host.len()` bytes; no service name is asked for (null buffer, length 0).
+    let rc = unsafe {
+        libc::getnameinfo(
+            sa.as_ptr().cast::<libc::sockaddr>(),
+            sa.len(),
+            host.as_mut_ptr(),
+            host.len() as libc::socklen_t,
+            std::ptr::null_mut(),
+            0,
+            libc::NI_NAMEREQD,
+        )
+    };
+    if rc != 0 {
+        return ip.to_string();
+    }
+    // SAFETY: on success getnameinfo wrote a NUL-terminated name into `host`, which outlives
+    // this borrow.
+    let name = unsafe { CStr::from_ptr(host.as_ptr()) };
+    name.to_string_lossy().into_owned()
+}
+
 /// A client's Kerberos settings for the server at `host`: the server principal from the
 /// configuration key that the protocol's `KerberosInfo` names (e.g.
 /// `dfs.namenode.kerberos.principal`, `yarn.resourcemanager.principal`), `_HOST` replaced by
@@ -171,6 +202,14 @@ pub fn kerberos_client(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_is_localhost_as_java_names_it() {
+        assert_eq!(
+            canonical_host_name("127.0.0.1".parse().unwrap()),
+            "localhost"
+        );
+    }
 
     #[test]
     fn the_server_principal_comes_from_the_protocol_key_with_host() {
