@@ -310,6 +310,11 @@ impl SecurityLayer for GssLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::entropy::SeededEntropy;
+    use crate::pb::hadoop::common::rpc_sasl_proto::{SaslAuth, SaslState};
+    use crate::rpc::SASL_CALL_ID;
+    use crate::sasl::client::{ClientAuth, ClientNegotiation, ClientStep};
+    use crate::sasl::message::AuthMethod;
 
     /// A context that plays a scripted acceptor: it checks each input token, and "wraps" as
     /// `[conf flag] ‖ plaintext xor 0x5a` so that both directions are visible to the test.
@@ -447,6 +452,121 @@ mod tests {
         c.evaluate_challenge(&[]).unwrap();
         assert!(c.evaluate_challenge(b"not the AP-REP").is_err());
         assert!(GssapiClient::new(fake(), vec![]).is_err());
+    }
+
+    struct FakeFactory(std::sync::Mutex<Vec<String>>);
+
+    impl GssContextFactory for FakeFactory {
+        fn client_context(&self, target: &str) -> Result<Box<dyn GssContext>, SaslError> {
+            self.0.lock().unwrap().push(target.to_string());
+            Ok(fake())
+        }
+    }
+
+    fn sasl(state: SaslState, token: Option<&[u8]>, auths: Vec<SaslAuth>) -> Vec<u8> {
+        let mut m = crate::sasl::message::message(state);
+        m.token = token.map(<[u8]>::to_vec);
+        m.auths = auths;
+        prost::Message::encode_to_vec(&m)
+    }
+
+    fn auth(method: &str, mech: &str, protocol: &str, server_id: &str) -> SaslAuth {
+        SaslAuth {
+            method: method.into(),
+            mechanism: mech.into(),
+            protocol: Some(protocol.into()),
+            server_id: Some(server_id.into()),
+            challenge: None,
+        }
+    }
+
+    /// The whole KERBEROS exchange as a Java NameNode runs it (security.md §1.7), through
+    /// `ClientNegotiation`: TOKEN (no token held) is skipped, KERBEROS taken.
+    #[test]
+    fn negotiation_runs_the_four_round_trips_of_a_java_server() {
+        let factory = Arc::new(FakeFactory(Default::default()));
+        let mut neg = ClientNegotiation::new(ClientAuth {
+            security_enabled: true,
+            qops: vec![Qop::AuthConf],
+            kerberos: Some(KerberosClient {
+                server_principal: "hdfs/localhost@EXAMPLE.COM".into(),
+                contexts: factory.clone(),
+            }),
+            ..ClientAuth::default()
+        });
+        let mut e = SeededEntropy(1);
+        let mut token = auth("TOKEN", "DIGEST-MD5", "", "default");
+        token.challenge = Some(b"realm=\"default\"".to_vec());
+        let krb = auth("KERBEROS", "GSSAPI", "hdfs", "localhost");
+        let offer = sasl(SaslState::Negotiate, None, vec![token, krb.clone()]);
+        let ClientStep::Send(init) = neg.on_reply(SASL_CALL_ID, &offer, &mut e).unwrap() else {
+            panic!("INITIATE expected");
+        };
+        assert_eq!(init.state, SaslState::Initiate as i32);
+        assert_eq!(init.token.as_deref(), Some(&b"AP-REQ"[..]));
+        assert_eq!(init.auths, [krb], "the auth echoed exactly");
+        assert_eq!(*factory.0.lock().unwrap(), ["hdfs/localhost@EXAMPLE.COM"]);
+        let ap_rep = sasl(SaslState::Challenge, Some(b"AP-REP"), vec![]);
+        let ClientStep::Send(r) = neg.on_reply(SASL_CALL_ID, &ap_rep, &mut e).unwrap() else {
+            panic!("RESPONSE expected");
+        };
+        assert_eq!(r.state, SaslState::Response as i32);
+        assert_eq!(
+            r.token.as_deref(),
+            Some(&b""[..]),
+            "empty but present (trap 3)"
+        );
+        let layer = sasl(
+            SaslState::Challenge,
+            Some(&wrap_fake(false, &[7, 1, 0, 0])),
+            vec![],
+        );
+        let ClientStep::Send(r) = neg.on_reply(SASL_CALL_ID, &layer, &mut e).unwrap() else {
+            panic!("RESPONSE expected");
+        };
+        assert_eq!(r.token, Some(wrap_fake(false, &[4, 1, 0, 0])));
+        let success = sasl(SaslState::Success, None, vec![]);
+        let ClientStep::Done(o) = neg.on_reply(SASL_CALL_ID, &success, &mut e).unwrap() else {
+            panic!("Done expected");
+        };
+        assert_eq!(
+            (o.method, o.qop, o.user.as_deref()),
+            (
+                AuthMethod::Kerberos,
+                Qop::AuthConf,
+                Some("client@EXAMPLE.COM")
+            )
+        );
+        assert!(o.layer.is_some());
+    }
+
+    #[test]
+    fn negotiation_without_kerberos_or_with_another_principal_is_refused() {
+        let krb = auth("KERBEROS", "GSSAPI", "nn", "localhost");
+        let offer = sasl(SaslState::Negotiate, None, vec![krb]);
+        let mut e = SeededEntropy(1);
+        let mut neg = ClientNegotiation::new(ClientAuth {
+            security_enabled: true,
+            ..ClientAuth::default()
+        });
+        let err = neg.on_reply(SASL_CALL_ID, &offer, &mut e).unwrap_err();
+        assert_eq!(err.to_string(), "Client cannot authenticate via:[KERBEROS]");
+        let factory = Arc::new(FakeFactory(Default::default()));
+        let mut neg = ClientNegotiation::new(ClientAuth {
+            security_enabled: true,
+            kerberos: Some(KerberosClient {
+                server_principal: "hdfs/localhost@EXAMPLE.COM".into(),
+                contexts: factory.clone(),
+            }),
+            ..ClientAuth::default()
+        });
+        let err = neg.on_reply(SASL_CALL_ID, &offer, &mut e).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("Server has invalid Kerberos principal"),
+            "{err}"
+        );
+        assert!(factory.0.lock().unwrap().is_empty(), "no context made");
     }
 
     #[test]
