@@ -84,6 +84,19 @@ fn get_file_info(c: &Client, path: &str) -> Result<GetFileInfoResponseProto, Cli
     Ok(GetFileInfoResponseProto::decode(r.payload()).expect("GetFileInfoResponseProto"))
 }
 
+/// `getListing(src, startAfter = "", needLocation = false)`, hand-encoded; the raw
+/// `GetListingResponseProto`.
+fn get_listing(c: &Client, path: &str) -> Result<Vec<u8>, ClientError> {
+    let mut req = vec![0x0a, path.len() as u8];
+    req.extend_from_slice(path.as_bytes());
+    req.extend_from_slice(&[0x12, 0x00, 0x18, 0x00]);
+    Ok(c.call("getListing", &req)?.payload().to_vec())
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
 fn log_count(peer: &Peer, needle: &str) -> usize {
     std::fs::read_to_string(peer.log_path())
         .expect("peer log")
@@ -98,6 +111,10 @@ fn get_file_info_on_a_kerberized_namenode_at_every_protection_level() {
     let nn = peer.namenode_addr().expect("namenode");
     let w = peer.command("write /kerberos/f 1000").expect("write");
     assert_eq!(w["blocks"], 1, "{w}");
+    // a directory whose listing (1000 entries, dfs.ls.limit) is one response of ~100 KB: the
+    // server wraps it whole, a token larger than our 64 KiB receive buffer
+    peer.command("mkfiles /kerberos/many 1000")
+        .expect("mkfiles");
     for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
         let dir = tempfile::tempdir().unwrap();
         login_env(&k, &k.client_keytab, dir.path());
@@ -118,6 +135,10 @@ fn get_file_info_on_a_kerberized_namenode_at_every_protection_level() {
         assert!(get_file_info(&c, "/").unwrap().fs.is_some());
         let long = format!("/{}", "d/".repeat(40_000));
         assert!(get_file_info(&c, &long).unwrap().fs.is_none(), "{qop:?}");
+        let listing = get_listing(&c, "/kerberos/many")
+            .unwrap_or_else(|e| panic!("{qop:?}: getListing: {e}"));
+        assert!(listing.len() > 65536, "{qop:?}: {} bytes", listing.len());
+        assert_eq!(count(&listing, b"f999"), 1, "{qop:?}");
         // the NameNode authenticated our principal by Kerberos, at this level
         assert_eq!(log_count(&peer, &negotiated), before + 1, "{qop:?}");
         assert!(
