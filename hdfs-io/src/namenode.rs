@@ -27,6 +27,12 @@
 //!   handoff per call, and the request and response buffers are reused. Threads calling at once
 //!   use one connection each ([`NameNodeConfig::direct_calls`]; Java shares one connection).
 //!   A reused connection that turns out closed is replaced and the (idempotent) call resent.
+//! - **Security**: `hadoop.security.authentication=kerberos` makes every NameNode connection
+//!   negotiate SASL KERBEROS (GSSAPI, `ipc::kerberos` on MIT krb5) at `hadoop.rpc.protection`:
+//!   the NameNode's principal is `dfs.namenode.kerberos.principal`, `_HOST` replaced per
+//!   NameNode by the canonical host name of its address (as Java does); the client logs in as
+//!   [`NameNodeKerberos::client_principal`] or the ticket cache's principal (`KRB5CCNAME`,
+//!   `KRB5_CLIENT_KTNAME`). With SASL the direct-call pool is not used (it speaks SIMPLE only).
 //! - **Retries**: RetriableException: the same NameNode again after a short, growing wait.
 //!   StandbyException / ObserverRetryOnActiveException / a connection failure: another
 //!   NameNode (reads fall back from the observer to the active; active calls re-discover the
@@ -36,12 +42,16 @@ use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
 use hadoop_wire::reader::{Reader, WireType};
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::gssapi::{replace_host, KerberosClient};
 use hadoop_wire::view::hdfs::LocatedBlocksView;
 use hadoop_wire::writer::{Encode, Sink, Writer};
 use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
+use ipc::kerberos::{canonical_host_name, MitGss};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
@@ -102,6 +112,19 @@ pub struct NameNodeConfig {
     pub reader_thread_name: Option<String>,
     /// CPU to pin those reader threads to, e.g. the caller's own planned CPU (`None`: unpinned).
     pub reader_cpu: Option<u32>,
+    /// SASL settings of every NameNode connection (SIMPLE by default; see the module docs).
+    pub auth: ClientAuth,
+    /// KERBEROS: whom to expect and whom to log in as.
+    pub kerberos: Option<NameNodeKerberos>,
+}
+
+/// The Kerberos side of a NameNode client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameNodeKerberos {
+    /// `dfs.namenode.kerberos.principal`, e.g. `hdfs/_HOST@EXAMPLE.COM`.
+    pub server_principal: String,
+    /// `user@REALM` to log in as; `None`: the ticket cache's principal.
+    pub client_principal: Option<String>,
 }
 
 impl Default for NameNodeConfig {
@@ -117,6 +140,8 @@ impl Default for NameNodeConfig {
             direct_calls: true,
             reader_thread_name: None,
             reader_cpu: None,
+            auth: ClientAuth::default(),
+            kerberos: None,
         }
     }
 }
@@ -312,7 +337,16 @@ impl NameNodeClient {
         let nodes = endpoints
             .into_iter()
             .map(|ep| {
+                let mut auth = cfg.auth.clone();
+                if let Some(k) = &cfg.kerberos {
+                    let host = canonical_host_name(ep.addr.ip());
+                    auth.kerberos = Some(KerberosClient {
+                        server_principal: replace_host(&k.server_principal, &host),
+                        contexts: Arc::new(MitGss::new(k.client_principal.clone())),
+                    });
+                }
                 let icfg = ClientConfig {
+                    auth,
                     protocol: CLIENT_PROTOCOL.to_string(),
                     protocol_version: CLIENT_PROTOCOL_VERSION,
                     user: cfg.user.clone(),
@@ -384,7 +418,29 @@ impl NameNodeClient {
         base: NameNodeConfig,
     ) -> Result<NameNodeClient, Error> {
         let (eps, observer) = endpoints_from_conf(conf)?;
+        let config = |e: hadoop_wire::sasl::SaslError| Error::Config(e.to_string());
+        let auth = ipc::sasl::client_auth(conf, None).map_err(config)?;
+        let kerberos = match conf.get("hadoop.security.authentication") {
+            Some(m) if m.trim().eq_ignore_ascii_case("kerberos") => {
+                let key = "dfs.namenode.kerberos.principal";
+                let Some(p) = conf.get(key) else {
+                    return Err(Error::Config(format!(
+                        "Failed to specify server's Kerberos principal name ({key} is not set)"
+                    )));
+                };
+                Some(NameNodeKerberos {
+                    server_principal: p.trim().to_string(),
+                    client_principal: base
+                        .kerberos
+                        .as_ref()
+                        .and_then(|k| k.client_principal.clone()),
+                })
+            }
+            _ => None,
+        };
         let cfg = NameNodeConfig {
+            auth,
+            kerberos,
             observer_reads: observer,
             connect_timeout: Duration::from_millis(
                 conf.get_duration_ms("ipc.client.connect.timeout")
@@ -652,7 +708,11 @@ impl NameNodeClient {
     ) -> Result<Option<R>, Error> {
         scratch.clear();
         encode_get_file_info(path, scratch);
-        if self.cfg.direct_calls && self.nodes.len() == 1 {
+        if self.cfg.direct_calls
+            && self.nodes.len() == 1
+            && !self.cfg.auth.uses_sasl()
+            && self.cfg.kerberos.is_none()
+        {
             return self.direct_call(0, "getFileInfo", scratch, |payload| {
                 match field_range(payload, 1, "GetFileInfoResponseProto")? {
                     None => Ok(None),

@@ -815,6 +815,7 @@ impl Client {
             cfg.max_response_length,
             self.inner.caller.state_id().clone(),
         );
+        let kerberos_user: String;
         let mut ctx = ConnectionContext {
             effective_user: Some(&cfg.user),
             real_user: None,
@@ -830,6 +831,12 @@ impl Client {
             if outcome.method == AuthMethod::Token {
                 // The token says who we are; Java's TOKEN clients claim no user.
                 ctx.effective_user = None;
+            }
+            if let (AuthMethod::Kerberos, Some(principal)) = (outcome.method, &outcome.user) {
+                // Java claims ugi.getUserName(), the whole principal; another name would be a
+                // proxy-user request.
+                kerberos_user = principal.clone();
+                ctx.effective_user = Some(&kerberos_user);
             }
             layer = outcome.layer.map(|l| Arc::new(Mutex::new(l)));
             hadoop_wire::encode::connection_context_frame(

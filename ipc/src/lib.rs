@@ -1,4 +1,5 @@
-//! `ipc`: Hadoop IPC v9 (protobuf RPC; SIMPLE and SASL TOKEN auth at every protection level),
+//! `ipc`: Hadoop IPC v9 (protobuf RPC; SIMPLE and SASL TOKEN auth at every protection level,
+//! SASL KERBEROS on the client side),
 //! the one crate that touches sockets.
 //!
 //! The codec is `hadoop-wire` (sans-IO: bytes in, values out); this crate drives it.
@@ -25,6 +26,8 @@
 //!   the bounded buffer pool and transmit queue.
 //! - [`server`]: protocol registry, Hadoop's ERROR/FATAL rules, on the transport.
 //! - [`client`]: pipelined calls, timeouts, reconnect, stateId, SASL ([`client::ClientConfig::auth`]).
+//! - [`kerberos`]: GSS-API contexts on MIT krb5 for KERBEROS (GSSAPI) clients, and the server
+//!   principal from the protocol's key.
 //! - [`sasl`]: SASL settings from Hadoop's keys (`hadoop.rpc.protection`, ...) and token selection;
 //!   [`entropy::OsEntropy`] feeds the DIGEST-MD5 nonces.
 //! - [`transport::RecvRing`]: a blocking per-thread receive ring for clients that read one
@@ -41,6 +44,7 @@
 pub mod buffer_protocol;
 pub mod client;
 pub mod entropy;
+pub mod kerberos;
 pub mod metrics;
 pub mod sasl;
 pub mod server;

@@ -22,6 +22,7 @@ use crate::pb::hadoop::common::RpcSaslProto;
 use crate::rpc::SASL_CALL_ID;
 
 use super::digest::{DigestClient, DigestClientConfig};
+use super::gssapi::{self, GssapiClient, KerberosClient};
 use super::message::{
     self, method_list, AuthMethod, DEFAULT_MAX_NEGOTIATION_MESSAGE, DEFAULT_TOKEN_MECHANISM,
 };
@@ -57,6 +58,9 @@ pub struct ClientAuth {
     pub security_enabled: bool,
     /// `ipc.client.fallback-to-simple-auth-allowed` (default false).
     pub fallback_to_simple_allowed: bool,
+    /// KERBEROS (GSSAPI): the server principal expected and the GSS contexts. Without it a
+    /// server's KERBEROS offer is skipped.
+    pub kerberos: Option<KerberosClient>,
     /// Largest reply accepted during negotiation.
     pub max_message: usize,
 }
@@ -69,6 +73,7 @@ impl Default for ClientAuth {
             token_mechanism: DEFAULT_TOKEN_MECHANISM.into(),
             security_enabled: false,
             fallback_to_simple_allowed: false,
+            kerberos: None,
             max_message: DEFAULT_MAX_NEGOTIATION_MESSAGE,
         }
     }
@@ -84,9 +89,9 @@ impl ClientAuth {
         }
     }
 
-    /// Java's `trySasl`: security on, or a token held.
+    /// Java's `trySasl`: security on, or a token held (or Kerberos set up).
     pub fn uses_sasl(&self) -> bool {
-        self.security_enabled || self.token.is_some()
+        self.security_enabled || self.token.is_some() || self.kerberos.is_some()
     }
 }
 
@@ -96,6 +101,9 @@ pub struct ClientOutcome {
     pub qop: Qop,
     /// The security layer for `auth-int` / `auth-conf`.
     pub layer: Option<Box<dyn SecurityLayer>>,
+    /// KERBEROS: the client principal authenticated (`user@REALM`), which Java's client sends
+    /// as the connection context's effectiveUser (`ugi.getUserName()`).
+    pub user: Option<String>,
 }
 
 impl std::fmt::Debug for ClientOutcome {
@@ -104,6 +112,7 @@ impl std::fmt::Debug for ClientOutcome {
             .field("method", &self.method)
             .field("qop", &self.qop)
             .field("layer", &self.layer.is_some())
+            .field("user", &self.user)
             .finish()
     }
 }
@@ -200,12 +209,14 @@ impl ClientNegotiation {
                     return Err(SaslError::Sasl("Client is out of sync with server".into()));
                 }
                 let name = mech.mechanism().to_string();
+                let user = mech.authenticated_user();
                 let (qop, layer) =
                     super::negotiated(&name, mech.negotiated_qop(), || mech.take_layer())?;
                 Ok(ClientStep::Done(ClientOutcome {
                     method: self.method.unwrap_or(AuthMethod::Token),
                     qop,
                     layer,
+                    user,
                 }))
             }
             _ => Err(SaslError::Sasl(format!(
@@ -229,6 +240,7 @@ impl ClientNegotiation {
             method: AuthMethod::Simple,
             qop: Qop::Auth,
             layer: None,
+            user: None,
         })
     }
 
@@ -256,7 +268,12 @@ impl ClientNegotiation {
                     };
                     return self.initiate_token(a, token.clone(), entropy);
                 }
-                // KERBEROS needs GSSAPI (the Kerberos issue); anything else is not ours.
+                AuthMethod::Kerberos if a.mechanism == gssapi::MECHANISM => {
+                    let Some(krb) = self.auth.kerberos.clone() else {
+                        continue;
+                    };
+                    return self.initiate_kerberos(a, &krb);
+                }
                 _ => continue,
             }
         }
@@ -264,6 +281,30 @@ impl ClientNegotiation {
             "Client cannot authenticate via:{}",
             method_list(m.auths.iter().map(|a| a.method.as_str()))
         )))
+    }
+
+    /// KERBEROS: the advertised principal must be the expected one (Java throws rather than
+    /// trying the next auth), then the GSS context's first token goes in the INITIATE.
+    fn initiate_kerberos(
+        &mut self,
+        a: &SaslAuth,
+        krb: &KerberosClient,
+    ) -> Result<ClientStep, SaslError> {
+        let target = gssapi::check_server_principal(
+            &krb.server_principal,
+            a.protocol.as_deref(),
+            a.server_id.as_deref(),
+        )?;
+        let ctx = krb.contexts.client_context(&target)?;
+        let mut mech: Box<dyn ClientMechanism> =
+            Box::new(GssapiClient::new(ctx, self.auth.qops.clone())?);
+        let token = mech.evaluate_challenge(a.challenge.as_deref().unwrap_or_default())?;
+        let mut init = message::message(SaslState::Initiate);
+        init.token = Some(token);
+        init.auths.push(message::without_challenge(a));
+        self.mech = Some(mech);
+        self.method = Some(AuthMethod::Kerberos);
+        Ok(ClientStep::Send(init))
     }
 
     fn initiate_token(

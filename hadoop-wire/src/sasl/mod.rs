@@ -5,7 +5,8 @@
 //!
 //! - A mechanism is a [`ClientMechanism`] or a [`ServerMechanism`]: it turns challenges into
 //!   responses until it is complete. [`digest`] is DIGEST-MD5 (RFC 2831 as the JDK runs it), the
-//!   mechanism of the TOKEN auth method; GSSAPI (KERBEROS) plugs in behind the same traits.
+//!   mechanism of the TOKEN auth method; [`gssapi`] is GSSAPI (RFC 4752), the mechanism of
+//!   KERBEROS (client side), over a GSS-API context the caller supplies.
 //! - A complete mechanism hands over a [`SecurityLayer`] when the negotiated [`Qop`] is
 //!   `auth-int` or `auth-conf`; the connection then wraps every byte it sends and unwraps every
 //!   byte it receives through it.
@@ -13,6 +14,7 @@
 
 pub mod client;
 pub mod digest;
+pub mod gssapi;
 pub mod message;
 pub mod server;
 
@@ -156,6 +158,11 @@ pub trait ClientMechanism: Send {
     fn negotiated_qop(&self) -> Option<Qop>;
     /// Once complete and only for `auth-int` / `auth-conf`: the security layer (taken once).
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>>;
+    /// Once complete, who the mechanism authenticated this client as, when it tells (GSSAPI:
+    /// the Kerberos principal). DIGEST-MD5 does not: the token says who the client is.
+    fn authenticated_user(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The server half of a mechanism.

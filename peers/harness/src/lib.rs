@@ -25,4 +25,4 @@ pub mod peer;
 
 pub use driver::Driver;
 pub use error::PeerError;
-pub use peer::{JavaException, Mode, Peer, Shared, SharedGuard};
+pub use peer::{JavaException, Kerberos, Mode, Peer, Shared, SharedGuard};

@@ -3,7 +3,8 @@
 //! The launcher (`peers/hadoop`, class `hotpath.peer.Launcher`) takes `MODE --conf-dir DIR
 //! [--work-dir DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...` plus:
 //! `hdfs`/`hdfs-ha`: `--datanodes N` (3), `--block-size BYTES` (1 MiB), `--racks /a,/b,..`,
-//! `--shared-ip true` (all DataNodes on 127.0.0.1); `yarn-rm`: `--nms K` (0), `--profile agents`
+//! `--shared-ip true` (all DataNodes on 127.0.0.1), `--kerberos true` (`hdfs` only: a MiniKdc and a
+//! Kerberized cluster, see [`Kerberos`]); `yarn-rm`: `--nms K` (0), `--profile agents`
 //! (defaults for running apps on external NodeManagers, each overridable by `--set`: FifoScheduler,
 //! `yarn.scheduler.minimum-allocation-mb` 128, `yarn.resourcemanager.am.max-attempts` 2,
 //! `yarn.nm.liveness-monitor.expiry-interval-ms` 10000,
@@ -57,6 +58,15 @@
 //! `am_conf_dir` (the running cluster's conf as the AMs' yarn-site.xml), `am_conf_scheduler_address`,
 //! `am_conf_has_bound_ports` (startup fails if the bound ports are not in it).
 //!
+//! `hdfs --kerberos true` READY also has `kerberos` ([`Peer::kerberos`]): a MiniKdc (realm
+//! `EXAMPLE.COM`, TCP) holding `hdfs/localhost` + `HTTP/localhost` (service keytab) and `client`
+//! (client keytab); NameNode and DataNodes run as `hdfs/localhost@REALM` with
+//! `hadoop.security.authentication=kerberos`, service authorization, block access tokens, SASL
+//! data transfer protection (`ignore.secure.ports.for.testing`), and `hadoop.rpc.protection` /
+//! `dfs.data.transfer.protection` = `authentication,integrity,privacy` unless `--set`. The
+//! written core-site/hdfs-site carry the client's side of those keys. The peer's own commands run
+//! as `hdfs/localhost`.
+//!
 //! `sasl` READY: `servers` {`authentication`, `integrity`, `privacy`: `127.0.0.1:PORT`}, `nm_key_id`.
 //! Each is a Hadoop IPC server for ContainerManagementProtocol with `hadoop.security.authentication`
 //! forced to TOKEN (as the NodeManager does) at that `hadoop.rpc.protection`, with its own real
@@ -84,6 +94,26 @@ use serde_json::Value;
 use crate::build::{ensure_built, Build};
 use crate::driver::{self, Driver};
 use crate::error::{tail, PeerError};
+
+/// READY `kerberos` of `hdfs --kerberos true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kerberos {
+    /// `EXAMPLE.COM`.
+    pub realm: String,
+    /// `localhost:PORT` (TCP).
+    pub kdc: String,
+    /// The krb5.conf MiniKdc wrote (for `KRB5_CONFIG`).
+    pub krb5_conf: PathBuf,
+    /// `client@REALM`, the only principal in `client_keytab`.
+    pub client_principal: String,
+    pub client_keytab: PathBuf,
+    /// `hdfs/localhost@REALM` (NameNode and DataNodes).
+    pub namenode_principal: String,
+    /// `hdfs/localhost` and `HTTP/localhost`.
+    pub service_keytab: PathBuf,
+    /// The cluster's `hadoop.rpc.protection`.
+    pub rpc_protection: String,
+}
 
 /// What the launcher runs (its first argument).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,6 +405,30 @@ impl Peer {
     /// `hdfs`, `hdfs-ha`: the (active) NameNode's RPC address.
     pub fn namenode_addr(&self) -> Result<SocketAddr, PeerError> {
         self.addr("namenode")
+    }
+
+    /// `hdfs --kerberos true`: the KDC, the principals and keytabs.
+    pub fn kerberos(&self) -> Result<Kerberos, PeerError> {
+        let k = self
+            .ready
+            .get("kerberos")
+            .ok_or_else(|| self.field_error("kerberos"))?;
+        let s = |f: &str| {
+            k.get(f)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| self.field_error(&format!("kerberos.{f}")))
+        };
+        Ok(Kerberos {
+            realm: s("realm")?,
+            kdc: s("kdc")?,
+            krb5_conf: s("krb5_conf")?.into(),
+            client_principal: s("client_principal")?,
+            client_keytab: s("client_keytab")?.into(),
+            namenode_principal: s("namenode_principal")?,
+            service_keytab: s("service_keytab")?.into(),
+            rpc_protection: s("rpc_protection")?,
+        })
     }
 
     /// `yarn-rm`: the ResourceManager's resource-tracker address (NodeManagers heartbeat here).

@@ -31,8 +31,10 @@ import org.apache.hadoop.hdfs.server.blockmanagement.DatanodeDescriptor;
 import org.apache.hadoop.hdfs.server.datanode.DataNode;
 import org.apache.hadoop.hdfs.server.namenode.NameNode;
 import org.apache.hadoop.hdfs.server.namenode.NameNodeRpcServer;
+import org.apache.hadoop.minikdc.MiniKdc;
 import org.apache.hadoop.net.DNSToSwitchMapping;
 import org.apache.hadoop.net.StaticMapping;
+import org.apache.hadoop.security.UserGroupInformation;
 
 /**
  * {@code hdfs} and {@code hdfs-ha}: a MiniDFSCluster with N DataNodes in two racks; for
@@ -40,6 +42,18 @@ import org.apache.hadoop.net.StaticMapping;
  *
  * <p>Each DataNode has a stable index (the READY order) and, unless {@code --shared-ip true}, its
  * own loopback address 127.0.0.(2+index) as host name (trap 7 in hadoop-wire.md).
+ *
+ * <p>{@code --kerberos true}: a MiniKdc (realm EXAMPLE.COM, TCP) starts first; it holds
+ * {@code hdfs/localhost} and {@code HTTP/localhost} (the service keytab) and {@code client} (the
+ * client keytab). The cluster then runs Kerberized: {@code hadoop.security.authentication=kerberos},
+ * service authorization on, NameNode and DataNodes as {@code hdfs/localhost@REALM}, block access
+ * tokens, SASL data transfer protection instead of privileged DataNode ports (security.md 5.7:
+ * {@code ignore.secure.ports.for.testing}), {@code hadoop.rpc.protection} and
+ * {@code dfs.data.transfer.protection} default {@code authentication,integrity,privacy} (a server
+ * accepts every entry of its list; each client picks its own first). The peer's own commands run
+ * as {@code hdfs/localhost}. READY then carries {@code kerberos}: {@code realm}, {@code kdc},
+ * {@code krb5_conf}, {@code client_principal}, {@code client_keytab},
+ * {@code namenode_principal}, {@code service_keytab}, {@code rpc_protection}.
  */
 final class HdfsMode implements Mode {
   private static final String NS = "hotpath-ns";
@@ -84,6 +98,9 @@ final class HdfsMode implements Mode {
   private final List<Slot> slots = new ArrayList<>();
   private MiniDFSCluster cluster;
   private int active;
+  private final boolean kerberos;
+  private MiniKdc kdc;
+  private final Map<String, Object> kerberosInfo = new LinkedHashMap<>();
 
   HdfsMode(Args args, java.nio.file.Path workDir, boolean ha) {
     this.args = args;
@@ -92,6 +109,10 @@ final class HdfsMode implements Mode {
     this.numDn = args.getInt("datanodes", 3);
     this.blockSize = args.getLong("block-size", 1 << 20);
     this.distinctIps = !Boolean.parseBoolean(args.get("shared-ip", "false"));
+    this.kerberos = Boolean.parseBoolean(args.get("kerberos", "false"));
+    if (kerberos && ha) {
+      throw new IllegalArgumentException("--kerberos is for hdfs, not hdfs-ha");
+    }
     if (numDn < 1 || numDn > 200) {
       throw new IllegalArgumentException("--datanodes must be 1..200");
     }
@@ -128,8 +149,57 @@ final class HdfsMode implements Mode {
     replication = (short) conf.getInt(DFSConfigKeys.DFS_REPLICATION_KEY, 3);
   }
 
+  /** The KDC, principals, keytabs and the security keys of the cluster's configuration. */
+  private void startKdc() throws Exception {
+    File kdcDir = workDir.resolve("kdc").toFile();
+    if (!kdcDir.mkdirs() && !kdcDir.isDirectory()) {
+      throw new IllegalStateException("cannot create " + kdcDir);
+    }
+    kdc = new MiniKdc(MiniKdc.createConf(), kdcDir);
+    kdc.start();
+    String realm = kdc.getRealm();
+    File serviceKeytab = new File(kdcDir, "hdfs.keytab");
+    kdc.createPrincipal(serviceKeytab, "hdfs/localhost", "HTTP/localhost");
+    File clientKeytab = new File(kdcDir, "client.keytab");
+    kdc.createPrincipal(clientKeytab, "client");
+    String hdfs = "hdfs/localhost@" + realm;
+    String http = "HTTP/localhost@" + realm;
+    String all = "authentication,integrity,privacy";
+    // core-default.xml gives hadoop.rpc.protection a value: only a --set overrides ours
+    for (String k : new String[] {"hadoop.rpc.protection",
+        DFSConfigKeys.DFS_DATA_TRANSFER_PROTECTION_KEY}) {
+      if (args.sets.stream().noneMatch(kv -> kv[0].equals(k))) {
+        conf.set(k, all);
+      }
+    }
+    conf.set("hadoop.security.authentication", "kerberos");
+    conf.setBoolean("hadoop.security.authorization", true);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_KERBEROS_PRINCIPAL_KEY, hdfs);
+    conf.set(DFSConfigKeys.DFS_NAMENODE_KEYTAB_FILE_KEY, serviceKeytab.getAbsolutePath());
+    conf.set(DFSConfigKeys.DFS_DATANODE_KERBEROS_PRINCIPAL_KEY, hdfs);
+    conf.set(DFSConfigKeys.DFS_DATANODE_KEYTAB_FILE_KEY, serviceKeytab.getAbsolutePath());
+    conf.set(DFSConfigKeys.DFS_WEB_AUTHENTICATION_KERBEROS_PRINCIPAL_KEY, http);
+    conf.set(DFSConfigKeys.DFS_WEB_AUTHENTICATION_KERBEROS_KEYTAB_KEY,
+        serviceKeytab.getAbsolutePath());
+    conf.setBoolean(DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY, true);
+    conf.setBoolean(DFSConfigKeys.IGNORE_SECURE_PORTS_FOR_TESTING_KEY, true);
+    UserGroupInformation.setConfiguration(conf);
+    UserGroupInformation.loginUserFromKeytab(hdfs, serviceKeytab.getAbsolutePath());
+    kerberosInfo.put("realm", realm);
+    kerberosInfo.put("kdc", kdc.getHost() + ":" + kdc.getPort());
+    kerberosInfo.put("krb5_conf", kdc.getKrb5conf().getAbsolutePath());
+    kerberosInfo.put("client_principal", "client@" + realm);
+    kerberosInfo.put("client_keytab", clientKeytab.getAbsolutePath());
+    kerberosInfo.put("namenode_principal", hdfs);
+    kerberosInfo.put("service_keytab", serviceKeytab.getAbsolutePath());
+    kerberosInfo.put("rpc_protection", conf.get("hadoop.rpc.protection"));
+  }
+
   @Override
   public void start() throws Exception {
+    if (kerberos) {
+      startKdc();
+    }
     File base = workDir.resolve("dfs").toFile();
     // Distinct IPs: the NameNodes start first, then one DataNode at a time with its own
     // configuration. The builder's per-DN overlays cannot carry the host name (MiniDFSCluster sets
@@ -207,6 +277,9 @@ final class HdfsMode implements Mode {
     r.put("replication", (int) replication);
     r.put("distinct_ips", distinctIps);
     r.put("datanodes", datanodes());
+    if (kerberos) {
+      r.put("kerberos", kerberosInfo);
+    }
     if (ha) {
       r.put("nameservice", NS);
       r.put("namenodes", namenodes());
@@ -272,12 +345,23 @@ final class HdfsMode implements Mode {
   public void writeConf(java.nio.file.Path confDir) throws Exception {
     Map<String, String> core = new LinkedHashMap<>();
     core.put("fs.defaultFS", defaultFs());
+    if (kerberos) {
+      core.put("hadoop.security.authentication", "kerberos");
+      core.put("hadoop.rpc.protection", conf.get("hadoop.rpc.protection"));
+    }
     SiteXml.write(confDir.resolve("core-site.xml"), core);
     Map<String, String> h = new LinkedHashMap<>();
     h.put(DFSConfigKeys.DFS_BLOCK_SIZE_KEY, String.valueOf(blockSize));
     h.put(DFSConfigKeys.DFS_REPLICATION_KEY, String.valueOf(replication));
     h.put(DFSConfigKeys.DFS_CLIENT_USE_DN_HOSTNAME, String.valueOf(distinctIps));
     h.put("dfs.namenode.state.context.enabled", "true");
+    if (kerberos) {
+      for (String k : new String[] {DFSConfigKeys.DFS_NAMENODE_KERBEROS_PRINCIPAL_KEY,
+          DFSConfigKeys.DFS_DATA_TRANSFER_PROTECTION_KEY,
+          DFSConfigKeys.DFS_BLOCK_ACCESS_TOKEN_ENABLE_KEY}) {
+        h.put(k, conf.get(k));
+      }
+    }
     if (ha) {
       h.put("dfs.nameservices", NS);
       h.put("dfs.ha.namenodes." + NS, "nn0,nn1,nn2");
@@ -505,8 +589,14 @@ final class HdfsMode implements Mode {
 
   @Override
   public void close() throws Exception {
-    if (cluster != null) {
-      cluster.shutdown(true);
+    try {
+      if (cluster != null) {
+        cluster.shutdown(true);
+      }
+    } finally {
+      if (kdc != null) {
+        kdc.stop();
+      }
     }
   }
 }

@@ -1,0 +1,234 @@
+//! KERBEROS (SASL GSSAPI) against a Kerberized Hadoop 3.5 NameNode: the `hdfs --kerberos true`
+//! peer (MiniKdc + MiniDFSCluster; `hadoop.rpc.protection = authentication,integrity,privacy`).
+//! Our client logs in from the MiniKdc's client keytab through MIT krb5 (`KRB5_CLIENT_KTNAME`,
+//! a fresh `KRB5CCNAME` per test), checks the NameNode's advertised principal against
+//! `dfs.namenode.kerberos.principal`, and calls `getFileInfo`. The NameNode's own log
+//! (`org.apache.hadoop.ipc.Server` at DEBUG) says which QOP each connection negotiated, so each
+//! level is proven by the server, not by us.
+//!
+//! The environment variables MIT reads are process-wide: every test sets them while it holds
+//! the peer's lock (the tests run one at a time).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use conf::Configuration;
+use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
+use hadoop_wire::pb::hadoop::hdfs::{GetFileInfoRequestProto, GetFileInfoResponseProto};
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::Qop;
+use ipc::client::{Client, ClientConfig, ClientError};
+use ipc::kerberos::kerberos_client;
+use peer_harness::{Kerberos, Mode, Peer, Shared};
+use prost::Message;
+
+static HDFS: Shared = Shared::new(
+    Mode::Hdfs,
+    &[
+        "--datanodes",
+        "1",
+        "--shared-ip",
+        "true",
+        "--kerberos",
+        "true",
+        "--log-level",
+        "org.apache.hadoop.ipc.Server=DEBUG",
+    ],
+);
+
+/// MIT's environment for one test: the MiniKdc's krb5.conf, a client keytab, an empty cache.
+fn login_env(k: &Kerberos, keytab: &Path, dir: &Path) {
+    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
+    std::env::set_var("KRB5_CLIENT_KTNAME", keytab);
+    std::env::set_var(
+        "KRB5CCNAME",
+        format!("FILE:{}", dir.join("ccache").display()),
+    );
+}
+
+fn client(addr: SocketAddr, k: &Kerberos, principal_conf: &str, qops: Vec<Qop>) -> Client {
+    let mut conf = Configuration::new();
+    conf.set("dfs.namenode.kerberos.principal", principal_conf);
+    let krb = kerberos_client(
+        &conf,
+        "dfs.namenode.kerberos.principal",
+        "localhost",
+        Some(k.client_principal.clone()),
+    )
+    .expect("kerberos client settings");
+    Client::new(
+        addr,
+        ClientConfig {
+            protocol: CLIENT_PROTOCOL.into(),
+            protocol_version: CLIENT_PROTOCOL_VERSION,
+            // not the principal: under KERBEROS the client claims the principal it logged in as
+            user: "someone-else".into(),
+            connect_timeout: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(60),
+            max_connect_attempts: 1,
+            auth: ClientAuth {
+                qops,
+                security_enabled: true,
+                kerberos: Some(krb),
+                ..ClientAuth::default()
+            },
+            ..ClientConfig::default()
+        },
+    )
+}
+
+fn get_file_info(c: &Client, path: &str) -> Result<GetFileInfoResponseProto, ClientError> {
+    let req = GetFileInfoRequestProto { src: path.into() }.encode_to_vec();
+    let r = c.call("getFileInfo", &req)?;
+    Ok(GetFileInfoResponseProto::decode(r.payload()).expect("GetFileInfoResponseProto"))
+}
+
+/// `getListing(src, startAfter = "", needLocation = false)`, hand-encoded; the raw
+/// `GetListingResponseProto`.
+fn get_listing(c: &Client, path: &str) -> Result<Vec<u8>, ClientError> {
+    let mut req = vec![0x0a, path.len() as u8];
+    req.extend_from_slice(path.as_bytes());
+    req.extend_from_slice(&[0x12, 0x00, 0x18, 0x00]);
+    Ok(c.call("getListing", &req)?.payload().to_vec())
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+fn log_count(peer: &Peer, needle: &str) -> usize {
+    std::fs::read_to_string(peer.log_path())
+        .expect("peer log")
+        .matches(needle)
+        .count()
+}
+
+#[test]
+fn get_file_info_on_a_kerberized_namenode_at_every_protection_level() {
+    let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let nn = peer.namenode_addr().expect("namenode");
+    let w = peer.command("write /kerberos/f 1000").expect("write");
+    assert_eq!(w["blocks"], 1, "{w}");
+    // a directory whose listing (1000 entries, dfs.ls.limit) is one response of ~100 KB: the
+    // server wraps it whole, a token larger than our 64 KiB receive buffer
+    peer.command("mkfiles /kerberos/many 1000")
+        .expect("mkfiles");
+    for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
+        let dir = tempfile::tempdir().unwrap();
+        login_env(&k, &k.client_keytab, dir.path());
+        let negotiated = format!("Negotiated QoP is {}.", qop.sasl_name());
+        let before = log_count(&peer, &negotiated);
+        let t0 = Instant::now();
+        let c = client(nn, &k, &k.namenode_principal, vec![qop]);
+        let st = get_file_info(&c, "/kerberos/f")
+            .unwrap_or_else(|e| panic!("{qop:?}: {e}\n{}", peer.log_tail(40)))
+            .fs
+            .expect("/kerberos/f exists");
+        assert_eq!((st.length, st.owner.as_str()), (1000, "hdfs"), "{qop:?}");
+        eprintln!(
+            "{qop:?}: connect + SASL + getFileInfo in {:?}",
+            t0.elapsed()
+        );
+        // the root, then a request of ~80 KB: more than one WRAP packet at integrity/privacy
+        assert!(get_file_info(&c, "/").unwrap().fs.is_some());
+        let long = format!("/{}", "d/".repeat(40_000));
+        assert!(get_file_info(&c, &long).unwrap().fs.is_none(), "{qop:?}");
+        let listing = get_listing(&c, "/kerberos/many")
+            .unwrap_or_else(|e| panic!("{qop:?}: getListing: {e}"));
+        assert!(listing.len() > 65536, "{qop:?}: {} bytes", listing.len());
+        assert_eq!(count(&listing, b"f999"), 1, "{qop:?}");
+        // the NameNode authenticated our principal by Kerberos, at this level
+        assert_eq!(log_count(&peer, &negotiated), before + 1, "{qop:?}");
+        assert!(
+            log_count(
+                &peer,
+                "Auth successful for client@EXAMPLE.COM (auth:KERBEROS)"
+            ) > 0,
+            "{}",
+            peer.log_tail(40)
+        );
+        // the ticket cache MIT filled from the keytab
+        assert!(dir.path().join("ccache").is_file(), "{qop:?}");
+    }
+}
+
+#[test]
+fn a_wrong_server_principal_is_refused_before_any_ticket() {
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let dir = tempfile::tempdir().unwrap();
+    login_env(&k, &k.client_keytab, dir.path());
+    let t0 = Instant::now();
+    let c = client(
+        peer.namenode_addr().unwrap(),
+        &k,
+        "nn/_HOST@EXAMPLE.COM",
+        vec![Qop::Auth],
+    );
+    let e = get_file_info(&c, "/").unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    eprintln!("wrong server principal: {e}");
+    assert!(
+        e.to_string().contains(
+            "Server has invalid Kerberos principal: hdfs/localhost@EXAMPLE.COM, expecting: \
+             nn/localhost@EXAMPLE.COM"
+        ),
+        "{e}"
+    );
+    assert!(matches!(e, ClientError::Auth { .. }), "{e:?}");
+    assert!(
+        !dir.path().join("ccache").exists(),
+        "no ticket was asked for"
+    );
+}
+
+#[test]
+fn a_keytab_without_the_client_principal_fails_naming_it() {
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let dir = tempfile::tempdir().unwrap();
+    // the service keytab holds hdfs/localhost and HTTP/localhost, not client@EXAMPLE.COM
+    login_env(&k, &k.service_keytab, dir.path());
+    let t0 = Instant::now();
+    let c = client(
+        peer.namenode_addr().unwrap(),
+        &k,
+        &k.namenode_principal,
+        vec![Qop::Auth],
+    );
+    let e = get_file_info(&c, "/").unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let m = e.to_string();
+    eprintln!("keytab without the principal: {m}");
+    assert!(
+        m.contains("Kerberos login as client@EXAMPLE.COM failed"),
+        "{m}"
+    );
+    assert!(m.contains(&k.service_keytab.display().to_string()), "{m}");
+    assert!(matches!(e, ClientError::Auth { .. }), "{e:?}");
+}
+
+#[test]
+fn a_secure_client_without_kerberos_cannot_authenticate() {
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let c = Client::new(
+        peer.namenode_addr().unwrap(),
+        ClientConfig {
+            protocol: CLIENT_PROTOCOL.into(),
+            max_connect_attempts: 1,
+            auth: ClientAuth {
+                security_enabled: true,
+                ..ClientAuth::default()
+            },
+            ..ClientConfig::default()
+        },
+    );
+    let e = get_file_info(&c, "/").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Client cannot authenticate via:[TOKEN, KERBEROS]"),
+        "{e}"
+    );
+}
