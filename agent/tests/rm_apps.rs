@@ -87,6 +87,10 @@ impl Drop for Ready {
 }
 
 fn start_rm() -> Ready {
+    start_rm_at("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
+}
+
+fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Ready {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
     cmd.arg("rm")
@@ -94,15 +98,9 @@ fn start_rm() -> Ready {
         .arg("--metrics-port")
         .arg("0");
     cmd.args(set_args(&[
-        (
-            "yarn.resourcemanager.resource-tracker.address",
-            "127.0.0.1:0".into(),
-        ),
-        ("yarn.resourcemanager.address", "127.0.0.1:0".into()),
-        (
-            "yarn.resourcemanager.scheduler.address",
-            "127.0.0.1:0".into(),
-        ),
+        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
+        ("yarn.resourcemanager.address", client.into()),
+        ("yarn.resourcemanager.scheduler.address", scheduler.into()),
         (
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
             "200".into(),
@@ -682,4 +680,79 @@ fn a_java_node_manager_under_hotpath_rm_runs_the_am_and_its_containers() {
         assert_eq!(comp["exit_status"], want, "{comp}");
         assert_eq!(comp["node_id"], nm_id.as_str(), "{comp}");
     }
+}
+
+#[test]
+fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    let result = dir.path().join("result.json");
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=2 hold=0,1 shared={} result={}",
+            shared.display(),
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    wait_for(
+        "both held containers running",
+        Duration::from_secs(90),
+        || {
+            std::fs::read_dir(&shared)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("held-"))
+                        .count()
+                })
+                .unwrap_or(0)
+                == 2
+        },
+    );
+    let held = shared.join("held-").display().to_string();
+    assert!(processes_with(&held) >= 2);
+    // The RM dies (SIGKILL) and a new one starts on the same addresses.
+    let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
+    let _ = c._rm.child.kill();
+    let _ = c._rm.child.wait();
+    c._rm = start_rm_at(&rt, &client, &c.scheduler);
+    // Nothing is persisted: the old application is unknown to the new RM, as Java's.
+    let t0 = Instant::now();
+    loop {
+        match c.client.command("metrics") {
+            Ok(_) => break,
+            Err(e) => {
+                eprintln!("metrics after the restart: {e}");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(90),
+                    "the new RM never answered"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    let e = c
+        .client
+        .command_expect_error(&format!("app-report {id}"))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException",
+        "{e:?}"
+    );
+    assert_eq!(
+        e.message.as_deref(),
+        Some(format!("Application with id '{id}' doesn't exist in RM. Please check that the job submission was successful.").as_str())
+    );
+    // The agents re-register; the old application's AM and shells end.
+    wait_for(
+        "the old application's processes end",
+        Duration::from_secs(90),
+        || processes_with(&held) == 0 && processes_with(&id) == 0,
+    );
+    // And the new RM runs new applications.
+    let result2 = dir.path().join("result2.json");
+    let (_, done) = c.run(&format!("containers=2 result={}", result2.display()), 180);
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
 }
