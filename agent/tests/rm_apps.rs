@@ -145,6 +145,19 @@ fn start_agent(rt: &str, ip: &str) -> Ready {
     Ready::spawn(cmd, dir)
 }
 
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
@@ -296,6 +309,14 @@ fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses()
             .any(|a| a["app_id"] == app_id && a["state"] == "FINISHED"),
         "{apps}"
     );
+    // /metrics: the application by state, and the two new IPC servers' counters.
+    let m = http_get(&c._rm.field("metrics"), "/metrics");
+    assert!(
+        m.contains("hotpath_rm_applications{state=\"FINISHED\"} 1"),
+        "{m}"
+    );
+    assert!(m.contains("server=\"scheduler\""), "{m}");
+    assert!(m.contains("server=\"client\""), "{m}");
     wait_for("containers released", Duration::from_secs(30), || {
         let v = c.client.command("nodes").unwrap();
         v["nodes"]

@@ -2173,4 +2173,37 @@ mod tests {
             Res::new(2048, 2)
         );
     }
+
+    #[test]
+    fn allocate_hands_out_the_rolled_amrm_token_until_the_am_uses_it() {
+        let mut a = apps(AppsConfig::default());
+        let (_, at) = running(&mut a);
+        let old = a.amrm.read().current_key().key_id;
+        let req = |rid: i32| AllocateRequestProto {
+            response_id: Some(rid),
+            ..Default::default()
+        };
+        assert!(a
+            .allocate(at, old, &req(0), &keys(), 50)
+            .unwrap()
+            .am_rm_token
+            .is_none());
+        // Roll (the manager's interval is a day): a next key is pending.
+        assert!(a
+            .amrm
+            .write()
+            .tick(&mut SeededEntropy(9), 86_400_000)
+            .unwrap());
+        let next = a.amrm.read().next_key().unwrap().key_id;
+        let r = a.allocate(at, old, &req(1), &keys(), 60).unwrap();
+        let t = Token::from_proto(r.am_rm_token.unwrap(), &Default::default()).unwrap();
+        let id = hadoop_wire::token::AmrmTokenIdentifier::parse(&t.identifier).unwrap();
+        assert_eq!((id.attempt_id(), id.key_id()), (Some(at), next));
+        // Once the AM authenticates with the new token, no more.
+        assert!(a
+            .allocate(at, next, &req(2), &keys(), 70)
+            .unwrap()
+            .am_rm_token
+            .is_none());
+    }
 }

@@ -280,8 +280,8 @@ impl RmService {
     }
 
     /// The Prometheus text for `/metrics`: the tracker's and shards' numbers, then the IPC
-    /// server's counters (`hotpath_rm_ipc_…{server="resource_tracker"}`, authentication
-    /// failures included).
+    /// servers' counters (`hotpath_rm_ipc_…{server="resource_tracker"|"client"|"scheduler"}`,
+    /// authentication failures included), then the applications by state.
     pub fn metrics_text(&self) -> String {
         let views = self
             .dispatcher
@@ -290,10 +290,23 @@ impl RmService {
             .unwrap_or_default();
         let t = lock(&self.tracker).metrics().clone();
         let mut text = render_prometheus(&t, &views);
-        if let Some(s) = &self.server {
+        let mut servers = Vec::new();
+        for (name, s) in [
+            ("resource_tracker", &self.server),
+            ("client", &self.client_server),
+            ("scheduler", &self.master_server),
+        ] {
+            if let Some(s) = s {
+                servers.push((name, s.metrics()));
+            }
+        }
+        if !servers.is_empty() {
             let mut e = Exposition::new();
-            e.ipc_servers("hotpath_rm", &[("resource_tracker", s.metrics())]);
+            e.ipc_servers("hotpath_rm", &servers);
             text.push_str(e.as_str());
+        }
+        if let Some(rt) = &self.apps {
+            text.push_str(&rt.metrics_text());
         }
         text
     }
