@@ -1429,6 +1429,29 @@ impl Apps {
                 ),
             ));
         }
+        // RMServerUtils: a release of another attempt's container, or * in the blacklist.
+        for c in &req.release {
+            if let Some(c) = container_from_proto(c) {
+                if c.app != a.app || c.attempt != a.attempt {
+                    return Err(err(
+                        exc::INVALID_CONTAINER_RELEASE,
+                        format!(
+                            "Cannot release container : {c} not belonging to this application attempt : {a}"
+                        ),
+                    ));
+                }
+            }
+        }
+        if req
+            .blacklist_request
+            .as_ref()
+            .is_some_and(|b| b.blacklist_additions.iter().any(|h| h == ANY))
+        {
+            return Err(err(
+                exc::INVALID_BLACKLIST_REQUEST,
+                "Cannot add * to the blacklist!",
+            ));
+        }
         let asks_now: usize = at.asks.values().map(HashMap::len).sum();
         if asks_now + req.ask.len() > max_asks {
             return Err(err(
@@ -1487,7 +1510,7 @@ impl Apps {
             let Some(c) = container_from_proto(c) else {
                 continue;
             };
-            if c.app != a.app || c.attempt != a.attempt || at.am_container == Some(c) {
+            if at.am_container == Some(c) {
                 continue;
             }
             if let Some(l) = at.live.remove(&c) {
@@ -2205,5 +2228,45 @@ mod tests {
             .unwrap()
             .am_rm_token
             .is_none());
+    }
+
+    #[test]
+    fn releases_of_other_attempts_and_a_wildcard_blacklist_are_refused() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let other = ContainerId {
+            app: id,
+            attempt: 2,
+            id: 5,
+        };
+        let req = AllocateRequestProto {
+            response_id: Some(0),
+            release: vec![other.to_proto()],
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &req, &keys(), 50).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_CONTAINER_RELEASE);
+        assert_eq!(
+            e.message,
+            format!("Cannot release container : {other} not belonging to this application attempt : {at}")
+        );
+        let req = AllocateRequestProto {
+            response_id: Some(0),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec![ANY.into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &req, &keys(), 51).unwrap_err();
+        assert_eq!(
+            (e.class, e.message.as_str()),
+            (
+                exc::INVALID_BLACKLIST_REQUEST,
+                "Cannot add * to the blacklist!"
+            )
+        );
     }
 }
