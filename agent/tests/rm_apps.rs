@@ -310,11 +310,12 @@ fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses()
         "{apps}"
     );
     // /metrics: the application by state, and the two new IPC servers' counters.
-    let m = http_get(&c._rm.field("metrics"), "/metrics");
-    assert!(
-        m.contains("hotpath_rm_applications{state=\"FINISHED\"} 1"),
-        "{m}"
-    );
+    // (FINISHING until the AM container's exit reaches the RM: clients see FINISHED already.)
+    let addr = c._rm.field("metrics");
+    wait_for("FINISHED in /metrics", Duration::from_secs(30), || {
+        http_get(&addr, "/metrics").contains("hotpath_rm_applications{state=\"FINISHED\"} 1")
+    });
+    let m = http_get(&addr, "/metrics");
     assert!(m.contains("server=\"scheduler\""), "{m}");
     assert!(m.contains("server=\"client\""), "{m}");
     wait_for("containers released", Duration::from_secs(30), || {

@@ -355,6 +355,10 @@ pub struct LiveContainer {
     pub node: NodeKey,
     pub res: Res,
     pub priority: i32,
+    /// When it was allocated (for the allocation expiry).
+    pub allocated_ms: u64,
+    /// Reported RUNNING (or complete) by its NodeManager.
+    pub started: bool,
 }
 
 /// A container allocated and not yet pulled by the AM.
@@ -540,6 +544,9 @@ pub struct Apps {
     completed_order: Vec<i32>,
     /// Applications not in a final state.
     live_apps: usize,
+    /// Some allocated container may not have been reported RUNNING yet (set on allocation,
+    /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
+    unstarted: bool,
 }
 
 fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
@@ -638,6 +645,7 @@ impl Apps {
             gate: Arc::new(AtomicBool::new(false)),
             completed_order: Vec::new(),
             live_apps: 0,
+            unstarted: false,
         }
     }
 
@@ -744,7 +752,19 @@ impl Apps {
         let mut done = Vec::new();
         for cs in status.containers_statuses() {
             let Ok(cs) = cs else { continue };
-            if cs.state().ok().flatten() != Some(ContainerStateProto::CComplete) {
+            let state = cs.state().ok().flatten();
+            if state == Some(ContainerStateProto::CRunning) && self.unstarted {
+                if let Some(c) = cs
+                    .container_id()
+                    .ok()
+                    .flatten()
+                    .and_then(|v| ContainerId::from_view(v).ok().flatten())
+                {
+                    self.mark_started(c);
+                }
+                continue;
+            }
+            if state != Some(ContainerStateProto::CComplete) {
                 continue;
             }
             let Some(c) = cs
@@ -781,6 +801,18 @@ impl Apps {
         if self.is_live(c) {
             self.container_completed(c, exit, diagnostics, now_ms);
             self.update_gate();
+        }
+    }
+
+    fn mark_started(&mut self, c: ContainerId) {
+        if let Some(l) = self
+            .apps
+            .get_mut(&c.app.id)
+            .filter(|a| a.id == c.app)
+            .and_then(|a| a.attempts.iter_mut().find(|t| t.id.attempt == c.attempt))
+            .and_then(|t| t.live.get_mut(&c))
+        {
+            l.started = true;
         }
     }
 
@@ -990,6 +1022,8 @@ impl Apps {
                             node: key.clone(),
                             res: am_res,
                             priority,
+                            allocated_ms: now_ms,
+                            started: true,
                         },
                     );
                     at.am_container = Some(c);
@@ -1023,8 +1057,11 @@ impl Apps {
                 AttemptState::Launched | AttemptState::Running => {
                     let mut left = avail;
                     let before = at.new_containers.len();
-                    assign_asks(at, key, &mut left);
+                    assign_asks(at, key, &mut left, now_ms);
                     let added = at.new_containers.len() - before;
+                    if added > 0 {
+                        self.unstarted = true;
+                    }
                     if let Some(n) = self.nodes.get_mut(key) {
                         n.used = n.used.plus(avail.minus(left));
                         n.containers += added;
@@ -1617,8 +1654,36 @@ impl Apps {
         self.end_attempt(a, AttemptState::Failed, text, now_ms);
     }
 
-    /// The AM liveness monitor. Returns the attempts expired.
+    /// The AM liveness monitor, and the allocation expiry: a container not reported RUNNING
+    /// within `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms` of its
+    /// allocation completes ABORTED "Container expired since it was unused" (its AM is told;
+    /// its node is told to clean it up). Returns the attempts expired.
     pub fn tick(&mut self, now_ms: u64) -> Vec<AttemptId> {
+        let limit = self.cfg.container_token_expiry_ms;
+        let mut unused = Vec::new();
+        let mut unstarted = false;
+        for app in self.apps.values() {
+            for at in &app.attempts {
+                for (c, l) in &at.live {
+                    if !l.started {
+                        unstarted = true;
+                        if now_ms.saturating_sub(l.allocated_ms) > limit {
+                            unused.push(*c);
+                        }
+                    }
+                }
+            }
+        }
+        self.unstarted = unstarted;
+        for c in unused {
+            self.container_completed(
+                c,
+                exit_status::ABORTED,
+                "Container expired since it was unused",
+                now_ms,
+            );
+            self.cleanups.push(Cleanup::Container(c));
+        }
         let expiry = self.cfg.am_expiry_ms;
         let mut expired = Vec::new();
         for app in self.apps.values() {
@@ -1649,7 +1714,7 @@ impl Apps {
 
 /// Assigns the attempt's asks on one node, priority by priority (FifoScheduler
 /// `assignContainersOnNode`): node-local, rack-local, off-switch.
-fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
+fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res, now_ms: u64) {
     let prios: Vec<i32> = at.asks.keys().copied().collect();
     for p in prios {
         while let Some(m) = at.asks.get(&p) {
@@ -1700,6 +1765,8 @@ fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
                     node: key.clone(),
                     res: cap,
                     priority: p,
+                    allocated_ms: now_ms,
+                    started: false,
                 },
             );
             at.new_containers.push(NewContainer {
@@ -2267,6 +2334,81 @@ mod tests {
                 exc::INVALID_BLACKLIST_REQUEST,
                 "Cannot add * to the blacklist!"
             )
+        );
+    }
+
+    #[test]
+    fn containers_never_started_expire_and_started_ones_do_not() {
+        let mut a = apps(AppsConfig {
+            container_token_expiry_ms: 1000,
+            am_expiry_ms: 1_000_000,
+            ..Default::default()
+        });
+        let (_, at) = running(&mut a);
+        let h2 = NodeKey::new("h2", 2);
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h2, &[], 100);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                110,
+            )
+            .unwrap();
+        let ids: Vec<ContainerId> = r
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        // The NM reports the first RUNNING; the second never starts.
+        let running = NodeStatusProto {
+            node_id: Some(h2.to_proto()),
+            response_id: Some(2),
+            containers_statuses: vec![ContainerStatusProto {
+                container_id: Some(ids[0].to_proto()),
+                state: Some(ContainerStateProto::CRunning as i32),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec();
+        a.node_update("h2", 2, NodeStatusView::new(&running), 200);
+        a.take_cleanups();
+        a.tick(1100);
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(2048, 2), "not yet");
+        a.tick(1101);
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(1024, 1));
+        assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(2),
+                    ..Default::default()
+                },
+                &keys(),
+                1200,
+            )
+            .unwrap();
+        assert_eq!(r.completed_container_statuses.len(), 1);
+        let st = &r.completed_container_statuses[0];
+        assert_eq!(st.container_id, Some(ids[1].to_proto()));
+        assert_eq!(st.exit_status, Some(exit_status::ABORTED));
+        assert_eq!(
+            st.diagnostics.as_deref(),
+            Some("Container expired since it was unused")
         );
     }
 }
