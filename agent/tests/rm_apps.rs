@@ -400,6 +400,30 @@ fn amp_error(c: &ipc::client::Client, method: &str, body: Vec<u8>) -> String {
     }
 }
 
+/// Processes whose working directory is under an agent's application dirs (containers run
+/// in theirs). Unique per test, unlike application ids, which repeat when two tests' RMs
+/// start in the same millisecond.
+fn container_processes(c: &Cluster) -> usize {
+    let roots: Vec<std::path::PathBuf> = c
+        ._agents
+        .iter()
+        .map(|a| a.dir().join("local").join("usercache"))
+        .collect();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_link(e.path().join("cwd")).ok())
+        .filter(|cwd| roots.iter().any(|r| cwd.starts_with(r)))
+        .count()
+}
+
 fn cli(c: &mut Cluster, args: &str) -> (i64, String) {
     let v = c
         .client
@@ -510,6 +534,10 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
     );
     let held = shared.join("held-").display().to_string();
     assert!(processes_with(&held) >= 2, "the held shells run");
+    assert!(
+        container_processes(&c) >= 3,
+        "the AM and the shells run from the agents' dirs"
+    );
     let (rc, out) = cli(&mut c, "application -list");
     assert_eq!(rc, 0, "{out}");
     assert!(out.contains(&id) && out.contains("RUNNING"), "{out}");
@@ -585,7 +613,7 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
     wait_for(
         "the application's processes end",
         Duration::from_secs(60),
-        || processes_with(&held) == 0 && processes_with(&id) == 0,
+        || processes_with(&held) == 0 && container_processes(&c) == 0,
     );
     // The killed attempt's AMRMToken no longer authenticates.
     let e = amp_error(
@@ -735,6 +763,7 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     );
     let held = shared.join("held-").display().to_string();
     assert!(processes_with(&held) >= 2);
+    assert!(container_processes(&c) >= 3);
     // The RM dies (SIGKILL) and a new one starts on the same addresses.
     let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
     let _ = c._rm.child.kill();
@@ -771,7 +800,7 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     wait_for(
         "the old application's processes end",
         Duration::from_secs(90),
-        || processes_with(&held) == 0 && processes_with(&id) == 0,
+        || processes_with(&held) == 0 && container_processes(&c) == 0,
     );
     // And the new RM runs new applications.
     let result2 = dir.path().join("result2.json");
