@@ -206,6 +206,9 @@ pub struct AppsConfig {
     pub max_asks_per_attempt: usize,
     /// Ours: most blacklisted hosts per attempt.
     pub max_blacklist: usize,
+    /// Ours (`hotpath.rm.max-submission-bytes`): largest encoded submission context kept per
+    /// application (its AM launch context lives as long as the application runs).
+    pub max_submission_bytes: usize,
 }
 
 impl Default for AppsConfig {
@@ -222,6 +225,7 @@ impl Default for AppsConfig {
             max_ask_containers: 100_000,
             max_asks_per_attempt: 10_000,
             max_blacklist: 10_000,
+            max_submission_bytes: 4 << 20,
         }
     }
 }
@@ -263,6 +267,11 @@ impl AppsConfig {
             max_ask_containers: d.max_ask_containers,
             max_asks_per_attempt: d.max_asks_per_attempt,
             max_blacklist: d.max_blacklist,
+            max_submission_bytes: int(
+                "hotpath.rm.max-submission-bytes",
+                d.max_submission_bytes as i64,
+            )?
+            .max(1024) as usize,
         };
         if cfg.max_attempts <= 0 {
             return Err(crate::Error::BadConfig(format!(
@@ -942,6 +951,7 @@ impl Apps {
             return;
         }
         app.state = to;
+        app.am_spec = ContainerLaunchContextProto::default();
         self.live_apps = self.live_apps.saturating_sub(1);
         if let Some(d) = diag {
             app.diagnostics = d;
@@ -1122,6 +1132,16 @@ impl Apps {
             return Err(err(
                 exc::YARN,
                 format!("Application with id {id} is not known to this RM (use getNewApplication)"),
+            ));
+        }
+        let size = prost::Message::encoded_len(&ctx);
+        if size > self.cfg.max_submission_bytes {
+            return Err(err(
+                exc::YARN,
+                format!(
+                    "Application submission context of {id} is {size} bytes, over the limit of {} (hotpath.rm.max-submission-bytes)",
+                    self.cfg.max_submission_bytes
+                ),
             ));
         }
         if ctx.unmanaged_am.unwrap_or(false) {
@@ -2135,6 +2155,18 @@ mod tests {
         let e = a.submit(ctx(id, 9000, "default"), "bob", 1).unwrap_err();
         assert_eq!(e.class, exc::INVALID_RESOURCE_REQUEST);
         assert_eq!(e.message, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[memory-mb], Requested resource=<memory:9000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=<memory:8192, vCores:4>");
+        let mut big = ctx(id, 512, "default");
+        big.am_container_spec = Some(ContainerLaunchContextProto {
+            command: vec!["x".repeat(5 << 20)],
+            ..Default::default()
+        });
+        let e = a.submit(big, "bob", 1).unwrap_err();
+        assert_eq!(e.class, exc::YARN);
+        assert!(
+            e.message.contains("over the limit of 4194304"),
+            "{}",
+            e.message
+        );
         a.submit(ctx(id, 512, "nope"), "bob", 1).unwrap();
         let app = a.app(id).unwrap();
         assert_eq!(app.state, AppState::Failed);
