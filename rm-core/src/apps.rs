@@ -399,7 +399,8 @@ pub struct Attempt {
     blacklist: HashSet<String>,
     new_containers: Vec<NewContainer>,
     completed: Vec<ContainerStatusProto>,
-    nm_token_nodes: HashSet<NodeKey>,
+    /// Nodes the AM has an NMToken for, and the NM key it was made with.
+    nm_token_nodes: HashMap<NodeKey, i32>,
     pub live: HashMap<ContainerId, LiveContainer>,
     next_seq: i64,
     last_contact_ms: u64,
@@ -424,7 +425,7 @@ impl Attempt {
             blacklist: HashSet::new(),
             new_containers: Vec::new(),
             completed: Vec::new(),
-            nm_token_nodes: HashSet::new(),
+            nm_token_nodes: HashMap::new(),
             live: HashMap::new(),
             next_seq: 1,
             last_contact_ms: 0,
@@ -1602,7 +1603,9 @@ impl Apps {
                 expiry,
                 ContainerTypeProto::Task,
             );
-            if at.nm_token_nodes.insert(n.node.clone()) {
+            // A token per node, again after the NM key rolled (Java clears its record on
+            // activating the next key).
+            if at.nm_token_nodes.insert(n.node.clone(), keys.nm.key_id) != Some(keys.nm.key_id) {
                 resp.nm_tokens.push(NmTokenProto {
                     node_id: Some(n.node.to_proto()),
                     token: Some(nm_token(keys, a, &n.node, &user).to_proto()),
@@ -2442,5 +2445,105 @@ mod tests {
             st.diagnostics.as_deref(),
             Some("Container expired since it was unused")
         );
+    }
+
+    #[test]
+    fn rack_local_and_a_fresh_nm_token_after_the_key_rolled() {
+        let mut a = apps(AppsConfig::default());
+        let (_, at) = running(&mut a);
+        let h1 = NodeKey::new("h1", 1);
+        // Wanted on h3 (not in the cluster) or its rack: rack-local on h1.
+        let req = AllocateRequestProto {
+            ask: vec![
+                ask(0, "h3", 1, 1024, true),
+                ask(0, DEFAULT_RACK, 1, 1024, true),
+                ask(0, ANY, 1, 1024, true),
+            ],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h1, &[], 60);
+        let att = a.apps[&1].current().unwrap();
+        assert_eq!(att.pending_containers(), 0);
+        assert_eq!(att.asks[&0][DEFAULT_RACK].num, 0);
+        assert_eq!(
+            att.asks[&0]["h3"].num, 1,
+            "the node-level count is not decremented"
+        );
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                70,
+            )
+            .unwrap();
+        assert_eq!(r.allocated_containers.len(), 1);
+        assert_eq!(r.nm_tokens.len(), 1);
+        // Another container on h1: no new NMToken with the same key, a new one after a roll.
+        let more = AllocateRequestProto {
+            response_id: Some(2),
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            ..Default::default()
+        };
+        a.allocate(at, 1, &more, &keys(), 80).unwrap();
+        update(&mut a, &h1, &[], 90);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(3),
+                    ..Default::default()
+                },
+                &keys(),
+                100,
+            )
+            .unwrap();
+        assert_eq!(r.allocated_containers.len(), 2);
+        assert!(r.nm_tokens.is_empty());
+        let h2 = NodeKey::new("h2", 2);
+        let one = |rid: i32| AllocateRequestProto {
+            response_id: Some(rid),
+            ask: vec![ask(0, ANY, 1, 1024, true)],
+            ..Default::default()
+        };
+        a.allocate(at, 1, &one(4), &keys(), 110).unwrap();
+        update(&mut a, &h2, &[], 120);
+        let r = a.allocate(at, 1, &one(5), &keys(), 130).unwrap();
+        assert_eq!(
+            (r.allocated_containers.len(), r.nm_tokens.len()),
+            (1, 1),
+            "a new node"
+        );
+        update(&mut a, &h2, &[], 140);
+        let mut rolled = keys();
+        rolled.nm = MasterKey::new(3, vec![3; 8]).unwrap();
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(6),
+                    ..Default::default()
+                },
+                &rolled,
+                150,
+            )
+            .unwrap();
+        assert_eq!(
+            (r.allocated_containers.len(), r.nm_tokens.len()),
+            (1, 1),
+            "same node, new key"
+        );
+        let t =
+            Token::from_proto(r.nm_tokens[0].token.clone().unwrap(), &Default::default()).unwrap();
+        let id = hadoop_wire::token::NmTokenIdentifier::parse(&t.identifier).unwrap();
+        assert_eq!(id.key_id(), 3);
     }
 }
