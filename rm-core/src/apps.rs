@@ -739,7 +739,29 @@ impl Apps {
                 "Container released on a *lost* node",
                 now_ms,
             );
+            // A node that comes back (re-registers) is told to kill what may still run there.
+            self.cleanups.push(Cleanup::Container(c));
         }
+        self.update_gate();
+    }
+
+    /// A node (re-)registered, reporting `completed` containers (id, exit status,
+    /// diagnostics): those complete with their real status; whatever else the RM had on the
+    /// node is lost (Java without work-preserving recovery removes and re-adds a reconnected
+    /// node); then the node's capacity is (re)set.
+    pub fn node_registered(
+        &mut self,
+        key: &NodeKey,
+        http_address: String,
+        total: Res,
+        completed: &[(ContainerId, i32, String)],
+        now_ms: u64,
+    ) {
+        for (c, exit, diag) in completed {
+            self.container_reported_complete(*c, *exit, diag, now_ms);
+        }
+        self.node_removed(key, now_ms);
+        self.node_added(key, http_address, total);
     }
 
     /// Total and used resources over active nodes.
@@ -2545,5 +2567,73 @@ mod tests {
             Token::from_proto(r.nm_tokens[0].token.clone().unwrap(), &Default::default()).unwrap();
         let id = hadoop_wire::token::NmTokenIdentifier::parse(&t.identifier).unwrap();
         assert_eq!(id.key_id(), 3);
+    }
+
+    #[test]
+    fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let h2 = NodeKey::new("h2", 2);
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h2, &[], 60);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                70,
+            )
+            .unwrap();
+        let ids: Vec<ContainerId> = r
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        a.take_cleanups();
+        // h2 re-registers reporting the first complete (exit 4); the second is lost.
+        a.node_registered(
+            &h2,
+            "h2:8042".into(),
+            Res::new(4096, 4),
+            &[(ids[0], 4, "done".into())],
+            80,
+        );
+        assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
+        assert_eq!(a.node(&h2).unwrap().used, Res::default());
+        assert!(a.node(&h2).unwrap().active);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(2),
+                    ..Default::default()
+                },
+                &keys(),
+                90,
+            )
+            .unwrap();
+        let got: Vec<(i32, &str)> = r
+            .completed_container_statuses
+            .iter()
+            .map(|s| (s.exit_status.unwrap(), s.diagnostics.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (4, "done"),
+                (exit_status::ABORTED, "Container released on a *lost* node")
+            ]
+        );
+        assert_eq!(a.app(id).unwrap().state, AppState::Running);
     }
 }

@@ -575,12 +575,7 @@ fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[
                 .collect()
         })
         .unwrap_or_default();
-    rt.with(|a| {
-        a.node_added(node, http, total);
-        for (c, exit, diag) in &done {
-            a.container_reported_complete(*c, *exit, diag, wall_ms());
-        }
-    });
+    rt.with(|a| a.node_registered(node, http, total, &done, wall_ms()));
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {
