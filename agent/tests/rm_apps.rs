@@ -87,6 +87,10 @@ impl Drop for Ready {
 }
 
 fn start_rm() -> Ready {
+    start_rm_at("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
+}
+
+fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Ready {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
     cmd.arg("rm")
@@ -94,15 +98,9 @@ fn start_rm() -> Ready {
         .arg("--metrics-port")
         .arg("0");
     cmd.args(set_args(&[
-        (
-            "yarn.resourcemanager.resource-tracker.address",
-            "127.0.0.1:0".into(),
-        ),
-        ("yarn.resourcemanager.address", "127.0.0.1:0".into()),
-        (
-            "yarn.resourcemanager.scheduler.address",
-            "127.0.0.1:0".into(),
-        ),
+        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
+        ("yarn.resourcemanager.address", client.into()),
+        ("yarn.resourcemanager.scheduler.address", scheduler.into()),
         (
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
             "200".into(),
@@ -145,6 +143,19 @@ fn start_agent(rt: &str, ip: &str) -> Ready {
         ),
     ]));
     Ready::spawn(cmd, dir)
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
 }
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
@@ -298,6 +309,15 @@ fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses()
             .any(|a| a["app_id"] == app_id && a["state"] == "FINISHED"),
         "{apps}"
     );
+    // /metrics: the application by state, and the two new IPC servers' counters.
+    // (FINISHING until the AM container's exit reaches the RM: clients see FINISHED already.)
+    let addr = c._rm.field("metrics");
+    wait_for("FINISHED in /metrics", Duration::from_secs(30), || {
+        http_get(&addr, "/metrics").contains("hotpath_rm_applications{state=\"FINISHED\"} 1")
+    });
+    let m = http_get(&addr, "/metrics");
+    assert!(m.contains("server=\"scheduler\""), "{m}");
+    assert!(m.contains("server=\"client\""), "{m}");
     wait_for("containers released", Duration::from_secs(30), || {
         let v = c.client.command("nodes").unwrap();
         v["nodes"]
@@ -378,6 +398,30 @@ fn amp_error(c: &ipc::client::Client, method: &str, body: Vec<u8>) -> String {
         Ok(_) => panic!("{method} succeeded"),
         Err(e) => e.to_string(),
     }
+}
+
+/// Processes whose working directory is under an agent's application dirs (containers run
+/// in theirs). Unique per test, unlike application ids, which repeat when two tests' RMs
+/// start in the same millisecond.
+fn container_processes(c: &Cluster) -> usize {
+    let roots: Vec<std::path::PathBuf> = c
+        ._agents
+        .iter()
+        .map(|a| a.dir().join("local").join("usercache"))
+        .collect();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read_link(e.path().join("cwd")).ok())
+        .filter(|cwd| roots.iter().any(|r| cwd.starts_with(r)))
+        .count()
 }
 
 fn cli(c: &mut Cluster, args: &str) -> (i64, String) {
@@ -490,6 +534,10 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
     );
     let held = shared.join("held-").display().to_string();
     assert!(processes_with(&held) >= 2, "the held shells run");
+    assert!(
+        container_processes(&c) >= 3,
+        "the AM and the shells run from the agents' dirs"
+    );
     let (rc, out) = cli(&mut c, "application -list");
     assert_eq!(rc, 0, "{out}");
     assert!(out.contains(&id) && out.contains("RUNNING"), "{out}");
@@ -565,7 +613,7 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
     wait_for(
         "the application's processes end",
         Duration::from_secs(60),
-        || processes_with(&held) == 0 && processes_with(&id) == 0,
+        || processes_with(&held) == 0 && container_processes(&c) == 0,
     );
     // The killed attempt's AMRMToken no longer authenticates.
     let e = amp_error(
@@ -682,4 +730,80 @@ fn a_java_node_manager_under_hotpath_rm_runs_the_am_and_its_containers() {
         assert_eq!(comp["exit_status"], want, "{comp}");
         assert_eq!(comp["node_id"], nm_id.as_str(), "{comp}");
     }
+}
+
+#[test]
+fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    let result = dir.path().join("result.json");
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=2 hold=0,1 shared={} result={}",
+            shared.display(),
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    wait_for(
+        "both held containers running",
+        Duration::from_secs(90),
+        || {
+            std::fs::read_dir(&shared)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().to_string_lossy().starts_with("held-"))
+                        .count()
+                })
+                .unwrap_or(0)
+                == 2
+        },
+    );
+    let held = shared.join("held-").display().to_string();
+    assert!(processes_with(&held) >= 2);
+    assert!(container_processes(&c) >= 3);
+    // The RM dies (SIGKILL) and a new one starts on the same addresses.
+    let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
+    let _ = c._rm.child.kill();
+    let _ = c._rm.child.wait();
+    c._rm = start_rm_at(&rt, &client, &c.scheduler);
+    // Nothing is persisted: the old application is unknown to the new RM, as Java's.
+    let t0 = Instant::now();
+    loop {
+        match c.client.command("metrics") {
+            Ok(_) => break,
+            Err(e) => {
+                eprintln!("metrics after the restart: {e}");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(90),
+                    "the new RM never answered"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    let e = c
+        .client
+        .command_expect_error(&format!("app-report {id}"))
+        .unwrap();
+    assert_eq!(
+        e.class, "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException",
+        "{e:?}"
+    );
+    assert_eq!(
+        e.message.as_deref(),
+        Some(format!("Application with id '{id}' doesn't exist in RM. Please check that the job submission was successful.").as_str())
+    );
+    // The agents re-register; the old application's AM and shells end.
+    wait_for(
+        "the old application's processes end",
+        Duration::from_secs(90),
+        || processes_with(&held) == 0 && container_processes(&c) == 0,
+    );
+    // And the new RM runs new applications.
+    let result2 = dir.path().join("result2.json");
+    let (_, done) = c.run(&format!("containers=2 result={}", result2.display()), 180);
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
 }

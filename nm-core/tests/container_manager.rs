@@ -400,8 +400,27 @@ fn stop_kills_with_minus_105_and_finished_containers_stop_quietly() {
         s.status[0].exit_status,
         Some(exit_status::KILLED_BY_APPMASTER)
     );
-    // Once the RM lets it go, it is "recently stopped": stop succeeds, status fails.
+    // Once the RM lets it go, it is "recently stopped": stop succeeds, status fails. Even
+    // before the manager's next sync with the table, the status query says so.
     let mut gone = ContainerTable::new(100);
+    let s =
+        w.cm.get_statuses(
+            Some(&nm),
+            &GetContainerStatusesRequestProto {
+                container_id: vec![container_id_proto(&c)],
+            },
+            NOW,
+            &gone,
+        )
+        .unwrap();
+    assert!(s.failed_requests[0]
+        .exception
+        .as_ref()
+        .unwrap()
+        .message
+        .as_deref()
+        .unwrap()
+        .ends_with("was recently stopped on node manager."));
     w.cm.sync_with_table(&gone, NOW);
     assert_eq!(w.cm.stage(&c), None);
     let o =

@@ -170,6 +170,62 @@ impl AppsRt {
         r
     }
 
+    /// Prometheus lines: applications by state, and the scheduler's cluster resources.
+    pub fn metrics_text(&self) -> String {
+        use crate::apps::AppState as S;
+        use std::fmt::Write as _;
+        let a = lock(&self.apps);
+        let mut counts = [0usize; 7];
+        for app in a.apps() {
+            counts[app.state as usize] += 1;
+        }
+        let (total, used) = a.cluster_resources();
+        drop(a);
+        let mut t = String::new();
+        t.push_str("# HELP hotpath_rm_applications Applications the RM keeps, by state.\n");
+        t.push_str("# TYPE hotpath_rm_applications gauge\n");
+        for (s, name) in [
+            (S::Submitted, "SUBMITTED"),
+            (S::Accepted, "ACCEPTED"),
+            (S::Running, "RUNNING"),
+            (S::Finishing, "FINISHING"),
+            (S::Finished, "FINISHED"),
+            (S::Failed, "FAILED"),
+            (S::Killed, "KILLED"),
+        ] {
+            let _ = writeln!(
+                t,
+                "hotpath_rm_applications{{state=\"{name}\"}} {}",
+                counts[s as usize]
+            );
+        }
+        t.push_str("# HELP hotpath_rm_scheduler_memory_mb Memory of active nodes (total) and allocated (used).\n");
+        t.push_str("# TYPE hotpath_rm_scheduler_memory_mb gauge\n");
+        let _ = writeln!(
+            t,
+            "hotpath_rm_scheduler_memory_mb{{kind=\"total\"}} {}",
+            total.mem
+        );
+        let _ = writeln!(
+            t,
+            "hotpath_rm_scheduler_memory_mb{{kind=\"used\"}} {}",
+            used.mem
+        );
+        t.push_str("# HELP hotpath_rm_scheduler_vcores Vcores of active nodes (total) and allocated (used).\n");
+        t.push_str("# TYPE hotpath_rm_scheduler_vcores gauge\n");
+        let _ = writeln!(
+            t,
+            "hotpath_rm_scheduler_vcores{{kind=\"total\"}} {}",
+            total.vcores
+        );
+        let _ = writeln!(
+            t,
+            "hotpath_rm_scheduler_vcores{{kind=\"used\"}} {}",
+            used.vcores
+        );
+        t
+    }
+
     /// Stops the launcher thread (after the launch in progress).
     pub fn shutdown(&self) {
         let l = lock(&self.launcher).take();

@@ -206,6 +206,9 @@ pub struct AppsConfig {
     pub max_asks_per_attempt: usize,
     /// Ours: most blacklisted hosts per attempt.
     pub max_blacklist: usize,
+    /// Ours (`hotpath.rm.max-submission-bytes`): largest encoded submission context kept per
+    /// application (its AM launch context lives as long as the application runs).
+    pub max_submission_bytes: usize,
 }
 
 impl Default for AppsConfig {
@@ -222,6 +225,7 @@ impl Default for AppsConfig {
             max_ask_containers: 100_000,
             max_asks_per_attempt: 10_000,
             max_blacklist: 10_000,
+            max_submission_bytes: 4 << 20,
         }
     }
 }
@@ -263,6 +267,11 @@ impl AppsConfig {
             max_ask_containers: d.max_ask_containers,
             max_asks_per_attempt: d.max_asks_per_attempt,
             max_blacklist: d.max_blacklist,
+            max_submission_bytes: int(
+                "hotpath.rm.max-submission-bytes",
+                d.max_submission_bytes as i64,
+            )?
+            .max(1024) as usize,
         };
         if cfg.max_attempts <= 0 {
             return Err(crate::Error::BadConfig(format!(
@@ -355,6 +364,10 @@ pub struct LiveContainer {
     pub node: NodeKey,
     pub res: Res,
     pub priority: i32,
+    /// When it was allocated (for the allocation expiry).
+    pub allocated_ms: u64,
+    /// Reported RUNNING (or complete) by its NodeManager.
+    pub started: bool,
 }
 
 /// A container allocated and not yet pulled by the AM.
@@ -386,7 +399,8 @@ pub struct Attempt {
     blacklist: HashSet<String>,
     new_containers: Vec<NewContainer>,
     completed: Vec<ContainerStatusProto>,
-    nm_token_nodes: HashSet<NodeKey>,
+    /// Nodes the AM has an NMToken for, and the NM key it was made with.
+    nm_token_nodes: HashMap<NodeKey, i32>,
     pub live: HashMap<ContainerId, LiveContainer>,
     next_seq: i64,
     last_contact_ms: u64,
@@ -411,7 +425,7 @@ impl Attempt {
             blacklist: HashSet::new(),
             new_containers: Vec::new(),
             completed: Vec::new(),
-            nm_token_nodes: HashSet::new(),
+            nm_token_nodes: HashMap::new(),
             live: HashMap::new(),
             next_seq: 1,
             last_contact_ms: 0,
@@ -540,6 +554,9 @@ pub struct Apps {
     completed_order: Vec<i32>,
     /// Applications not in a final state.
     live_apps: usize,
+    /// Some allocated container may not have been reported RUNNING yet (set on allocation,
+    /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
+    unstarted: bool,
 }
 
 fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
@@ -638,6 +655,7 @@ impl Apps {
             gate: Arc::new(AtomicBool::new(false)),
             completed_order: Vec::new(),
             live_apps: 0,
+            unstarted: false,
         }
     }
 
@@ -721,7 +739,29 @@ impl Apps {
                 "Container released on a *lost* node",
                 now_ms,
             );
+            // A node that comes back (re-registers) is told to kill what may still run there.
+            self.cleanups.push(Cleanup::Container(c));
         }
+        self.update_gate();
+    }
+
+    /// A node (re-)registered, reporting `completed` containers (id, exit status,
+    /// diagnostics): those complete with their real status; whatever else the RM had on the
+    /// node is lost (Java without work-preserving recovery removes and re-adds a reconnected
+    /// node); then the node's capacity is (re)set.
+    pub fn node_registered(
+        &mut self,
+        key: &NodeKey,
+        http_address: String,
+        total: Res,
+        completed: &[(ContainerId, i32, String)],
+        now_ms: u64,
+    ) {
+        for (c, exit, diag) in completed {
+            self.container_reported_complete(*c, *exit, diag, now_ms);
+        }
+        self.node_removed(key, now_ms);
+        self.node_added(key, http_address, total);
     }
 
     /// Total and used resources over active nodes.
@@ -744,7 +784,19 @@ impl Apps {
         let mut done = Vec::new();
         for cs in status.containers_statuses() {
             let Ok(cs) = cs else { continue };
-            if cs.state().ok().flatten() != Some(ContainerStateProto::CComplete) {
+            let state = cs.state().ok().flatten();
+            if state == Some(ContainerStateProto::CRunning) && self.unstarted {
+                if let Some(c) = cs
+                    .container_id()
+                    .ok()
+                    .flatten()
+                    .and_then(|v| ContainerId::from_view(v).ok().flatten())
+                {
+                    self.mark_started(c);
+                }
+                continue;
+            }
+            if state != Some(ContainerStateProto::CComplete) {
                 continue;
             }
             let Some(c) = cs
@@ -781,6 +833,18 @@ impl Apps {
         if self.is_live(c) {
             self.container_completed(c, exit, diagnostics, now_ms);
             self.update_gate();
+        }
+    }
+
+    fn mark_started(&mut self, c: ContainerId) {
+        if let Some(l) = self
+            .apps
+            .get_mut(&c.app.id)
+            .filter(|a| a.id == c.app)
+            .and_then(|a| a.attempts.iter_mut().find(|t| t.id.attempt == c.attempt))
+            .and_then(|t| t.live.get_mut(&c))
+        {
+            l.started = true;
         }
     }
 
@@ -910,6 +974,7 @@ impl Apps {
             return;
         }
         app.state = to;
+        app.am_spec = ContainerLaunchContextProto::default();
         self.live_apps = self.live_apps.saturating_sub(1);
         if let Some(d) = diag {
             app.diagnostics = d;
@@ -990,6 +1055,8 @@ impl Apps {
                             node: key.clone(),
                             res: am_res,
                             priority,
+                            allocated_ms: now_ms,
+                            started: true,
                         },
                     );
                     at.am_container = Some(c);
@@ -1023,8 +1090,11 @@ impl Apps {
                 AttemptState::Launched | AttemptState::Running => {
                     let mut left = avail;
                     let before = at.new_containers.len();
-                    assign_asks(at, key, &mut left);
+                    assign_asks(at, key, &mut left, now_ms);
                     let added = at.new_containers.len() - before;
+                    if added > 0 {
+                        self.unstarted = true;
+                    }
                     if let Some(n) = self.nodes.get_mut(key) {
                         n.used = n.used.plus(avail.minus(left));
                         n.containers += added;
@@ -1085,6 +1155,16 @@ impl Apps {
             return Err(err(
                 exc::YARN,
                 format!("Application with id {id} is not known to this RM (use getNewApplication)"),
+            ));
+        }
+        let size = prost::Message::encoded_len(&ctx);
+        if size > self.cfg.max_submission_bytes {
+            return Err(err(
+                exc::YARN,
+                format!(
+                    "Application submission context of {id} is {size} bytes, over the limit of {} (hotpath.rm.max-submission-bytes)",
+                    self.cfg.max_submission_bytes
+                ),
             ));
         }
         if ctx.unmanaged_am.unwrap_or(false) {
@@ -1429,6 +1509,29 @@ impl Apps {
                 ),
             ));
         }
+        // RMServerUtils: a release of another attempt's container, or * in the blacklist.
+        for c in &req.release {
+            if let Some(c) = container_from_proto(c) {
+                if c.app != a.app || c.attempt != a.attempt {
+                    return Err(err(
+                        exc::INVALID_CONTAINER_RELEASE,
+                        format!(
+                            "Cannot release container : {c} not belonging to this application attempt : {a}"
+                        ),
+                    ));
+                }
+            }
+        }
+        if req
+            .blacklist_request
+            .as_ref()
+            .is_some_and(|b| b.blacklist_additions.iter().any(|h| h == ANY))
+        {
+            return Err(err(
+                exc::INVALID_BLACKLIST_REQUEST,
+                "Cannot add * to the blacklist!",
+            ));
+        }
         let asks_now: usize = at.asks.values().map(HashMap::len).sum();
         if asks_now + req.ask.len() > max_asks {
             return Err(err(
@@ -1487,7 +1590,7 @@ impl Apps {
             let Some(c) = container_from_proto(c) else {
                 continue;
             };
-            if c.app != a.app || c.attempt != a.attempt || at.am_container == Some(c) {
+            if at.am_container == Some(c) {
                 continue;
             }
             if let Some(l) = at.live.remove(&c) {
@@ -1522,7 +1625,9 @@ impl Apps {
                 expiry,
                 ContainerTypeProto::Task,
             );
-            if at.nm_token_nodes.insert(n.node.clone()) {
+            // A token per node, again after the NM key rolled (Java clears its record on
+            // activating the next key).
+            if at.nm_token_nodes.insert(n.node.clone(), keys.nm.key_id) != Some(keys.nm.key_id) {
                 resp.nm_tokens.push(NmTokenProto {
                     node_id: Some(n.node.to_proto()),
                     token: Some(nm_token(keys, a, &n.node, &user).to_proto()),
@@ -1594,8 +1699,36 @@ impl Apps {
         self.end_attempt(a, AttemptState::Failed, text, now_ms);
     }
 
-    /// The AM liveness monitor. Returns the attempts expired.
+    /// The AM liveness monitor, and the allocation expiry: a container not reported RUNNING
+    /// within `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms` of its
+    /// allocation completes ABORTED "Container expired since it was unused" (its AM is told;
+    /// its node is told to clean it up). Returns the attempts expired.
     pub fn tick(&mut self, now_ms: u64) -> Vec<AttemptId> {
+        let limit = self.cfg.container_token_expiry_ms;
+        let mut unused = Vec::new();
+        let mut unstarted = false;
+        for app in self.apps.values() {
+            for at in &app.attempts {
+                for (c, l) in &at.live {
+                    if !l.started {
+                        unstarted = true;
+                        if now_ms.saturating_sub(l.allocated_ms) > limit {
+                            unused.push(*c);
+                        }
+                    }
+                }
+            }
+        }
+        self.unstarted = unstarted;
+        for c in unused {
+            self.container_completed(
+                c,
+                exit_status::ABORTED,
+                "Container expired since it was unused",
+                now_ms,
+            );
+            self.cleanups.push(Cleanup::Container(c));
+        }
         let expiry = self.cfg.am_expiry_ms;
         let mut expired = Vec::new();
         for app in self.apps.values() {
@@ -1626,7 +1759,7 @@ impl Apps {
 
 /// Assigns the attempt's asks on one node, priority by priority (FifoScheduler
 /// `assignContainersOnNode`): node-local, rack-local, off-switch.
-fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
+fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res, now_ms: u64) {
     let prios: Vec<i32> = at.asks.keys().copied().collect();
     for p in prios {
         while let Some(m) = at.asks.get(&p) {
@@ -1677,6 +1810,8 @@ fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res) {
                     node: key.clone(),
                     res: cap,
                     priority: p,
+                    allocated_ms: now_ms,
+                    started: false,
                 },
             );
             at.new_containers.push(NewContainer {
@@ -2045,6 +2180,18 @@ mod tests {
         let e = a.submit(ctx(id, 9000, "default"), "bob", 1).unwrap_err();
         assert_eq!(e.class, exc::INVALID_RESOURCE_REQUEST);
         assert_eq!(e.message, "Invalid resource request! Cannot allocate containers as requested resource is greater than maximum allowed allocation. Requested resource type=[memory-mb], Requested resource=<memory:9000, vCores:1>, maximum allowed allocation=<memory:8192, vCores:4>, please note that maximum allowed allocation is calculated by scheduler based on maximum resource of registered NodeManagers, which might be less than configured maximum allocation=<memory:8192, vCores:4>");
+        let mut big = ctx(id, 512, "default");
+        big.am_container_spec = Some(ContainerLaunchContextProto {
+            command: vec!["x".repeat(5 << 20)],
+            ..Default::default()
+        });
+        let e = a.submit(big, "bob", 1).unwrap_err();
+        assert_eq!(e.class, exc::YARN);
+        assert!(
+            e.message.contains("over the limit of 4194304"),
+            "{}",
+            e.message
+        );
         a.submit(ctx(id, 512, "nope"), "bob", 1).unwrap();
         let app = a.app(id).unwrap();
         assert_eq!(app.state, AppState::Failed);
@@ -2172,5 +2319,321 @@ mod tests {
             a.node(&NodeKey::new("h1", 1)).unwrap().used,
             Res::new(2048, 2)
         );
+    }
+
+    #[test]
+    fn allocate_hands_out_the_rolled_amrm_token_until_the_am_uses_it() {
+        let mut a = apps(AppsConfig::default());
+        let (_, at) = running(&mut a);
+        let old = a.amrm.read().current_key().key_id;
+        let req = |rid: i32| AllocateRequestProto {
+            response_id: Some(rid),
+            ..Default::default()
+        };
+        assert!(a
+            .allocate(at, old, &req(0), &keys(), 50)
+            .unwrap()
+            .am_rm_token
+            .is_none());
+        // Roll (the manager's interval is a day): a next key is pending.
+        assert!(a
+            .amrm
+            .write()
+            .tick(&mut SeededEntropy(9), 86_400_000)
+            .unwrap());
+        let next = a.amrm.read().next_key().unwrap().key_id;
+        let r = a.allocate(at, old, &req(1), &keys(), 60).unwrap();
+        let t = Token::from_proto(r.am_rm_token.unwrap(), &Default::default()).unwrap();
+        let id = hadoop_wire::token::AmrmTokenIdentifier::parse(&t.identifier).unwrap();
+        assert_eq!((id.attempt_id(), id.key_id()), (Some(at), next));
+        // Once the AM authenticates with the new token, no more.
+        assert!(a
+            .allocate(at, next, &req(2), &keys(), 70)
+            .unwrap()
+            .am_rm_token
+            .is_none());
+    }
+
+    #[test]
+    fn releases_of_other_attempts_and_a_wildcard_blacklist_are_refused() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let other = ContainerId {
+            app: id,
+            attempt: 2,
+            id: 5,
+        };
+        let req = AllocateRequestProto {
+            response_id: Some(0),
+            release: vec![other.to_proto()],
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &req, &keys(), 50).unwrap_err();
+        assert_eq!(e.class, exc::INVALID_CONTAINER_RELEASE);
+        assert_eq!(
+            e.message,
+            format!("Cannot release container : {other} not belonging to this application attempt : {at}")
+        );
+        let req = AllocateRequestProto {
+            response_id: Some(0),
+            blacklist_request: Some(
+                hadoop_wire::pb::hadoop::yarn::ResourceBlacklistRequestProto {
+                    blacklist_additions: vec![ANY.into()],
+                    blacklist_removals: vec![],
+                },
+            ),
+            ..Default::default()
+        };
+        let e = a.allocate(at, 1, &req, &keys(), 51).unwrap_err();
+        assert_eq!(
+            (e.class, e.message.as_str()),
+            (
+                exc::INVALID_BLACKLIST_REQUEST,
+                "Cannot add * to the blacklist!"
+            )
+        );
+    }
+
+    #[test]
+    fn containers_never_started_expire_and_started_ones_do_not() {
+        let mut a = apps(AppsConfig {
+            container_token_expiry_ms: 1000,
+            am_expiry_ms: 1_000_000,
+            ..Default::default()
+        });
+        let (_, at) = running(&mut a);
+        let h2 = NodeKey::new("h2", 2);
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h2, &[], 100);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                110,
+            )
+            .unwrap();
+        let ids: Vec<ContainerId> = r
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        // The NM reports the first RUNNING; the second never starts.
+        let running = NodeStatusProto {
+            node_id: Some(h2.to_proto()),
+            response_id: Some(2),
+            containers_statuses: vec![ContainerStatusProto {
+                container_id: Some(ids[0].to_proto()),
+                state: Some(ContainerStateProto::CRunning as i32),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+        .encode_to_vec();
+        a.node_update("h2", 2, NodeStatusView::new(&running), 200);
+        a.take_cleanups();
+        a.tick(1100);
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(2048, 2), "not yet");
+        a.tick(1101);
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(1024, 1));
+        assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(2),
+                    ..Default::default()
+                },
+                &keys(),
+                1200,
+            )
+            .unwrap();
+        assert_eq!(r.completed_container_statuses.len(), 1);
+        let st = &r.completed_container_statuses[0];
+        assert_eq!(st.container_id, Some(ids[1].to_proto()));
+        assert_eq!(st.exit_status, Some(exit_status::ABORTED));
+        assert_eq!(
+            st.diagnostics.as_deref(),
+            Some("Container expired since it was unused")
+        );
+    }
+
+    #[test]
+    fn rack_local_and_a_fresh_nm_token_after_the_key_rolled() {
+        let mut a = apps(AppsConfig::default());
+        let (_, at) = running(&mut a);
+        let h1 = NodeKey::new("h1", 1);
+        // Wanted on h3 (not in the cluster) or its rack: rack-local on h1.
+        let req = AllocateRequestProto {
+            ask: vec![
+                ask(0, "h3", 1, 1024, true),
+                ask(0, DEFAULT_RACK, 1, 1024, true),
+                ask(0, ANY, 1, 1024, true),
+            ],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h1, &[], 60);
+        let att = a.apps[&1].current().unwrap();
+        assert_eq!(att.pending_containers(), 0);
+        assert_eq!(att.asks[&0][DEFAULT_RACK].num, 0);
+        assert_eq!(
+            att.asks[&0]["h3"].num, 1,
+            "the node-level count is not decremented"
+        );
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                70,
+            )
+            .unwrap();
+        assert_eq!(r.allocated_containers.len(), 1);
+        assert_eq!(r.nm_tokens.len(), 1);
+        // Another container on h1: no new NMToken with the same key, a new one after a roll.
+        let more = AllocateRequestProto {
+            response_id: Some(2),
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            ..Default::default()
+        };
+        a.allocate(at, 1, &more, &keys(), 80).unwrap();
+        update(&mut a, &h1, &[], 90);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(3),
+                    ..Default::default()
+                },
+                &keys(),
+                100,
+            )
+            .unwrap();
+        assert_eq!(r.allocated_containers.len(), 2);
+        assert!(r.nm_tokens.is_empty());
+        let h2 = NodeKey::new("h2", 2);
+        let one = |rid: i32| AllocateRequestProto {
+            response_id: Some(rid),
+            ask: vec![ask(0, ANY, 1, 1024, true)],
+            ..Default::default()
+        };
+        a.allocate(at, 1, &one(4), &keys(), 110).unwrap();
+        update(&mut a, &h2, &[], 120);
+        let r = a.allocate(at, 1, &one(5), &keys(), 130).unwrap();
+        assert_eq!(
+            (r.allocated_containers.len(), r.nm_tokens.len()),
+            (1, 1),
+            "a new node"
+        );
+        update(&mut a, &h2, &[], 140);
+        let mut rolled = keys();
+        rolled.nm = MasterKey::new(3, vec![3; 8]).unwrap();
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(6),
+                    ..Default::default()
+                },
+                &rolled,
+                150,
+            )
+            .unwrap();
+        assert_eq!(
+            (r.allocated_containers.len(), r.nm_tokens.len()),
+            (1, 1),
+            "same node, new key"
+        );
+        let t =
+            Token::from_proto(r.nm_tokens[0].token.clone().unwrap(), &Default::default()).unwrap();
+        let id = hadoop_wire::token::NmTokenIdentifier::parse(&t.identifier).unwrap();
+        assert_eq!(id.key_id(), 3);
+    }
+
+    #[test]
+    fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let h2 = NodeKey::new("h2", 2);
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 2, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h2, &[], 60);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                70,
+            )
+            .unwrap();
+        let ids: Vec<ContainerId> = r
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        a.take_cleanups();
+        // h2 re-registers reporting the first complete (exit 4); the second is lost.
+        a.node_registered(
+            &h2,
+            "h2:8042".into(),
+            Res::new(4096, 4),
+            &[(ids[0], 4, "done".into())],
+            80,
+        );
+        assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
+        assert_eq!(a.node(&h2).unwrap().used, Res::default());
+        assert!(a.node(&h2).unwrap().active);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(2),
+                    ..Default::default()
+                },
+                &keys(),
+                90,
+            )
+            .unwrap();
+        let got: Vec<(i32, &str)> = r
+            .completed_container_statuses
+            .iter()
+            .map(|s| (s.exit_status.unwrap(), s.diagnostics.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (4, "done"),
+                (exit_status::ABORTED, "Container released on a *lost* node")
+            ]
+        );
+        assert_eq!(a.app(id).unwrap().state, AppState::Running);
     }
 }

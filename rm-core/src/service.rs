@@ -152,58 +152,15 @@ impl RmService {
             clock.now_ns(),
         )?;
         let tracker = Arc::new(Mutex::new(tracker));
-        let mut app_servers = (None, None);
-        let rt = match &apps {
-            None => None,
-            Some(setup) => {
-                let amrm = Arc::new(AmrmTokenSecrets::new(AmrmTokenSecretManager::from_config(
-                    &cfg,
-                    &mut OsEntropy,
-                    wall_ms(),
-                )?));
-                let rm_id = lock(&tracker).rm_identifier();
-                let a = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
-                let rt = AppsRt::start(a, amrm.clone(), &tracker)
-                    .map_err(|e| Error::Spawn(e.to_string()))?;
-                let mut creg = Registry::new();
-                app_service::register_client(&mut creg, &rt, &tracker);
-                let client_cfg = ServerConfig {
-                    transport: server_cfg.transport.clone(),
-                    ..ServerConfig::default()
-                };
-                let mut mreg = Registry::new();
-                app_service::register_master(&mut mreg, &rt, &tracker);
-                let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = amrm.clone();
-                let auth = hadoop_wire::sasl::server::ServerAuth::new(
-                    hadoop_wire::sasl::message::AuthMethod::Simple,
-                    Some(secrets),
-                    setup.qops.clone(),
-                )
-                .map_err(|e| Error::BadConfig(format!("ApplicationMasterProtocol auth: {e}")))?;
-                let master_cfg = ServerConfig {
-                    transport: server_cfg.transport.clone(),
-                    auth: Arc::new(auth),
-                    ..ServerConfig::default()
-                };
-                let started = Server::start(setup.client, client_cfg, creg)
-                    .map_err(|e| format!("ApplicationClientProtocol on {}: {e}", setup.client))
-                    .and_then(|c| {
-                        Server::start(setup.scheduler, master_cfg, mreg)
-                            .map(|m| (c, m))
-                            .map_err(|e| {
-                                format!("ApplicationMasterProtocol on {}: {e}", setup.scheduler)
-                            })
-                    });
-                match started {
-                    Ok((c, m)) => app_servers = (Some(c), Some(m)),
-                    Err(e) => {
-                        rt.shutdown();
-                        dispatcher.shutdown();
-                        return Err(Error::Spawn(e));
-                    }
+        let (rt, app_servers) = match &apps {
+            None => (None, (None, None)),
+            Some(setup) => match start_apps(setup, &cfg, &tracker, &server_cfg) {
+                Ok((rt, c, m)) => (Some(rt), (Some(c), Some(m))),
+                Err(e) => {
+                    dispatcher.shutdown();
+                    return Err(e);
                 }
-                Some(rt)
-            }
+            },
         };
         let mut reg = Registry::new();
         register_tracker(&mut reg, &tracker, clock, rt.clone());
@@ -280,8 +237,8 @@ impl RmService {
     }
 
     /// The Prometheus text for `/metrics`: the tracker's and shards' numbers, then the IPC
-    /// server's counters (`hotpath_rm_ipc_…{server="resource_tracker"}`, authentication
-    /// failures included).
+    /// servers' counters (`hotpath_rm_ipc_…{server="resource_tracker"|"client"|"scheduler"}`,
+    /// authentication failures included), then the applications by state.
     pub fn metrics_text(&self) -> String {
         let views = self
             .dispatcher
@@ -290,10 +247,23 @@ impl RmService {
             .unwrap_or_default();
         let t = lock(&self.tracker).metrics().clone();
         let mut text = render_prometheus(&t, &views);
-        if let Some(s) = &self.server {
+        let mut servers = Vec::new();
+        for (name, s) in [
+            ("resource_tracker", &self.server),
+            ("client", &self.client_server),
+            ("scheduler", &self.master_server),
+        ] {
+            if let Some(s) = s {
+                servers.push((name, s.metrics()));
+            }
+        }
+        if !servers.is_empty() {
             let mut e = Exposition::new();
-            e.ipc_servers("hotpath_rm", &[("resource_tracker", s.metrics())]);
+            e.ipc_servers("hotpath_rm", &servers);
             text.push_str(e.as_str());
+        }
+        if let Some(rt) = &self.apps {
+            text.push_str(&rt.metrics_text());
         }
         text
     }
@@ -349,6 +319,65 @@ impl RmService {
 impl Drop for RmService {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+/// The applications' side: the AMRMToken secrets, [`Apps`] and its launcher, and the client
+/// and scheduler servers (one unpinned ring thread each: their traffic is small beside the
+/// heartbeats').
+fn start_apps(
+    setup: &AppsSetup,
+    cfg: &RmConfig,
+    tracker: &Arc<Mutex<ResourceTracker>>,
+    server_cfg: &ServerConfig,
+) -> Result<(AppsRt, Server, Server), Error> {
+    let amrm = Arc::new(AmrmTokenSecrets::new(AmrmTokenSecretManager::from_config(
+        cfg,
+        &mut OsEntropy,
+        wall_ms(),
+    )?));
+    let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = amrm.clone();
+    let auth = hadoop_wire::sasl::server::ServerAuth::new(
+        hadoop_wire::sasl::message::AuthMethod::Simple,
+        Some(secrets),
+        setup.qops.clone(),
+    )
+    .map_err(|e| Error::BadConfig(format!("ApplicationMasterProtocol auth: {e}")))?;
+    let transport = |name: &str| ipc::transport::TransportConfig {
+        threads: 1,
+        cpus: Vec::new(),
+        thread_names: vec![name.to_string()],
+        ..server_cfg.transport.clone()
+    };
+    let rm_id = lock(tracker).rm_identifier();
+    let apps = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
+    let rt = AppsRt::start(apps, amrm, tracker).map_err(|e| Error::Spawn(e.to_string()))?;
+    let mut creg = Registry::new();
+    app_service::register_client(&mut creg, &rt, tracker);
+    let mut mreg = Registry::new();
+    app_service::register_master(&mut mreg, &rt, tracker);
+    let client_cfg = ServerConfig {
+        transport: transport("hp-rm-client"),
+        ..ServerConfig::default()
+    };
+    let master_cfg = ServerConfig {
+        transport: transport("hp-rm-sched"),
+        auth: Arc::new(auth),
+        ..ServerConfig::default()
+    };
+    let started = Server::start(setup.client, client_cfg, creg)
+        .map_err(|e| format!("ApplicationClientProtocol on {}: {e}", setup.client))
+        .and_then(|c| {
+            Server::start(setup.scheduler, master_cfg, mreg)
+                .map(|m| (c, m))
+                .map_err(|e| format!("ApplicationMasterProtocol on {}: {e}", setup.scheduler))
+        });
+    match started {
+        Ok((c, m)) => Ok((rt, c, m)),
+        Err(e) => {
+            rt.shutdown();
+            Err(Error::Spawn(e))
+        }
     }
 }
 
@@ -546,12 +575,7 @@ fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[
                 .collect()
         })
         .unwrap_or_default();
-    rt.with(|a| {
-        a.node_added(node, http, total);
-        for (c, exit, diag) in &done {
-            a.container_reported_complete(*c, *exit, diag, wall_ms());
-        }
-    });
+    rt.with(|a| a.node_registered(node, http, total, &done, wall_ms()));
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {

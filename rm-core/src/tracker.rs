@@ -32,7 +32,7 @@ use hadoop_wire::pb::hadoop::yarn::{
     ContainerStatusProto, NodeActionProto, NodeStatusProto, RegisterNodeManagerRequestProto,
     RegisterNodeManagerResponseProto, ResourceProto, UnRegisterNodeManagerRequestProto,
 };
-use hadoop_wire::reader::{DecodeError, Reader, Value};
+use hadoop_wire::reader::{DecodeError, Reader, WireType};
 use hadoop_wire::view::yarn::{MasterKeyView, NodeHeartbeatRequestView, NodeIdView};
 use prost::Message;
 
@@ -157,6 +157,23 @@ pub struct ResourceTracker {
 
 /// Most acknowledgements parked for ApplicationMasters; beyond it they go out at once.
 pub const MAX_PARKED_ACKS: usize = 1_000_000;
+
+/// Parks `c`'s acknowledgement if its application is held and its AM has not pulled it yet;
+/// false if it goes out now.
+#[inline(never)]
+fn park(
+    held: &FastSet<AppKey>,
+    parked: &mut FastMap<ContainerKey, (usize, u32)>,
+    released_early: &mut FastSet<ContainerKey>,
+    c: ContainerKey,
+    at: (usize, u32),
+) -> bool {
+    if !held.contains(&c.app) || released_early.remove(&c) || parked.len() >= MAX_PARKED_ACKS {
+        return false;
+    }
+    parked.insert(c, at);
+    true
+}
 
 fn dec(message: &'static str) -> impl Fn(hadoop_wire::reader::DecodeError) -> Error {
     move |source| Error::Decode { message, source }
@@ -283,21 +300,26 @@ impl ResourceTracker {
     /// Moves items the shards published into their nodes' queues.
     fn distribute(&mut self, shard: usize) {
         for (local, item) in self.scratch.drain(..) {
+            // Held applications' acknowledgements are parked out of line, so this loop (inlined
+            // into the heartbeat) stays as small as it was.
+            if let OutItem::Ack(c) = item {
+                if !self.held_apps.is_empty()
+                    && park(
+                        &self.held_apps,
+                        &mut self.parked,
+                        &mut self.released_early,
+                        c,
+                        (shard, local),
+                    )
+                {
+                    continue;
+                }
+            }
             let Some(n) = self.shards[shard].get_mut(local as usize) else {
                 continue;
             };
             match item {
-                OutItem::Ack(c) => {
-                    if !self.held_apps.is_empty()
-                        && self.held_apps.contains(&c.app)
-                        && !self.released_early.remove(&c)
-                        && self.parked.len() < MAX_PARKED_ACKS
-                    {
-                        self.parked.insert(c, (shard, local));
-                    } else {
-                        n.acks.push(c)
-                    }
-                }
+                OutItem::Ack(c) => n.acks.push(c),
                 OutItem::CleanupApp(a) => {
                     if !n.apps_to_cleanup.contains(&a) {
                         n.apps_to_cleanup.push(a)
@@ -324,11 +346,19 @@ impl ResourceTracker {
         if n.membership == Membership::Active {
             n.membership = to;
             self.active -= 1;
-            if self.departed.len() < self.by_id.len() {
-                self.departed.push(n.id.clone());
-            }
             self.mailboxes[shard].push_reset(local, None, kind, now_ns);
+            self.note_departed(shard, local);
             self.count_active();
+        }
+    }
+
+    /// Records a deactivated node for [`take_departed`](Self::take_departed) (cold, out of line).
+    #[cold]
+    #[inline(never)]
+    fn note_departed(&mut self, shard: usize, local: u32) {
+        if self.departed.len() < self.by_id.len() {
+            self.departed
+                .push(self.shards[shard][local as usize].id.clone());
         }
     }
 
@@ -378,22 +408,28 @@ impl ResourceTracker {
         // One pass over the status's top-level fields for the node id (1) and responseId (2);
         // the container statuses are skipped by length (the shard reads them).
         let (mut nid, mut rid) = (None, 0i32);
+        // Tags are read and other fields skipped by wire type rather than materialized with
+        // `read_field`: the same result, and a loop that does not depend on LLVM inlining
+        // `read_field` here (it stopped doing so once rm-core grew its application modules,
+        // costing ~2,200 instructions per heartbeat).
         let mut r = Reader::new(status.as_bytes());
+        let d = dec("NodeStatusProto");
         while !r.is_empty() {
-            match r.read_field(0).map_err(dec("NodeStatusProto"))? {
-                (1, Value::Len(b)) => nid = Some(NodeIdView::new(b)),
-                (2, Value::Varint(v)) => rid = v as i32,
-                (n @ (1 | 2), v) => {
+            let (n, wt) = r.read_tag().map_err(&d)?;
+            match (n, wt) {
+                (1, WireType::Len) => nid = Some(NodeIdView::new(r.read_len().map_err(&d)?)),
+                (2, WireType::Varint) => rid = r.read_varint().map_err(&d)? as i32,
+                (1 | 2, wt) if wt != WireType::EndGroup => {
                     return Err(Error::Decode {
                         message: "NodeStatusProto",
                         source: DecodeError::WrongWireType {
                             message: "hadoop.yarn.NodeStatusProto",
                             field: if n == 1 { "node_id" } else { "response_id" },
-                            actual: v.wire_type(),
+                            actual: wt,
                         },
                     })
                 }
-                _ => {}
+                (n, wt) => r.skip(n, wt, 0).map_err(&d)?,
             }
         }
         let nid = nid.ok_or(Error::Missing {

@@ -70,7 +70,8 @@ pub fn hotpath_exe() -> PathBuf {
         .clone()
 }
 
-/// Starts `hotpath rm` on 127.0.0.1 port 0 with `--metrics-port 0 --ready-line`, its completion
+/// Starts `hotpath rm` on 127.0.0.1 port 0 (the resource tracker, client and scheduler
+/// addresses) with `--metrics-port 0 --ready-line`, its completion
 /// log under `dir`, each of `sets` as `--set key=value`, `HOTPATH_LOG=log` and stderr going to
 /// `stderr`; returns once it printed its READY line.
 pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
@@ -87,7 +88,13 @@ pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChil
     .arg(format!(
         "hotpath.rm.completion-log.dir={}",
         dir.join("completion-log").display()
-    ));
+    ))
+    // The client and scheduler protocols on free ports too (their defaults are 8032, 8030).
+    .args(["--set", "yarn.resourcemanager.address=127.0.0.1:0"])
+    .args([
+        "--set",
+        "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
+    ]);
     for s in sets {
         cmd.arg("--set").arg(s);
     }
