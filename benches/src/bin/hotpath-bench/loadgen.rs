@@ -347,6 +347,13 @@ fn start_rm(a: &HeartbeatArgs, dir: &std::path::Path) -> Result<ServerChild> {
     let mut child = Command::new(&bin)
         .args(["rm", "--address", "127.0.0.1:0", "--metrics-port", "0"])
         .arg("--ready-line")
+        // The RM serves applications too (its heartbeat path as in production); their two
+        // servers take free loopback ports, so that runs side by side never share 8032/8030.
+        .args(["--set", "yarn.resourcemanager.address=127.0.0.1:0"])
+        .args([
+            "--set",
+            "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
+        ])
         .arg("--set")
         .arg(format!(
             "hotpath.rm.completion-log.dir={}",
