@@ -91,6 +91,10 @@ fn start_rm() -> Ready {
 }
 
 fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Ready {
+    start_rm_with(rt, client, scheduler, &[])
+}
+
+fn start_rm_with(rt: &str, client: &str, scheduler: &str, extra: &[(&str, String)]) -> Ready {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
     cmd.arg("rm")
@@ -110,6 +114,7 @@ fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Ready {
             dir.path().join("log").display().to_string(),
         ),
     ]));
+    cmd.args(set_args(extra));
     Ready::spawn(cmd, dir)
 }
 
@@ -806,4 +811,109 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     let result2 = dir.path().join("result2.json");
     let (_, done) = c.run(&format!("containers=2 result={}", result2.display()), 180);
     assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+}
+
+/// Containers RUNNING on an agent, from its control socket.
+fn agent_running(a: &Ready) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .args(["container", "--socket"])
+        .arg(a.dir().join("agent.sock"))
+        .arg("status")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["containers"]["running"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn an_agent_killed_minus_9_is_lost_its_containers_reported_to_the_am_and_replaced_elsewhere() {
+    // A short NodeManager expiry, so that the dead agent is LOST within seconds.
+    let rm = start_rm_with(
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        &[("yarn.nm.liveness-monitor.expiry-interval-ms", "3000".into())],
+    );
+    let rt = rm.field("resource_tracker");
+    let stay = start_agent(&rt, "127.0.0.55");
+    let mut client = Peer::start(
+        Mode::YarnClient,
+        &[
+            "--rm",
+            &rm.field("client"),
+            "--scheduler",
+            &rm.field("scheduler"),
+        ],
+    )
+    .expect("yarn-client");
+    let running_nodes = |client: &mut Peer| -> Vec<String> {
+        let v = client.command("nodes").unwrap_or(Value::Null);
+        v["nodes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|n| n["state"] == "RUNNING")
+                    .filter_map(|n| n["node_id"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let stay_id = stay.field("node_id");
+    wait_for("the first agent RUNNING", Duration::from_secs(60), || {
+        running_nodes(&mut client) == vec![stay_id.clone()]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let sleeps: Vec<String> = (0..6).map(|i| format!("{i}:12")).collect();
+    let submitted = client
+        .command(&format!(
+            "app-submit containers=6 sleep={} container_mb=1024 result={}",
+            sleeps.join(","),
+            result.display()
+        ))
+        .unwrap();
+    let id = submitted["app_id"].as_str().unwrap().to_string();
+    // The AM runs on the only node; then a second agent joins and takes the containers that do
+    // not fit on the first.
+    wait_for("the AM on the first agent", Duration::from_secs(60), || {
+        agent_running(&stay) >= 1
+    });
+    let mut gone = start_agent(&rt, "127.0.0.56");
+    let gone_id = gone.field("node_id");
+    // Every container placed and running (AM + 6), so that no start goes to the dead node.
+    wait_for("all containers running", Duration::from_secs(90), || {
+        agent_running(&stay) + agent_running(&gone) >= 7
+    });
+    assert!(agent_running(&gone) >= 1, "nothing ran on the second agent");
+    gone.child.kill().unwrap();
+    let _ = gone.child.wait();
+    let done = client
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}"));
+    assert_eq!(done["timed_out"], false, "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    let comps = r["completions"].as_array().unwrap();
+    // The RM reported the dead node's containers to the AM in allocate: ABORTED, "released on
+    // a *lost* node", each from that node.
+    let lost: Vec<&Value> = comps.iter().filter(|c| c["exit_status"] == -100).collect();
+    assert!(!lost.is_empty(), "no container was reported lost: {r}");
+    for l in &lost {
+        assert_eq!(l["node_id"], gone_id.as_str(), "{l}");
+    }
+    assert!(
+        r["replacements"].as_u64().unwrap() >= lost.len() as u64,
+        "{r}"
+    );
+    // Every index finally succeeded, the replacements on the surviving agent.
+    let mut ok = std::collections::BTreeSet::new();
+    for c in comps.iter().filter(|c| c["exit_status"] == 0) {
+        ok.insert(c["index"].as_u64().unwrap());
+        assert_ne!(c["node_id"], gone_id.as_str(), "{c}");
+    }
+    assert_eq!(ok.len(), 6, "{r}");
+    assert!(
+        !running_nodes(&mut client).contains(&gone_id),
+        "the killed agent is still RUNNING at the RM"
+    );
 }
