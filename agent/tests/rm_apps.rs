@@ -917,3 +917,57 @@ fn an_agent_killed_minus_9_is_lost_its_containers_reported_to_the_am_and_replace
         "the killed agent is still RUNNING at the RM"
     );
 }
+
+#[test]
+fn an_am_killed_minus_9_gets_a_second_attempt_that_finishes_the_job() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let submitted = c
+        .client
+        .command(&format!(
+            "app-submit containers=2 sleep=0:6,1:6 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let id = submitted["app_id"].as_str().unwrap().to_string();
+    // The first attempt's AM container: container_<ts>_<n>_01_000001, its pid file written by
+    // the agent that runs it (the pid leads the container's process group).
+    let am = format!("container_{}_01_000001", &id["application_".len()..]);
+    let mut pid_file = None;
+    wait_for("the AM's pid file", Duration::from_secs(60), || {
+        pid_file = c
+            ._agents
+            .iter()
+            .find_map(|a| find_file(a.dir(), &am, &format!("{am}.pid")));
+        pid_file.is_some()
+    });
+    let pid: i32 = std::fs::read_to_string(pid_file.unwrap())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) on the process group of a container this test's agents started.
+    assert_eq!(unsafe { libc::kill(-pid, libc::SIGKILL) }, 0);
+    let done = c
+        .client
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}"));
+    assert_eq!(done["timed_out"], false, "{done}");
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    assert_eq!(
+        done["current_attempt_id"],
+        format!("appattempt_{}_000002", &id["application_".len()..]),
+        "{done}"
+    );
+    let r = read_json(&result);
+    assert_eq!(r["attempt"], 2, "{r}");
+    let ok = r["completions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["exit_status"] == 0)
+        .count();
+    assert_eq!(ok, 2, "{r}");
+}
