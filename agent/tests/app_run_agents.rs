@@ -5,8 +5,6 @@
 //! through our ContainerManagementProtocol. Also the client's error paths (RM unreachable,
 //! a killed application).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use peer_harness::{Mode, Shared};
@@ -15,93 +13,11 @@ use serde_json::Value;
 #[path = "support/app_run.rs"]
 mod app_run;
 use app_run::{app_run, fail_one};
+#[path = "support/daemon.rs"]
+mod daemon;
+use daemon::{start_agent, Daemon};
 
 static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents"]);
-
-/// `hotpath agent` in a child process, stopped with SIGTERM (it unregisters).
-struct ChildAgent {
-    child: Child,
-    node_id: String,
-    _dir: tempfile::TempDir,
-}
-
-impl ChildAgent {
-    fn start(rt: &str, ip: &str) -> ChildAgent {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let sets = [
-            (
-                "yarn.resourcemanager.resource-tracker.address",
-                rt.to_string(),
-            ),
-            ("yarn.nodemanager.address", format!("{ip}:0")),
-            ("yarn.nodemanager.webapp.address", format!("{ip}:0")),
-            ("hotpath.agent.ipc.address", format!("{ip}:0")),
-            (
-                "yarn.nodemanager.local-dirs",
-                d.join("local").display().to_string(),
-            ),
-            (
-                "yarn.nodemanager.log-dirs",
-                d.join("logs").display().to_string(),
-            ),
-            ("yarn.nodemanager.resource.memory-mb", "4096".into()),
-            ("yarn.nodemanager.resource.cpu-vcores", "8".into()),
-            (
-                "hotpath.agent.control-socket",
-                d.join("agent.sock").display().to_string(),
-            ),
-            (
-                "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
-                "100".into(),
-            ),
-        ];
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-            .arg("agent")
-            .arg("--ready-line")
-            .args(
-                sets.iter()
-                    .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")]),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(
-            line.trim()
-                .strip_prefix("READY ")
-                .unwrap_or_else(|| panic!("agent said {line:?}")),
-        )
-        .unwrap();
-        ChildAgent {
-            child,
-            node_id: ready["node_id"].as_str().unwrap().to_string(),
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for ChildAgent {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
     let v = rm.command("nodes").unwrap_or(Value::Null);
@@ -120,17 +36,17 @@ fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
 
 struct Cluster {
     rm: peer_harness::SharedGuard<'static>,
-    agents: Vec<ChildAgent>,
+    agents: Vec<Daemon>,
 }
 
 fn cluster() -> Cluster {
     let mut rm = RM.lock().expect("yarn-rm --profile agents");
     let rt = rm.ready()["resource_tracker"].as_str().unwrap().to_string();
     let agents = vec![
-        ChildAgent::start(&rt, "127.0.0.51"),
-        ChildAgent::start(&rt, "127.0.0.52"),
+        start_agent(&rt, "127.0.0.51"),
+        start_agent(&rt, "127.0.0.52"),
     ];
-    let mut want: Vec<String> = agents.iter().map(|a| a.node_id.clone()).collect();
+    let mut want: Vec<String> = agents.iter().map(|a| a.field("node_id")).collect();
     want.sort();
     let t0 = Instant::now();
     while running_nodes(&mut rm) != want {
@@ -147,12 +63,13 @@ fn cluster() -> Cluster {
 #[test]
 fn app_run_on_hotpath_agents_reports_exit_statuses_per_node() {
     let mut c = cluster();
-    let nodes: Vec<String> = c.agents.iter().map(|a| a.node_id.clone()).collect();
-    // 1.5 GB containers: at most 2 fit on one 4 GB agent, so both agents run some.
+    let nodes: Vec<String> = c.agents.iter().map(|a| a.field("node_id")).collect();
+    // 1.5 GB containers: at most 2 fit on one 4 GB agent, and each lives 3 s (longer than the
+    // RM needs to place all four), so both agents run some.
     let r = app_run(
         c.rm.conf_dir(),
         &["--containers", "4", "--memory", "1536"],
-        &fail_one("000004", 3),
+        &format!("sleep 3; {}", fail_one("000004", 3)),
     );
     assert_eq!(r.code, 1, "{r:#?}\n{}", c.rm.log_tail(60));
     assert_eq!(

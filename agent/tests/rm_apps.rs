@@ -6,12 +6,15 @@
 //! with TOKEN authentication, starts its shell containers on both agents, and unregisters.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use peer_harness::{Mode, Peer};
+
+#[path = "support/daemon.rs"]
+mod daemon;
+use daemon::{agent_running, set_args, start_agent, Daemon};
 use serde_json::Value;
 
 fn read_json(path: &Path) -> Value {
@@ -19,82 +22,15 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path:?}: {e}: {text}"))
 }
 
-fn set_args(kvs: &[(&str, String)]) -> Vec<String> {
-    kvs.iter()
-        .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
-        .collect()
-}
-
-/// A child process that printed `READY {json}`; SIGTERM on drop, then SIGKILL.
-struct Ready {
-    child: Child,
-    ready: Value,
-    _dir: tempfile::TempDir,
-}
-
-impl Ready {
-    fn spawn(mut cmd: Command, dir: tempfile::TempDir) -> Ready {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(
-            line.trim()
-                .strip_prefix("READY ")
-                .unwrap_or_else(|| panic!("no READY line: {line:?}")),
-        )
-        .unwrap();
-        Ready {
-            child,
-            ready,
-            _dir: dir,
-        }
-    }
-
-    fn dir(&self) -> &Path {
-        self._dir.path()
-    }
-
-    fn field(&self, k: &str) -> String {
-        self.ready[k]
-            .as_str()
-            .unwrap_or_else(|| panic!("{k} in {}", self.ready))
-            .to_string()
-    }
-}
-
-impl Drop for Ready {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_rm() -> Ready {
+fn start_rm() -> Daemon {
     start_rm_at("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
 }
 
-fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Ready {
+fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Daemon {
     start_rm_with(rt, client, scheduler, &[])
 }
 
-fn start_rm_with(rt: &str, client: &str, scheduler: &str, extra: &[(&str, String)]) -> Ready {
+fn start_rm_with(rt: &str, client: &str, scheduler: &str, extra: &[(&str, String)]) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
     cmd.arg("rm")
@@ -115,39 +51,7 @@ fn start_rm_with(rt: &str, client: &str, scheduler: &str, extra: &[(&str, String
         ),
     ]));
     cmd.args(set_args(extra));
-    Ready::spawn(cmd, dir)
-}
-
-fn start_agent(rt: &str, ip: &str) -> Ready {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
-    cmd.arg("agent").arg("--ready-line");
-    cmd.args(set_args(&[
-        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
-        ("yarn.nodemanager.address", format!("{ip}:0")),
-        ("yarn.nodemanager.webapp.address", format!("{ip}:0")),
-        ("hotpath.agent.ipc.address", format!("{ip}:0")),
-        (
-            "yarn.nodemanager.local-dirs",
-            d.join("local").display().to_string(),
-        ),
-        (
-            "yarn.nodemanager.log-dirs",
-            d.join("logs").display().to_string(),
-        ),
-        ("yarn.nodemanager.resource.memory-mb", "4096".into()),
-        ("yarn.nodemanager.resource.cpu-vcores", "8".into()),
-        (
-            "hotpath.agent.control-socket",
-            d.join("agent.sock").display().to_string(),
-        ),
-        (
-            "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
-            "100".into(),
-        ),
-    ]));
-    Ready::spawn(cmd, dir)
+    Daemon::spawn(cmd, dir)
 }
 
 fn http_get(addr: &str, path: &str) -> String {
@@ -175,8 +79,8 @@ struct Cluster {
     client: Peer,
     agents: Vec<String>,
     scheduler: String,
-    _agents: Vec<Ready>,
-    _rm: Ready,
+    _agents: Vec<Daemon>,
+    _rm: Daemon,
 }
 
 fn cluster() -> Cluster {
@@ -813,18 +717,6 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
 }
 
-/// Containers RUNNING on an agent, from its control socket.
-fn agent_running(a: &Ready) -> u64 {
-    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-        .args(["container", "--socket"])
-        .arg(a.dir().join("agent.sock"))
-        .arg("status")
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    v["containers"]["running"].as_u64().unwrap_or(0)
-}
-
 #[test]
 fn an_agent_killed_minus_9_is_lost_its_containers_reported_to_the_am_and_replaced_elsewhere() {
     // A short NodeManager expiry, so that the dead agent is LOST within seconds.
@@ -885,8 +777,7 @@ fn an_agent_killed_minus_9_is_lost_its_containers_reported_to_the_am_and_replace
         agent_running(&stay) + agent_running(&gone) >= 7
     });
     assert!(agent_running(&gone) >= 1, "nothing ran on the second agent");
-    gone.child.kill().unwrap();
-    let _ = gone.child.wait();
+    gone.kill9();
     let done = client
         .command(&format!("app-wait {id} 180"))
         .unwrap_or_else(|e| panic!("app-wait: {e}"));

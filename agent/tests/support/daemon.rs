@@ -1,0 +1,131 @@
+//! A `hotpath` daemon (`agent`, `rm`) as a child process of a test, from its `READY {json}`
+//! line to SIGTERM on drop; and the `--set`s that put an agent on a loopback address with its
+//! own directories. Shared by the test binaries that run whole clusters of child processes
+//! (`#[path = "support/daemon.rs"] mod daemon;`).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// `--set key=value` for each pair.
+pub fn set_args(kvs: &[(&str, String)]) -> Vec<String> {
+    kvs.iter()
+        .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
+        .collect()
+}
+
+/// A child process that printed `READY {json}`; SIGTERM on drop, SIGKILL 10 s later.
+pub struct Daemon {
+    pub child: Child,
+    pub ready: Value,
+    dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Starts `cmd` (stdout piped for the READY line, stderr inherited) and waits for READY.
+    pub fn spawn(mut cmd: Command, dir: tempfile::TempDir) -> Daemon {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = serde_json::from_str(
+            line.trim()
+                .strip_prefix("READY ")
+                .unwrap_or_else(|| panic!("no READY line: {line:?}")),
+        )
+        .unwrap();
+        Daemon { child, ready, dir }
+    }
+
+    /// Its own directory (removed on drop).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A READY string field.
+    pub fn field(&self, k: &str) -> String {
+        self.ready[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("{k} in {}", self.ready))
+            .to_string()
+    }
+
+    /// SIGKILL, and reaped.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `hotpath agent` on `ip` (every port ephemeral) registering with the ResourceTracker `rt`:
+/// 4 GiB and 8 vcores, its local and log dirs and control socket in a fresh temp dir.
+pub fn start_agent(rt: &str, ip: &str) -> Daemon {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    cmd.arg("agent").arg("--ready-line");
+    cmd.args(set_args(&[
+        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
+        ("yarn.nodemanager.address", format!("{ip}:0")),
+        ("yarn.nodemanager.webapp.address", format!("{ip}:0")),
+        ("hotpath.agent.ipc.address", format!("{ip}:0")),
+        (
+            "yarn.nodemanager.local-dirs",
+            d.join("local").display().to_string(),
+        ),
+        (
+            "yarn.nodemanager.log-dirs",
+            d.join("logs").display().to_string(),
+        ),
+        ("yarn.nodemanager.resource.memory-mb", "4096".into()),
+        ("yarn.nodemanager.resource.cpu-vcores", "8".into()),
+        (
+            "hotpath.agent.control-socket",
+            d.join("agent.sock").display().to_string(),
+        ),
+        (
+            "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
+            "100".into(),
+        ),
+    ]));
+    Daemon::spawn(cmd, dir)
+}
+
+/// Containers RUNNING on an agent started by [`start_agent`], from its control socket.
+pub fn agent_running(a: &Daemon) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .args(["container", "--socket"])
+        .arg(a.dir().join("agent.sock"))
+        .arg("status")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["containers"]["running"].as_u64().unwrap_or(0)
+}
