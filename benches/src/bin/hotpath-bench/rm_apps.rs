@@ -19,7 +19,9 @@
 //!    which both RMs keep outstanding; after an idle window (no AM calls) it calls allocate back
 //!    to back for `--alloc-seconds`. RM CPU per call = `utime + stime` of the RM process over
 //!    the busy window / calls, gross and net of the idle rate; AM-side latency p50/p99.
-//! 2. **submit → AM running**: `--submits` applications one after another; the time from
+//! 2. **submit → AM running**: `--submits` applications one after another, each submitted at a
+//!    random phase of the node heartbeat (a submit right after the previous application ended
+//!    would be phase-locked to the heartbeat that reported its end); the time from
 //!    `submitApplication` *returning* to the AM process running (its first wall-clock read in
 //!    `main`) and to it being registered; p50/p99. (From the call being *sent* is in the JSON.)
 //! 3. **containers**: one application of `--containers` containers of `true`, started from
@@ -497,6 +499,14 @@ impl Cluster {
     }
 }
 
+/// A pseudo-random delay in `[0, interval_ms)` (SipHash of the clock and `salt`).
+fn jitter(interval_ms: u64, salt: u64) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(unix_ns(SystemTime::now()) ^ salt);
+    Duration::from_millis(h.finish() % interval_ms.max(1))
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -543,7 +553,11 @@ fn run_side(side: Side, hotpath: &Path, args: &RmAppsArgs) -> Result<Value> {
         let mut to_running_from_sent = Vec::new();
         let mut to_registered = Vec::new();
         let mut submit_rpc = Vec::new();
-        for _ in 0..args.submits {
+        for i in 0..args.submits {
+            // The previous application ended on a node heartbeat (its AM container's
+            // completion), so a submit right away would always land just after one and wait
+            // the whole interval for the next: start at a random phase instead.
+            std::thread::sleep(jitter(args.nm_heartbeat_ms, i as u64));
             let (app, out, sent, returned) =
                 c.submit("submit", &["--mode".into(), "noop".into()])?;
             let f = c.finish(app, &out, Duration::from_secs(120))?;
@@ -555,7 +569,7 @@ fn run_side(side: Side, hotpath: &Path, args: &RmAppsArgs) -> Result<Value> {
             to_registered.push(ms(registered, returned));
             submit_rpc.push(ms(returned, sent));
         }
-        let stats = |v: &[f64]| json!({"p50": percentile(v, 0.5), "p99": percentile(v, 0.99), "max": percentile(v, 1.0)});
+        let stats = |v: &[f64]| json!({"min": percentile(v, 0.0), "p50": percentile(v, 0.5), "p99": percentile(v, 0.99), "max": percentile(v, 1.0)});
         r.insert(
             "submit".into(),
             json!({
