@@ -16,8 +16,8 @@
 //! launched by the RM on an agent with its AMRMToken, exactly alike on both sides.
 //!
 //! 1. **allocate CPU per call**: the AM blacklists every node and asks for `--asks` containers,
-//!    which both RMs keep outstanding; after an idle window (no AM calls) it calls allocate back
-//!    to back for `--alloc-seconds`. RM CPU per call = `utime + stime` of the RM process over
+//!    which both RMs keep outstanding; after a warm-up and an idle window (no AM calls) of
+//!    `--alloc-seconds` each it calls allocate back to back for `--alloc-seconds`. RM CPU per call = `utime + stime` of the RM process over
 //!    the busy window / calls, gross and net of the idle rate; AM-side latency p50/p99.
 //! 2. **submit → AM running**: `--submits` applications one after another, each submitted at a
 //!    random phase of the node heartbeat (a submit right after the previous application ended
@@ -542,7 +542,7 @@ fn run_side(side: Side, hotpath: &Path, args: &RmAppsArgs) -> Result<Value> {
         let f = c.finish(
             app,
             &out,
-            Duration::from_secs_f64(2.0 * args.alloc_seconds + 120.0),
+            Duration::from_secs_f64(3.0 * args.alloc_seconds + 120.0),
         )?;
         r.insert("alloc".into(), f);
     }

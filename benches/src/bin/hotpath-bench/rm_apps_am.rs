@@ -13,8 +13,8 @@
 //! - `alloc`: registers; one allocate blacklists every node (`--blacklist`, host and host:port
 //!   for each, as Java compares the scheduler node name which is either, and rm-core the host)
 //!   and asks `--asks` containers of 128 MB at `*`; the RM keeps them outstanding, since no
-//!   node may take them. Then an idle window of `--seconds` with no calls, then `--seconds` of
-//!   back-to-back allocate calls (empty asks, as AMRMClient sends when nothing changed, or the
+//!   node may take them. Then `--seconds` of back-to-back calls as a warm-up (Java's JIT), an
+//!   idle window of `--seconds` with no calls, then `--seconds` of back-to-back allocate calls (empty asks, as AMRMClient sends when nothing changed, or the
 //!   whole ask again with `--resend-asks`). The RM process's CPU (`utime + stime` of
 //!   `/proc/<--rm-pid>/stat`: one machine) is read at both ends of each window. A container
 //!   allocated in spite of the blacklist fails the run: the asks were not outstanding.
@@ -176,6 +176,19 @@ fn alloc(a: &AmArgs, am: &ApplicationMaster) -> Result<Value> {
     })?;
     rid = first.response_id.context("allocate: no response_id")?;
     allocated += first.allocated_containers.len();
+
+    // Warm-up (not measured): the same calls for the same time, so that the JVM's JIT has
+    // compiled the allocate path before either window.
+    let t0 = Instant::now();
+    while t0.elapsed() < window {
+        let resp = am.allocate(&AllocateRequestProto {
+            response_id: Some(rid),
+            progress: Some(0.0),
+            ..Default::default()
+        })?;
+        rid = resp.response_id.context("allocate: no response_id")?;
+        allocated += resp.allocated_containers.len();
+    }
 
     // Idle window: the asks outstanding, nodes heartbeating, no AM calls.
     let rm0 = proc_cpu_ms(a.rm_pid)?;
