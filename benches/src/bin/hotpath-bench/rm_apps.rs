@@ -17,7 +17,11 @@
 //!
 //! 1. **allocate CPU per call**: the AM blacklists every node and asks for `--asks` containers,
 //!    which both RMs keep outstanding; after a warm-up and an idle window (no AM calls) of
-//!    `--alloc-seconds` each it calls allocate back to back for `--alloc-seconds`. RM CPU per call = `utime + stime` of the RM process over
+//!    `--alloc-seconds` each it calls allocate back to back for `--alloc-seconds`. Why a
+//!    blacklist: an ask larger than any node is refused by the Java RM once its nodes have
+//!    registered (its maximum allowed allocation becomes the largest node's after
+//!    `…scheduling-wait-ms`), and FIFO's handling of `relaxLocality=false` differs between the
+//!    two; both honour the AM's blacklist on every node update, and so keep the asks pending. RM CPU per call = `utime + stime` of the RM process over
 //!    the busy window / calls, gross and net of the idle rate; AM-side latency p50/p99.
 //! 2. **submit → AM running**: `--submits` applications one after another, each submitted at a
 //!    random phase of the node heartbeat (a submit right after the previous application ended
