@@ -669,8 +669,15 @@ const FIGURES: &[(&str, &str, bool)] = &[
     ),
 ];
 
+/// The median (the mean of the middle two for an even count: two rounds give their mean).
 fn median(v: &[f64]) -> f64 {
-    percentile(v, 0.5)
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
 }
 
 pub fn run(args: RmAppsArgs) -> Result<()> {
