@@ -122,6 +122,12 @@ pub fn unix_ns(t: SystemTime) -> u64 {
 
 /// CPU time (ms) of a process: `utime + stime` from `/proc/<pid>/stat`.
 pub fn proc_cpu_ms(pid: u32) -> Result<f64> {
+    let (user, sys) = proc_cpu_split_ms(pid)?;
+    Ok(user + sys)
+}
+
+/// User and system CPU time (ms) of a process: `utime`, `stime` from `/proc/<pid>/stat`.
+pub fn proc_cpu_split_ms(pid: u32) -> Result<(f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .with_context(|| format!("reading /proc/{pid}/stat"))?;
     let rest = stat
@@ -133,10 +139,10 @@ pub fn proc_cpu_ms(pid: u32) -> Result<f64> {
         bail!("short /proc/{pid}/stat");
     }
     // After the command: state(0) ppid(1) ... utime(11) stime(12).
-    let ticks: f64 = f[11].parse::<f64>()? + f[12].parse::<f64>()?;
+    let (user, sys): (f64, f64) = (f[11].parse()?, f[12].parse()?);
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks * 1000.0 / hz)
+    Ok((user * 1000.0 / hz, sys * 1000.0 / hz))
 }
 
 /// A child that printed `READY {json}`; SIGTERM on drop, then SIGKILL.
@@ -619,6 +625,11 @@ const FIGURES: &[(&str, &str, bool)] = &[
     (
         "allocate RM CPU/call gross (µs)",
         "/alloc/rm_cpu_us_per_call_gross",
+        false,
+    ),
+    (
+        "  of which kernel (stime, µs)",
+        "/alloc/rm_sys_us_per_call_gross",
         false,
     ),
     (

@@ -42,7 +42,7 @@ use yarn_client::container_manager::ContainerManager;
 use yarn_client::distributed_shell::{DistributedShell, ShellSpec, Start};
 use yarn_client::rpc::Retry;
 
-use crate::rm_apps::{proc_cpu_ms, unix_ns};
+use crate::rm_apps::{proc_cpu_ms, proc_cpu_split_ms, unix_ns};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct AmArgs {
@@ -211,7 +211,8 @@ fn alloc(a: &AmArgs, am: &ApplicationMaster) -> Result<Value> {
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
     let mut calls = 0u64;
     let am0 = self_cpu_ms()?;
-    let rm0 = proc_cpu_ms(a.rm_pid)?;
+    let (rm0_user, rm0_sys) = proc_cpu_split_ms(a.rm_pid)?;
+    let rm0 = rm0_user + rm0_sys;
     let t0 = Instant::now();
     while t0.elapsed() < window {
         let req = req_for(rid);
@@ -223,7 +224,8 @@ fn alloc(a: &AmArgs, am: &ApplicationMaster) -> Result<Value> {
         allocated += resp.allocated_containers.len();
     }
     let busy_wall = t0.elapsed().as_secs_f64();
-    let busy_cpu = proc_cpu_ms(a.rm_pid)? - rm0;
+    let (rm1_user, rm1_sys) = proc_cpu_split_ms(a.rm_pid)?;
+    let busy_cpu = rm1_user + rm1_sys - rm0;
     let am_cpu = self_cpu_ms()? - am0;
     if allocated > 0 {
         bail!(
@@ -249,6 +251,8 @@ fn alloc(a: &AmArgs, am: &ApplicationMaster) -> Result<Value> {
         "rm_idle_cpu_ms_per_s": idle_rate,
         "rm_cpu_us_per_call_gross": busy_cpu * 1000.0 / calls as f64,
         "rm_cpu_us_per_call_net": net * 1000.0 / calls as f64,
+        "rm_user_us_per_call_gross": (rm1_user - rm0_user) * 1000.0 / calls as f64,
+        "rm_sys_us_per_call_gross": (rm1_sys - rm0_sys) * 1000.0 / calls as f64,
         "am_cpu_us_per_call": am_cpu * 1000.0 / calls as f64,
         "latency_us_p50": hist.value_at_quantile(0.5),
         "latency_us_p99": hist.value_at_quantile(0.99),
