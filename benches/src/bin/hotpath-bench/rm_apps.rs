@@ -10,7 +10,8 @@
 //! Each side gets a fresh RM — ours (`hotpath rm`, the binary beside this one) or Java's (the
 //! peer's `yarn-rm --profile agents`: MiniYARNCluster, FIFO scheduler, no NodeManagers of its
 //! own) — and the same `--agents` hotpath agents (127.0.0.81…, 4 GB and 32 vcores each, so
-//! memory binds on both schedulers) as its nodes. Both RMs get the same NodeManager heartbeat
+//! memory binds on both schedulers) as its nodes, started `interval / agents` apart so that
+//! their heartbeats are spread over the interval. Both RMs get the same NodeManager heartbeat
 //! interval and a 128 MB minimum allocation. Applications are submitted with our
 //! ApplicationClient to either RM; their AM is this binary (`rm-apps-am`, see `rm_apps_am.rs`),
 //! launched by the RM on an agent with its AMRMToken, exactly alike on both sides.
@@ -383,6 +384,14 @@ impl Cluster {
         let rt = rm.resource_tracker()?;
         let mut agents = Vec::new();
         for i in 0..args.agents {
+            if i > 0 {
+                // Spread the agents' heartbeat phases evenly over the interval, as on a real
+                // cluster: agents started together heartbeat together, and every wait for
+                // "the next heartbeat of any node" would be the wait for one node's.
+                std::thread::sleep(Duration::from_millis(
+                    args.nm_heartbeat_ms / args.agents as u64,
+                ));
+            }
             agents.push(start_agent(hotpath, &rt, &format!("127.0.0.{}", 81 + i))?);
         }
         let mut nodes: Vec<String> = agents
