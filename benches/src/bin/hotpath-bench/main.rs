@@ -6,6 +6,8 @@
 mod ipc_large;
 mod loadgen;
 mod nm_launch;
+mod rm_apps;
+mod rm_apps_am;
 mod sasl;
 mod storm;
 mod storm_raw;
@@ -68,12 +70,21 @@ enum Cmd {
     /// the raw reference server and the Java RM, repeated: a table with the spread, the runs as
     /// JSON, and an SVG chart of p99 and server CPU per heartbeat against node count.
     StormSweep(storm_sweep::SweepArgs),
+    /// `hotpath rm` running applications beside the Java RM, both on hotpath agents (issue 13):
+    /// allocate CPU per call with outstanding asks, submit → AM running, containers of `true`
+    /// allocated and launched per second.
+    RmApps(rm_apps::RmAppsArgs),
+    /// Internal: the ApplicationMaster of `rm-apps`, launched by the RM in a container.
+    #[command(name = "rm-apps-am", hide = true)]
+    RmAppsAm(rm_apps_am::AmArgs),
     /// Internal: one server of `ipc-large`, run as a child process.
     #[command(name = "bench-ipc-server", hide = true)]
     BenchIpcServer(ipc_large::ServerChildArgs),
 }
 
 fn main() -> Result<()> {
+    // First: `rm-apps-am` reports this as the moment its process ran.
+    let started = std::time::SystemTime::now();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HOTPATH_LOG")
@@ -91,6 +102,8 @@ fn main() -> Result<()> {
         Cmd::NmLaunch(args) => nm_launch::run(args),
         Cmd::StormRaw(args) => storm_raw::run(args),
         Cmd::StormSweep(args) => storm_sweep::run(args),
+        Cmd::RmApps(args) => rm_apps::run(args),
+        Cmd::RmAppsAm(args) => rm_apps_am::run(args, started),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
 }
