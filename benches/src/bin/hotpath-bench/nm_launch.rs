@@ -47,6 +47,11 @@ pub struct NmLaunchArgs {
     /// up to N nodes' connections, which leaves the node's own launch time in the figures.
     #[arg(long, default_value_t = 0)]
     pub am_nm_proxies: u32,
+    /// Extra `--set KEY=VALUE` for the hotpath agents (repeatable), e.g.
+    /// `hotpath.agent.cgroups=off` to launch as Java's DefaultContainerExecutor does, without
+    /// a cgroup per container.
+    #[arg(long = "agent-set", value_name = "KEY=VALUE")]
+    pub agent_set: Vec<String>,
     /// Start the agents with `--no-pin`: no core plan, so containers may use every CPU, as
     /// the Java NodeManager's do (on a machine this small the plan leaves containers one CPU).
     #[arg(long)]
@@ -164,7 +169,7 @@ fn start_agent(bin: &Path, rt: &str, ip: &str, args: &NmLaunchArgs) -> Result<No
     if args.agent_no_pin {
         cmd.arg("--no-pin");
     }
-    for s in &sets {
+    for s in sets.iter().chain(&args.agent_set) {
         cmd.arg("--set").arg(s);
     }
     let stderr = match logs {
