@@ -158,6 +158,22 @@ impl AmrmTokenSecretManager {
         }
     }
 
+    /// An attempt recovered from the RM state store: its AM's token (made with a restored
+    /// key) verifies again.
+    pub fn recover_attempt(&mut self, attempt: AttemptId) -> Result<(), TokenError> {
+        self.register(attempt)
+    }
+
+    /// The keys as the state store keeps them: current, and the pending next one.
+    pub fn keys(&self) -> (&MasterKey, Option<&MasterKey>) {
+        (self.keys.current(), self.keys.next())
+    }
+
+    /// Restores the keys of an earlier run (see [`KeyRoller::restore`]).
+    pub fn restore_keys(&mut self, current: MasterKey, next: Option<MasterKey>, now_ms: u64) {
+        self.keys.restore(current, next, now_ms);
+    }
+
     /// `applicationMasterFinished`: the attempt's tokens stop verifying.
     pub fn application_master_finished(&mut self, attempt: &AttemptId) {
         self.attempts.remove(attempt);

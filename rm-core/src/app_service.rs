@@ -38,6 +38,7 @@ use crate::apps::{
 };
 use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
+use crate::state_store::{AmAllocatedRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,6 +62,9 @@ pub struct AppsRt {
     mailboxes: Vec<Arc<Mailbox>>,
     tracker: Arc<Mutex<ResourceTracker>>,
     launcher: Arc<Mutex<Option<AmLauncher>>>,
+    /// The state store (recovery on), and the keys last written to it.
+    store: Option<Arc<Mutex<StateStore>>>,
+    stored_keys: Arc<Mutex<Option<KeysRec>>>,
 }
 
 struct Host {
@@ -87,6 +91,22 @@ impl LaunchHost for Host {
     }
 }
 
+/// Every master key as the state store keeps it.
+fn current_keys(amrm: &AmrmTokenSecrets, tracker: &Mutex<ResourceTracker>) -> KeysRec {
+    let (cur, next) = {
+        let m = amrm.read();
+        let (c, n) = m.keys();
+        (c.to_proto(), n.map(|k| k.to_proto()))
+    };
+    let t = lock(tracker);
+    KeysRec {
+        amrm_current: Some(cur),
+        amrm_next: next,
+        container: Some(t.container_keys().current().to_proto()),
+        nm: Some(t.nm_keys().current().to_proto()),
+    }
+}
+
 /// The tracker's current container and NM keys.
 pub fn keys(tracker: &Mutex<ResourceTracker>) -> TokenKeys {
     let t = lock(tracker);
@@ -103,6 +123,7 @@ impl AppsRt {
         apps: Apps,
         amrm: Arc<AmrmTokenSecrets>,
         tracker: &Arc<Mutex<ResourceTracker>>,
+        store: Option<StateStore>,
     ) -> std::io::Result<AppsRt> {
         let expiry_ms = apps.config().container_token_expiry_ms;
         let gate = apps.gate();
@@ -114,7 +135,12 @@ impl AppsRt {
             mailboxes,
             tracker: tracker.clone(),
             launcher: Arc::new(Mutex::new(None)),
+            store: store.map(|s| Arc::new(Mutex::new(s))),
+            stored_keys: Arc::new(Mutex::new(None)),
         };
+        // Whatever recovery queued (held acknowledgements, cleanups of finished applications)
+        // reaches the tracker before any node registers.
+        rt.with(|_| ());
         let launcher = AmLauncher::start(Box::new(Host {
             tracker: tracker.clone(),
             rt: rt.clone(),
@@ -130,13 +156,40 @@ impl AppsRt {
         self.gate.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` on the applications, then sends its launches and cleanups on.
+    /// Runs `f` on the applications, writes what it changed to the state store (when on),
+    /// then sends its launches and cleanups on.
     pub fn with<R>(&self, f: impl FnOnce(&mut Apps) -> R) -> R {
-        let (r, launches, cleanups) = {
+        let (r, launches, cleanups, ops, store) = {
             let mut a = lock(&self.apps);
             let r = f(&mut a);
-            (r, a.take_launches(), a.take_cleanups())
+            let launches = a.take_launches();
+            let mut ops = a.take_store_ops();
+            // The store is locked before the applications are let go, so records are
+            // written in the order the changes were made.
+            let store = match &self.store {
+                Some(s) => {
+                    let now = wall_ms();
+                    ops.extend(launches.iter().map(|l| {
+                        Rec::AmAllocated(AmAllocatedRec {
+                            attempt: hadoop_wire::token::identifier::attempt_to_proto(&l.attempt),
+                            container: l.container.id,
+                            host: l.node.host.to_string(),
+                            port: l.node.port,
+                            allocated_ms: now,
+                        })
+                    }));
+                    (!ops.is_empty()).then(|| lock(s))
+                }
+                None => None,
+            };
+            (r, launches, a.take_cleanups(), ops, store)
         };
+        if let Some(mut s) = store {
+            // Durable before the caller is answered and before an AM is launched.
+            if let Err(e) = s.append(&ops) {
+                tracing::error!("state store: {e}; these changes will not survive a restart");
+            }
+        }
         if !launches.is_empty() {
             if let Some(l) = lock(&self.launcher).as_ref() {
                 l.launch(launches);
@@ -168,6 +221,55 @@ impl AppsRt {
             }
         }
         r
+    }
+
+    /// Writes the master keys to the state store if they changed since the last write
+    /// (the housekeeping thread calls this after the key timers ran).
+    pub fn persist_keys(&self) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let keys = current_keys(&self.amrm, &self.tracker);
+        let mut last = lock(&self.stored_keys);
+        if last.as_ref() == Some(&keys) {
+            return;
+        }
+        match lock(store).append(&[Rec::Keys(keys.clone())]) {
+            Ok(()) => *last = Some(keys),
+            Err(e) => tracing::error!("state store: master keys: {e}"),
+        }
+    }
+
+    /// Rewrites the state store with what the RM keeps now: its epoch, keys and applications
+    /// (at start, and when the log has grown past its limit).
+    pub fn compact_store(&self, force: bool) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let a = lock(&self.apps);
+        let mut s = lock(store);
+        if !force && !s.wants_compaction() {
+            return;
+        }
+        let keys = current_keys(&self.amrm, &self.tracker);
+        let mut recs = vec![
+            Rec::Epoch(EpochRec { epoch: a.epoch() }),
+            Rec::Keys(keys.clone()),
+        ];
+        recs.extend(a.store_snapshot());
+        drop(a);
+        let before = s.len();
+        match s.compact(&recs) {
+            Ok(()) => {
+                *lock(&self.stored_keys) = Some(keys);
+                tracing::info!(
+                    "state store {}: compacted {before} bytes to {}",
+                    s.path().display(),
+                    s.len()
+                );
+            }
+            Err(e) => tracing::error!("state store: compaction: {e}"),
+        }
     }
 
     /// Prometheus lines: applications by state, and the scheduler's cluster resources.

@@ -28,9 +28,20 @@
 //!   with container tokens, NMTokens for nodes the attempt has none for yet, completed container
 //!   statuses (each delivered once), the AMRMToken while a next key is pending.
 //!
-//! Container ids: `container_<clusterTimestamp>_<app>_<attempt>_<seq>`, a counter per attempt
-//! starting at 1 (the AM container); the RM epoch is 0 (we do not persist state), so ids carry
-//! no `e<epoch>_` part.
+//! Container ids: `container_[e<epoch>_]<clusterTimestamp>_<app>_<attempt>_<seq>`, a counter per
+//! attempt starting at 1 (the AM container), with the RM epoch in the bits above the sequence
+//! number as Java's (0, so no `e…_` part, unless the state store has seen an earlier run).
+//!
+//! Recovery (`yarn.resourcemanager.recovery.enabled`, work-preserving): with a state store the
+//! changes that matter across a restart leave as [`Rec`] records ([`Apps::take_store_ops`]);
+//! [`Apps::recover`] rebuilds the applications from them. A recovered attempt that had its AM
+//! container waits, LAUNCHED, for its AM to register again (its `allocate` gets Java's
+//! `ApplicationMasterNotRegisteredException`, on which `AMRMClient` re-registers and re-sends
+//! its asks); an attempt that had none is scheduled again; a failed last attempt is retried
+//! while attempts remain. A node's first registration after the restart brings back its
+//! containers ([`Apps::node_registered`]): RUNNING ones of recovered attempts are live again
+//! on it, completions that happened meanwhile go to their AMs, and a recovered container the
+//! node no longer has is lost (ABORTED).
 //!
 //! Effects for the IO side: [`Apps::take_launches`] (AM containers to start on their nodes) and
 //! [`Apps::take_cleanups`] (applications and containers to clean up through the heartbeat
@@ -57,6 +68,9 @@ use hadoop_wire::yarn::ids::{AppId, AttemptId, ContainerId};
 use crate::amrm_token::AmrmTokenSecrets;
 use crate::ids::{FastMap, NodeKey, NodeKeyRef};
 use crate::master_key::MasterKey;
+use crate::state_store::{
+    AppEndedRec, AttemptEndedRec, Rec, Recovered, RecoveredApp, SubmittedRec,
+};
 
 /// The one queue.
 pub const DEFAULT_QUEUE: &str = "default";
@@ -308,6 +322,21 @@ pub enum AppState {
 }
 
 impl AppState {
+    /// The state store's number for the state.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The state a store number names.
+    pub fn from_code(c: i32) -> Option<AppState> {
+        use AppState::*;
+        [
+            Submitted, Accepted, Running, Finishing, Finished, Failed, Killed,
+        ]
+        .into_iter()
+        .find(|s| s.code() == c)
+    }
+
     pub fn is_final(self) -> bool {
         matches!(
             self,
@@ -342,6 +371,21 @@ pub enum AttemptState {
 }
 
 impl AttemptState {
+    /// The state store's number for the state.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The state a store number names.
+    pub fn from_code(c: i32) -> Option<AttemptState> {
+        use AttemptState::*;
+        [
+            Scheduled, Allocated, Launched, Running, Finishing, Finished, Failed, Killed,
+        ]
+        .into_iter()
+        .find(|s| s.code() == c)
+    }
+
     pub fn is_final(self) -> bool {
         matches!(
             self,
@@ -404,10 +448,13 @@ pub struct Attempt {
     pub live: HashMap<ContainerId, LiveContainer>,
     next_seq: i64,
     last_contact_ms: u64,
+    /// Rebuilt from the state store and not yet reconciled with every node.
+    recovered: bool,
 }
 
 impl Attempt {
-    fn new(id: AttemptId) -> Attempt {
+    /// A new attempt whose containers carry `epoch`.
+    fn new(id: AttemptId, epoch: i64) -> Attempt {
         Attempt {
             id,
             state: AttemptState::Scheduled,
@@ -427,8 +474,9 @@ impl Attempt {
             completed: Vec::new(),
             nm_token_nodes: HashMap::new(),
             live: HashMap::new(),
-            next_seq: 1,
+            next_seq: (epoch << 40) | 1,
             last_contact_ms: 0,
+            recovered: false,
         }
     }
 
@@ -557,6 +605,24 @@ pub struct Apps {
     /// Some allocated container may not have been reported RUNNING yet (set on allocation,
     /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
     unstarted: bool,
+    /// The RM epoch (in the high bits of this run's container ids).
+    epoch: i64,
+    /// State-store records not yet written (`None`: recovery is off).
+    store_ops: Option<Vec<Rec>>,
+    /// Live applications were recovered: a node's first registration reconciles them.
+    reconcile: bool,
+}
+
+/// A container a (re-)registering NodeManager reports (`NMContainerStatusProto`).
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub id: ContainerId,
+    /// RUNNING, NEW or COMPLETE.
+    pub state: ContainerStateProto,
+    pub exit_status: i32,
+    pub diagnostics: String,
+    pub res: Res,
+    pub priority: i32,
 }
 
 fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
@@ -569,6 +635,37 @@ fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto 
         execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
         container_attributes: Vec::new(),
         container_sub_state: None,
+    }
+}
+
+/// An application's final state as a state-store record.
+fn app_ended(app: &RmApp) -> AppEndedRec {
+    AppEndedRec {
+        app: app.id.to_proto(),
+        state: app.state.code(),
+        final_status: app.final_status as i32,
+        diagnostics: app.diagnostics.clone(),
+        finish_ms: app.finish_ms,
+    }
+}
+
+/// The submission context a kept application is stored with on compaction: what the RM
+/// still uses of the original (ids, names, queue, type, tags, priority, AM resource and,
+/// while it runs, its launch context).
+fn kept_context(app: &RmApp) -> ApplicationSubmissionContextProto {
+    ApplicationSubmissionContextProto {
+        application_id: Some(app.id.to_proto()),
+        application_name: Some(app.name.clone()),
+        queue: Some(app.queue.clone()),
+        priority: Some(PriorityProto {
+            priority: Some(app.priority),
+        }),
+        am_container_spec: Some(app.am_spec.clone()),
+        resource: Some(app.am_res.to_proto()),
+        application_type: Some(app.app_type.clone()),
+        application_tags: app.tags.clone(),
+        max_app_attempts: Some(app.max_attempts),
+        ..Default::default()
     }
 }
 
@@ -656,7 +753,29 @@ impl Apps {
             completed_order: Vec::new(),
             live_apps: 0,
             unstarted: false,
+            epoch: 0,
+            store_ops: None,
+            reconcile: false,
         }
+    }
+
+    /// Turns the state-store records on, for a run in `epoch`.
+    pub fn enable_store(&mut self, epoch: i64) {
+        self.epoch = epoch;
+        self.store_ops.get_or_insert_with(Vec::new);
+    }
+
+    /// The RM epoch.
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    /// State-store records to write, in order.
+    pub fn take_store_ops(&mut self) -> Vec<Rec> {
+        self.store_ops
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     pub fn config(&self) -> &AppsConfig {
@@ -697,6 +816,246 @@ impl Apps {
     /// Cleanups for the heartbeat outbox.
     pub fn take_cleanups(&mut self) -> Vec<Cleanup> {
         std::mem::take(&mut self.cleanups)
+    }
+
+    /// Rebuilds the applications from the state store (see the module docs); call once,
+    /// before anything else, after [`enable_store`](Self::enable_store). Returns the live and
+    /// the finished applications recovered; applications whose stored submission cannot be
+    /// used any more are skipped with a warning.
+    pub fn recover(&mut self, rec: &Recovered, now_ms: u64) -> (usize, usize) {
+        let (mut live, mut done) = (0, 0);
+        for (&(ts, seq), ra) in &rec.apps {
+            let id = AppId::new(ts, seq);
+            self.next_app = self.next_app.max(seq);
+            match self.recover_app(id, ra, now_ms) {
+                Ok(app) => {
+                    let id = app.id;
+                    if app.state.is_final() {
+                        done += 1;
+                        self.completed_order.push(id.id);
+                        // Whatever of it a node still runs is cleaned up there.
+                        self.cleanups.push(Cleanup::App(id));
+                    } else {
+                        live += 1;
+                        self.live_apps += 1;
+                        self.cleanups.push(Cleanup::HoldAcks(id));
+                    }
+                    if let Some(old) = self.apps.insert(id.id, app) {
+                        tracing::warn!("state store: {} replaced by {id}", old.id);
+                    }
+                }
+                Err(why) => tracing::warn!("state store: application {id} not recovered: {why}"),
+            }
+        }
+        self.completed_order.sort_unstable();
+        while self.completed_order.len() > self.cfg.max_completed_apps {
+            let old = self.completed_order.remove(0);
+            self.apps.remove(&old);
+        }
+        self.reconcile = live > 0;
+        self.update_gate();
+        (live, done)
+    }
+
+    fn recover_app(&mut self, id: AppId, ra: &RecoveredApp, now_ms: u64) -> Result<RmApp, String> {
+        let ctx: ApplicationSubmissionContextProto =
+            prost::Message::decode(ra.submitted.context.as_slice())
+                .map_err(|e| format!("submission context does not decode: {e}"))?;
+        let asked = ctx
+            .am_container_resource_request
+            .iter()
+            .find(|r| r.resource_name.as_deref() == Some(ANY))
+            .and_then(|r| r.capability.as_ref())
+            .or(ctx.resource.as_ref())
+            .map(Res::from_proto)
+            .ok_or("no AM resource")?;
+        let global = self.cfg.max_attempts;
+        let mut app = RmApp {
+            id,
+            name: ctx.application_name.clone().unwrap_or_else(|| "N/A".into()),
+            queue: ctx.queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into()),
+            user: ra.submitted.user.clone(),
+            app_type: ctx
+                .application_type
+                .clone()
+                .unwrap_or_else(|| "YARN".into()),
+            tags: ctx.application_tags.clone(),
+            priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
+            am_spec: ctx.am_container_spec.clone().unwrap_or_default(),
+            am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
+            max_attempts: match ctx.max_app_attempts.unwrap_or(0) {
+                n if n <= 0 || n > global => global,
+                n => n,
+            },
+            state: AppState::Accepted,
+            final_status: FinalApplicationStatusProto::AppUndefined,
+            diagnostics: String::new(),
+            submit_ms: ra.submitted.submit_ms,
+            launch_ms: 0,
+            finish_ms: 0,
+            attempts: Vec::new(),
+            failures: 0,
+        };
+        for (&n, rat) in &ra.attempts {
+            let aid = AttemptId {
+                app: id,
+                attempt: n,
+            };
+            let mut at = Attempt::new(aid, self.epoch);
+            if let Some(al) = &rat.allocated {
+                let node = NodeKey::new(&al.host, al.port);
+                let c = ContainerId {
+                    app: id,
+                    attempt: n,
+                    id: al.container,
+                };
+                at.am_container = Some(c);
+                at.am_node = Some(node.clone());
+                at.state = AttemptState::Launched;
+                at.live.insert(
+                    c,
+                    LiveContainer {
+                        node,
+                        res: app.am_res,
+                        priority: app.priority,
+                        allocated_ms: now_ms,
+                        started: true,
+                    },
+                );
+                app.launch_ms = al.allocated_ms;
+            }
+            if let Some(e) = &rat.ended {
+                at.state = AttemptState::from_code(e.state).ok_or("unknown attempt state")?;
+                at.diagnostics = e.diagnostics.clone();
+                at.am_exit_status = e.am_exit_status;
+                at.final_status = e
+                    .final_status
+                    .and_then(|f| FinalApplicationStatusProto::try_from(f).ok());
+                at.live.clear();
+                app.failures = app.failures.max(e.failures);
+            }
+            app.attempts.push(at);
+        }
+        if let Some(e) = &ra.ended {
+            app.state = AppState::from_code(e.state).ok_or("unknown application state")?;
+            app.final_status = FinalApplicationStatusProto::try_from(e.final_status)
+                .unwrap_or(FinalApplicationStatusProto::AppUndefined);
+            app.diagnostics = e.diagnostics.clone();
+            app.finish_ms = e.finish_ms;
+            if !app.state.is_final() {
+                // FINISHING was stored as FINISHED; anything else is not a final record.
+                app.state = AppState::Finished;
+            }
+            app.am_spec = ContainerLaunchContextProto::default();
+            for at in &mut app.attempts {
+                if !at.state.is_final() {
+                    at.state = AttemptState::Finished;
+                    at.live.clear();
+                }
+            }
+            return Ok(app);
+        }
+        // A live application: what its last attempt says decides what comes next.
+        let last = app.attempts.last().map(|t| (t.id.attempt, t.state));
+        match last {
+            None => app.attempts.push(Attempt::new(
+                AttemptId {
+                    app: id,
+                    attempt: 1,
+                },
+                self.epoch,
+            )),
+            Some((_, AttemptState::Launched)) => {
+                let at = app.attempts.last_mut().expect("last exists");
+                at.recovered = true;
+                at.last_contact_ms = now_ms;
+                self.amrm
+                    .write()
+                    .recover_attempt(at.id)
+                    .map_err(|e| e.to_string())?;
+            }
+            Some((n, AttemptState::Failed)) if app.failures < app.max_attempts => {
+                app.attempts.push(Attempt::new(
+                    AttemptId {
+                        app: id,
+                        attempt: n + 1,
+                    },
+                    self.epoch,
+                ));
+            }
+            Some((_, s)) => {
+                // The attempt ended and the application's own record did not make it to disk.
+                let (to, fs) = match s {
+                    AttemptState::Finished => (
+                        AppState::Finished,
+                        FinalApplicationStatusProto::AppUndefined,
+                    ),
+                    AttemptState::Killed => {
+                        (AppState::Killed, FinalApplicationStatusProto::AppKilled)
+                    }
+                    _ => (AppState::Failed, FinalApplicationStatusProto::AppFailed),
+                };
+                app.state = to;
+                app.final_status = app
+                    .attempts
+                    .last()
+                    .and_then(|t| t.final_status)
+                    .unwrap_or(fs);
+                app.diagnostics = app
+                    .attempts
+                    .last()
+                    .map(|t| t.diagnostics.clone())
+                    .unwrap_or_default();
+                app.finish_ms = now_ms;
+                app.am_spec = ContainerLaunchContextProto::default();
+            }
+        }
+        Ok(app)
+    }
+
+    /// What the state store must hold for the applications kept now (for compaction; the
+    /// caller adds the epoch and the keys).
+    pub fn store_snapshot(&self) -> Vec<Rec> {
+        use crate::state_store::AmAllocatedRec;
+        let mut out = Vec::new();
+        for app in self.apps.values() {
+            out.push(Rec::Submitted(SubmittedRec {
+                app: app.id.to_proto(),
+                user: app.user.clone(),
+                submit_ms: app.submit_ms,
+                context: prost::Message::encode_to_vec(&kept_context(app)),
+            }));
+            for at in &app.attempts {
+                if let (Some(c), Some(n)) = (at.am_container, &at.am_node) {
+                    out.push(Rec::AmAllocated(AmAllocatedRec {
+                        attempt: attempt_to_proto(&at.id),
+                        container: c.id,
+                        host: n.host.to_string(),
+                        port: n.port,
+                        allocated_ms: app.launch_ms,
+                    }));
+                }
+                if at.state.is_final() {
+                    out.push(Rec::AttemptEnded(AttemptEndedRec {
+                        attempt: attempt_to_proto(&at.id),
+                        state: at.state.code(),
+                        diagnostics: at.diagnostics.clone(),
+                        am_exit_status: at.am_exit_status,
+                        failures: app.failures,
+                        final_status: at.final_status.map(|f| f as i32),
+                    }));
+                }
+            }
+            if app.state.is_final() || app.state == AppState::Finishing {
+                let mut e = app_ended(app);
+                e.state = match app.state {
+                    AppState::Finishing => AppState::Finished.code(),
+                    s => s.code(),
+                };
+                out.push(Rec::AppEnded(e));
+            }
+        }
+        out
     }
 
     // ---- nodes ---------------------------------------------------------------------------
@@ -745,23 +1104,118 @@ impl Apps {
         self.update_gate();
     }
 
-    /// A node (re-)registered, reporting `completed` containers (id, exit status,
-    /// diagnostics): those complete with their real status; whatever else the RM had on the
-    /// node is lost (Java without work-preserving recovery removes and re-adds a reconnected
-    /// node); then the node's capacity is (re)set.
+    /// A node (re-)registered, reporting its containers. Normally the reported completions
+    /// complete with their real status, whatever else the RM had on the node is lost (Java
+    /// without work-preserving recovery removes and re-adds a reconnected node), and the
+    /// node's capacity is (re)set. The first registration of a node after live applications
+    /// were recovered reconciles instead (see the module docs).
     pub fn node_registered(
         &mut self,
         key: &NodeKey,
         http_address: String,
         total: Res,
-        completed: &[(ContainerId, i32, String)],
+        reported: &[Reported],
         now_ms: u64,
     ) {
-        for (c, exit, diag) in completed {
-            self.container_reported_complete(*c, *exit, diag, now_ms);
+        if self.reconcile && !self.nodes.contains_key(key) {
+            self.reconcile_node(key, http_address, total, reported, now_ms);
+            return;
+        }
+        for r in reported {
+            if r.state == ContainerStateProto::CComplete {
+                self.container_reported_complete(r.id, r.exit_status, &r.diagnostics, now_ms);
+            }
         }
         self.node_removed(key, now_ms);
         self.node_added(key, http_address, total);
+    }
+
+    /// The current, not final, recovered-or-live attempt a container belongs to.
+    fn live_attempt_mut(&mut self, c: ContainerId) -> Option<&mut Attempt> {
+        let app = self
+            .apps
+            .get_mut(&c.app.id)
+            .filter(|a| a.id == c.app && !a.state.is_final())?;
+        app.attempts
+            .last_mut()
+            .filter(|t| t.id.attempt == c.attempt && !t.state.is_final())
+    }
+
+    fn reconcile_node(
+        &mut self,
+        key: &NodeKey,
+        http_address: String,
+        total: Res,
+        reported: &[Reported],
+        now_ms: u64,
+    ) {
+        self.node_added(key, http_address, total);
+        // Running and new containers of live attempts are live again here.
+        let mut seen = HashSet::new();
+        for r in reported {
+            seen.insert(r.id);
+            if r.state == ContainerStateProto::CComplete {
+                continue;
+            }
+            let started = r.state == ContainerStateProto::CRunning;
+            let Some(at) = self.live_attempt_mut(r.id) else {
+                continue;
+            };
+            let l = at.live.entry(r.id).or_insert_with(|| LiveContainer {
+                node: key.clone(),
+                res: r.res,
+                priority: r.priority,
+                allocated_ms: now_ms,
+                started,
+            });
+            if &l.node != key {
+                continue;
+            }
+            if !started {
+                self.unstarted = true;
+            }
+        }
+        let (mut used, mut count) = (Res::default(), 0);
+        let mut lost = Vec::new();
+        for app in self.apps.values() {
+            for at in &app.attempts {
+                for (c, l) in &at.live {
+                    if &l.node == key {
+                        used = used.plus(l.res);
+                        count += 1;
+                        if !seen.contains(c) {
+                            lost.push(*c);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(n) = self.nodes.get_mut(key) {
+            n.used = used;
+            n.containers = count;
+        }
+        // Completions made while the RM was away: to their AMs.
+        for r in reported {
+            if r.state != ContainerStateProto::CComplete {
+                continue;
+            }
+            if self.is_live(r.id) {
+                self.container_completed(r.id, r.exit_status, &r.diagnostics, now_ms);
+            } else if let Some(at) = self.live_attempt_mut(r.id).filter(|t| t.recovered) {
+                at.completed
+                    .push(status(r.id, r.exit_status, &r.diagnostics));
+            }
+        }
+        for c in lost {
+            self.container_completed(
+                c,
+                exit_status::ABORTED,
+                "Container released on a *lost* node",
+                now_ms,
+            );
+            self.cleanups.push(Cleanup::Container(c));
+        }
+        self.update_gate();
     }
 
     /// Total and used resources over active nodes.
@@ -923,6 +1377,16 @@ impl Apps {
         if !diag.is_empty() {
             at.diagnostics = diag.clone();
         }
+        if let Some(ops) = self.store_ops.as_mut() {
+            ops.push(Rec::AttemptEnded(AttemptEndedRec {
+                attempt: attempt_to_proto(&attempt),
+                state: to.code(),
+                diagnostics: at.diagnostics.clone(),
+                am_exit_status: at.am_exit_status,
+                failures: app.failures,
+                final_status: at.final_status.map(|f| f as i32),
+            }));
+        }
         at.asks.clear();
         at.new_containers.clear();
         for (c, l) in at.live.drain() {
@@ -949,7 +1413,7 @@ impl Apps {
                         app: app.id,
                         attempt: app.attempts.len() as i32 + 1,
                     };
-                    app.attempts.push(Attempt::new(next));
+                    app.attempts.push(Attempt::new(next, self.epoch));
                     app.state = AppState::Accepted;
                 } else {
                     let global = self.cfg.max_attempts;
@@ -980,6 +1444,9 @@ impl Apps {
             app.diagnostics = d;
         }
         app.finish_ms = now_ms;
+        if let Some(ops) = self.store_ops.as_mut() {
+            ops.push(Rec::AppEnded(app_ended(app)));
+        }
         self.cleanups.push(Cleanup::App(id));
         self.cleanups.push(Cleanup::ReleaseAcks(id));
         self.completed_order.push(id.id);
@@ -1227,9 +1694,20 @@ impl Apps {
         if !unknown_queue {
             self.cleanups.push(Cleanup::HoldAcks(id));
             app.state = AppState::Accepted;
-            app.attempts.push(Attempt::new(AttemptId {
-                app: id,
-                attempt: 1,
+            app.attempts.push(Attempt::new(
+                AttemptId {
+                    app: id,
+                    attempt: 1,
+                },
+                self.epoch,
+            ));
+        }
+        if let Some(ops) = self.store_ops.as_mut() {
+            ops.push(Rec::Submitted(SubmittedRec {
+                app: id.to_proto(),
+                user: user.to_string(),
+                submit_ms: now_ms,
+                context: prost::Message::encode_to_vec(&ctx),
             }));
         }
         self.apps.insert(id.id, app);
@@ -1428,6 +1906,13 @@ impl Apps {
         app.state = AppState::Finishing;
         app.final_status = fs;
         app.diagnostics = diag;
+        if let Some(ops) = self.store_ops.as_mut() {
+            // Java's FINAL_SAVING: a restart from here on finds the application finished.
+            let mut e = app_ended(app);
+            e.state = AppState::Finished.code();
+            e.finish_ms = now_ms;
+            ops.push(Rec::AppEnded(e));
+        }
         self.update_gate();
         Ok(true)
     }
@@ -2604,7 +3089,14 @@ mod tests {
             &h2,
             "h2:8042".into(),
             Res::new(4096, 4),
-            &[(ids[0], 4, "done".into())],
+            &[Reported {
+                id: ids[0],
+                state: ContainerStateProto::CComplete,
+                exit_status: 4,
+                diagnostics: "done".into(),
+                res: Res::new(1024, 1),
+                priority: 0,
+            }],
             80,
         );
         assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
@@ -2635,5 +3127,220 @@ mod tests {
             ]
         );
         assert_eq!(a.app(id).unwrap().state, AppState::Running);
+    }
+
+    fn running_report(id: ContainerId, state: ContainerStateProto, exit: i32) -> Reported {
+        Reported {
+            id,
+            state,
+            exit_status: exit,
+            diagnostics: if state == ContainerStateProto::CComplete {
+                "done".into()
+            } else {
+                String::new()
+            },
+            res: Res::new(1024, 1),
+            priority: 0,
+        }
+    }
+
+    #[test]
+    fn a_running_application_is_recovered_and_its_containers_come_back_with_their_nodes() {
+        use crate::state_store::Recovered;
+        let m =
+            AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100).unwrap();
+        let amrm = Arc::new(AmrmTokenSecrets::new(m));
+        let mut a = Apps::new(AppsConfig::default(), TS, amrm.clone());
+        a.enable_store(0);
+        a.node_added(&NodeKey::new("h1", 1), "h1:8042".into(), Res::new(4096, 4));
+        a.node_added(&NodeKey::new("h2", 2), "h2:8042".into(), Res::new(4096, 4));
+        let (id, at) = running(&mut a);
+        let h1 = NodeKey::new("h1", 1);
+        let h2 = NodeKey::new("h2", 2);
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 3, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), 50).unwrap();
+        update(&mut a, &h2, &[], 60);
+        let r = a
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                70,
+            )
+            .unwrap();
+        let tasks: Vec<ContainerId> = r
+            .allocated_containers
+            .iter()
+            .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+            .collect();
+        assert_eq!(tasks.len(), 3);
+        // A second application finished before the restart.
+        let (done_id, _) = a.new_application().unwrap();
+        a.submit(ctx(done_id, 512, "default"), "bob", 75).unwrap();
+        a.kill(done_id, None, 76).unwrap();
+        // What the store got (the AM container's record comes from the launch, written by
+        // the IO side: add it as it would).
+        let mut rec = Recovered::default();
+        for op in a.take_store_ops() {
+            rec.apply(op);
+        }
+        let am = a.app(id).unwrap().current().unwrap().am_container.unwrap();
+        rec.apply(Rec::AmAllocated(crate::state_store::AmAllocatedRec {
+            attempt: attempt_to_proto(&at),
+            container: am.id,
+            host: "h1".into(),
+            port: 1,
+            allocated_ms: 20,
+        }));
+        rec.records = 9;
+        drop(a);
+
+        // The new RM: another cluster timestamp, epoch 1, the same AMRM secrets.
+        let mut b = Apps::new(AppsConfig::default(), TS + 1000, amrm.clone());
+        b.enable_store(1);
+        assert_eq!(b.recover(&rec, 100), (1, 1));
+        assert_eq!(b.app(done_id).unwrap().state, AppState::Killed);
+        assert_eq!(b.app(id).unwrap().state, AppState::Accepted);
+        assert_eq!(
+            b.app(id).unwrap().current().unwrap().state,
+            AttemptState::Launched
+        );
+        assert!(amrm.read().is_registered(&at));
+        let cleanups = b.take_cleanups();
+        assert!(cleanups.contains(&Cleanup::HoldAcks(id)), "{cleanups:?}");
+        assert!(cleanups.contains(&Cleanup::App(done_id)), "{cleanups:?}");
+        // New ids do not collide with recovered ones.
+        let (next, _) = b.new_application().unwrap();
+        assert_eq!(next.id, done_id.id + 1);
+        // The AM's allocate before it re-registers: Java's re-register signal.
+        let e = b
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(2),
+                    ..Default::default()
+                },
+                &keys(),
+                110,
+            )
+            .unwrap_err();
+        assert_eq!(e.class, exc::AM_NOT_REGISTERED);
+        // h1 comes back with the AM container; h2 with one task running, one completed
+        // while the RM was away, and without the third.
+        b.node_registered(
+            &h1,
+            "h1:8042".into(),
+            Res::new(4096, 4),
+            &[running_report(am, ContainerStateProto::CRunning, 0)],
+            120,
+        );
+        assert_eq!(b.node(&h1).unwrap().used, Res::new(1024, 1));
+        b.node_registered(
+            &h2,
+            "h2:8042".into(),
+            Res::new(4096, 4),
+            &[
+                running_report(tasks[0], ContainerStateProto::CRunning, 0),
+                running_report(tasks[1], ContainerStateProto::CComplete, 3),
+            ],
+            130,
+        );
+        assert_eq!(b.node(&h2).unwrap().used, Res::new(1024, 1));
+        b.register_am(at, &RegisterApplicationMasterRequestProto::default(), 140)
+            .unwrap();
+        let r = b
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(0),
+                    ask: vec![ask(0, ANY, 1, 1024, true)],
+                    release: vec![tasks[0].to_proto()],
+                    ..Default::default()
+                },
+                &keys(),
+                150,
+            )
+            .unwrap();
+        let got: Vec<(ContainerId, i32)> = r
+            .completed_container_statuses
+            .iter()
+            .map(|s| {
+                (
+                    container_from_proto(s.container_id.as_ref().unwrap()).unwrap(),
+                    s.exit_status.unwrap(),
+                )
+            })
+            .collect();
+        assert!(got.contains(&(tasks[1], 3)), "{got:?}");
+        // The third one no node reported: the RM never knew it after the restart (as Java's,
+        // which learns a container only from its NodeManager).
+        assert!(!got.iter().any(|(c, _)| *c == tasks[2]), "{got:?}");
+        assert!(
+            got.contains(&(tasks[0], exit_status::ABORTED)),
+            "released: {got:?}"
+        );
+        assert_eq!(b.node(&h2).unwrap().used, Res::default());
+        // The replacement carries the new epoch.
+        update(&mut b, &h2, &[], 160);
+        let r = b
+            .allocate(
+                at,
+                1,
+                &AllocateRequestProto {
+                    response_id: Some(1),
+                    ..Default::default()
+                },
+                &keys(),
+                170,
+            )
+            .unwrap();
+        let new = container_from_proto(r.allocated_containers[0].id.as_ref().unwrap()).unwrap();
+        assert_eq!(new.epoch(), 1);
+        assert!(new.to_string().starts_with("container_e01_"), "{new}");
+        assert_eq!(b.app(id).unwrap().state, AppState::Running);
+    }
+
+    #[test]
+    fn a_failed_last_attempt_is_retried_and_an_unallocated_one_scheduled_after_recovery() {
+        use crate::state_store::Recovered;
+        let mut a = apps(AppsConfig::default());
+        a.enable_store(0);
+        let (id, at) = running(&mut a);
+        let am = a.app(id).unwrap().current().unwrap().am_container.unwrap();
+        update(&mut a, &NodeKey::new("h1", 1), &[(am, 1)], 200);
+        assert_eq!(a.app(id).unwrap().attempts.len(), 2);
+        let (id2, _) = a.new_application().unwrap();
+        a.submit(ctx(id2, 512, "default"), "bob", 210).unwrap();
+        let mut rec = Recovered::default();
+        for op in a.take_store_ops() {
+            rec.apply(op);
+        }
+        rec.records = 5;
+        let _ = at;
+        let mut b = apps(AppsConfig::default());
+        b.enable_store(1);
+        assert_eq!(b.recover(&rec, 300), (2, 0));
+        let app = b.app(id).unwrap();
+        assert_eq!(app.attempts.len(), 2);
+        assert_eq!(app.attempts[0].state, AttemptState::Failed);
+        assert_eq!(app.current().unwrap().state, AttemptState::Scheduled);
+        assert_eq!(app.failures, 1);
+        assert_eq!(
+            b.app(id2).unwrap().current().unwrap().state,
+            AttemptState::Scheduled
+        );
+        // Both get AM containers on the next node update.
+        update(&mut b, &NodeKey::new("h1", 1), &[], 310);
+        assert_eq!(b.take_launches().len(), 2);
     }
 }

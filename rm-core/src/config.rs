@@ -36,6 +36,13 @@ pub const MIN_ALLOC_MB: &str = "yarn.scheduler.minimum-allocation-mb";
 /// `yarn.scheduler.minimum-allocation-vcores`
 pub const MIN_ALLOC_VCORES: &str = "yarn.scheduler.minimum-allocation-vcores";
 
+/// `yarn.resourcemanager.recovery.enabled` (false): keep applications across a restart.
+pub const RECOVERY: &str = "yarn.resourcemanager.recovery.enabled";
+/// Ours: directory of the RM state store (default `<completion-log.dir>/rmstore`; Java's
+/// `yarn.resourcemanager.store.class` and its settings are not read).
+pub const STATE_STORE_DIR: &str = "hotpath.rm.state-store.dir";
+/// Ours: the state store's log is compacted once it grows past this many bytes (64 MiB).
+pub const STATE_STORE_MAX_BYTES: &str = "hotpath.rm.state-store.max-log-bytes";
 /// Ours: directory of the durable completion log (default `$TMPDIR/hotpath-rm`).
 pub const COMPLETION_LOG_DIR: &str = "hotpath.rm.completion-log.dir";
 /// Ours: most NodeManagers the RM tracks (registrations beyond are told SHUTDOWN).
@@ -73,6 +80,11 @@ pub struct RmConfig {
     /// `yarn.am.liveness-monitor.expiry-interval-ms` (3.5.0 default 900000: 15 minutes).
     pub am_expiry_ms: u64,
     pub completion_log_dir: PathBuf,
+    /// `yarn.resourcemanager.recovery.enabled`.
+    pub recovery: bool,
+    /// Where the state store lives (see [`STATE_STORE_DIR`]).
+    pub state_store_dir: PathBuf,
+    pub state_store_max_bytes: u64,
     pub max_nodes: usize,
     pub rm_version: String,
     pub batch_interval_ms: u64,
@@ -98,6 +110,9 @@ impl Default for RmConfig {
             amrm_key_roll_ms: 86_400_000,
             am_expiry_ms: 900_000,
             completion_log_dir: std::env::temp_dir().join("hotpath-rm"),
+            recovery: false,
+            state_store_dir: std::env::temp_dir().join("hotpath-rm").join("rmstore"),
+            state_store_max_bytes: 64 << 20,
             max_nodes: 1_000_000,
             rm_version: DEFAULT_RM_VERSION.into(),
             batch_interval_ms: 1,
@@ -160,7 +175,19 @@ impl RmConfig {
             nm_key_roll_ms: secs(NM_KEY_ROLL, d.nm_key_roll_ms)?,
             amrm_key_roll_ms: secs(AMRM_KEY_ROLL, d.amrm_key_roll_ms)?,
             am_expiry_ms: ms_or(conf, AM_EXPIRY, d.am_expiry_ms)?,
-            completion_log_dir: opt_path(conf, COMPLETION_LOG_DIR)?.unwrap_or(d.completion_log_dir),
+            completion_log_dir: opt_path(conf, COMPLETION_LOG_DIR)?
+                .unwrap_or(d.completion_log_dir.clone()),
+            recovery: match conf.try_get(RECOVERY)? {
+                None => d.recovery,
+                Some(_) => conf.get_bool(RECOVERY)?,
+            },
+            state_store_dir: match opt_path(conf, STATE_STORE_DIR)? {
+                Some(p) => p,
+                None => opt_path(conf, COMPLETION_LOG_DIR)?
+                    .unwrap_or(d.completion_log_dir)
+                    .join("rmstore"),
+            },
+            state_store_max_bytes: u64_or(conf, STATE_STORE_MAX_BYTES, d.state_store_max_bytes)?,
             max_nodes: u64_or(conf, MAX_NODES, d.max_nodes as u64)? as usize,
             rm_version: conf
                 .try_get(RM_VERSION)?

@@ -53,6 +53,19 @@ pub enum Error {
         offset: u64,
         reason: &'static str,
     },
+    /// The RM state store could not be read, written or synced.
+    #[error("RM state store {path}: {source}")]
+    StoreIo {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The RM state store is damaged before its tail, or holds what this RM cannot recover.
+    #[error("RM state store {path}: corrupt record at offset {offset}: {reason}")]
+    StoreCorrupt {
+        path: PathBuf,
+        offset: u64,
+        reason: &'static str,
+    },
     /// The random source failed.
     #[error(transparent)]
     Entropy(#[from] hadoop_wire::entropy::EntropyError),

@@ -50,6 +50,10 @@
 //!   only while an application is in flight (NODE_UPDATE: completions, then allocation); the
 //!   tracker holds a scheduled application's acknowledgements until its AM pulled the
 //!   completion (trap 1). [`service::RmService::start_with_apps`] wires them in.
+//! - [`state_store::StateStore`] keeps applications, attempts, the RM epoch and the master
+//!   keys on disk (`yarn.resourcemanager.recovery.enabled`); [`apps::Apps::recover`] rebuilds
+//!   the applications from it on start, and node re-registrations bring back their containers
+//!   (work-preserving, as Java's default).
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
@@ -70,6 +74,7 @@ pub mod node;
 pub mod response;
 pub mod service;
 pub mod shard;
+pub mod state_store;
 pub mod tracker;
 pub mod version;
 

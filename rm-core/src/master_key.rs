@@ -76,6 +76,22 @@ impl KeyRoller {
         &self.current
     }
 
+    /// Takes over the keys of an earlier run (the RM state store): `current` is current
+    /// again, a pending `next` is activated one activation delay from `now_ms`, and new keys'
+    /// ids continue above both so that no id names two secrets.
+    pub fn restore(&mut self, current: MasterKey, next: Option<MasterKey>, now_ms: u64) {
+        let top = next
+            .as_ref()
+            .map_or(current.key_id, |n| n.key_id.max(current.key_id));
+        self.serial = top.wrapping_add(1) & 0x7fff_ffff;
+        self.activate_at_ms = next
+            .as_ref()
+            .map(|_| now_ms.saturating_add(self.activation_delay_ms));
+        self.current = current;
+        self.next = next;
+        self.next_roll_at_ms = now_ms.saturating_add(self.roll_interval_ms);
+    }
+
     pub fn next(&self) -> Option<&MasterKey> {
         self.next.as_ref()
     }
@@ -155,6 +171,31 @@ mod tests {
             r.tick(&mut e, 20_000).unwrap(),
             "next roll one interval after the last"
         );
+    }
+
+    #[test]
+    fn restored_keys_are_current_and_new_ids_continue_above_them() {
+        let mut e = SeededEntropy(9);
+        let mut r = KeyRoller::new(&mut e, 0, 10_000, 1_500).unwrap();
+        let old = MasterKey {
+            key_id: 0x7fff_fff0,
+            bytes: vec![7; KEY_BYTES],
+        };
+        let pending = MasterKey {
+            key_id: 0x7fff_fff1,
+            bytes: vec![8; KEY_BYTES],
+        };
+        r.restore(old.clone(), Some(pending.clone()), 5_000);
+        assert_eq!(r.current(), &old);
+        assert_eq!(r.next(), Some(&pending));
+        assert!(r.tick(&mut e, 6_500).unwrap(), "the pending key activates");
+        assert_eq!(r.current(), &pending);
+        assert!(
+            r.tick(&mut e, 15_000).unwrap(),
+            "rolls one interval after the restore"
+        );
+        let rolled = r.next().unwrap();
+        assert_eq!(rolled.key_id, 0x7fff_fff2);
     }
 
     #[test]

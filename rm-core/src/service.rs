@@ -154,7 +154,7 @@ impl RmService {
         let tracker = Arc::new(Mutex::new(tracker));
         let (rt, app_servers) = match &apps {
             None => (None, (None, None)),
-            Some(setup) => match start_apps(setup, &cfg, &tracker, &server_cfg) {
+            Some(setup) => match start_apps(setup, &cfg, &tracker, &server_cfg, clock) {
                 Ok((rt, c, m)) => (Some(rt), (Some(c), Some(m))),
                 Err(e) => {
                     dispatcher.shutdown();
@@ -330,6 +330,7 @@ fn start_apps(
     cfg: &RmConfig,
     tracker: &Arc<Mutex<ResourceTracker>>,
     server_cfg: &ServerConfig,
+    clock: Clock,
 ) -> Result<(AppsRt, Server, Server), Error> {
     let amrm = Arc::new(AmrmTokenSecrets::new(AmrmTokenSecretManager::from_config(
         cfg,
@@ -350,8 +351,17 @@ fn start_apps(
         ..server_cfg.transport.clone()
     };
     let rm_id = lock(tracker).rm_identifier();
-    let apps = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
-    let rt = AppsRt::start(apps, amrm, tracker).map_err(|e| Error::Spawn(e.to_string()))?;
+    let mut apps = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
+    let store = if cfg.recovery {
+        Some(recover(cfg, &mut apps, &amrm, tracker, clock)?)
+    } else {
+        None
+    };
+    let recovering = store.is_some();
+    let rt = AppsRt::start(apps, amrm, tracker, store).map_err(|e| Error::Spawn(e.to_string()))?;
+    if recovering {
+        rt.compact_store(true);
+    }
     let mut creg = Registry::new();
     app_service::register_client(&mut creg, &rt, tracker);
     let mut mreg = Registry::new();
@@ -379,6 +389,41 @@ fn start_apps(
             Err(Error::Spawn(e))
         }
     }
+}
+
+/// Opens the state store and rebuilds what it holds: the master keys (so tokens held by
+/// running AMs and NodeManagers still verify), the epoch, and the applications.
+fn recover(
+    cfg: &RmConfig,
+    apps: &mut Apps,
+    amrm: &AmrmTokenSecrets,
+    tracker: &Mutex<ResourceTracker>,
+    clock: Clock,
+) -> Result<crate::state_store::StateStore, Error> {
+    use crate::master_key::MasterKey;
+    let (store, rec) =
+        crate::state_store::StateStore::open(&cfg.state_store_dir, cfg.state_store_max_bytes)?;
+    let key = |k: &Option<hadoop_wire::pb::hadoop::yarn::MasterKeyProto>| {
+        k.as_ref().and_then(|p| MasterKey::from_proto(p).ok())
+    };
+    if let Some(k) = &rec.keys {
+        if let Some(cur) = key(&k.amrm_current) {
+            amrm.write().restore_keys(cur, key(&k.amrm_next), wall_ms());
+        }
+        if let (Some(c), Some(n)) = (key(&k.container), key(&k.nm)) {
+            lock(tracker).restore_keys(c, n, clock.now_ns());
+        }
+    }
+    let epoch = if rec.records == 0 { 0 } else { rec.epoch + 1 };
+    apps.enable_store(epoch);
+    let (live, done) = apps.recover(&rec, wall_ms());
+    tracing::info!(
+        "state store {}: {} records ({} torn-tail bytes cut), epoch {epoch}: {live} running and {done} finished applications recovered",
+        store.path().display(),
+        rec.records,
+        rec.truncated_bytes
+    );
+    Ok(store)
 }
 
 fn refresh(
@@ -553,29 +598,35 @@ fn register_tracker(
     );
 }
 
-/// A node (re-)registered: its capacity to the scheduler, and the completions it re-reported.
+/// A node (re-)registered: its capacity and the containers it reported, to the scheduler.
 fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[u8]) {
+    use crate::apps::Reported;
     use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, RegisterNodeManagerRequestProto};
     use prost::Message;
-    let done: Vec<_> = RegisterNodeManagerRequestProto::decode(request)
+    let reported: Vec<Reported> = RegisterNodeManagerRequestProto::decode(request)
         .map(|req| {
             req.container_statuses
                 .iter()
-                .filter(|c| c.container_state == Some(ContainerStateProto::CComplete as i32))
                 .filter_map(|c| {
                     let id = hadoop_wire::token::identifier::container_from_proto(
                         c.container_id.as_ref()?,
                     )?;
-                    Some((
+                    let state = c
+                        .container_state
+                        .and_then(|s| ContainerStateProto::try_from(s).ok())?;
+                    Some(Reported {
                         id,
-                        c.container_exit_status.unwrap_or(-1000),
-                        c.diagnostics.clone().unwrap_or_default(),
-                    ))
+                        state,
+                        exit_status: c.container_exit_status.unwrap_or(-1000),
+                        diagnostics: c.diagnostics.clone().unwrap_or_default(),
+                        res: c.resource.as_ref().map(Res::from_proto).unwrap_or_default(),
+                        priority: c.priority.and_then(|p| p.priority).unwrap_or(0),
+                    })
                 })
                 .collect()
         })
         .unwrap_or_default();
-    rt.with(|a| a.node_registered(node, http, total, &done, wall_ms()));
+    rt.with(|a| a.node_registered(node, http, total, &reported, wall_ms()));
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {
@@ -699,6 +750,8 @@ fn housekeeping(
             for a in rt.with(|a| a.tick(now)) {
                 tracing::info!("ApplicationMaster for attempt {a} timed out");
             }
+            rt.persist_keys();
+            rt.compact_store(false);
         }
         let rate = m.sample_rate();
         last_rate = Instant::now();

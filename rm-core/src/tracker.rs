@@ -39,7 +39,7 @@ use prost::Message;
 use crate::hosts::HostLists;
 use crate::ids::{shard_of, AppKey, ContainerKey, FastMap, FastSet, NodeKey, NodeKeyRef};
 use crate::mailbox::{Global, Mailbox};
-use crate::master_key::{Entropy, KeyRoller};
+use crate::master_key::{Entropy, KeyRoller, MasterKey};
 use crate::metrics::TrackerMetrics;
 use crate::node::{OutItem, ResetKind};
 use crate::response::HeartbeatResponse;
@@ -259,6 +259,14 @@ impl ResourceTracker {
 
     pub fn rm_identifier(&self) -> i64 {
         self.rm_identifier
+    }
+
+    /// Takes over the container-token and NMToken keys of an earlier run (the RM state
+    /// store), so that tokens minted before a restart still verify on the NodeManagers.
+    pub fn restore_keys(&mut self, container: MasterKey, nm: MasterKey, now_ns: u64) {
+        let now_ms = now_ns / 1_000_000;
+        self.container_keys.restore(container, None, now_ms);
+        self.nm_keys.restore(nm, None, now_ms);
     }
 
     pub fn container_keys(&self) -> &KeyRoller {
