@@ -73,7 +73,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * {@code nm_state}, {@code nm_exit_status}, {@code nm_diagnostics}), {@code bad-resource} ({@code I:missing|stale,...}: index I's launch context names
  * a local resource {@code bad.txt} that does not exist, or whose timestamp is 1 ms off the file's;
  * expected status −1000),
- * {@code per-node} (bench), {@code heartbeat-ms}, {@code timeout-s}, {@code nm-proxies}
+ * {@code per-node} (bench), {@code heartbeat-ms}, {@code timeout-s}, {@code rm-retry-ms}
+ * ({@code yarn.resourcemanager.connect.retry-interval.ms}), {@code nm-proxies}
  * ({@code yarn.client.max-cached-nodemanagers-proxies}, Hadoop's default 0).
  *
  * <p>Result file (one JSON object, rewritten atomically; the second write adds
@@ -309,6 +310,12 @@ public final class ShellAm {
     // N > 0 lets NMClient keep up to N node proxies, and their connections, open.
     conf.setInt(YarnConfiguration.NM_CLIENT_MAX_NM_PROXIES,
         Integer.parseInt(opt("nm-proxies", "0")));
+    // While the RM restarts, its proxy retries at this interval (Hadoop's default 30 s).
+    String rmRetry = opt("rm-retry-ms", "");
+    if (!rmRetry.isEmpty()) {
+      conf.setLong(YarnConfiguration.RESOURCEMANAGER_CONNECT_RETRY_INTERVAL_MS,
+          Long.parseLong(rmRetry));
+    }
     String sched = conf.get(YarnConfiguration.RM_SCHEDULER_ADDRESS);
     System.err.println("ShellAm: scheduler address " + sched);
     if (sched == null || sched.equals(YarnConfiguration.DEFAULT_RM_SCHEDULER_ADDRESS)

@@ -39,7 +39,7 @@ final class ShellSubmit {
       "release", "", "bad_resource", "", "am_mb", "256",
       "container_mb", "128", "container_vcores", "1", "fail_attempt", "0", "result", null,
       "shared", null, "queue", "default", "per_node", "4", "timeout_s", "300",
-      "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0");
+      "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0", "rm_retry_ms", "");
 
   /**
    * {@code app-submit key=value...}: submits a {@link ShellAm} application. Its AM container gets
@@ -98,6 +98,7 @@ final class ShellSubmit {
     plan.setProperty("timeout-s", o.get("timeout_s"));
     plan.setProperty("heartbeat-ms", o.get("heartbeat_ms"));
     plan.setProperty("nm-proxies", o.get("nm_proxies"));
+    plan.setProperty("rm-retry-ms", o.get("rm_retry_ms"));
     Path planFile = dir.resolve("shellCommands");
     try (var w = Files.newBufferedWriter(planFile, StandardCharsets.UTF_8)) {
       plan.store(w, "ShellAm plan for " + id);
