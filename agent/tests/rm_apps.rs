@@ -84,7 +84,10 @@ struct Cluster {
 }
 
 fn cluster() -> Cluster {
-    let rm = start_rm();
+    cluster_with(start_rm())
+}
+
+fn cluster_with(rm: Daemon) -> Cluster {
     let rt = rm.field("resource_tracker");
     let agents = vec![
         start_agent(&rt, "127.0.0.51"),
@@ -678,7 +681,7 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     let _ = c._rm.child.kill();
     let _ = c._rm.child.wait();
     c._rm = start_rm_at(&rt, &client, &c.scheduler);
-    // Nothing is persisted: the old application is unknown to the new RM, as Java's.
+    // Recovery is off (Java's default): the old application is unknown to the new RM.
     let t0 = Instant::now();
     loop {
         match c.client.command("metrics") {
@@ -715,6 +718,108 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     let result2 = dir.path().join("result2.json");
     let (_, done) = c.run(&format!("containers=2 result={}", result2.display()), 180);
     assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+}
+
+/// `yarn.resourcemanager.recovery.enabled`: the RM is killed −9 while an application runs and
+/// its containers keep running on the agents; one of them completes while no RM is up. The
+/// new RM recovers the application from its state store, the agents re-register with their
+/// containers, the same AM attempt re-registers (Java's AMRMClient does so on
+/// ApplicationMasterNotRegisteredException) and the application finishes SUCCEEDED with the
+/// exact exit statuses, the one made during the outage included.
+#[test]
+fn with_recovery_an_rm_restart_keeps_the_running_application_and_its_containers() {
+    let store = tempfile::tempdir().unwrap();
+    let recovery = [
+        ("yarn.resourcemanager.recovery.enabled", "true".to_string()),
+        (
+            "hotpath.rm.state-store.dir",
+            store.path().join("rmstore").display().to_string(),
+        ),
+    ];
+    let mut c = cluster_with(start_rm_with(
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        "127.0.0.1:0",
+        &recovery,
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=3 exit=0:5 sleep=0:4,1:27,2:27 rm_retry_ms=500 result={}",
+            result.display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    wait_for("the three shells running", Duration::from_secs(90), || {
+        processes_with("sleep 27") >= 2 && processes_with("sleep 4") >= 1
+    });
+    let am_before = container_processes(&c);
+    assert!(am_before >= 4, "AM and 3 shells: {am_before}");
+    let sleepers = processes_with("sleep 27");
+    // The RM dies; shell 0 completes (exit 5) while none is up; a new one starts on the
+    // same addresses and the same state store.
+    let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
+    let _ = c._rm.child.kill();
+    let _ = c._rm.child.wait();
+    wait_for(
+        "shell 0 exits while the RM is down",
+        Duration::from_secs(30),
+        || processes_with("sleep 4") == 0,
+    );
+    c._rm = start_rm_with(&rt, &client, &c.scheduler, &recovery);
+    let t0 = Instant::now();
+    let report = loop {
+        match c.client.command(&format!("app-report {id}")) {
+            Ok(v) => break v,
+            Err(e) => {
+                eprintln!("app-report after the restart: {e}");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(90),
+                    "the new RM never answered"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    };
+    assert_ne!(report["state"], "FAILED", "{report}");
+    assert_ne!(report["state"], "KILLED", "{report}");
+    // The shells were not killed by the restart.
+    assert_eq!(
+        processes_with("sleep 27"),
+        sleepers,
+        "the running shells survive"
+    );
+    let done = c
+        .client
+        .command(&format!("app-wait {id} 150"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}"));
+    assert_eq!(done["timed_out"], false, "{done}");
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let r = read_json(&result);
+    assert_eq!(r["final_status"], "SUCCEEDED", "{r}");
+    assert_eq!(r["attempt"], 1, "the same attempt finished the job: {r}");
+    let mut exits: Vec<(i64, i64)> = r["completions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["index"].as_i64().unwrap(),
+                x["exit_status"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    exits.sort();
+    assert_eq!(exits, vec![(0, 5), (1, 0), (2, 0)], "{r}");
+    // The new RM's metrics count the recovered application, and new applications get ids
+    // that do not collide with it.
+    let result2 = dir.path().join("result2.json");
+    let (s2, done2) = c.run(&format!("containers=1 result={}", result2.display()), 180);
+    assert_eq!(done2["final_status"], "SUCCEEDED", "{done2}");
+    assert_ne!(s2["app_id"], id.as_str());
 }
 
 #[test]
