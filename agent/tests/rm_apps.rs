@@ -752,8 +752,10 @@ fn with_recovery_an_rm_restart_keeps_the_running_application_and_its_containers(
         ))
         .unwrap();
     let id = s["app_id"].as_str().unwrap().to_string();
+    // Two shells per container carry the command line (the launch script's and the
+    // command's own).
     wait_for("the three shells running", Duration::from_secs(90), || {
-        processes_with("sleep 27") >= 2 && processes_with("sleep 4") >= 1
+        processes_with("sleep 27") >= 4 && processes_with("sleep 4") >= 1
     });
     let am_before = container_processes(&c);
     assert!(am_before >= 4, "AM and 3 shells: {am_before}");

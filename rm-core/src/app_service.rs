@@ -10,7 +10,7 @@
 //! cleanups to the shards' mailboxes (the heartbeat outbox), outside the lock.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, FinishApplicationMasterRequestProto,
@@ -34,7 +34,7 @@ use prost::Message;
 use crate::am_launcher::{AmLauncher, LaunchHost};
 use crate::amrm_token::AmrmTokenSecrets;
 use crate::apps::{
-    exc, report, AppError, Apps, Cleanup, Res, TokenKeys, DEFAULT_QUEUE, DEFAULT_RACK,
+    exc, report, AmLaunch, AppError, Apps, Cleanup, Res, TokenKeys, DEFAULT_QUEUE, DEFAULT_RACK,
 };
 use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
@@ -62,9 +62,114 @@ pub struct AppsRt {
     mailboxes: Vec<Arc<Mailbox>>,
     tracker: Arc<Mutex<ResourceTracker>>,
     launcher: Arc<Mutex<Option<AmLauncher>>>,
-    /// The state store (recovery on), and the keys last written to it.
+    /// The state store (recovery on), its writer thread, and the keys last written to it.
     store: Option<Arc<Mutex<StateStore>>>,
+    writer: Option<Arc<StoreWriter>>,
     stored_keys: Arc<Mutex<Option<KeysRec>>>,
+}
+
+/// Changes for the state store, and the AM launches that must wait for them.
+struct Batch {
+    ticket: u64,
+    recs: Vec<Rec>,
+    launches: Vec<AmLaunch>,
+}
+
+/// The state store's writer thread: appends queued batches (several per fsync when they
+/// queue up), then hands their AM launches to the launcher and tells waiters.
+struct StoreWriter {
+    tx: Mutex<Option<mpsc::Sender<Batch>>>,
+    next: std::sync::atomic::AtomicU64,
+    durable: Arc<(Mutex<u64>, Condvar)>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl StoreWriter {
+    fn start(
+        store: Arc<Mutex<StateStore>>,
+        launcher: Arc<Mutex<Option<AmLauncher>>>,
+    ) -> std::io::Result<StoreWriter> {
+        let (tx, rx) = mpsc::channel::<Batch>();
+        let durable = Arc::new((Mutex::new(0u64), Condvar::new()));
+        let d = durable.clone();
+        let thread = std::thread::Builder::new()
+            .name("hp-rm-store".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut batches = vec![first];
+                    batches.extend(rx.try_iter());
+                    let recs: Vec<Rec> =
+                        batches.iter_mut().flat_map(|b| b.recs.drain(..)).collect();
+                    if let Err(e) = lock(&store).append(&recs) {
+                        tracing::error!(
+                            "state store: {e}; these changes will not survive a restart"
+                        );
+                    }
+                    let top = batches.last().map_or(0, |b| b.ticket);
+                    let launches: Vec<AmLaunch> =
+                        batches.into_iter().flat_map(|b| b.launches).collect();
+                    if !launches.is_empty() {
+                        if let Some(l) = lock(&launcher).as_ref() {
+                            l.launch(launches);
+                        }
+                    }
+                    let (m, cv) = &*d;
+                    *lock(m) = top;
+                    cv.notify_all();
+                }
+            })?;
+        Ok(StoreWriter {
+            tx: Mutex::new(Some(tx)),
+            next: std::sync::atomic::AtomicU64::new(1),
+            durable,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues a batch; returns its ticket for [`wait`](Self::wait). The caller holds the
+    /// applications' lock, which orders the tickets.
+    fn send(&self, recs: Vec<Rec>, launches: Vec<AmLaunch>) -> u64 {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        let sent = lock(&self.tx).as_ref().map(|tx| {
+            tx.send(Batch {
+                ticket,
+                recs,
+                launches,
+            })
+        });
+        if !matches!(sent, Some(Ok(()))) {
+            tracing::error!("state store writer stopped: a change was not written");
+            let (m, cv) = &*self.durable;
+            *lock(m) = ticket.max(*lock(m));
+            cv.notify_all();
+        }
+        ticket
+    }
+
+    /// Waits until the batch `ticket` is durable (or the writer stopped).
+    fn wait(&self, ticket: u64) {
+        let (m, cv) = &*self.durable;
+        let mut g = lock(m);
+        while *g < ticket {
+            let stopped = lock(&self.thread).is_none();
+            if stopped {
+                return;
+            }
+            g = cv
+                .wait_timeout(g, std::time::Duration::from_millis(100))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+
+    /// Writes what is queued, then stops.
+    fn stop(&self) {
+        lock(&self.tx).take();
+        let t = lock(&self.thread).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
 }
 
 struct Host {
@@ -128,14 +233,21 @@ impl AppsRt {
         let expiry_ms = apps.config().container_token_expiry_ms;
         let gate = apps.gate();
         let mailboxes = lock(tracker).mailboxes().to_vec();
+        let launcher = Arc::new(Mutex::new(None));
+        let store = store.map(|s| Arc::new(Mutex::new(s)));
+        let writer = match &store {
+            Some(s) => Some(Arc::new(StoreWriter::start(s.clone(), launcher.clone())?)),
+            None => None,
+        };
         let rt = AppsRt {
             apps: Arc::new(Mutex::new(apps)),
             gate,
             amrm,
             mailboxes,
             tracker: tracker.clone(),
-            launcher: Arc::new(Mutex::new(None)),
-            store: store.map(|s| Arc::new(Mutex::new(s))),
+            launcher,
+            store,
+            writer,
             stored_keys: Arc::new(Mutex::new(None)),
         };
         // Whatever recovery queued (held acknowledgements, cleanups of finished applications)
@@ -156,18 +268,35 @@ impl AppsRt {
         self.gate.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` on the applications, writes what it changed to the state store (when on),
-    /// then sends its launches and cleanups on.
+    /// Runs `f` on the applications, then sends its launches and cleanups on. With the state
+    /// store on, what `f` changed is written (and fsynced) by the store's writer thread, which
+    /// launches AM containers only once their records are durable; `with` returns once the
+    /// write is durable, so an RPC is answered only after what it changed would survive a
+    /// restart. (The heartbeat path uses [`with_nowait`](Self::with_nowait).)
     pub fn with<R>(&self, f: impl FnOnce(&mut Apps) -> R) -> R {
-        let (r, launches, cleanups, ops, store) = {
+        let (r, ticket) = self.run(f);
+        if let (Some(w), Some(t)) = (&self.writer, ticket) {
+            w.wait(t);
+        }
+        r
+    }
+
+    /// [`with`](Self::with) without waiting for the state store (for the heartbeat ring
+    /// threads: their node updates may allocate AM containers, whose records and launches the
+    /// writer thread takes care of).
+    pub fn with_nowait<R>(&self, f: impl FnOnce(&mut Apps) -> R) -> R {
+        self.run(f).0
+    }
+
+    fn run<R>(&self, f: impl FnOnce(&mut Apps) -> R) -> (R, Option<u64>) {
+        let (r, launches, cleanups, ticket) = {
             let mut a = lock(&self.apps);
             let r = f(&mut a);
-            let launches = a.take_launches();
-            let mut ops = a.take_store_ops();
-            // The store is locked before the applications are let go, so records are
-            // written in the order the changes were made.
-            let store = match &self.store {
-                Some(s) => {
+            let mut launches = a.take_launches();
+            let mut ticket = None;
+            if let Some(w) = &self.writer {
+                let mut ops = a.take_store_ops();
+                if !ops.is_empty() || !launches.is_empty() {
                     let now = wall_ms();
                     ops.extend(launches.iter().map(|l| {
                         Rec::AmAllocated(AmAllocatedRec {
@@ -178,25 +307,25 @@ impl AppsRt {
                             allocated_ms: now,
                         })
                     }));
-                    (!ops.is_empty()).then(|| lock(s))
+                    // Queued while the applications are locked: records reach the log in
+                    // the order the changes were made.
+                    ticket = Some(w.send(ops, std::mem::take(&mut launches)));
                 }
-                None => None,
-            };
-            (r, launches, a.take_cleanups(), ops, store)
-        };
-        if let Some(mut s) = store {
-            // Durable before the caller is answered and before an AM is launched.
-            if let Err(e) = s.append(&ops) {
-                tracing::error!("state store: {e}; these changes will not survive a restart");
             }
-        }
+            (r, launches, a.take_cleanups(), ticket)
+        };
         if !launches.is_empty() {
             if let Some(l) = lock(&self.launcher).as_ref() {
                 l.launch(launches);
             }
         }
+        self.cleanup(cleanups);
+        (r, ticket)
+    }
+
+    fn cleanup(&self, cleanups: Vec<Cleanup>) {
         if cleanups.is_empty() {
-            return r;
+            return;
         }
         let mut t = lock(&self.tracker);
         for c in cleanups {
@@ -220,7 +349,6 @@ impl AppsRt {
                 m.push_global(g);
             }
         }
-        r
     }
 
     /// Writes the master keys to the state store if they changed since the last write
@@ -328,8 +456,12 @@ impl AppsRt {
         t
     }
 
-    /// Stops the launcher thread (after the launch in progress).
+    /// Stops the state store's writer (after writing what is queued) and the launcher thread
+    /// (after the launch in progress).
     pub fn shutdown(&self) {
+        if let Some(w) = &self.writer {
+            w.stop();
+        }
         let l = lock(&self.launcher).take();
         if let Some(l) = l {
             l.shutdown();

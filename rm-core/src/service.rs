@@ -443,7 +443,7 @@ fn refresh(
 fn departed(rt: &Option<AppsRt>, gone: Vec<NodeKey>) {
     if let Some(rt) = rt {
         if !gone.is_empty() {
-            rt.with(|a| {
+            rt.with_nowait(|a| {
                 for n in &gone {
                     a.node_removed(n, wall_ms());
                 }
@@ -465,7 +465,7 @@ fn node_update(rt: &AppsRt, request: &[u8]) {
     let Ok((host, port)) = NodeKey::read(nid) else {
         return;
     };
-    rt.with(|a| a.node_update(host, port, status, wall_ms()));
+    rt.with_nowait(|a| a.node_update(host, port, status, wall_ms()));
 }
 
 fn register_tracker(
@@ -626,7 +626,7 @@ fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[
                 .collect()
         })
         .unwrap_or_default();
-    rt.with(|a| a.node_registered(node, http, total, &reported, wall_ms()));
+    rt.with_nowait(|a| a.node_registered(node, http, total, &reported, wall_ms()));
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {

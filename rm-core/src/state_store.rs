@@ -22,8 +22,10 @@
 //!   earlier run.
 //!
 //! Records are framed `u32 LE length | u32 LE CRC32C(payload) | payload`, the payload a
-//! protobuf message ([`StoreRecord`], ours). Every append is fsynced before the RPC that caused
-//! it is answered and before an AM launch it caused is sent. [`StateStore::open`] replays the
+//! protobuf message ([`StoreRecord`], ours). Appends are fsynced by the RM's store writer thread
+//! (several changes per fsync when they queue up; `app_service`): a client or AM call is
+//! answered, and an AM container launched, only once what it changed is durable; heartbeat
+//! threads never wait for the disk. [`StateStore::open`] replays the
 //! log into [`Recovered`]; a torn tail (a cut or unverifiable last record with nothing valid
 //! after it) is truncated, damage before valid records refuses to start
 //! ([`Error::StoreCorrupt`]). The log is then rewritten compactly ([`StateStore::compact`]):
