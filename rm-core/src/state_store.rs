@@ -538,6 +538,29 @@ mod tests {
         assert!(s.is_empty());
     }
 
+    proptest::proptest! {
+        /// Any bytes after a valid prefix: replay keeps the prefix or refuses, never panics.
+        #[test]
+        fn arbitrary_tails_never_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let mut bytes = Vec::new();
+            for r in sample() {
+                frame(&r, &mut bytes);
+            }
+            let good = bytes.len();
+            bytes.extend_from_slice(&tail);
+            match replay(Path::new("x"), &bytes) {
+                Ok((rec, valid)) => {
+                    proptest::prop_assert!(valid >= good);
+                    proptest::prop_assert_eq!(rec.epoch, 3);
+                }
+                Err(Error::StoreCorrupt { offset, .. }) => {
+                    proptest::prop_assert!(offset as usize >= good)
+                }
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
+    }
+
     #[test]
     fn compaction_replaces_the_log() {
         let d = tempfile::tempdir().unwrap();
