@@ -15,6 +15,8 @@
 pub mod client;
 pub mod digest;
 pub mod gssapi;
+pub mod gssapi_server;
+pub mod kerberos_name;
 pub mod message;
 pub mod server;
 
