@@ -95,6 +95,7 @@ use hadoop_wire::sasl::server::{ServerAuth, ServerFailure, ServerNegotiation, Se
 use hadoop_wire::sasl::{SaslError, SecurityLayer};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
+use crate::authorize::{ServiceAuthorization, AUTHORIZATION_EXCEPTION};
 use crate::entropy::OsEntropy;
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
@@ -505,6 +506,10 @@ pub struct ServerConfig {
     /// `hadoop.rpc.protection` levels. Default: SIMPLE only (a SASL client is told to switch to
     /// SIMPLE, as Java's server does).
     pub auth: Arc<ServerAuth>,
+    /// Service-level authorization (`hadoop.security.authorization`): the ACL of each
+    /// enforced protocol, checked when the connection context names the protocol. `None`:
+    /// nothing checked.
+    pub authorization: Option<Arc<ServiceAuthorization>>,
 }
 
 impl Default for ServerConfig {
@@ -514,6 +519,7 @@ impl Default for ServerConfig {
             max_data_length: DEFAULT_MAX_DATA_LENGTH,
             max_outstanding_calls: 256,
             auth: Arc::new(ServerAuth::simple()),
+            authorization: None,
         }
     }
 }
@@ -566,6 +572,7 @@ pub struct ServerMetrics {
 struct ServerShared {
     registry: Registry,
     auth: Arc<ServerAuth>,
+    authorization: Option<Arc<ServiceAuthorization>>,
     max_data_length: u32,
     max_outstanding: usize,
     counters: Counters,
@@ -637,6 +644,7 @@ impl Server {
         let shared = Arc::new(ServerShared {
             registry,
             auth: config.auth,
+            authorization: config.authorization,
             max_data_length: config.max_data_length,
             max_outstanding: config.max_outstanding_calls,
             counters: Counters::default(),
@@ -741,6 +749,8 @@ struct Core {
     negotiation: Option<Box<ServerNegotiation>>,
     auth_method: AuthMethod,
     token_identifier: Option<Box<[u8]>>,
+    /// KERBEROS: the authenticated principal (`user` is its short name).
+    principal: Option<Box<str>>,
     /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
     layer: Option<Box<dyn SecurityLayer>>,
     /// Plain responses written by a handler, wrapped when it is done.
@@ -782,6 +792,7 @@ impl ServerConn {
                 negotiation: None,
                 auth_method: AuthMethod::Simple,
                 token_identifier: None,
+                principal: None,
                 layer: None,
                 staging: Vec::new(),
                 egress: Vec::new(),
@@ -1774,8 +1785,51 @@ impl Core {
                             );
                         }
                     }
+                } else if self.auth_method == AuthMethod::Kerberos {
+                    // Java's client claims `ugi.getUserName()`, the principal itself; another
+                    // name is a proxy-user request, which this server does not grant.
+                    let principal = self.principal.as_deref().unwrap_or("");
+                    if let Some(c) = claimed.as_deref().filter(|c| *c != principal) {
+                        self.sh
+                            .counters
+                            .auth_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        let principal = principal.to_string();
+                        return self.fatal_class(
+                            call_id,
+                            AUTHORIZATION_EXCEPTION,
+                            RpcErrorCodeProto::FatalUnauthorized,
+                            format_args!(
+                                "User: {principal} is not allowed to impersonate {}",
+                                quote(c)
+                            ),
+                            out,
+                        );
+                    }
                 } else {
                     self.user = claimed.map(|u| quote(&u).into());
+                }
+                if let Some(authz) = self.sh.authorization.clone() {
+                    let user = self.user.as_deref().unwrap_or("");
+                    let shown = format!(
+                        "{} (auth:{})",
+                        self.principal.as_deref().unwrap_or(user),
+                        self.auth_method
+                    );
+                    let protocol = ctx.protocol.as_deref().unwrap_or("");
+                    if let Err(why) = authz.authorize(user, &shown, protocol) {
+                        self.sh
+                            .counters
+                            .auth_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        return self.fatal_class(
+                            call_id,
+                            AUTHORIZATION_EXCEPTION,
+                            RpcErrorCodeProto::FatalUnauthorized,
+                            format_args!("{why}"),
+                            out,
+                        );
+                    }
                 }
                 self.phase = Phase::Ready;
                 Next::Continue
@@ -1867,6 +1921,7 @@ impl Core {
                 self.auth_method = auth.method;
                 self.user = Some(quote(&auth.user).into());
                 self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
+                self.principal = auth.principal.map(String::into_boxed_str);
                 if auth.layer.is_some() {
                     // Room for small responses from the start, so that a response growing by
                     // a byte (longer call ids) does not reallocate in the steady state.
