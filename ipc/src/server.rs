@@ -1922,6 +1922,13 @@ impl Core {
                 self.user = Some(quote(&auth.user).into());
                 self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
                 self.principal = auth.principal.map(String::into_boxed_str);
+                tracing::debug!(
+                    "SASL: {} authenticated by {} at {} (user {})",
+                    self.principal.as_deref().unwrap_or(&auth.user),
+                    auth.method,
+                    auth.qop.sasl_name(),
+                    auth.user
+                );
                 if auth.layer.is_some() {
                     // Room for small responses from the start, so that a response growing by
                     // a byte (longer call ids) does not reallocate in the steady state.

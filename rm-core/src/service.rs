@@ -50,6 +50,20 @@ pub use hadoop_wire::yarn::RESOURCE_TRACKER_PROTOCOL;
 /// Our admin protocol name.
 pub const ADMIN_PROTOCOL: &str = "org.hotpath.rm.RmAdminProtocolPB";
 
+/// The service-level ACL key of each protocol on the ResourceTracker port (Java's
+/// `RMPolicyProvider`; our admin protocol takes the key of Java's RM admin protocol), for
+/// `ipc::authorize::ServiceAuthorization` when `hadoop.security.authorization` is true.
+pub const TRACKER_SERVICE_ACLS: &[(&str, &str)] = &[
+    (
+        RESOURCE_TRACKER_PROTOCOL,
+        "security.resourcetracker.protocol.acl",
+    ),
+    (
+        ADMIN_PROTOCOL,
+        "security.resourcemanager-administration.protocol.acl",
+    ),
+];
+
 /// Admin protocol messages (written by us; field numbers are ours).
 pub mod admin {
     /// A request naming an application or container (`application_…`, `container_…`), or
