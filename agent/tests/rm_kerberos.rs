@@ -8,10 +8,13 @@
 //!    names the principal, KERBEROS and the QOP, and the NM heartbeats. The privacy run also maps
 //!    `nm/localhost@EXAMPLE.COM` through an `auth_to_local` RULE to `yarn`, and admits it by
 //!    `security.resourcetracker.protocol.acl=yarn` with `hadoop.security.authorization=true`.
-//! 2. A principal the ACL does not list: the Java NM cannot start, with Hadoop's
-//!    `AuthorizationException` text from our RM.
+//! 2. A principal the ACL does not list, or not the configured `yarn.nodemanager.principal`:
+//!    the Java NM cannot start, with Hadoop's `AuthorizationException` text from our RM. (The
+//!    integrity run admits it by `yarn.nodemanager.principal=nm/_HOST@…`.)
 //! 3. A client that presents a ticket for another service principal (`nm/localhost` instead of
-//!    `rm/localhost`): the RM refuses the AP-REQ ("GSS initiate failed", FATAL SaslException).
+//!    `rm/localhost`): the RM refuses the AP-REQ ("GSS initiate failed", FATAL SaslException);
+//!    `hotpath rm refresh-nodes`, logged in as `client` from its keytab, gets in over KERBEROS,
+//!    and without Kerberos is refused ("SIMPLE authentication is not enabled").
 //! 4. A keytab without the RM's principal: `hotpath rm` does not start and says why.
 //!
 //! MIT's environment (`KRB5_CONFIG`, `KRB5CCNAME`, `KRB5_CLIENT_KTNAME`) is process-wide; only
@@ -117,11 +120,18 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
 }
 
 /// A Java NM registers over KERBEROS at `protection` and heartbeats.
-fn nm_at_level(nm: &mut Peer, k: &Krb, protection: &str, qop: Qop, extra: &[String]) {
+fn nm_at_level(
+    nm: &mut Peer,
+    k: &Krb,
+    protection: &str,
+    qop: Qop,
+    extra: &[String],
+    nm_sets: &str,
+) {
     let rm = start_rm(k, extra, protection);
     let reply = nm
         .command(&format!(
-            "nm-start {} hadoop.rpc.protection={protection}",
+            "nm-start {} hadoop.rpc.protection={protection} {nm_sets}",
             rm.child.tracker
         ))
         .unwrap_or_else(|e| panic!("Kerberized NM at {protection}: {e}\nRM log:\n{}", rm.log()));
@@ -177,8 +187,20 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
     let k = krb(&nm);
 
     // 1. every level; privacy also through an auth_to_local RULE and the ACL
-    nm_at_level(&mut nm, &k, "authentication", Qop::Auth, &[]);
-    nm_at_level(&mut nm, &k, "integrity", Qop::AuthInt, &[]);
+    nm_at_level(&mut nm, &k, "authentication", Qop::Auth, &[], "");
+    // both sides with _HOST: the NM names the RM rm/_HOST (Java resolves 127.0.0.1 to
+    // localhost), the RM admits only nm/_HOST of the connecting address
+    nm_at_level(
+        &mut nm,
+        &k,
+        "integrity",
+        Qop::AuthInt,
+        &[
+            "hadoop.security.authorization=true".into(),
+            format!("yarn.nodemanager.principal=nm/_HOST@{}", k.realm),
+        ],
+        &format!("yarn.resourcemanager.principal=rm/_HOST@{}", k.realm),
+    );
     let acl = [
         format!(
             "hadoop.security.auth_to_local=RULE:[2:$1@$0](nm@{})s/.*/yarn/ DEFAULT",
@@ -187,7 +209,7 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
         "hadoop.security.authorization=true".to_string(),
         "security.resourcetracker.protocol.acl=yarn".to_string(),
     ];
-    nm_at_level(&mut nm, &k, "privacy", Qop::AuthConf, &acl);
+    nm_at_level(&mut nm, &k, "privacy", Qop::AuthConf, &acl, "");
 
     // 2. a principal the ACL refuses
     let rm = start_rm(
@@ -209,13 +231,37 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
     assert!(
         text.contains(&format!(
             "User nm/localhost@{} (auth:KERBEROS) is not authorized for protocol interface \
-             org.apache.hadoop.yarn.server.api.ResourceTrackerPB",
+             org.apache.hadoop.yarn.server.api.ResourceTrackerPB: denied by configured ACL",
             k.realm
         )),
         "{text}"
     );
     assert_eq!(rm.metric("hotpath_rm_registrations_total"), 0);
     assert!(rm.log().contains("authorization refused"), "{}", rm.log());
+    drop(rm);
+    // ... and a principal other than the configured NodeManager principal
+    let rm = start_rm(
+        &k,
+        &[
+            "hadoop.security.authorization=true".into(),
+            format!("yarn.nodemanager.principal=other/localhost@{}", k.realm),
+        ],
+        "authentication",
+    );
+    let e = nm
+        .command(&format!("nm-start {}", rm.child.tracker))
+        .expect_err("only other/localhost may call");
+    let text = e.to_string();
+    eprintln!("client principal refusal: {text}");
+    assert!(
+        text.contains(&format!(
+            "is not authorized for protocol interface \
+             org.apache.hadoop.yarn.server.api.ResourceTrackerPB: this service is only \
+             accessible by other/localhost@{}",
+            k.realm
+        )),
+        "{text}"
+    );
     drop(rm);
 
     // 3. a ticket for another service principal
@@ -259,6 +305,41 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
         "{text}"
     );
     assert_eq!(rm.metric("hotpath_rm_registrations_total"), 0);
+
+    // ... while our own admin client, logged in as `client` from its keytab, gets in over
+    // KERBEROS (the RM's principal from yarn.resourcemanager.principal, _HOST = localhost),
+    // and a SIMPLE one does not
+    let admin = |secure: bool| {
+        let mut cmd = Command::new(support::hotpath_exe());
+        cmd.args(["rm", "refresh-nodes", "--address", &rm.child.tracker]);
+        if secure {
+            cmd.args(["--set", "hadoop.security.authentication=kerberos"])
+                .arg("--set")
+                .arg(format!(
+                    "yarn.resourcemanager.principal=rm/_HOST@{}",
+                    k.realm
+                ));
+        }
+        cmd.output().expect("hotpath rm refresh-nodes")
+    };
+    let out = admin(true);
+    assert!(
+        out.status.success(),
+        "admin over KERBEROS: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = format!(
+        "SASL: {} authenticated by KERBEROS at auth",
+        k.client_principal
+    );
+    assert!(rm.log().contains(&line), "{line:?} not in {}", rm.log());
+    let out = admin(false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("SIMPLE authentication is not enabled.  Available:[KERBEROS]"),
+        "a SIMPLE admin client: {err}"
+    );
     drop(rm);
 
     // 4. a keytab without the RM's principal: no start, a clear error

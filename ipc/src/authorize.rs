@@ -14,17 +14,25 @@
 //!   `JniBasedUnixGroupsMapping` from the same calls; looked up only when an ACL lists groups
 //!   and the user is not listed by name, and not cached. A user the system does not know has no
 //!   groups (Java logs "No groups available" and goes on).
+//! - A protocol whose Kerberos info names a client principal key (ResourceTrackerPB:
+//!   `yarn.nodemanager.principal`) admits, when that key is set, only that principal (`_HOST`
+//!   replaced by the client address's canonical name, a reverse lookup per connection): Java's
+//!   ": this service is only accessible by …".
 //! - Protocols with no ACL key registered are not checked (Java's policy providers list every
 //!   protocol a daemon serves; we register only the ones we enforce). Per-protocol host lists
 //!   (`.hosts`) are not implemented.
 //!
 //! A refusal is a FATAL `org.apache.hadoop.security.authorize.AuthorizationException`
-//! "User … is not authorized for protocol …", and the connection closes.
+//! "User … is not authorized for protocol …: denied by configured ACL" (Hadoop 3.5's text),
+//! and the connection closes.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::net::IpAddr;
 
 use conf::Configuration;
+use hadoop_wire::sasl::gssapi::replace_host;
+use hadoop_wire::sasl::message::AuthMethod;
 
 /// `security.service.authorization.default.acl`.
 pub const DEFAULT_ACL_KEY: &str = "security.service.authorization.default.acl";
@@ -184,27 +192,53 @@ impl GroupsMapping for UnixGroups {
     }
 }
 
+/// One enforced protocol: its name, its ACL key, and the configuration key of the only client
+/// principal it admits (its `KerberosInfo.clientPrincipal`), if any.
+#[derive(Debug, Clone, Copy)]
+pub struct ProtocolPolicy {
+    pub protocol: &'static str,
+    pub acl_key: &'static str,
+    pub client_principal_key: Option<&'static str>,
+}
+
+/// Who a connection is, as authorization sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The short name (ACLs list these).
+    pub user: &'a str,
+    /// Java's `ugi.getUserName()`: the principal under KERBEROS, else the user.
+    pub full_name: &'a str,
+    pub method: AuthMethod,
+    pub peer: Option<IpAddr>,
+}
+
+struct Policy {
+    acl_key: String,
+    allowed: AccessControlList,
+    blocked: AccessControlList,
+    client_principal: Option<String>,
+}
+
 /// The ACLs of the protocols a server enforces.
 pub struct ServiceAuthorization {
-    /// protocol name → (acl key, allowed, blocked)
-    acls: HashMap<String, (String, AccessControlList, AccessControlList)>,
+    acls: HashMap<String, Policy>,
     groups: Box<dyn GroupsMapping>,
 }
 
 impl std::fmt::Debug for ServiceAuthorization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceAuthorization")
-            .field("acls", &self.acls)
+            .field("protocols", &self.acls.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
 
 impl ServiceAuthorization {
-    /// The ACLs of `protocols` (`(protocol name, acl key)`) from `conf`, when
-    /// `hadoop.security.authorization` is true; `None` when it is off (nothing checked).
+    /// The ACLs of `protocols` from `conf`, when `hadoop.security.authorization` is true;
+    /// `None` when it is off (nothing checked).
     pub fn from_conf(
         conf: &Configuration,
-        protocols: &[(&str, &str)],
+        protocols: &[ProtocolPolicy],
         groups: Box<dyn GroupsMapping>,
     ) -> Result<Option<ServiceAuthorization>, String> {
         let on = match conf.get("hadoop.security.authorization").map(str::trim) {
@@ -221,32 +255,70 @@ impl ServiceAuthorization {
             .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
             .unwrap_or("");
         let mut acls = HashMap::new();
-        for &(protocol, key) in protocols {
+        for p in protocols {
+            let key = p.acl_key;
             let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
             let blocked = AccessControlList::parse(
                 conf.get(&format!("{key}.blocked"))
                     .unwrap_or(default_blocked),
             );
-            acls.insert(protocol.to_string(), (key.to_string(), allowed, blocked));
+            let client_principal = p
+                .client_principal_key
+                .and_then(|k| conf.get(k))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string);
+            acls.insert(
+                p.protocol.to_string(),
+                Policy {
+                    acl_key: key.to_string(),
+                    allowed,
+                    blocked,
+                    client_principal,
+                },
+            );
         }
         Ok(Some(ServiceAuthorization { acls, groups }))
     }
 
-    /// Checks `user` (the connection's short name; `shown` is how refusals name it) for
-    /// `protocol`. `Err` is the refusal text.
-    pub fn authorize(&self, user: &str, shown: &str, protocol: &str) -> Result<(), String> {
-        let Some((key, allowed, blocked)) = self.acls.get(protocol) else {
+    /// Checks `who` for `protocol` (Java's `ServiceAuthorizationManager.authorize`). `Err` is
+    /// the refusal text.
+    pub fn authorize(&self, who: &Subject<'_>, protocol: &str) -> Result<(), String> {
+        let Some(p) = self.acls.get(protocol) else {
             return Ok(());
         };
+        let shown = format!("{} (auth:{})", who.full_name, who.method);
+        let client_principal = match &p.client_principal {
+            None => None,
+            Some(c) if !c.contains("/_HOST@") => Some(c.clone()),
+            Some(c) => match who.peer {
+                Some(ip) => Some(replace_host(c, &crate::kerberos::canonical_host_name(ip))),
+                None => {
+                    return Err(format!(
+                        "Can't figure out Kerberos principal name for connection from (unknown) \
+                         for user={shown} protocol=interface {protocol}"
+                    ))
+                }
+            },
+        };
+        let user = who.user;
         let groups = |u: &str| self.groups.groups(u);
-        if !allowed.allows(user, &groups) || (!blocked.is_empty() && blocked.allows(user, &groups))
-        {
-            tracing::info!("authorization refused: {shown} for {protocol} ({key})");
-            return Err(format!(
-                "User {shown} is not authorized for protocol interface {protocol}"
-            ));
-        }
-        Ok(())
+        let cause = match client_principal {
+            Some(c) if c != who.full_name => format!(": this service is only accessible by {c}"),
+            _ if !p.allowed.allows(user, &groups)
+                || (!p.blocked.is_empty() && p.blocked.allows(user, &groups)) =>
+            {
+                ": denied by configured ACL".to_string()
+            }
+            _ => return Ok(()),
+        };
+        tracing::info!(
+            "authorization refused: {shown} for protocol={protocol}{cause} ({})",
+            p.acl_key
+        );
+        Err(format!(
+            "User {shown} is not authorized for protocol interface {protocol}{cause}"
+        ))
     }
 }
 
@@ -293,47 +365,95 @@ mod tests {
         );
     }
 
+    const RT: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
+    const P: [ProtocolPolicy; 1] = [ProtocolPolicy {
+        protocol: RT,
+        acl_key: "security.resourcetracker.protocol.acl",
+        client_principal_key: Some("yarn.nodemanager.principal"),
+    }];
+
+    fn who<'a>(user: &'a str, full: &'a str) -> Subject<'a> {
+        Subject {
+            user,
+            full_name: full,
+            method: AuthMethod::Kerberos,
+            peer: Some("127.0.0.1".parse().unwrap()),
+        }
+    }
+
+    fn authz(c: &Configuration) -> ServiceAuthorization {
+        ServiceAuthorization::from_conf(c, &P, Box::new(Fixed))
+            .unwrap()
+            .unwrap()
+    }
+
     #[test]
     fn per_protocol_acls_from_conf() {
         let mut c = Configuration::new();
-        let p = [(
-            "org.apache.hadoop.yarn.server.api.ResourceTrackerPB",
-            "security.resourcetracker.protocol.acl",
-        )];
-        assert!(ServiceAuthorization::from_conf(&c, &p, Box::new(Fixed))
+        assert!(ServiceAuthorization::from_conf(&c, &P, Box::new(Fixed))
             .unwrap()
             .is_none());
         c.set("hadoop.security.authorization", "true");
-        let s = ServiceAuthorization::from_conf(&c, &p, Box::new(Fixed))
-            .unwrap()
-            .unwrap();
-        assert!(s.authorize("x", "x", p[0].0).is_ok(), "default ACL *");
+        assert!(
+            authz(&c).authorize(&who("x", "x"), RT).is_ok(),
+            "default ACL *"
+        );
         c.set("security.resourcetracker.protocol.acl", "nm");
-        let s = ServiceAuthorization::from_conf(&c, &p, Box::new(Fixed))
-            .unwrap()
-            .unwrap();
-        assert!(s.authorize("nm", "nm", p[0].0).is_ok());
+        let s = authz(&c);
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_ok());
         let e = s
-            .authorize("client", "client@EXAMPLE.COM (auth:KERBEROS)", p[0].0)
+            .authorize(&who("client", "client@EXAMPLE.COM"), RT)
             .unwrap_err();
         assert_eq!(
             e,
             "User client@EXAMPLE.COM (auth:KERBEROS) is not authorized for protocol interface \
-             org.apache.hadoop.yarn.server.api.ResourceTrackerPB"
+             org.apache.hadoop.yarn.server.api.ResourceTrackerPB: denied by configured ACL"
         );
         assert!(
-            s.authorize("client", "client", "other.Protocol").is_ok(),
+            s.authorize(&who("client", "client"), "other.Protocol")
+                .is_ok(),
             "not enforced"
         );
         c.set("security.resourcetracker.protocol.acl", "*");
         c.set("security.resourcetracker.protocol.acl.blocked", " hadoop");
-        let s = ServiceAuthorization::from_conf(&c, &p, Box::new(Fixed))
-            .unwrap()
-            .unwrap();
-        assert!(s.authorize("nm", "nm", p[0].0).is_err(), "blocked by group");
-        assert!(s.authorize("client", "client", p[0].0).is_ok());
+        let s = authz(&c);
+        assert!(
+            s.authorize(&who("nm", "nm"), RT).is_err(),
+            "blocked by group"
+        );
+        assert!(s.authorize(&who("client", "client"), RT).is_ok());
         c.set("hadoop.security.authorization", "yes");
-        assert!(ServiceAuthorization::from_conf(&c, &p, Box::new(Fixed)).is_err());
+        assert!(ServiceAuthorization::from_conf(&c, &P, Box::new(Fixed)).is_err());
+    }
+
+    #[test]
+    fn the_client_principal_key_admits_only_that_principal() {
+        let mut c = Configuration::new();
+        c.set("hadoop.security.authorization", "true");
+        c.set("yarn.nodemanager.principal", "nm/_HOST@EXAMPLE.COM");
+        let s = authz(&c);
+        // 127.0.0.1 is named localhost
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_ok());
+        let e = s
+            .authorize(&who("client", "client@EXAMPLE.COM"), RT)
+            .unwrap_err();
+        assert!(
+            e.ends_with(": this service is only accessible by nm/localhost@EXAMPLE.COM"),
+            "{e}"
+        );
+        let mut no_peer = who("nm", "nm/localhost@EXAMPLE.COM");
+        no_peer.peer = None;
+        assert!(s.authorize(&no_peer, RT).is_err());
+        c.set("yarn.nodemanager.principal", "nm/host1@EXAMPLE.COM");
+        let s = authz(&c);
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_err());
+        assert!(s.authorize(&who("nm", "nm/host1@EXAMPLE.COM"), RT).is_ok());
     }
 
     #[test]

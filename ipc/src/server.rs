@@ -95,7 +95,7 @@ use hadoop_wire::sasl::server::{ServerAuth, ServerFailure, ServerNegotiation, Se
 use hadoop_wire::sasl::{SaslError, SecurityLayer};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
-use crate::authorize::{ServiceAuthorization, AUTHORIZATION_EXCEPTION};
+use crate::authorize::{ServiceAuthorization, Subject, AUTHORIZATION_EXCEPTION};
 use crate::entropy::OsEntropy;
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
@@ -583,8 +583,8 @@ struct ServerService(Arc<ServerShared>);
 
 impl Service for ServerService {
     type Session = ServerConn;
-    fn open(&self, _peer: Option<SocketAddr>) -> ServerConn {
-        ServerConn::new(self.0.clone())
+    fn open(&self, peer: Option<SocketAddr>) -> ServerConn {
+        ServerConn::new(self.0.clone(), peer)
     }
 }
 
@@ -751,6 +751,8 @@ struct Core {
     token_identifier: Option<Box<[u8]>>,
     /// KERBEROS: the authenticated principal (`user` is its short name).
     principal: Option<Box<str>>,
+    /// The client's address (service-level authorization may need its host name).
+    peer: Option<SocketAddr>,
     /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
     layer: Option<Box<dyn SecurityLayer>>,
     /// Plain responses written by a handler, wrapped when it is done.
@@ -770,7 +772,7 @@ enum Next {
 }
 
 impl ServerConn {
-    fn new(sh: Arc<ServerShared>) -> Self {
+    fn new(sh: Arc<ServerShared>, peer: Option<SocketAddr>) -> Self {
         let decoder = FrameDecoder::new(sh.max_data_length);
         Self {
             acc: FrameAccumulator::new(decoder).with_retained_capacity(16 * 1024),
@@ -793,6 +795,7 @@ impl ServerConn {
                 auth_method: AuthMethod::Simple,
                 token_identifier: None,
                 principal: None,
+                peer,
                 layer: None,
                 staging: Vec::new(),
                 egress: Vec::new(),
@@ -1811,13 +1814,14 @@ impl Core {
                 }
                 if let Some(authz) = self.sh.authorization.clone() {
                     let user = self.user.as_deref().unwrap_or("");
-                    let shown = format!(
-                        "{} (auth:{})",
-                        self.principal.as_deref().unwrap_or(user),
-                        self.auth_method
-                    );
+                    let who = Subject {
+                        user,
+                        full_name: self.principal.as_deref().unwrap_or(user),
+                        method: self.auth_method,
+                        peer: self.peer.map(|p| p.ip()),
+                    };
                     let protocol = ctx.protocol.as_deref().unwrap_or("");
-                    if let Err(why) = authz.authorize(user, &shown, protocol) {
+                    if let Err(why) = authz.authorize(&who, protocol) {
                         self.sh
                             .counters
                             .auth_failures
