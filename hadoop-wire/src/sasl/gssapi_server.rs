@@ -724,4 +724,80 @@ pub(crate) mod tests {
             assert_eq!(p, b"context+call");
         }
     }
+
+    struct NoTokens;
+    impl crate::sasl::server::TokenSecrets for NoTokens {
+        fn retrieve(&self, _id: &[u8]) -> Result<crate::sasl::server::TokenPassword, SaslError> {
+            Err(SaslError::InvalidToken("no tokens here".into()))
+        }
+    }
+
+    /// [TOKEN, KERBEROS] as a secure Java server offers them: TOKEN first with its challenge
+    /// made at NEGOTIATE; a client choosing KERBEROS afterwards gets a GSSAPI mechanism.
+    #[test]
+    fn token_first_then_kerberos_chosen() {
+        let k = KerberosServer::new(
+            Arc::new(Acceptors("rm/localhost@EXAMPLE.COM")),
+            AuthToLocal::default_rules("EXAMPLE.COM"),
+        )
+        .unwrap();
+        let auth = Arc::new(
+            ServerAuth::with_kerberos(k, Some(Arc::new(NoTokens)), vec![Qop::Auth]).unwrap(),
+        );
+        assert_eq!(auth.methods(), [AuthMethod::Token, AuthMethod::Kerberos]);
+        assert_eq!(auth.methods_text(), "[TOKEN, KERBEROS]");
+        let mut n = ServerNegotiation::new(auth.clone());
+        let mut e = SeededEntropy(9);
+        let offer = reply(
+            n.on_message(&msg(SaslState::Negotiate, None, vec![]), &mut e)
+                .unwrap(),
+        );
+        assert_eq!(offer.auths.len(), 2);
+        assert_eq!(offer.auths[0].method, "TOKEN");
+        assert!(offer.auths[0].challenge.is_some(), "TOKEN's challenge");
+        assert_eq!(offer.auths[1], auth_of(&auth));
+        let init = msg(SaslState::Initiate, Some(b"AP-REQ"), vec![auth_of(&auth)]);
+        let c = reply(n.on_message(&init, &mut e).unwrap());
+        assert_eq!(c.token.as_deref(), Some(&b"AP-REP"[..]));
+        // SIMPLE is not among them
+        let mut n = ServerNegotiation::new(auth);
+        n.on_message(&msg(SaslState::Negotiate, None, vec![]), &mut e)
+            .unwrap();
+        let simple = SaslAuth {
+            method: "SIMPLE".into(),
+            mechanism: String::new(),
+            protocol: None,
+            server_id: None,
+            challenge: None,
+        };
+        let f = n
+            .on_message(&msg(SaslState::Initiate, None, vec![simple]), &mut e)
+            .unwrap_err();
+        assert_eq!(
+            f.error.to_string(),
+            "SIMPLE authentication is not enabled.  Available:[TOKEN, KERBEROS]"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4096, failure_persistence: None, ..Default::default() })]
+        /// Whatever the client sends at whichever step: a reply or a SaslError, never a panic.
+        #[test]
+        fn arbitrary_client_bytes_never_panic(
+            steps in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..40), 1..5),
+            script in proptest::bool::ANY,
+        ) {
+            let mut s = GssapiServer::new(fake(b"AP-REP"), &[Qop::Auth, Qop::AuthConf]).unwrap();
+            if script {
+                let _ = s.evaluate_response(b"AP-REQ");
+                let _ = s.evaluate_response(b"");
+            }
+            for st in &steps {
+                let _ = s.evaluate_response(st);
+            }
+            if s.is_complete() {
+                proptest::prop_assert!(s.negotiated_qop().is_some());
+            }
+        }
+    }
 }
