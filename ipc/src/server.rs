@@ -41,6 +41,8 @@
 //! | frame length over the SASL negotiation cap (64 KiB message + 1 KiB) before SUCCESS | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `SaslException` "Requested data length N is longer than maximum SASL negotiation length M.", refused on the length before buffering, close; `auth_failures` and `oversized_frames` counted. Java checks only `ipc.maximum.data.length` here |
 //! | context or call during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts: "Connection header sent during SASL negotiation", "Connection context not established", …), close; before SUCCESS `auth_failures` counted (Java counts only refused SASL messages) |
 //! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
+//! | KERBEROS context claiming another user than the principal (a proxy-user request; not granted) | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User: … is not allowed to impersonate …"; `auth_failures` counted |
+//! | service-level authorization ([`ServerConfig::authorization`]) refuses the context's protocol for the user | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User … (auth:…) is not authorized for protocol interface …: denied by configured ACL" (or ": this service is only accessible by …"); `auth_failures` counted |
 //! | protected connection: bad MAC / padding, replayed or reordered sequence number | FATAL (wrapped), `SaslException`, close; `auth_failures` counted. The JDK drops a bad MAC silently, so a Java peer would just wait: we close |
 //! | protected connection: a frame in the clear | FATAL `FATAL_INVALID_RPC_HEADER` (our choice; Java would process it) |
 //!

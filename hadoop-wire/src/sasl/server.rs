@@ -1,7 +1,8 @@
 //! The server side of SASL negotiation (Hadoop's `Server.Connection.processSaslMessage`), sans-IO.
 //!
 //! ```text
-//!   ServerAuth (one per server: enabled methods, QOPs, mechanism name, token secrets)
+//!   ServerAuth (one per server: enabled methods, QOPs, mechanism name, token secrets,
+//!               KERBEROS: the acceptor factory and auth_to_local)
 //!     │ Arc
 //!   ServerNegotiation (one per connection)
 //!     on_message(RpcSaslProto bytes) ──> ServerStep::Reply(msg)           send it, keep going
@@ -17,6 +18,11 @@
 //! TOKEN passwords come from a [`TokenSecrets`]: the DIGEST-MD5 username is the base64 of the
 //! token identifier as the client holds it; the secrets verify that identifier (as received, so
 //! the HMAC covers the client's bytes) and give its password and its user.
+//!
+//! KERBEROS runs [`super::gssapi_server::GssapiServer`] over a fresh accepting context per
+//! connection; the authenticated principal is mapped to the connection's user by
+//! `hadoop.security.auth_to_local` ([`super::kerberos_name::AuthToLocal`]), and SUCCESS carries no
+//! token (Java's GSSAPI client refuses one once it is complete).
 
 use std::sync::{Arc, Mutex};
 
@@ -87,8 +93,8 @@ impl ServerAuth {
         Self::build(configured, secrets, None, qops)
     }
 
-    /// A KERBEROS server (`hadoop.security.authentication = kerberos`): offers [TOKEN, KERBEROS]
-    /// with token secrets, else [KERBEROS]; KERBEROS advertises `protocol`/`serverId` of the
+    /// A KERBEROS server (`hadoop.security.authentication = kerberos`): offers `[TOKEN, KERBEROS]`
+    /// with token secrets, else `[KERBEROS]`; KERBEROS advertises `protocol`/`serverId` of the
     /// server's principal, and maps each authenticated principal to its user by
     /// `hadoop.security.auth_to_local`.
     pub fn with_kerberos(
