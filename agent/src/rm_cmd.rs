@@ -139,13 +139,12 @@ fn secure(
     addr: SocketAddr,
     server_cfg: &mut ipc::server::ServerConfig,
 ) -> Result<()> {
-    let host = ipc::kerberos::server_host_name(addr.ip());
     let auth = ipc::sasl::daemon_server_auth(
         conf,
         None,
         "yarn.resourcemanager.principal",
         "yarn.resourcemanager.keytab",
-        &host,
+        || ipc::kerberos::server_host_name(addr.ip()),
     )
     .context("ResourceTracker authentication")?;
     if auth

@@ -54,19 +54,20 @@ pub fn server_auth(
 /// A daemon's server auth: as [`server_auth`], and when `hadoop.security.authentication` is
 /// `kerberos`, KERBEROS with the daemon's identity (`principal_key`, e.g.
 /// `yarn.resourcemanager.principal`, `_HOST` replaced by `host`; `keytab_key`, e.g.
-/// `yarn.resourcemanager.keytab`) offered after TOKEN (when `secrets` are given). A keytab
-/// without the principal fails here, so the daemon does not start.
+/// `yarn.resourcemanager.keytab`) offered after TOKEN (when `secrets` are given). `host` is
+/// asked only then (it may do a reverse lookup). A keytab without the principal fails here, so
+/// the daemon does not start.
 pub fn daemon_server_auth(
     conf: &Configuration,
     secrets: Option<Arc<dyn TokenSecrets>>,
     principal_key: &str,
     keytab_key: &str,
-    host: &str,
+    host: impl FnOnce() -> String,
 ) -> Result<ServerAuth, SaslError> {
     if method(conf)? != AuthMethod::Kerberos {
         return server_auth(conf, secrets);
     }
-    let k = crate::kerberos::kerberos_server(conf, principal_key, keytab_key, host)?;
+    let k = crate::kerberos::kerberos_server(conf, principal_key, keytab_key, &host())?;
     ServerAuth::with_kerberos(k, secrets, protection(conf)?)?.with_token_mechanism(get(
         conf,
         "hadoop.security.sasl.mechanism",
@@ -152,17 +153,17 @@ mod tests {
             "yarn.resourcemanager.principal",
             "yarn.resourcemanager.keytab",
         );
-        let s = daemon_server_auth(&c, None, p, k, "localhost").unwrap();
+        let s = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap();
         assert_eq!(s.methods(), [AuthMethod::Simple], "simple unless kerberos");
         c.set("hadoop.security.authentication", "kerberos");
-        let e = daemon_server_auth(&c, None, p, k, "localhost").unwrap_err();
+        let e = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap_err();
         assert!(e.to_string().contains(p), "{e}");
         c.set(p, "rm@EXAMPLE.COM");
         c.set(k, "/nonexistent/rm.keytab");
-        let e = daemon_server_auth(&c, None, p, k, "localhost").unwrap_err();
+        let e = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap_err();
         assert!(e.to_string().contains("hostname part"), "{e}");
         c.set(p, "rm/_HOST@EXAMPLE.COM");
-        let e = daemon_server_auth(&c, None, p, k, "RM1").unwrap_err();
+        let e = daemon_server_auth(&c, None, p, k, || "RM1".into()).unwrap_err();
         assert!(
             e.to_string().starts_with(
                 "Kerberos login as rm/rm1@EXAMPLE.COM from keytab /nonexistent/rm.keytab failed"
@@ -170,7 +171,7 @@ mod tests {
             "{e}"
         );
         c.set("hadoop.security.auth_to_local", "RULE:[1:$1");
-        let e = daemon_server_auth(&c, None, p, k, "rm1").unwrap_err();
+        let e = daemon_server_auth(&c, None, p, k, || "rm1".into()).unwrap_err();
         assert!(e.to_string().contains("auth_to_local"), "{e}");
     }
 
