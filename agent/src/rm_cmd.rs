@@ -119,22 +119,78 @@ pub fn run(args: RmArgs) -> Result<()> {
     match args.cmd {
         None => serve(&conf, addr, args.metrics_port, args.ready_line),
         Some(RmCmd::FinishApp { app_id }) => {
-            admin_call(addr, admin::FINISH_APPLICATION, Some(app_id))
+            admin_call(&conf, addr, admin::FINISH_APPLICATION, Some(app_id))
         }
         Some(RmCmd::KillContainer { container_id }) => {
-            admin_call(addr, admin::KILL_CONTAINER, Some(container_id))
+            admin_call(&conf, addr, admin::KILL_CONTAINER, Some(container_id))
         }
-        Some(RmCmd::RefreshNodes) => admin_call(addr, admin::REFRESH_NODES, None),
+        Some(RmCmd::RefreshNodes) => admin_call(&conf, addr, admin::REFRESH_NODES, None),
     }
 }
 
-fn admin_call(addr: SocketAddr, method: &str, id: Option<String>) -> Result<()> {
+/// The ResourceTracker port's security: `hadoop.rpc.protection`, and with
+/// `hadoop.security.authentication=kerberos` KERBEROS as `yarn.resourcemanager.principal`
+/// (`_HOST` = the bind host's canonical name, or the local host's for a wildcard bind) with its
+/// keys from `yarn.resourcemanager.keytab` — a keytab without the principal stops the start
+/// here; `hadoop.security.authorization` with the protocols' ACLs
+/// (`security.resourcetracker.protocol.acl`, ...), groups from the name service.
+fn secure(
+    conf: &conf::Configuration,
+    addr: SocketAddr,
+    server_cfg: &mut ipc::server::ServerConfig,
+) -> Result<()> {
+    let auth = ipc::sasl::daemon_server_auth(
+        conf,
+        None,
+        "yarn.resourcemanager.principal",
+        "yarn.resourcemanager.keytab",
+        || ipc::kerberos::server_host_name(addr.ip()),
+    )
+    .context("ResourceTracker authentication")?;
+    if auth
+        .methods()
+        .contains(&hadoop_wire::sasl::message::AuthMethod::Kerberos)
+    {
+        tracing::info!(
+            "ResourceTracker: KERBEROS as {} ({})",
+            conf.get("yarn.resourcemanager.principal").unwrap_or(""),
+            auth.methods_text()
+        );
+    }
+    server_cfg.auth = Arc::new(auth);
+    server_cfg.authorization = ipc::authorize::ServiceAuthorization::from_conf(
+        conf,
+        rm_core::service::TRACKER_SERVICE_ACLS,
+        Box::new(ipc::authorize::UnixGroups),
+    )
+    .map_err(anyhow::Error::msg)?
+    .map(Arc::new);
+    Ok(())
+}
+
+fn admin_call(
+    conf: &conf::Configuration,
+    addr: SocketAddr,
+    method: &str,
+    id: Option<String>,
+) -> Result<()> {
     use prost::Message;
+    // A Kerberized RM wants KERBEROS from its admin client too: the ticket cache's principal
+    // (kinit), the RM's principal from yarn.resourcemanager.principal.
+    let mut auth = ipc::sasl::client_auth(conf, None).context("client authentication")?;
+    if auth.security_enabled {
+        let host = ipc::kerberos::canonical_host_name(addr.ip());
+        auth.kerberos = Some(
+            ipc::kerberos::kerberos_client(conf, "yarn.resourcemanager.principal", &host, None)
+                .context("RM Kerberos principal")?,
+        );
+    }
     let client = Client::new(
         addr,
         ClientConfig {
             protocol: ADMIN_PROTOCOL.into(),
             call_timeout: Duration::from_secs(10),
+            auth,
             ..ClientConfig::default()
         },
     );
@@ -194,6 +250,7 @@ fn serve(
             server_cfg.transport.cpus = rings;
         }
     }
+    secure(conf, addr, &mut server_cfg)?;
     let apps = apps_setup(conf)?;
     let rm = RmService::start_with_apps(cfg, addr, &placement, server_cfg, apps)?;
     // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after

@@ -15,14 +15,17 @@
 //! happens: the server principal is exactly the one the server advertised and the client
 //! expected (see [`hadoop_wire::sasl::gssapi::check_server_principal`]).
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
 
 use conf::Configuration;
 use hadoop_wire::sasl::gssapi::{replace_host, GssContext, GssContextFactory, KerberosClient};
+use hadoop_wire::sasl::gssapi_server::{GssAcceptor, GssAcceptorFactory, KerberosServer};
+use hadoop_wire::sasl::kerberos_name::AuthToLocal;
 use hadoop_wire::sasl::SaslError;
-use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext};
+use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext, ServerCtx};
 use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
 use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_KRB5_PRINCIPAL};
@@ -149,6 +152,235 @@ impl GssContext for MitContext {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The accepting side: a server's Kerberos identity from its own keytab.
+
+/// `1.2.840.113554.1.2.2.1`, `GSS_KRB5_NT_PRINCIPAL_NAME`: a name is a Kerberos principal as
+/// written, `svc/host@REALM`.
+const KRB5_NT_PRINCIPAL_OID: [u8; 10] =
+    [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x01];
+/// `1.2.840.113554.1.2.2`, the Kerberos V5 mechanism.
+const KRB5_MECH_OID: [u8; 9] = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
+
+/// A server's accepting credentials on MIT krb5: the keys of `principal` read from `keytab`
+/// (`gss_acquire_cred_from` with a `keytab` credential store, so nothing process-wide such as
+/// `KRB5_KTNAME` is touched). Every connection gets its own context over them.
+#[derive(Clone)]
+pub struct MitAcceptors {
+    principal: String,
+    cred: Cred,
+}
+
+impl std::fmt::Debug for MitAcceptors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MitAcceptors")
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+fn major_err(major: u32, minor: u32) -> String {
+    libgssapi::error::Error {
+        major: libgssapi::error::MajorFlags::from_bits_retain(major),
+        minor,
+    }
+    .to_string()
+    .trim()
+    .to_string()
+}
+
+impl MitAcceptors {
+    /// The keys of `principal` (`svc/host@REALM`, `_HOST` already replaced) from `keytab`. A
+    /// missing or unreadable keytab, or one without the principal, fails here, naming both.
+    pub fn from_keytab(principal: &str, keytab: &Path) -> Result<Self, SaslError> {
+        use libgssapi_sys as sys;
+        let fail = |why: String| {
+            SaslError::Config(format!(
+                "Kerberos login as {principal} from keytab {} failed: {why}",
+                keytab.display()
+            ))
+        };
+        if let Err(e) = std::fs::metadata(keytab) {
+            return Err(fail(format!("cannot read the keytab: {e}")));
+        }
+        let keytab_c = CString::new(keytab.as_os_str().as_encoded_bytes())
+            .map_err(|_| fail("the keytab path holds a NUL byte".into()))?;
+        let mut name_oid = sys::gss_OID_desc_struct {
+            length: KRB5_NT_PRINCIPAL_OID.len() as u32,
+            elements: KRB5_NT_PRINCIPAL_OID.as_ptr() as *mut std::ffi::c_void,
+        };
+        let mut mech_oid = sys::gss_OID_desc_struct {
+            length: KRB5_MECH_OID.len() as u32,
+            elements: KRB5_MECH_OID.as_ptr() as *mut std::ffi::c_void,
+        };
+        let mut mechs = sys::gss_OID_set_desc_struct {
+            count: 1,
+            elements: &mut mech_oid,
+        };
+        let mut name_buf = sys::gss_buffer_desc_struct {
+            length: principal.len(),
+            value: principal.as_ptr() as *mut std::ffi::c_void,
+        };
+        let mut minor: u32 = 0;
+        let mut name: sys::gss_name_t = std::ptr::null_mut();
+        // SAFETY: every pointer is to a live local of the type the C signature names; GSS only
+        // reads the buffer and OID (their `*mut` is the C API's lack of const) and writes the
+        // new name into `name`, which is released below.
+        let major =
+            unsafe { sys::gss_import_name(&mut minor, &mut name_buf, &mut name_oid, &mut name) };
+        if major != 0 {
+            return Err(fail(format!(
+                "bad principal name: {}",
+                major_err(major, minor)
+            )));
+        }
+        let mut elements = [sys::gss_key_value_element_struct {
+            key: c"keytab".as_ptr(),
+            value: keytab_c.as_ptr(),
+        }];
+        let store = sys::gss_key_value_set_struct {
+            count: 1,
+            elements: elements.as_mut_ptr(),
+        };
+        let mut cred: sys::gss_cred_id_t = std::ptr::null_mut();
+        // SAFETY: `name` is the valid name imported above; `mechs`, `store` (and the
+        // `elements`/C strings it points to) are live locals that GSS only reads; `cred`
+        // receives a new credential handle or stays null; the actual-mechs and time outputs
+        // are not requested (null).
+        let major = unsafe {
+            sys::gss_acquire_cred_from(
+                &mut minor,
+                name,
+                sys::_GSS_C_INDEFINITE,
+                &mut mechs,
+                sys::GSS_C_ACCEPT as sys::gss_cred_usage_t,
+                &store,
+                &mut cred,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        let (mut m2, mut name) = (0u32, name);
+        // SAFETY: `name` was imported above and is released exactly once.
+        unsafe { sys::gss_release_name(&mut m2, &mut name) };
+        if major != 0 || cred.is_null() {
+            return Err(fail(major_err(major, minor)));
+        }
+        // SAFETY: `cred` is a valid credential handle just acquired; `Cred` takes ownership and
+        // releases it once on drop.
+        let cred = unsafe { Cred::from_c(cred) };
+        Ok(Self {
+            principal: principal.to_string(),
+            cred,
+        })
+    }
+}
+
+impl GssAcceptorFactory for MitAcceptors {
+    fn principal(&self) -> &str {
+        &self.principal
+    }
+
+    fn acceptor(&self) -> Result<Box<dyn GssAcceptor>, SaslError> {
+        Ok(Box::new(MitAccepting {
+            ctx: ServerCtx::new(Some(self.cred.clone())),
+        }))
+    }
+}
+
+struct MitAccepting {
+    ctx: ServerCtx,
+}
+
+impl GssAcceptor for MitAccepting {
+    fn accept_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
+        match self.ctx.step(input, None) {
+            Ok(Some(tok)) => Ok(tok.to_vec()),
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => Err(SaslError::Sasl(format!(
+                "GSS initiate failed: {}",
+                e.to_string().trim()
+            ))),
+        }
+    }
+
+    fn is_established(&self) -> bool {
+        self.ctx.is_complete()
+    }
+
+    fn initiator(&self) -> Result<String, SaslError> {
+        let info = self.ctx.info().map_err(|e| gss_err("inquire_context", e))?;
+        Ok(info.source_name.to_string())
+    }
+
+    fn wrap(
+        &mut self,
+        confidential: bool,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), SaslError> {
+        let t = self
+            .ctx
+            .wrap(confidential, plain)
+            .map_err(|e| gss_err("wrap", e))?;
+        out.extend_from_slice(&t);
+        Ok(())
+    }
+
+    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+        let p = self.ctx.unwrap(token).map_err(|e| {
+            SaslError::Integrity(format!("GSSAPI unwrap: {}", e.to_string().trim()))
+        })?;
+        out.extend_from_slice(&p);
+        Ok(())
+    }
+}
+
+/// A server's Kerberos settings from Hadoop's keys: the principal under `principal_key` (e.g.
+/// `yarn.resourcemanager.principal`, `_HOST` replaced by `host` as Java's
+/// `SecurityUtil.getServerPrincipal` does), its keys from the keytab under `keytab_key`
+/// (`yarn.resourcemanager.keytab`), and `hadoop.security.auth_to_local` (default `DEFAULT`;
+/// the default realm is the server principal's).
+pub fn kerberos_server(
+    conf: &Configuration,
+    principal_key: &str,
+    keytab_key: &str,
+    host: &str,
+) -> Result<KerberosServer, SaslError> {
+    let Some(p) = conf
+        .get(principal_key)
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    else {
+        return Err(SaslError::Config(format!(
+            "hadoop.security.authentication is kerberos but {principal_key} is not set"
+        )));
+    };
+    let principal = replace_host(p, host);
+    let Some(keytab) = conf
+        .get(keytab_key)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    else {
+        return Err(SaslError::Config(format!(
+            "hadoop.security.authentication is kerberos but {keytab_key} is not set"
+        )));
+    };
+    let realm = principal
+        .rsplit_once('@')
+        .map(|(_, r)| r.to_string())
+        .unwrap_or_default();
+    let rules = conf
+        .get("hadoop.security.auth_to_local")
+        .unwrap_or("DEFAULT");
+    let names = AuthToLocal::new(rules, &realm)
+        .map_err(|e| SaslError::Config(format!("hadoop.security.auth_to_local: {e}")))?;
+    // The form first (no host part: refused before the keytab is read).
+    hadoop_wire::sasl::gssapi_server::protocol_and_server_id(&principal)?;
+    let acceptors = MitAcceptors::from_keytab(&principal, Path::new(keytab))?;
+    KerberosServer::new(Arc::new(acceptors), names)
+}
+
 /// The host name `_HOST` stands for when a client connects to `ip`: Java's
 /// `InetAddress.getCanonicalHostName()` (a reverse lookup), or the address text when the lookup
 /// finds no name.
@@ -176,6 +408,35 @@ pub fn canonical_host_name(ip: IpAddr) -> String {
     // this borrow.
     let name = unsafe { CStr::from_ptr(host.as_ptr()) };
     name.to_string_lossy().into_owned()
+}
+
+/// The host `_HOST` stands for in a server's own principal when it listens on `ip`: Java's
+/// `SecurityUtil.getServerPrincipal` takes the bind host, and for `0.0.0.0` the local host's
+/// canonical name; an address is named by its reverse lookup ([`canonical_host_name`]).
+pub fn server_host_name(ip: IpAddr) -> String {
+    if !ip.is_unspecified() {
+        return canonical_host_name(ip);
+    }
+    let mut buf = [0 as libc::c_char; 256];
+    // SAFETY: `buf` is writable for its length; gethostname NUL-terminates on success within it
+    // (the last byte is kept 0 in case the name was truncated).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr(), buf.len() - 1) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    // SAFETY: `buf` holds a NUL-terminated string (see above) and outlives this borrow.
+    let name = unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    use std::net::ToSocketAddrs;
+    match (name.as_str(), 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+    {
+        Some(a) => canonical_host_name(a.ip()),
+        None => name.to_ascii_lowercase(),
+    }
 }
 
 /// A client's Kerberos settings for the server at `host`: the server principal from the

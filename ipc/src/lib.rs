@@ -1,5 +1,5 @@
-//! `ipc`: Hadoop IPC v9 (protobuf RPC; SIMPLE and SASL TOKEN auth at every protection level,
-//! SASL KERBEROS on the client side),
+//! `ipc`: Hadoop IPC v9 (protobuf RPC; SIMPLE and SASL TOKEN and KERBEROS auth at every
+//! protection level, client and server),
 //! the one crate that touches sockets.
 //!
 //! The codec is `hadoop-wire` (sans-IO: bytes in, values out); this crate drives it.
@@ -26,8 +26,10 @@
 //!   the bounded buffer pool and transmit queue.
 //! - [`server`]: protocol registry, Hadoop's ERROR/FATAL rules, on the transport.
 //! - [`client`]: pipelined calls, timeouts, reconnect, stateId, SASL ([`client::ClientConfig::auth`]).
-//! - [`kerberos`]: GSS-API contexts on MIT krb5 for KERBEROS (GSSAPI) clients, and the server
-//!   principal from the protocol's key.
+//! - [`kerberos`]: GSS-API contexts on MIT krb5 for KERBEROS (GSSAPI) clients (the server
+//!   principal from the protocol's key) and servers (their principal's keys from a keytab).
+//! - [`authorize`]: service-level authorization (`hadoop.security.authorization`, per-protocol
+//!   ACLs in Hadoop's format, Unix groups).
 //! - [`sasl`]: SASL settings from Hadoop's keys (`hadoop.rpc.protection`, ...) and token selection;
 //!   [`entropy::OsEntropy`] feeds the DIGEST-MD5 nonces.
 //! - [`transport::RecvRing`]: a blocking per-thread receive ring for clients that read one
@@ -41,6 +43,7 @@
 //! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`; the codec's
 //! are `hadoop_wire::Error` and its parts.
 
+pub mod authorize;
 pub mod buffer_protocol;
 pub mod client;
 pub mod entropy;

@@ -51,6 +51,30 @@ pub fn server_auth(
     ))
 }
 
+/// A daemon's server auth: as [`server_auth`], and when `hadoop.security.authentication` is
+/// `kerberos`, KERBEROS with the daemon's identity (`principal_key`, e.g.
+/// `yarn.resourcemanager.principal`, `_HOST` replaced by `host`; `keytab_key`, e.g.
+/// `yarn.resourcemanager.keytab`) offered after TOKEN (when `secrets` are given). `host` is
+/// asked only then (it may do a reverse lookup). A keytab without the principal fails here, so
+/// the daemon does not start.
+pub fn daemon_server_auth(
+    conf: &Configuration,
+    secrets: Option<Arc<dyn TokenSecrets>>,
+    principal_key: &str,
+    keytab_key: &str,
+    host: impl FnOnce() -> String,
+) -> Result<ServerAuth, SaslError> {
+    if method(conf)? != AuthMethod::Kerberos {
+        return server_auth(conf, secrets);
+    }
+    let k = crate::kerberos::kerberos_server(conf, principal_key, keytab_key, &host())?;
+    ServerAuth::with_kerberos(k, secrets, protection(conf)?)?.with_token_mechanism(get(
+        conf,
+        "hadoop.security.sasl.mechanism",
+        DEFAULT_TOKEN_MECHANISM,
+    ))
+}
+
 /// A client's auth, holding `token` (if any) for the server it connects to.
 pub fn client_auth(
     conf: &Configuration,
@@ -120,6 +144,35 @@ mod tests {
         );
         c.set("hadoop.security.sasl.mechanism", "SCRAM");
         assert!(server_auth(&c, None).is_err());
+    }
+
+    #[test]
+    fn a_kerberos_daemon_needs_its_principal_and_keytab() {
+        let mut c = Configuration::new();
+        let (p, k) = (
+            "yarn.resourcemanager.principal",
+            "yarn.resourcemanager.keytab",
+        );
+        let s = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap();
+        assert_eq!(s.methods(), [AuthMethod::Simple], "simple unless kerberos");
+        c.set("hadoop.security.authentication", "kerberos");
+        let e = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap_err();
+        assert!(e.to_string().contains(p), "{e}");
+        c.set(p, "rm@EXAMPLE.COM");
+        c.set(k, "/nonexistent/rm.keytab");
+        let e = daemon_server_auth(&c, None, p, k, || "localhost".into()).unwrap_err();
+        assert!(e.to_string().contains("hostname part"), "{e}");
+        c.set(p, "rm/_HOST@EXAMPLE.COM");
+        let e = daemon_server_auth(&c, None, p, k, || "RM1".into()).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "Kerberos login as rm/rm1@EXAMPLE.COM from keytab /nonexistent/rm.keytab failed"
+            ),
+            "{e}"
+        );
+        c.set("hadoop.security.auth_to_local", "RULE:[1:$1");
+        let e = daemon_server_auth(&c, None, p, k, || "rm1".into()).unwrap_err();
+        assert!(e.to_string().contains("auth_to_local"), "{e}");
     }
 
     #[test]

@@ -41,6 +41,8 @@
 //! | frame length over the SASL negotiation cap (64 KiB message + 1 KiB) before SUCCESS | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `SaslException` "Requested data length N is longer than maximum SASL negotiation length M.", refused on the length before buffering, close; `auth_failures` and `oversized_frames` counted. Java checks only `ipc.maximum.data.length` here |
 //! | context or call during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts: "Connection header sent during SASL negotiation", "Connection context not established", …), close; before SUCCESS `auth_failures` counted (Java counts only refused SASL messages) |
 //! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
+//! | KERBEROS context claiming another user than the principal (a proxy-user request; not granted) | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User: … is not allowed to impersonate …"; `auth_failures` counted |
+//! | service-level authorization ([`ServerConfig::authorization`]) refuses the context's protocol for the user | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User … (auth:…) is not authorized for protocol interface …: denied by configured ACL" (or ": this service is only accessible by …"); `auth_failures` counted |
 //! | protected connection: bad MAC / padding, replayed or reordered sequence number | FATAL (wrapped), `SaslException`, close; `auth_failures` counted. The JDK drops a bad MAC silently, so a Java peer would just wait: we close |
 //! | protected connection: a frame in the clear | FATAL `FATAL_INVALID_RPC_HEADER` (our choice; Java would process it) |
 //!
@@ -95,6 +97,7 @@ use hadoop_wire::sasl::server::{ServerAuth, ServerFailure, ServerNegotiation, Se
 use hadoop_wire::sasl::{SaslError, SecurityLayer};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
+use crate::authorize::{ServiceAuthorization, Subject, AUTHORIZATION_EXCEPTION};
 use crate::entropy::OsEntropy;
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
@@ -505,6 +508,10 @@ pub struct ServerConfig {
     /// `hadoop.rpc.protection` levels. Default: SIMPLE only (a SASL client is told to switch to
     /// SIMPLE, as Java's server does).
     pub auth: Arc<ServerAuth>,
+    /// Service-level authorization (`hadoop.security.authorization`): the ACL of each
+    /// enforced protocol, checked when the connection context names the protocol. `None`:
+    /// nothing checked.
+    pub authorization: Option<Arc<ServiceAuthorization>>,
 }
 
 impl Default for ServerConfig {
@@ -514,6 +521,7 @@ impl Default for ServerConfig {
             max_data_length: DEFAULT_MAX_DATA_LENGTH,
             max_outstanding_calls: 256,
             auth: Arc::new(ServerAuth::simple()),
+            authorization: None,
         }
     }
 }
@@ -566,6 +574,7 @@ pub struct ServerMetrics {
 struct ServerShared {
     registry: Registry,
     auth: Arc<ServerAuth>,
+    authorization: Option<Arc<ServiceAuthorization>>,
     max_data_length: u32,
     max_outstanding: usize,
     counters: Counters,
@@ -576,8 +585,8 @@ struct ServerService(Arc<ServerShared>);
 
 impl Service for ServerService {
     type Session = ServerConn;
-    fn open(&self, _peer: Option<SocketAddr>) -> ServerConn {
-        ServerConn::new(self.0.clone())
+    fn open(&self, peer: Option<SocketAddr>) -> ServerConn {
+        ServerConn::new(self.0.clone(), peer)
     }
 }
 
@@ -637,6 +646,7 @@ impl Server {
         let shared = Arc::new(ServerShared {
             registry,
             auth: config.auth,
+            authorization: config.authorization,
             max_data_length: config.max_data_length,
             max_outstanding: config.max_outstanding_calls,
             counters: Counters::default(),
@@ -741,6 +751,10 @@ struct Core {
     negotiation: Option<Box<ServerNegotiation>>,
     auth_method: AuthMethod,
     token_identifier: Option<Box<[u8]>>,
+    /// KERBEROS: the authenticated principal (`user` is its short name).
+    principal: Option<Box<str>>,
+    /// The client's address (service-level authorization may need its host name).
+    peer: Option<SocketAddr>,
     /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
     layer: Option<Box<dyn SecurityLayer>>,
     /// Plain responses written by a handler, wrapped when it is done.
@@ -760,7 +774,7 @@ enum Next {
 }
 
 impl ServerConn {
-    fn new(sh: Arc<ServerShared>) -> Self {
+    fn new(sh: Arc<ServerShared>, peer: Option<SocketAddr>) -> Self {
         let decoder = FrameDecoder::new(sh.max_data_length);
         Self {
             acc: FrameAccumulator::new(decoder).with_retained_capacity(16 * 1024),
@@ -782,6 +796,8 @@ impl ServerConn {
                 negotiation: None,
                 auth_method: AuthMethod::Simple,
                 token_identifier: None,
+                principal: None,
+                peer,
                 layer: None,
                 staging: Vec::new(),
                 egress: Vec::new(),
@@ -1774,8 +1790,52 @@ impl Core {
                             );
                         }
                     }
+                } else if self.auth_method == AuthMethod::Kerberos {
+                    // Java's client claims `ugi.getUserName()`, the principal itself; another
+                    // name is a proxy-user request, which this server does not grant.
+                    let principal = self.principal.as_deref().unwrap_or("");
+                    if let Some(c) = claimed.as_deref().filter(|c| *c != principal) {
+                        self.sh
+                            .counters
+                            .auth_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        let principal = principal.to_string();
+                        return self.fatal_class(
+                            call_id,
+                            AUTHORIZATION_EXCEPTION,
+                            RpcErrorCodeProto::FatalUnauthorized,
+                            format_args!(
+                                "User: {principal} is not allowed to impersonate {}",
+                                quote(c)
+                            ),
+                            out,
+                        );
+                    }
                 } else {
                     self.user = claimed.map(|u| quote(&u).into());
+                }
+                if let Some(authz) = self.sh.authorization.clone() {
+                    let user = self.user.as_deref().unwrap_or("");
+                    let who = Subject {
+                        user,
+                        full_name: self.principal.as_deref().unwrap_or(user),
+                        method: self.auth_method,
+                        peer: self.peer.map(|p| p.ip()),
+                    };
+                    let protocol = ctx.protocol.as_deref().unwrap_or("");
+                    if let Err(why) = authz.authorize(&who, protocol) {
+                        self.sh
+                            .counters
+                            .auth_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        return self.fatal_class(
+                            call_id,
+                            AUTHORIZATION_EXCEPTION,
+                            RpcErrorCodeProto::FatalUnauthorized,
+                            format_args!("{why}"),
+                            out,
+                        );
+                    }
                 }
                 self.phase = Phase::Ready;
                 Next::Continue
@@ -1867,6 +1927,14 @@ impl Core {
                 self.auth_method = auth.method;
                 self.user = Some(quote(&auth.user).into());
                 self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
+                self.principal = auth.principal.map(String::into_boxed_str);
+                tracing::debug!(
+                    "SASL: {} authenticated by {} at {} (user {})",
+                    self.principal.as_deref().unwrap_or(&auth.user),
+                    auth.method,
+                    auth.qop.sasl_name(),
+                    auth.user
+                );
                 if auth.layer.is_some() {
                     // Room for small responses from the start, so that a response growing by
                     // a byte (longer call ids) does not reallocate in the steady state.

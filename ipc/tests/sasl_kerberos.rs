@@ -232,3 +232,103 @@ fn a_secure_client_without_kerberos_cannot_authenticate() {
         "{e}"
     );
 }
+
+/// Our own server as `hdfs/localhost` (the peer's service keytab, read through
+/// `gss_acquire_cred_from`) and our client as `client`, over MIT krb5 at every level: the
+/// server maps the principal by `auth_to_local` DEFAULT, reassembles a 300 KB request from
+/// several WRAP packets and wraps a 300 KB streamed response.
+#[test]
+fn our_kerberos_server_with_our_client_at_every_protection_level() {
+    use hadoop_wire::sasl::gssapi_server::KerberosServer;
+    use hadoop_wire::sasl::kerberos_name::AuthToLocal;
+    use hadoop_wire::sasl::server::ServerAuth;
+    use ipc::buffer_protocol;
+    use ipc::kerberos::MitAcceptors;
+    use ipc::server::{Call, Registry, Reply, Server, ServerConfig};
+    use std::sync::Arc;
+
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let acceptors = MitAcceptors::from_keytab(&k.namenode_principal, &k.service_keytab)
+        .expect("the service keytab holds hdfs/localhost");
+    let krb =
+        KerberosServer::new(Arc::new(acceptors), AuthToLocal::default_rules(&k.realm)).unwrap();
+    let auth =
+        ServerAuth::with_kerberos(krb, None, vec![Qop::Auth, Qop::AuthInt, Qop::AuthConf]).unwrap();
+    let mut reg = Registry::new();
+    buffer_protocol::register(&mut reg, 1 << 20);
+    reg.register(
+        buffer_protocol::PROTOCOL,
+        buffer_protocol::VERSION,
+        "whoami",
+        |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let sum: u64 = call.request.iter().map(|&b| u64::from(b)).sum();
+            let text = format!(
+                "{} {} {} {sum}",
+                call.user.unwrap_or("-"),
+                call.auth_method,
+                call.request.len()
+            );
+            reply.bytes(text.as_bytes())?;
+            Ok(())
+        },
+    );
+    let server = Server::start(
+        "127.0.0.1:0".parse().unwrap(),
+        ServerConfig {
+            auth: Arc::new(auth),
+            ..ServerConfig::default()
+        },
+        reg,
+    )
+    .expect("server");
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+    let big_sum: u64 = big.iter().map(|&b| u64::from(b)).sum();
+    for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
+        let dir = tempfile::tempdir().unwrap();
+        login_env(&k, &k.client_keytab, dir.path());
+        let mut conf = Configuration::new();
+        conf.set("hotpath.test.principal", "hdfs/_HOST@EXAMPLE.COM");
+        let krb = kerberos_client(
+            &conf,
+            "hotpath.test.principal",
+            "localhost",
+            Some(k.client_principal.clone()),
+        )
+        .unwrap();
+        let c = Client::new(
+            server.local_addr(),
+            ClientConfig {
+                protocol: buffer_protocol::PROTOCOL.into(),
+                protocol_version: buffer_protocol::VERSION,
+                connect_timeout: Duration::from_secs(10),
+                call_timeout: Duration::from_secs(30),
+                max_connect_attempts: 1,
+                auth: ClientAuth {
+                    qops: vec![qop],
+                    security_enabled: true,
+                    kerberos: Some(krb),
+                    ..ClientAuth::default()
+                },
+                ..ClientConfig::default()
+            },
+        );
+        let r = c
+            .call("whoami", &big)
+            .unwrap_or_else(|e| panic!("{qop:?}: {e}"));
+        assert_eq!(
+            std::str::from_utf8(r.payload()).unwrap(),
+            format!("client KERBEROS 300000 {big_sum}"),
+            "{qop:?}: the principal mapped to its short name, the request whole"
+        );
+        let mut req = Vec::new();
+        buffer_protocol::encode_request(300_000, &mut req);
+        let r = c.call(buffer_protocol::GET_BUFFER, &req).unwrap();
+        let data = buffer_protocol::response_data(r.payload()).unwrap();
+        assert_eq!(data.len(), 300_000, "{qop:?}");
+        assert!(buffer_protocol::is_pattern(data), "{qop:?}");
+    }
+    let m = server.metrics();
+    assert_eq!((m.auth_successes, m.auth_failures), (3, 0), "{m:?}");
+    server.shutdown();
+}

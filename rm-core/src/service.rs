@@ -50,6 +50,23 @@ pub use hadoop_wire::yarn::RESOURCE_TRACKER_PROTOCOL;
 /// Our admin protocol name.
 pub const ADMIN_PROTOCOL: &str = "org.hotpath.rm.RmAdminProtocolPB";
 
+/// The service-level ACL key of each protocol on the ResourceTracker port (Java's
+/// `RMPolicyProvider`; our admin protocol takes the key of Java's RM admin protocol), for
+/// `ipc::authorize::ServiceAuthorization` when `hadoop.security.authorization` is true.
+pub const TRACKER_SERVICE_ACLS: &[ipc::authorize::ProtocolPolicy] = &[
+    ipc::authorize::ProtocolPolicy {
+        protocol: RESOURCE_TRACKER_PROTOCOL,
+        acl_key: "security.resourcetracker.protocol.acl",
+        // RMNMSecurityInfoClass: only the NodeManagers' principal, when configured
+        client_principal_key: Some("yarn.nodemanager.principal"),
+    },
+    ipc::authorize::ProtocolPolicy {
+        protocol: ADMIN_PROTOCOL,
+        acl_key: "security.resourcemanager-administration.protocol.acl",
+        client_principal_key: None,
+    },
+];
+
 /// Admin protocol messages (written by us; field numbers are ours).
 pub mod admin {
     /// A request naming an application or container (`application_…`, `container_…`), or

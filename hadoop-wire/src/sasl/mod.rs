@@ -5,8 +5,10 @@
 //!
 //! - A mechanism is a [`ClientMechanism`] or a [`ServerMechanism`]: it turns challenges into
 //!   responses until it is complete. [`digest`] is DIGEST-MD5 (RFC 2831 as the JDK runs it), the
-//!   mechanism of the TOKEN auth method; [`gssapi`] is GSSAPI (RFC 4752), the mechanism of
-//!   KERBEROS (client side), over a GSS-API context the caller supplies.
+//!   mechanism of the TOKEN auth method; [`gssapi`] (client) and [`gssapi_server`] are GSSAPI
+//!   (RFC 4752), the mechanism of KERBEROS, over a GSS-API context the caller supplies;
+//!   [`kerberos_name`] maps a server's authenticated principals to users
+//!   (`hadoop.security.auth_to_local`).
 //! - A complete mechanism hands over a [`SecurityLayer`] when the negotiated [`Qop`] is
 //!   `auth-int` or `auth-conf`; the connection then wraps every byte it sends and unwraps every
 //!   byte it receives through it.
@@ -15,6 +17,8 @@
 pub mod client;
 pub mod digest;
 pub mod gssapi;
+pub mod gssapi_server;
+pub mod kerberos_name;
 pub mod message;
 pub mod server;
 

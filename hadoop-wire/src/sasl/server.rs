@@ -1,7 +1,8 @@
 //! The server side of SASL negotiation (Hadoop's `Server.Connection.processSaslMessage`), sans-IO.
 //!
 //! ```text
-//!   ServerAuth (one per server: enabled methods, QOPs, mechanism name, token secrets)
+//!   ServerAuth (one per server: enabled methods, QOPs, mechanism name, token secrets,
+//!               KERBEROS: the acceptor factory and auth_to_local)
 //!     │ Arc
 //!   ServerNegotiation (one per connection)
 //!     on_message(RpcSaslProto bytes) ──> ServerStep::Reply(msg)           send it, keep going
@@ -17,6 +18,11 @@
 //! TOKEN passwords come from a [`TokenSecrets`]: the DIGEST-MD5 username is the base64 of the
 //! token identifier as the client holds it; the secrets verify that identifier (as received, so
 //! the HMAC covers the client's bytes) and give its password and its user.
+//!
+//! KERBEROS runs [`super::gssapi_server::GssapiServer`] over a fresh accepting context per
+//! connection; the authenticated principal is mapped to the connection's user by
+//! `hadoop.security.auth_to_local` ([`super::kerberos_name::AuthToLocal`]), and SUCCESS carries no
+//! token (Java's GSSAPI client refuses one once it is complete).
 
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +34,8 @@ use crate::pb::hadoop::common::rpc_sasl_proto::{SaslAuth, SaslState};
 use crate::pb::hadoop::common::RpcSaslProto;
 
 use super::digest::{DigestServer, DigestServerConfig};
+use super::gssapi::MECHANISM as GSSAPI_MECHANISM;
+use super::gssapi_server::{GssapiServer, KerberosServer};
 use super::message::{
     self, method_list, AuthMethod, DEFAULT_MAX_NEGOTIATION_MESSAGE, DEFAULT_TOKEN_MECHANISM,
     SASL_DEFAULT_REALM,
@@ -57,6 +65,7 @@ pub struct ServerAuth {
     qops: Vec<Qop>,
     token_mechanism: String,
     secrets: Option<Arc<dyn TokenSecrets>>,
+    kerberos: Option<KerberosServer>,
     max_message: usize,
     /// The NEGOTIATE reply without challenges (what INITIATE's auth is compared with).
     negotiate: RpcSaslProto,
@@ -74,11 +83,32 @@ impl std::fmt::Debug for ServerAuth {
 
 impl ServerAuth {
     /// Hadoop's rule: `configured` is `hadoop.security.authentication`; with token secrets TOKEN
-    /// goes first ("most preferred"); TOKEN configured requires secrets. KERBEROS needs GSSAPI,
-    /// which this build does not serve yet.
+    /// goes first ("most preferred"); TOKEN configured requires secrets. KERBEROS needs the
+    /// server's Kerberos identity: see [`ServerAuth::with_kerberos`].
     pub fn new(
         configured: AuthMethod,
         secrets: Option<Arc<dyn TokenSecrets>>,
+        qops: Vec<Qop>,
+    ) -> Result<ServerAuth, SaslError> {
+        Self::build(configured, secrets, None, qops)
+    }
+
+    /// A KERBEROS server (`hadoop.security.authentication = kerberos`): offers `[TOKEN, KERBEROS]`
+    /// with token secrets, else `[KERBEROS]`; KERBEROS advertises `protocol`/`serverId` of the
+    /// server's principal, and maps each authenticated principal to its user by
+    /// `hadoop.security.auth_to_local`.
+    pub fn with_kerberos(
+        kerberos: KerberosServer,
+        secrets: Option<Arc<dyn TokenSecrets>>,
+        qops: Vec<Qop>,
+    ) -> Result<ServerAuth, SaslError> {
+        Self::build(AuthMethod::Kerberos, secrets, Some(kerberos), qops)
+    }
+
+    fn build(
+        configured: AuthMethod,
+        secrets: Option<Arc<dyn TokenSecrets>>,
+        kerberos: Option<KerberosServer>,
         qops: Vec<Qop>,
     ) -> Result<ServerAuth, SaslError> {
         let mut methods = Vec::new();
@@ -88,13 +118,13 @@ impl ServerAuth {
                     "Server is not configured to do TOKEN authentication.".into(),
                 ))
             }
-            (AuthMethod::Kerberos, _) => {
-                return Err(SaslError::Config(
-                    "KERBEROS (GSSAPI) is not served by this build yet".into(),
-                ))
-            }
             (_, Some(_)) => methods.push(AuthMethod::Token),
             _ => {}
+        }
+        if configured == AuthMethod::Kerberos && kerberos.is_none() {
+            return Err(SaslError::Config(
+                "KERBEROS authentication needs the server's Kerberos principal and keytab".into(),
+            ));
         }
         if !methods.contains(&configured) {
             methods.push(configured);
@@ -109,6 +139,7 @@ impl ServerAuth {
             qops,
             token_mechanism: DEFAULT_TOKEN_MECHANISM.into(),
             secrets,
+            kerberos,
             max_message: DEFAULT_MAX_NEGOTIATION_MESSAGE,
             negotiate: message::message(SaslState::Negotiate),
         };
@@ -123,6 +154,7 @@ impl ServerAuth {
             qops: vec![Qop::Auth],
             token_mechanism: DEFAULT_TOKEN_MECHANISM.into(),
             secrets: None,
+            kerberos: None,
             max_message: DEFAULT_MAX_NEGOTIATION_MESSAGE,
             negotiate: message::message(SaslState::Negotiate),
         };
@@ -195,7 +227,20 @@ impl ServerAuth {
                     server_id: Some(SASL_DEFAULT_REALM.into()),
                     challenge: None,
                 },
-                AuthMethod::Kerberos => unreachable!("refused in ServerAuth::new"),
+                AuthMethod::Kerberos => {
+                    let (protocol, server_id) = self
+                        .kerberos
+                        .as_ref()
+                        .map(|k| (k.protocol.clone(), k.server_id.clone()))
+                        .unwrap_or_default();
+                    SaslAuth {
+                        method: method.name().into(),
+                        mechanism: GSSAPI_MECHANISM.into(),
+                        protocol: Some(protocol),
+                        server_id: Some(server_id),
+                        challenge: None,
+                    }
+                }
             });
         }
         m
@@ -205,8 +250,12 @@ impl ServerAuth {
 /// An authenticated connection.
 pub struct Authenticated {
     pub method: AuthMethod,
-    /// The remote user: the token's user (TOKEN).
+    /// The remote user: the token's user (TOKEN); the principal's short name by
+    /// `hadoop.security.auth_to_local` (KERBEROS).
     pub user: String,
+    /// KERBEROS: the authenticated principal (`nm/host@REALM`), Java's `ugi.getUserName()`,
+    /// which the client's connection context names as its effectiveUser.
+    pub principal: Option<String>,
     /// TOKEN: the token identifier as the client sent it (the NodeManager reads its
     /// NMTokenIdentifier from here).
     pub token_identifier: Option<Vec<u8>>,
@@ -220,6 +269,7 @@ impl std::fmt::Debug for Authenticated {
         f.debug_struct("Authenticated")
             .field("method", &self.method)
             .field("user", &self.user)
+            .field("principal", &self.principal)
             .field("qop", &self.qop)
             .field("layer", &self.layer.is_some())
             .finish()
@@ -358,7 +408,10 @@ impl ServerNegotiation {
                     self.complete = true;
                     return Ok(ServerStep::Simple { reply: None });
                 }
-                if self.mech.is_none() {
+                // TOKEN reuses the mechanism whose challenge NEGOTIATE carried.
+                if method == AuthMethod::Kerberos {
+                    self.mech = Some(self.kerberos_mechanism()?);
+                } else if self.mech.is_none() {
                     self.mech = Some(self.token_mechanism(entropy)?);
                 }
                 self.process_token(&m)
@@ -421,6 +474,17 @@ impl ServerNegotiation {
         Ok(Box::new(DigestServer::new(cfg, entropy, Box::new(lookup))?))
     }
 
+    /// A GSSAPI server over a fresh accepting context.
+    fn kerberos_mechanism(&self) -> Result<Box<dyn ServerMechanism>, SaslError> {
+        let k = self.auth.kerberos.as_ref().ok_or_else(|| {
+            SaslError::Config("Server is not configured to do KERBEROS authentication.".into())
+        })?;
+        Ok(Box::new(GssapiServer::new(
+            k.acceptors.acceptor()?,
+            &self.auth.qops,
+        )?))
+    }
+
     /// `processSaslToken`: the message must carry a token (even an empty one).
     fn process_token(&mut self, m: &RpcSaslProto) -> Result<ServerStep, SaslError> {
         let Some(token) = m.token.as_deref() else {
@@ -436,10 +500,40 @@ impl ServerNegotiation {
             reply.token = Some(out);
             return Ok(ServerStep::Reply(reply));
         }
+        // SUCCESS carries a token only when the mechanism made one (DIGEST-MD5's rspauth);
+        // Java's GSSAPI client refuses any token once it is complete.
         let mut reply = message::message(SaslState::Success);
-        reply.token = Some(out);
+        reply.token = (!out.is_empty()).then_some(out);
         let name = mech.mechanism().to_string();
         let (qop, layer) = super::negotiated(&name, mech.negotiated_qop(), || mech.take_layer())?;
+        if self.method == Some(AuthMethod::Kerberos) {
+            let principal = mech
+                .authorization_id()
+                .ok_or_else(|| SaslError::Sasl("GSSAPI completed without a principal".into()))?
+                .to_string();
+            let names = &self
+                .auth
+                .kerberos
+                .as_ref()
+                .ok_or_else(|| SaslError::Sasl("KERBEROS without its settings".into()))?
+                .names;
+            let user = names.short_name(&principal).map_err(|e| {
+                SaslError::AccessControl(format!("Illegal principal name {principal}: {e}"))
+            })?;
+            self.complete = true;
+            self.mech = None;
+            return Ok(ServerStep::Success {
+                reply,
+                auth: Authenticated {
+                    method: AuthMethod::Kerberos,
+                    user,
+                    principal: Some(principal),
+                    token_identifier: None,
+                    qop,
+                    layer,
+                },
+            });
+        }
         // The mechanism authorized the authzid (Hadoop: only as the token's own user).
         let (_username, user, identifier) = self
             .found
@@ -454,6 +548,7 @@ impl ServerNegotiation {
             auth: Authenticated {
                 method: self.method.unwrap_or(AuthMethod::Token),
                 user,
+                principal: None,
                 token_identifier: Some(identifier),
                 qop,
                 layer,

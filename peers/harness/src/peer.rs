@@ -10,7 +10,9 @@
 //! `yarn.nm.liveness-monitor.expiry-interval-ms` 10000,
 //! `yarn.client.nodemanager-connect.max-wait-ms` 5000 / `retry-interval-ms` 1000,
 //! `yarn.am.liveness-monitor.expiry-interval-ms` 30000, in-JVM NMs 4096 MB / 8 vcores);
-//! `yarn-nm`: `--rm HOST:PORT` (required); `sasl`: `--nm-key-id N --nm-key HEX` (both required:
+//! `yarn-nm`: `--rm HOST:PORT` (required unless `--kerberos true`: a MiniKdc holding
+//! `nm/localhost`, `HTTP/localhost`, `rm/localhost` and `client`, a Kerberized NM, READY `kerberos`
+//! with their keytabs; then `nm-start HOST:PORT [KEY=VALUE...]` starts the NM); `sasl`: `--nm-key-id N --nm-key HEX` (both required:
 //! the NMToken master key, raw bytes in hex, normally 8). `--set` values go into the services'
 //! configuration and into the written site file.
 //!

@@ -1,0 +1,466 @@
+//! Service-level authorization (`hadoop.security.authorization = true`), as Java's
+//! `ServiceAuthorizationManager` checks each connection once its context names the protocol.
+//!
+//! - Each protocol has an ACL key (`security.resourcetracker.protocol.acl` for
+//!   `ResourceTrackerPB`, from the daemon's policy provider); an unset key takes
+//!   `security.service.authorization.default.acl` (default `*`). The key with `.blocked`
+//!   appended (default: nobody; else `security.service.authorization.default.acl.blocked`) names
+//!   who is refused even when the ACL allows.
+//! - ACL format (Hadoop's `AccessControlList`): `users groups`, each a comma list, split at the
+//!   first space; `*` alone is everyone; blank is nobody. A user is allowed when its short name
+//!   is in `users`, or one of its groups is in `groups`.
+//! - Groups: the user's primary and supplementary Unix groups from the name service
+//!   (`getpwnam_r` + `getgrouplist`), what `ShellBasedUnixGroupsMapping` gets from `id` and
+//!   `JniBasedUnixGroupsMapping` from the same calls; looked up only when an ACL lists groups
+//!   and the user is not listed by name, and not cached. A user the system does not know has no
+//!   groups (Java logs "No groups available" and goes on).
+//! - A protocol whose Kerberos info names a client principal key (ResourceTrackerPB:
+//!   `yarn.nodemanager.principal`) admits, when that key is set, only that principal (`_HOST`
+//!   replaced by the client address's canonical name, a reverse lookup per connection): Java's
+//!   ": this service is only accessible by …".
+//! - Protocols with no ACL key registered are not checked (Java's policy providers list every
+//!   protocol a daemon serves; we register only the ones we enforce). Per-protocol host lists
+//!   (`.hosts`) are not implemented.
+//!
+//! A refusal is a FATAL `org.apache.hadoop.security.authorize.AuthorizationException`
+//! "User … is not authorized for protocol …: denied by configured ACL" (Hadoop 3.5's text),
+//! and the connection closes.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::net::IpAddr;
+
+use conf::Configuration;
+use hadoop_wire::sasl::gssapi::replace_host;
+use hadoop_wire::sasl::message::AuthMethod;
+
+/// `security.service.authorization.default.acl`.
+pub const DEFAULT_ACL_KEY: &str = "security.service.authorization.default.acl";
+/// The class named in refusals.
+pub const AUTHORIZATION_EXCEPTION: &str =
+    "org.apache.hadoop.security.authorize.AuthorizationException";
+
+/// Hadoop's `AccessControlList`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessControlList {
+    all: bool,
+    users: Vec<String>,
+    groups: Vec<String>,
+}
+
+fn trimmed_list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl AccessControlList {
+    /// Parses `users groups` (`*` everyone, blank nobody).
+    pub fn parse(acl: &str) -> AccessControlList {
+        let mut parts = acl.splitn(2, ' ');
+        let users = parts.next().unwrap_or("");
+        let groups = parts.next();
+        let wild = |p: &str| p.trim() == "*";
+        if wild(users) || groups.is_some_and(wild) {
+            return AccessControlList {
+                all: true,
+                users: Vec::new(),
+                groups: Vec::new(),
+            };
+        }
+        AccessControlList {
+            all: false,
+            users: trimmed_list(users),
+            groups: groups.map(trimmed_list).unwrap_or_default(),
+        }
+    }
+
+    /// Whether `user` (its short name) is allowed; `groups` is asked only when needed.
+    pub fn allows(&self, user: &str, groups: &dyn Fn(&str) -> Vec<String>) -> bool {
+        if self.all || self.users.iter().any(|u| u == user) {
+            return true;
+        }
+        !self.groups.is_empty() && groups(user).iter().any(|g| self.groups.contains(g))
+    }
+
+    /// Whether it lists nobody.
+    pub fn is_empty(&self) -> bool {
+        !self.all && self.users.is_empty() && self.groups.is_empty()
+    }
+}
+
+/// A user's groups (Hadoop's `GroupMappingServiceProvider`).
+pub trait GroupsMapping: Send + Sync {
+    fn groups(&self, user: &str) -> Vec<String>;
+}
+
+/// The name service's groups for a user: primary first, then supplementary (no duplicates).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnixGroups;
+
+/// Largest buffer tried for one `getpwnam_r` / `getgrgid_r` record.
+const MAX_NSS_BUFFER: usize = 1 << 20;
+/// Most groups read for one user.
+const MAX_GROUPS: usize = 65536;
+
+fn primary_gid(user: &CStr) -> Option<libc::gid_t> {
+    let mut buf = vec![0 as libc::c_char; 1024];
+    loop {
+        // SAFETY: `passwd` is plain old data, all-zero is a valid value for it.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: `user` is NUL-terminated; `pw` and `result` are live locals; `buf` is writable
+        // for `buf.len()` bytes and outlives the call (the record's strings point into it, but
+        // only `pw_gid` is read).
+        let rc = unsafe {
+            libc::getpwnam_r(
+                user.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < MAX_NSS_BUFFER {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        return (rc == 0 && !result.is_null()).then_some(pw.pw_gid);
+    }
+}
+
+fn group_name(gid: libc::gid_t) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 1024];
+    loop {
+        // SAFETY: `group` is plain old data, all-zero is a valid value for it.
+        let mut gr: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: `gr` and `result` are live locals; `buf` is writable for `buf.len()` bytes and
+        // outlives the use of `gr.gr_name`, which points into it.
+        let rc =
+            unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut result) };
+        if rc == libc::ERANGE && buf.len() < MAX_NSS_BUFFER {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if rc != 0 || result.is_null() || gr.gr_name.is_null() {
+            return None;
+        }
+        // SAFETY: on success `gr_name` is a NUL-terminated string inside `buf`, alive here.
+        let name = unsafe { CStr::from_ptr(gr.gr_name) };
+        return Some(name.to_string_lossy().into_owned());
+    }
+}
+
+impl GroupsMapping for UnixGroups {
+    fn groups(&self, user: &str) -> Vec<String> {
+        let Ok(c_user) = CString::new(user) else {
+            return Vec::new();
+        };
+        let Some(primary) = primary_gid(&c_user) else {
+            return Vec::new();
+        };
+        let mut gids: Vec<libc::gid_t> = vec![0; 64];
+        loop {
+            let mut n = gids.len() as libc::c_int;
+            // SAFETY: `c_user` is NUL-terminated; `gids` is writable for `n` entries and `n`
+            // is a live local that receives the count.
+            let rc =
+                unsafe { libc::getgrouplist(c_user.as_ptr(), primary, gids.as_mut_ptr(), &mut n) };
+            if rc >= 0 {
+                gids.truncate(n.max(0) as usize);
+                break;
+            }
+            let want = (n.max(0) as usize).max(gids.len() * 2);
+            if want > MAX_GROUPS {
+                // as many as fit (glibc fills the array before failing)
+                break;
+            }
+            gids.resize(want, 0);
+        }
+        let mut names: Vec<String> = Vec::new();
+        for gid in std::iter::once(primary).chain(gids) {
+            if let Some(n) = group_name(gid) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        names
+    }
+}
+
+/// One enforced protocol: its name, its ACL key, and the configuration key of the only client
+/// principal it admits (its `KerberosInfo.clientPrincipal`), if any.
+#[derive(Debug, Clone, Copy)]
+pub struct ProtocolPolicy {
+    pub protocol: &'static str,
+    pub acl_key: &'static str,
+    pub client_principal_key: Option<&'static str>,
+}
+
+/// Who a connection is, as authorization sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The short name (ACLs list these).
+    pub user: &'a str,
+    /// Java's `ugi.getUserName()`: the principal under KERBEROS, else the user.
+    pub full_name: &'a str,
+    pub method: AuthMethod,
+    pub peer: Option<IpAddr>,
+}
+
+struct Policy {
+    acl_key: String,
+    allowed: AccessControlList,
+    blocked: AccessControlList,
+    client_principal: Option<String>,
+}
+
+/// The ACLs of the protocols a server enforces.
+pub struct ServiceAuthorization {
+    acls: HashMap<String, Policy>,
+    groups: Box<dyn GroupsMapping>,
+}
+
+impl std::fmt::Debug for ServiceAuthorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceAuthorization")
+            .field("protocols", &self.acls.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServiceAuthorization {
+    /// The ACLs of `protocols` from `conf`, when `hadoop.security.authorization` is true;
+    /// `None` when it is off (nothing checked).
+    pub fn from_conf(
+        conf: &Configuration,
+        protocols: &[ProtocolPolicy],
+        groups: Box<dyn GroupsMapping>,
+    ) -> Result<Option<ServiceAuthorization>, String> {
+        let on = match conf.get("hadoop.security.authorization").map(str::trim) {
+            None => false,
+            Some(v) => v
+                .parse::<bool>()
+                .map_err(|_| format!("hadoop.security.authorization: not a boolean: {v:?}"))?,
+        };
+        if !on {
+            return Ok(None);
+        }
+        let default = conf.get(DEFAULT_ACL_KEY).unwrap_or("*");
+        let default_blocked = conf
+            .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
+            .unwrap_or("");
+        let mut acls = HashMap::new();
+        for p in protocols {
+            let key = p.acl_key;
+            let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
+            let blocked = AccessControlList::parse(
+                conf.get(&format!("{key}.blocked"))
+                    .unwrap_or(default_blocked),
+            );
+            let client_principal = p
+                .client_principal_key
+                .and_then(|k| conf.get(k))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string);
+            acls.insert(
+                p.protocol.to_string(),
+                Policy {
+                    acl_key: key.to_string(),
+                    allowed,
+                    blocked,
+                    client_principal,
+                },
+            );
+        }
+        Ok(Some(ServiceAuthorization { acls, groups }))
+    }
+
+    /// Checks `who` for `protocol` (Java's `ServiceAuthorizationManager.authorize`). `Err` is
+    /// the refusal text.
+    pub fn authorize(&self, who: &Subject<'_>, protocol: &str) -> Result<(), String> {
+        let Some(p) = self.acls.get(protocol) else {
+            return Ok(());
+        };
+        let shown = format!("{} (auth:{})", who.full_name, who.method);
+        let client_principal = match &p.client_principal {
+            None => None,
+            Some(c) if !c.contains("/_HOST@") => Some(c.clone()),
+            Some(c) => match who.peer {
+                Some(ip) => Some(replace_host(c, &crate::kerberos::canonical_host_name(ip))),
+                None => {
+                    return Err(format!(
+                        "Can't figure out Kerberos principal name for connection from (unknown) \
+                         for user={shown} protocol=interface {protocol}"
+                    ))
+                }
+            },
+        };
+        let user = who.user;
+        let groups = |u: &str| self.groups.groups(u);
+        let cause = match client_principal {
+            Some(c) if c != who.full_name => format!(": this service is only accessible by {c}"),
+            _ if !p.allowed.allows(user, &groups)
+                || (!p.blocked.is_empty() && p.blocked.allows(user, &groups)) =>
+            {
+                ": denied by configured ACL".to_string()
+            }
+            _ => return Ok(()),
+        };
+        tracing::info!(
+            "authorization refused: {shown} for protocol={protocol}{cause} ({})",
+            p.acl_key
+        );
+        Err(format!(
+            "User {shown} is not authorized for protocol interface {protocol}{cause}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl GroupsMapping for Fixed {
+        fn groups(&self, user: &str) -> Vec<String> {
+            match user {
+                "nm" => vec!["yarn".into(), "hadoop".into()],
+                _ => vec!["users".into()],
+            }
+        }
+    }
+
+    fn fixed(u: &str) -> Vec<String> {
+        Fixed.groups(u)
+    }
+
+    #[test]
+    fn acl_format_as_hadoop() {
+        let a = AccessControlList::parse("*");
+        assert!(a.allows("anyone", &fixed));
+        let a = AccessControlList::parse(" * ");
+        assert!(a.allows("anyone", &fixed), "trimmed star");
+        let a = AccessControlList::parse("");
+        assert!(a.is_empty() && !a.allows("nm", &fixed), "blank is nobody");
+        let a = AccessControlList::parse(" ");
+        assert!(!a.allows("nm", &fixed), "a space is nobody");
+        let a = AccessControlList::parse("alice,bob");
+        assert!(a.allows("bob", &fixed) && !a.allows("nm", &fixed));
+        // the first space ends the users: "bob" here is a group, as in Hadoop
+        let a = AccessControlList::parse("alice, bob");
+        assert!(!a.allows("bob", &fixed) && a.allows("alice", &fixed));
+        let a = AccessControlList::parse("alice hadoop,admins");
+        assert!(a.allows("nm", &fixed), "by group");
+        assert!(a.allows("alice", &fixed) && !a.allows("carol", &fixed));
+        let a = AccessControlList::parse(" yarn");
+        assert!(
+            a.allows("nm", &fixed) && !a.allows("yarn", &fixed),
+            "groups only"
+        );
+    }
+
+    const RT: &str = "org.apache.hadoop.yarn.server.api.ResourceTrackerPB";
+    const P: [ProtocolPolicy; 1] = [ProtocolPolicy {
+        protocol: RT,
+        acl_key: "security.resourcetracker.protocol.acl",
+        client_principal_key: Some("yarn.nodemanager.principal"),
+    }];
+
+    fn who<'a>(user: &'a str, full: &'a str) -> Subject<'a> {
+        Subject {
+            user,
+            full_name: full,
+            method: AuthMethod::Kerberos,
+            peer: Some("127.0.0.1".parse().unwrap()),
+        }
+    }
+
+    fn authz(c: &Configuration) -> ServiceAuthorization {
+        ServiceAuthorization::from_conf(c, &P, Box::new(Fixed))
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn per_protocol_acls_from_conf() {
+        let mut c = Configuration::new();
+        assert!(ServiceAuthorization::from_conf(&c, &P, Box::new(Fixed))
+            .unwrap()
+            .is_none());
+        c.set("hadoop.security.authorization", "true");
+        assert!(
+            authz(&c).authorize(&who("x", "x"), RT).is_ok(),
+            "default ACL *"
+        );
+        c.set("security.resourcetracker.protocol.acl", "nm");
+        let s = authz(&c);
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_ok());
+        let e = s
+            .authorize(&who("client", "client@EXAMPLE.COM"), RT)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "User client@EXAMPLE.COM (auth:KERBEROS) is not authorized for protocol interface \
+             org.apache.hadoop.yarn.server.api.ResourceTrackerPB: denied by configured ACL"
+        );
+        assert!(
+            s.authorize(&who("client", "client"), "other.Protocol")
+                .is_ok(),
+            "not enforced"
+        );
+        c.set("security.resourcetracker.protocol.acl", "*");
+        c.set("security.resourcetracker.protocol.acl.blocked", " hadoop");
+        let s = authz(&c);
+        assert!(
+            s.authorize(&who("nm", "nm"), RT).is_err(),
+            "blocked by group"
+        );
+        assert!(s.authorize(&who("client", "client"), RT).is_ok());
+        c.set("hadoop.security.authorization", "yes");
+        assert!(ServiceAuthorization::from_conf(&c, &P, Box::new(Fixed)).is_err());
+    }
+
+    #[test]
+    fn the_client_principal_key_admits_only_that_principal() {
+        let mut c = Configuration::new();
+        c.set("hadoop.security.authorization", "true");
+        c.set("yarn.nodemanager.principal", "nm/_HOST@EXAMPLE.COM");
+        let s = authz(&c);
+        // 127.0.0.1 is named localhost
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_ok());
+        let e = s
+            .authorize(&who("client", "client@EXAMPLE.COM"), RT)
+            .unwrap_err();
+        assert!(
+            e.ends_with(": this service is only accessible by nm/localhost@EXAMPLE.COM"),
+            "{e}"
+        );
+        let mut no_peer = who("nm", "nm/localhost@EXAMPLE.COM");
+        no_peer.peer = None;
+        assert!(s.authorize(&no_peer, RT).is_err());
+        c.set("yarn.nodemanager.principal", "nm/host1@EXAMPLE.COM");
+        let s = authz(&c);
+        assert!(s
+            .authorize(&who("nm", "nm/localhost@EXAMPLE.COM"), RT)
+            .is_err());
+        assert!(s.authorize(&who("nm", "nm/host1@EXAMPLE.COM"), RT).is_ok());
+    }
+
+    #[test]
+    fn unix_groups_of_root_and_of_nobody_known() {
+        let g = UnixGroups.groups("root");
+        assert_eq!(g.first().map(String::as_str), Some("root"), "{g:?}");
+        assert!(UnixGroups.groups("no-such-user-hotpath").is_empty());
+        assert!(UnixGroups.groups("nul\0byte").is_empty());
+    }
+}
