@@ -135,6 +135,9 @@ impl AppsRt {
         let (r, launches, cleanups) = {
             let mut a = lock(&self.apps);
             let r = f(&mut a);
+            // An attempt retried by `f` (an AM container lost, a launch failed, a liveness
+            // expiry) gets its AM container now (one flag test when there is none).
+            a.place_unplaced(wall_ms());
             (r, a.take_launches(), a.take_cleanups())
         };
         if !launches.is_empty() {

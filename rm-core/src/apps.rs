@@ -20,7 +20,13 @@
 //!   `relaxLocality` rules and node/rack/ANY counts decremented together. Asks are normalized up
 //!   to the minimum allocation; a container fits a node only if both memory and vcores fit.
 //!   Allocation happens on a node update ([`Apps::node_update`], Java's NODE_UPDATE), which the
-//!   heartbeat path calls only while [`Apps::gate`] says something is in flight.
+//!   heartbeat path calls only while [`Apps::gate`] says something is in flight; and, with
+//!   [`AppsConfig::immediate_placement`] (`hotpath.rm.scheduler.immediate-placement`, on by
+//!   default), also as soon as there is something to place: an AM container at submission or
+//!   at an attempt's retry ([`Apps::place_unplaced`]), an AM's new asks within its `allocate`
+//!   call (the containers come back in that call's response), on the nodes with the most room
+//!   first. Java's CapacityScheduler offers the same off the heartbeat as asynchronous
+//!   scheduling; ours runs in the call that made the work.
 //! - `allocate` (`ApplicationMasterService` + `DefaultAMSProcessor`): responseId rules (a
 //!   repeat of the previous request gets the previous response again; any other mismatch is
 //!   `InvalidApplicationMasterRequestException`), releases (completed ABORTED "Container released
@@ -209,6 +215,11 @@ pub struct AppsConfig {
     /// Ours (`hotpath.rm.max-submission-bytes`): largest encoded submission context kept per
     /// application (its AM launch context lives as long as the application runs).
     pub max_submission_bytes: usize,
+    /// Ours (`hotpath.rm.scheduler.immediate-placement`, true): place containers as soon as
+    /// they can be placed (the AM container in `submitApplication` and when an attempt is
+    /// retried, new asks in the `allocate` that made them), not only on node heartbeats. False:
+    /// only NODE_UPDATE allocates, as Java's FIFO scheduler does.
+    pub immediate_placement: bool,
 }
 
 impl Default for AppsConfig {
@@ -226,6 +237,7 @@ impl Default for AppsConfig {
             max_asks_per_attempt: 10_000,
             max_blacklist: 10_000,
             max_submission_bytes: 4 << 20,
+            immediate_placement: true,
         }
     }
 }
@@ -272,6 +284,10 @@ impl AppsConfig {
                 d.max_submission_bytes as i64,
             )?
             .max(1024) as usize,
+            immediate_placement: match conf.try_get(crate::config::IMMEDIATE_PLACEMENT)? {
+                None => d.immediate_placement,
+                Some(_) => conf.get_bool(crate::config::IMMEDIATE_PLACEMENT)?,
+            },
         };
         if cfg.max_attempts <= 0 {
             return Err(crate::Error::BadConfig(format!(
@@ -557,6 +573,9 @@ pub struct Apps {
     /// Some allocated container may not have been reported RUNNING yet (set on allocation,
     /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
     unstarted: bool,
+    /// An attempt became SCHEDULED (submitted or retried) since [`Apps::place_unplaced`] last
+    /// ran.
+    unplaced: bool,
 }
 
 fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto {
@@ -656,6 +675,7 @@ impl Apps {
             completed_order: Vec::new(),
             live_apps: 0,
             unstarted: false,
+            unplaced: false,
         }
     }
 
@@ -951,6 +971,7 @@ impl Apps {
                     };
                     app.attempts.push(Attempt::new(next));
                     app.state = AppState::Accepted;
+                    self.unplaced = true;
                 } else {
                     let global = self.cfg.max_attempts;
                     let text = format!(
@@ -1105,6 +1126,51 @@ impl Apps {
         }
     }
 
+    /// With [`AppsConfig::immediate_placement`]: AM containers of attempts that became
+    /// SCHEDULED since the last call (submitted, retried) are placed now on the nodes with the
+    /// most room, rather than on the next heartbeat of a node with room. Without work (or in
+    /// heartbeat-only mode) this is one flag test: the heartbeat path may call it.
+    pub fn place_unplaced(&mut self, now_ms: u64) {
+        if !self.unplaced {
+            return;
+        }
+        self.unplaced = false;
+        if !self.cfg.immediate_placement {
+            return;
+        }
+        let waiting = |a: &Apps| {
+            a.apps.values().any(|x| {
+                matches!(x.state, AppState::Accepted)
+                    && x.current()
+                        .is_some_and(|t| t.state == AttemptState::Scheduled)
+            })
+        };
+        self.place_now(now_ms, waiting);
+    }
+
+    /// One scheduling pass outside a heartbeat: [`schedule_on`](Self::schedule_on) on each
+    /// active node with room, the most free memory (then vcores) first, while `pending` says
+    /// there is still something to place.
+    fn place_now(&mut self, now_ms: u64, pending: impl Fn(&Apps) -> bool) {
+        if !pending(self) {
+            return;
+        }
+        let mut order: Vec<(Res, NodeKey)> = self
+            .nodes
+            .values()
+            .filter(|n| n.active)
+            .map(|n| (n.total.minus(n.used), n.key.clone()))
+            .filter(|(room, _)| room.mem > 0 && room.vcores > 0)
+            .collect();
+        order.sort_by(|(a, _), (b, _)| b.mem.cmp(&a.mem).then(b.vcores.cmp(&a.vcores)));
+        for (_, key) in order {
+            if !pending(self) {
+                break;
+            }
+            self.schedule_on(&key, now_ms);
+        }
+    }
+
     // ---- ApplicationClientProtocol -------------------------------------------------------
 
     /// `getNewApplication`: the next id and the maximum capability.
@@ -1231,6 +1297,7 @@ impl Apps {
                 app: id,
                 attempt: 1,
             }));
+            self.unplaced = true;
         }
         self.apps.insert(id.id, app);
         self.live_apps += 1;
@@ -1243,6 +1310,7 @@ impl Apps {
             self.finish_app(id, AppState::Failed, Some(text), now_ms);
         }
         self.update_gate();
+        self.place_unplaced(now_ms);
         Ok(id)
     }
 
@@ -1445,6 +1513,7 @@ impl Apps {
         let min = self.cfg.min_alloc;
         let cap = self.cfg.max_ask_containers;
         let expiry = self.cfg.container_token_expiry_ms;
+        let immediate = self.cfg.immediate_placement;
         let cluster_nodes = self.nodes.values().filter(|n| n.active).count() as i32;
         let (total, used) = self.cluster_resources();
         let http: HashMap<NodeKey, String> = self
@@ -1585,6 +1654,20 @@ impl Apps {
                 }
             }
         }
+        // Immediate placement: new asks are placed now and come back in this response (Java's
+        // asynchronous scheduling also allocates between an AM's calls).
+        let (at, total, used) =
+            if immediate && at.state == AttemptState::Running && !req.ask.is_empty() {
+                self.place_now(now_ms, |x| {
+                    x.app(a.app)
+                        .and_then(|app| app.attempts.iter().find(|t| t.id == a))
+                        .is_some_and(|t| t.pending_containers() > 0)
+                });
+                let (total, used) = self.cluster_resources();
+                (self.attempt_mut(a)?.0, total, used)
+            } else {
+                (at, total, used)
+            };
         let mut released = Vec::new();
         for c in &req.release {
             let Some(c) = container_from_proto(c) else {
@@ -1889,7 +1972,16 @@ mod tests {
 
     const TS: i64 = 1_700_000_000_000;
 
+    /// Heartbeat-only placement: these tests drive allocation by node updates (the
+    /// immediate mode has its own tests, with [`apps_placing_now`]).
     fn apps(cfg: AppsConfig) -> Apps {
+        apps_placing_now(AppsConfig {
+            immediate_placement: false,
+            ..cfg
+        })
+    }
+
+    fn apps_placing_now(cfg: AppsConfig) -> Apps {
         let m =
             AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100).unwrap();
         let mut a = Apps::new(cfg, TS, Arc::new(AmrmTokenSecrets::new(m)));
@@ -2635,5 +2727,154 @@ mod tests {
             ]
         );
         assert_eq!(a.app(id).unwrap().state, AppState::Running);
+    }
+
+    #[test]
+    fn immediate_placement_is_a_config_key_on_by_default() {
+        let on = AppsConfig::from_conf(&conf::Configuration::new()).unwrap();
+        assert!(on.immediate_placement);
+        assert_eq!(on, AppsConfig::default());
+        let mut c = conf::Configuration::new();
+        c.set(crate::config::IMMEDIATE_PLACEMENT, "false");
+        assert!(!AppsConfig::from_conf(&c).unwrap().immediate_placement);
+        c.set(crate::config::IMMEDIATE_PLACEMENT, "sometimes");
+        assert!(AppsConfig::from_conf(&c).is_err());
+    }
+
+    #[test]
+    fn heartbeat_only_mode_places_on_node_updates_only() {
+        let mut a = apps(AppsConfig::default());
+        assert!(!a.config().immediate_placement);
+        let (id, _) = a.new_application().unwrap();
+        a.submit(ctx(id, 512, "default"), "alice", 10).unwrap();
+        a.place_unplaced(11);
+        assert!(a.take_launches().is_empty(), "no heartbeat yet");
+        let cur = |a: &Apps| a.app(id).unwrap().current().unwrap().state;
+        assert_eq!(cur(&a), AttemptState::Scheduled);
+        update(&mut a, &NodeKey::new("h2", 2), &[], 20);
+        let l = a.take_launches();
+        assert_eq!(l.len(), 1);
+        assert_eq!(
+            l[0].node,
+            NodeKey::new("h2", 2),
+            "the node that heartbeated"
+        );
+        assert_eq!(cur(&a), AttemptState::Allocated);
+    }
+
+    #[test]
+    fn immediate_placement_at_submit_retry_and_allocate() {
+        let mut a = apps_placing_now(AppsConfig::default());
+        let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+        // h1 has less room: the AM goes to h2, the node with the most free memory.
+        a.node_added(&h1, "h1:8042".into(), Res::new(2048, 4));
+        let (id, _) = a.new_application().unwrap();
+        a.submit(ctx(id, 1024, "default"), "alice", 10).unwrap();
+        let l = a.take_launches();
+        assert_eq!(
+            l.len(),
+            1,
+            "placed in the submit call, before any heartbeat"
+        );
+        assert_eq!(l[0].node, h2);
+        let at = l[0].attempt;
+        assert_eq!(a.node(&h2).unwrap().used, Res::new(1024, 1));
+        a.am_launched(at, 20);
+        a.register_am(at, &RegisterApplicationMasterRequestProto::default(), 30)
+            .unwrap();
+
+        // New asks are placed within the allocate that made them: 3 GB left on h2, 2 on h1.
+        let k = keys();
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, 6, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        let r0 = a.allocate(at, 1, &req, &k, 40).unwrap();
+        assert_eq!(r0.allocated_containers.len(), 5);
+        assert_eq!(r0.nm_tokens.len(), 2);
+        let on = |n: &NodeKey| {
+            r0.allocated_containers
+                .iter()
+                .filter(|c| c.node_id.as_ref() == Some(&n.to_proto()))
+                .count()
+        };
+        assert_eq!((on(&h2), on(&h1)), (3, 2));
+        assert_eq!(
+            r0.limit,
+            Some(Res::new(0, 2).to_proto()),
+            "headroom after the placement"
+        );
+        assert_eq!(
+            a.app(id).unwrap().current().unwrap().pending_containers(),
+            1
+        );
+        // A call without asks places nothing (the rest waits for room on a node update).
+        let req = AllocateRequestProto {
+            response_id: Some(1),
+            ..Default::default()
+        };
+        assert!(a
+            .allocate(at, 1, &req, &k, 50)
+            .unwrap()
+            .allocated_containers
+            .is_empty());
+        let first = container_from_proto(r0.allocated_containers[0].id.as_ref().unwrap()).unwrap();
+        let node_of_first = a.apps[&1].attempts[0].live[&first].node.clone();
+        update(&mut a, &node_of_first, &[(first, 0)], 60);
+        let req = AllocateRequestProto {
+            response_id: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            a.allocate(at, 1, &req, &k, 70)
+                .unwrap()
+                .allocated_containers
+                .len(),
+            1,
+            "the last one on the node update that freed room"
+        );
+
+        assert_eq!(
+            a.app(id).unwrap().current().unwrap().pending_containers(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_retried_attempt_is_placed_at_once_or_on_a_heartbeat() {
+        for immediate in [true, false] {
+            let mut a = apps_placing_now(AppsConfig {
+                immediate_placement: immediate,
+                ..AppsConfig::default()
+            });
+            let (id, _) = a.new_application().unwrap();
+            a.submit(ctx(id, 512, "default"), "alice", 10).unwrap();
+            if !immediate {
+                update(&mut a, &NodeKey::new("h1", 1), &[], 15);
+            }
+            let l = a.take_launches();
+            assert_eq!(l.len(), 1);
+            // The launch fails: a second attempt, SCHEDULED.
+            a.am_launch_failed(l[0].attempt, "connection refused", 20);
+            let app = a.app(id).unwrap();
+            assert_eq!(app.attempts.len(), 2);
+            assert_eq!(app.current().unwrap().state, AttemptState::Scheduled);
+            // What `AppsRt::with` calls after every change.
+            a.place_unplaced(21);
+            let l = a.take_launches();
+            if immediate {
+                assert_eq!(l.len(), 1, "placed without a heartbeat");
+                assert_eq!(l[0].attempt.attempt, 2);
+            } else {
+                assert!(l.is_empty());
+                update(&mut a, &NodeKey::new("h2", 2), &[], 30);
+                assert_eq!(a.take_launches().len(), 1, "placed on the heartbeat");
+            }
+            assert_eq!(
+                a.app(id).unwrap().current().unwrap().state,
+                AttemptState::Allocated
+            );
+        }
     }
 }
