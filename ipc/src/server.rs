@@ -138,6 +138,9 @@ pub struct Call<'a> {
     pub auth_method: AuthMethod,
     /// TOKEN: the token identifier as the client sent it.
     pub token_identifier: Option<&'a [u8]>,
+    /// TOKEN: what the server's token secrets made of the identifier when the connection
+    /// authenticated (`TokenSecrets::retrieve_with_context`), kept for its calls.
+    pub token_context: Option<&'a (dyn std::any::Any + Send + Sync)>,
 }
 
 /// An application-level failure: answered with an ERROR response, the connection stays open.
@@ -741,6 +744,7 @@ struct Core {
     negotiation: Option<Box<ServerNegotiation>>,
     auth_method: AuthMethod,
     token_identifier: Option<Box<[u8]>>,
+    token_context: Option<hadoop_wire::sasl::server::TokenContext>,
     /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
     layer: Option<Box<dyn SecurityLayer>>,
     /// Plain responses written by a handler, wrapped when it is done.
@@ -782,6 +786,7 @@ impl ServerConn {
                 negotiation: None,
                 auth_method: AuthMethod::Simple,
                 token_identifier: None,
+                token_context: None,
                 layer: None,
                 staging: Vec::new(),
                 egress: Vec::new(),
@@ -1615,6 +1620,7 @@ impl Core {
             user: self.user.as_deref(),
             auth_method: self.auth_method,
             token_identifier: self.token_identifier.as_deref(),
+            token_context: self.token_context.as_deref(),
         };
         let staged = self.layer.is_some();
         let chunk = out.chunk_size();
@@ -1867,6 +1873,7 @@ impl Core {
                 self.auth_method = auth.method;
                 self.user = Some(quote(&auth.user).into());
                 self.token_identifier = auth.token_identifier.map(Vec::into_boxed_slice);
+                self.token_context = auth.token_context;
                 if auth.layer.is_some() {
                     // Room for small responses from the start, so that a response growing by
                     // a byte (longer call ids) does not reallocate in the steady state.
