@@ -158,6 +158,11 @@ impl Res {
         )
     }
 
+    /// The smaller of each dimension.
+    pub fn smallest(self, o: Res) -> Res {
+        Res::new(self.mem.min(o.mem), self.vcores.min(o.vcores))
+    }
+
     pub fn minus(self, o: Res) -> Res {
         Res::new(
             self.mem.saturating_sub(o.mem).max(0),
@@ -1168,28 +1173,32 @@ impl Apps {
             return;
         }
         let waiting = |a: &Apps| {
-            a.apps.values().any(|x| {
-                matches!(x.state, AppState::Accepted)
-                    && x.current()
-                        .is_some_and(|t| t.state == AttemptState::Scheduled)
-            })
+            a.apps
+                .values()
+                .filter(|x| {
+                    matches!(x.state, AppState::Accepted)
+                        && x.current()
+                            .is_some_and(|t| t.state == AttemptState::Scheduled)
+                })
+                .map(|x| x.am_res)
+                .reduce(Res::smallest)
         };
-        self.place_now(now_ms, waiting);
+        // Only nodes with room for the smallest waiting AM are tried.
+        if let Some(need) = waiting(self) {
+            self.place_now(now_ms, need, |a| waiting(a).is_some());
+        }
     }
 
     /// One scheduling pass outside a heartbeat: [`schedule_on`](Self::schedule_on) on each
-    /// active node with room, the most free memory (then vcores) first, while `pending` says
-    /// there is still something to place.
-    fn place_now(&mut self, now_ms: u64, pending: impl Fn(&Apps) -> bool) {
-        if !pending(self) {
-            return;
-        }
+    /// active node with room for `need`, the most free memory (then vcores) first, while
+    /// `pending` says there is still something to place.
+    fn place_now(&mut self, now_ms: u64, need: Res, pending: impl Fn(&Apps) -> bool) {
         let mut order: Vec<(Res, NodeKey)> = self
             .nodes
             .values()
             .filter(|n| n.active)
             .map(|n| (n.total.minus(n.used), n.key.clone()))
-            .filter(|(room, _)| room.mem > 0 && room.vcores > 0)
+            .filter(|(room, _)| room.mem > 0 && room.vcores > 0 && need.fits_in(*room))
             .collect();
         order.sort_by(|(a, _), (b, _)| b.mem.cmp(&a.mem).then(b.vcores.cmp(&a.vcores)));
         for (_, key) in order {
@@ -1700,9 +1709,20 @@ impl Apps {
         }
         // Immediate placement: new asks are placed now and come back in this response (Java's
         // asynchronous scheduling also allocates between an AM's calls).
-        let (at, user, total, used) =
-            if immediate && at.state == AttemptState::Running && !req.ask.is_empty() {
-                self.place_now(now_ms, |x| {
+        // Only nodes with room for the attempt's smallest outstanding ask are tried.
+        let need = if immediate && at.state == AttemptState::Running && !req.ask.is_empty() {
+            at.asks
+                .values()
+                .filter_map(|m| m.get(ANY))
+                .filter(|x| x.num > 0)
+                .map(|x| x.capability)
+                .reduce(Res::smallest)
+        } else {
+            None
+        };
+        let (at, user, total, used) = match need {
+            Some(need) => {
+                self.place_now(now_ms, need, |x| {
                     x.app(a.app)
                         .and_then(|app| app.attempts.iter().find(|t| t.id == a))
                         .is_some_and(|t| t.pending_containers() > 0)
@@ -1710,9 +1730,9 @@ impl Apps {
                 let (total, used) = self.cluster_resources();
                 let (at, user) = Self::attempt_in(&mut self.apps, a)?;
                 (at, user, total, used)
-            } else {
-                (at, user, total, used)
-            };
+            }
+            _ => (at, user, total, used),
+        };
         let mut released = Vec::new();
         for c in &req.release {
             let Some(c) = container_from_proto(c) else {
@@ -2951,5 +2971,32 @@ mod tests {
                 AttemptState::Allocated
             );
         }
+    }
+
+    #[test]
+    fn an_am_that_fits_nowhere_now_waits_for_a_node_update() {
+        let mut a = apps_placing_now(AppsConfig::default());
+        let submit = |a: &mut Apps, mb: i64| {
+            let (id, _) = a.new_application().unwrap();
+            a.submit(ctx(id, mb, "default"), "alice", 10).unwrap();
+            (id, a.take_launches())
+        };
+        // 3 GB on one node, 2 GB on the other (the one with more room), then 3 GB fits nowhere.
+        let (first, l1) = submit(&mut a, 3072);
+        let (_, l2) = submit(&mut a, 2048);
+        assert_eq!((l1.len(), l2.len()), (1, 1));
+        assert_ne!(l1[0].node, l2[0].node);
+        let (third, l3) = submit(&mut a, 3072);
+        assert!(l3.is_empty());
+        let state = |a: &Apps| a.app(third).unwrap().current().unwrap().state;
+        assert_eq!(state(&a), AttemptState::Scheduled);
+        // The first application ends: its node has room again, used on its next heartbeat.
+        a.kill(first, None, 20).unwrap();
+        a.place_unplaced(21);
+        assert_eq!(state(&a), AttemptState::Scheduled, "a kill retries nothing");
+        update(&mut a, &l1[0].node, &[], 30);
+        let l = a.take_launches();
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].attempt.app, &l[0].node), (third, &l1[0].node));
     }
 }
