@@ -680,6 +680,17 @@ fn after_an_rm_restart_old_applications_are_unknown_and_their_containers_end() {
     let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
     let _ = c._rm.child.kill();
     let _ = c._rm.child.wait();
+    // The killed process's io_uring rings are torn down by the kernel after it exits, and
+    // their listeners with them: wait until the addresses can be bound again.
+    wait_for(
+        "the old RM's addresses to be free",
+        Duration::from_secs(30),
+        || {
+            [&rt, &client, &c.scheduler]
+                .iter()
+                .all(|a| std::net::TcpListener::bind(a.as_str()).is_ok())
+        },
+    );
     c._rm = start_rm_at(&rt, &client, &c.scheduler);
     // Recovery is off (Java's default): the old application is unknown to the new RM.
     let t0 = Instant::now();

@@ -141,6 +141,9 @@ pub struct Call<'a> {
     pub auth_method: AuthMethod,
     /// TOKEN: the token identifier as the client sent it.
     pub token_identifier: Option<&'a [u8]>,
+    /// TOKEN: what the server's token secrets made of the identifier when the connection
+    /// authenticated (`TokenSecrets::retrieve_with_context`), kept for its calls.
+    pub token_context: Option<&'a (dyn std::any::Any + Send + Sync)>,
 }
 
 /// An application-level failure: answered with an ERROR response, the connection stays open.
@@ -755,6 +758,7 @@ struct Core {
     principal: Option<Box<str>>,
     /// The client's address (service-level authorization may need its host name).
     peer: Option<SocketAddr>,
+    token_context: Option<hadoop_wire::sasl::server::TokenContext>,
     /// The security layer, from SUCCESS on, for `auth-int` / `auth-conf`.
     layer: Option<Box<dyn SecurityLayer>>,
     /// Plain responses written by a handler, wrapped when it is done.
@@ -798,6 +802,7 @@ impl ServerConn {
                 token_identifier: None,
                 principal: None,
                 peer,
+                token_context: None,
                 layer: None,
                 staging: Vec::new(),
                 egress: Vec::new(),
@@ -1631,6 +1636,7 @@ impl Core {
             user: self.user.as_deref(),
             auth_method: self.auth_method,
             token_identifier: self.token_identifier.as_deref(),
+            token_context: self.token_context.as_deref(),
         };
         let staged = self.layer.is_some();
         let chunk = out.chunk_size();
@@ -1935,6 +1941,7 @@ impl Core {
                     auth.qop.sasl_name(),
                     auth.user
                 );
+                self.token_context = auth.token_context;
                 if auth.layer.is_some() {
                     // Room for small responses from the start, so that a response growing by
                     // a byte (longer call ids) does not reallocate in the steady state.

@@ -66,6 +66,24 @@ fn sasl_registry() -> Registry {
             Ok(())
         },
     );
+    // `context`: the token context the connection kept (its text and where it lives)
+    r.register(
+        bench::PROTOCOL,
+        bench::VERSION,
+        "context",
+        |call: &ipc::server::Call<'_>, reply: &mut ipc::server::Reply<'_, '_>| {
+            let s = match call.token_context {
+                Some(c) => format!(
+                    "{} @{:p}",
+                    c.downcast_ref::<String>().map_or("?", String::as_str),
+                    c
+                ),
+                None => "-".into(),
+            };
+            reply.bytes(s.as_bytes())?;
+            Ok(())
+        },
+    );
     r.register(
         bench::PROTOCOL,
         bench::VERSION,
@@ -118,6 +136,14 @@ fn token_auth_at_every_protection_level_on_both_backends() {
             // the token's user, whatever the client's configured user says
             let id_len = token(KEY).identifier.len();
             assert_eq!(whoami(&c), format!("{USER} TOKEN {id_len}"), "{qop:?}");
+            // what the secrets made of the token at authentication, the same for every call
+            let ctx = |c: &Client| {
+                let r = c.call("context", &[]).unwrap();
+                String::from_utf8(r.payload().to_vec()).unwrap()
+            };
+            let first = ctx(&c);
+            assert!(first.starts_with(":node-1:8041 @"), "{first}");
+            assert_eq!(ctx(&c), first);
             // small and large requests (several WRAP packets each way), pipelined
             for len in [0, 1, 100, 70_000, 300_000] {
                 echo_checked(&c, len);

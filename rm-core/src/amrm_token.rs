@@ -33,10 +33,10 @@
 //! [`TokenError::Full`] rather than growing.
 
 use std::collections::HashSet;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use hadoop_wire::entropy::Entropy;
-use hadoop_wire::sasl::server::{TokenPassword, TokenSecrets};
+use hadoop_wire::sasl::server::{TokenContext, TokenPassword, TokenSecrets};
 use hadoop_wire::sasl::SaslError;
 use hadoop_wire::token::secret::Password;
 use hadoop_wire::token::{AmrmTokenIdentifier, Token, TokenError, TokenIdentifier};
@@ -241,18 +241,50 @@ impl AmrmTokenSecrets {
     }
 }
 
-/// TOKEN authentication on ApplicationMasterProtocol: the DIGEST-MD5 username is the
-/// AMRMTokenIdentifier; its password comes from `retrievePassword`, its user is the attempt.
-impl TokenSecrets for AmrmTokenSecrets {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+/// The AMRMToken a connection authenticated with, as its calls read it: made once, when the
+/// connection authenticates ([`TokenSecrets::retrieve_with_context`]), and handed to every
+/// call as `Call::token_context` (Java's `authorizeRequest` reads the AMRMTokenIdentifier of
+/// the connection's UGI the same way, without parsing the token again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmrmCaller {
+    /// The token's attempt (`None`: an identifier without one, refused by the calls).
+    pub attempt: Option<AttemptId>,
+    /// The master key the token was made with.
+    pub key_id: i32,
+}
+
+impl AmrmTokenSecrets {
+    fn verify(&self, identifier: &[u8]) -> Result<(TokenPassword, AmrmCaller), SaslError> {
         // Java: SaslDigestCallbackHandler.getIdentifier.
         let id = AmrmTokenIdentifier::parse(identifier)
             .map_err(|_| SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into()))?;
         let password = self.read().retrieve_password(&id)?;
-        Ok(TokenPassword {
+        let caller = AmrmCaller {
+            attempt: id.attempt_id(),
+            key_id: id.key_id(),
+        };
+        let p = TokenPassword {
             password: password.to_vec(),
             user: id.user().unwrap_or_default(),
-        })
+        };
+        Ok((p, caller))
+    }
+}
+
+/// TOKEN authentication on ApplicationMasterProtocol: the DIGEST-MD5 username is the
+/// AMRMTokenIdentifier; its password comes from `retrievePassword`, its user is the attempt;
+/// the connection keeps an [`AmrmCaller`].
+impl TokenSecrets for AmrmTokenSecrets {
+    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+        self.verify(identifier).map(|(p, _)| p)
+    }
+
+    fn retrieve_with_context(
+        &self,
+        identifier: &[u8],
+    ) -> Result<(TokenPassword, Option<TokenContext>), SaslError> {
+        let (p, caller) = self.verify(identifier)?;
+        Ok((p, Some(Arc::new(caller))))
     }
 }
 
@@ -427,6 +459,17 @@ mod tests {
         let got = s.retrieve(&t.identifier).unwrap();
         assert_eq!(got.password, t.password);
         assert_eq!(got.user, "appattempt_1700000000000_0005_000001");
+        // The connection's context: the attempt and key, made once at authentication.
+        let (p, ctx) = s.retrieve_with_context(&t.identifier).unwrap();
+        assert_eq!(p, got);
+        let caller = ctx.unwrap();
+        assert_eq!(
+            caller.downcast_ref::<AmrmCaller>(),
+            Some(&AmrmCaller {
+                attempt: Some(a),
+                key_id: s.read().current_key().key_id
+            })
+        );
         assert_eq!(
             s.retrieve(&[0xff, 0xff]).unwrap_err(),
             SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into())

@@ -32,7 +32,7 @@ use ipc::server::{Call, CallError, Registry, Reply};
 use prost::Message;
 
 use crate::am_launcher::{AmLauncher, LaunchHost};
-use crate::amrm_token::AmrmTokenSecrets;
+use crate::amrm_token::{AmrmCaller, AmrmTokenSecrets};
 use crate::apps::{
     exc, report, AmLaunch, AppError, Apps, Cleanup, Res, TokenKeys, DEFAULT_QUEUE, DEFAULT_RACK,
 };
@@ -292,6 +292,11 @@ impl AppsRt {
         let (r, launches, cleanups, ticket) = {
             let mut a = lock(&self.apps);
             let r = f(&mut a);
+            // An attempt retried by `f` (an AM container lost, a launch failed, a liveness
+            // expiry) gets its AM container now (one flag test when there is none).
+            if a.has_unplaced() {
+                a.place_unplaced(wall_ms());
+            }
             let mut launches = a.take_launches();
             let mut ticket = None;
             if let Some(w) = &self.writer {
@@ -741,7 +746,8 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
     );
 }
 
-/// The attempt (and the key id) of the caller's AMRMToken.
+/// The attempt (and the key id) of the caller's AMRMToken: the [`AmrmCaller`] its connection
+/// kept when it authenticated (the token was verified then), else the identifier parsed.
 fn caller(call: &Call<'_>) -> Result<(AttemptId, i32), CallError> {
     let no_token = || {
         CallError::application(
@@ -752,6 +758,12 @@ fn caller(call: &Call<'_>) -> Result<(AttemptId, i32), CallError> {
             ),
         )
     };
+    if let Some(c) = call
+        .token_context
+        .and_then(|c| c.downcast_ref::<AmrmCaller>())
+    {
+        return Ok((c.attempt.ok_or_else(no_token)?, c.key_id));
+    }
     let raw = call.token_identifier.ok_or_else(no_token)?;
     let id = AmrmTokenIdentifier::parse(raw).map_err(|_| no_token())?;
     let a = id.attempt_id().ok_or_else(no_token)?;
@@ -785,9 +797,11 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let (a, key_id) = caller(c)?;
             let req: AllocateRequestProto = decode(c)?;
-            let k = keys(&t);
+            // The tracker's keys are read (its lock taken inside the applications' lock) only
+            // for a response with new containers. Lock order: applications, then tracker;
+            // nothing takes the applications' lock while holding the tracker's.
             let resp = r
-                .with(|x| x.allocate(a, key_id, &req, &k, wall_ms()))
+                .with(|x| x.allocate_with(a, key_id, &req, || keys(&t), wall_ms()))
                 .map_err(call_error)?;
             reply.message(&resp).map_err(CallError::from)
         },

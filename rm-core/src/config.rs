@@ -57,6 +57,18 @@ pub const WAKE_DEPTH: &str = "hotpath.rm.dispatcher.wake-depth";
 pub const DEDUP_RETENTION: &str = "hotpath.rm.completion-dedup-retention-ms";
 /// Ours: the port of the Prometheus `/metrics` endpoint.
 pub const METRICS_PORT: &str = "hotpath.rm.metrics.port";
+/// Ours (boolean, default true): place containers as soon as they can be placed — an AM
+/// container in `submitApplication` and when an attempt is retried, an AM's new asks in the
+/// `allocate` call that made them — besides on node heartbeats; `false`: on node heartbeats
+/// only (Java's FIFO scheduler). Read by [`crate::apps::AppsConfig::from_conf`].
+pub const IMMEDIATE_PLACEMENT: &str = "hotpath.rm.scheduler.immediate-placement";
+/// Ours (`auto`, `uring` or `epoll`; default `auto`): the `ipc` transport backend of the
+/// ApplicationClientProtocol server (`auto` follows `HOTPATH_IO`, then the io_uring probe).
+pub const CLIENT_IO_BACKEND: &str = "hotpath.rm.client.io-backend";
+/// Ours (same values and default): the transport backend of the ApplicationMasterProtocol
+/// server. The resource-tracker server's backend is the process's (`HOTPATH_IO`, then the
+/// probe).
+pub const SCHEDULER_IO_BACKEND: &str = "hotpath.rm.scheduler.io-backend";
 
 /// The Hadoop version we speak to NodeManagers as (the peer's release line).
 pub const DEFAULT_RM_VERSION: &str = hadoop_wire::yarn::HADOOP_VERSION;

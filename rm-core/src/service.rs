@@ -361,10 +361,11 @@ fn start_apps(
         setup.qops.clone(),
     )
     .map_err(|e| Error::BadConfig(format!("ApplicationMasterProtocol auth: {e}")))?;
-    let transport = |name: &str| ipc::transport::TransportConfig {
+    let transport = |name: &str, backend| ipc::transport::TransportConfig {
         threads: 1,
         cpus: Vec::new(),
         thread_names: vec![name.to_string()],
+        backend,
         ..server_cfg.transport.clone()
     };
     let rm_id = lock(tracker).rm_identifier();
@@ -384,11 +385,11 @@ fn start_apps(
     let mut mreg = Registry::new();
     app_service::register_master(&mut mreg, &rt, tracker);
     let client_cfg = ServerConfig {
-        transport: transport("hp-rm-client"),
+        transport: transport("hp-rm-client", setup.cfg.client_io),
         ..ServerConfig::default()
     };
     let master_cfg = ServerConfig {
-        transport: transport("hp-rm-sched"),
+        transport: transport("hp-rm-sched", setup.cfg.scheduler_io),
         auth: Arc::new(auth),
         ..ServerConfig::default()
     };

@@ -51,12 +51,27 @@ pub struct TokenPassword {
     pub user: String,
 }
 
+/// What the secrets keep for an authenticated connection's calls, made once when it
+/// authenticates (Java: the token identifier in the connection's UGI, parsed once; the
+/// protocol's handlers read it on every call, e.g. the AMRMToken's attempt). The handler
+/// downcasts it to the type its secrets made.
+pub type TokenContext = Arc<dyn std::any::Any + Send + Sync>;
+
 /// Where a server finds token passwords (Hadoop's `SecretManager.retrievePassword`).
 pub trait TokenSecrets: Send + Sync {
     /// Verifies `identifier` (the bytes as the client sent them) and returns its password and
     /// user. Unknown key, expired, wrong node, undecodable: `SaslError::InvalidToken` with
     /// Java's text.
     fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError>;
+
+    /// As [`retrieve`](Self::retrieve), plus the [`TokenContext`] the connection keeps once it
+    /// authenticates with this identifier ([`Authenticated::token_context`]). By default none.
+    fn retrieve_with_context(
+        &self,
+        identifier: &[u8],
+    ) -> Result<(TokenPassword, Option<TokenContext>), SaslError> {
+        self.retrieve(identifier).map(|p| (p, None))
+    }
 }
 
 /// What a server accepts: Hadoop's `getAuthMethods` and `hadoop.rpc.protection`.
@@ -259,6 +274,9 @@ pub struct Authenticated {
     /// TOKEN: the token identifier as the client sent it (the NodeManager reads its
     /// NMTokenIdentifier from here).
     pub token_identifier: Option<Vec<u8>>,
+    /// TOKEN: what the secrets made of the identifier for the connection's calls
+    /// ([`TokenSecrets::retrieve_with_context`]).
+    pub token_context: Option<TokenContext>,
     pub qop: Qop,
     /// The security layer for `auth-int` / `auth-conf`.
     pub layer: Option<Box<dyn SecurityLayer>>,
@@ -270,6 +288,7 @@ impl std::fmt::Debug for Authenticated {
             .field("method", &self.method)
             .field("user", &self.user)
             .field("principal", &self.principal)
+            .field("token_context", &self.token_context.is_some())
             .field("qop", &self.qop)
             .field("layer", &self.layer.is_some())
             .finish()
@@ -315,8 +334,8 @@ impl ServerFailure {
     }
 }
 
-/// Who the password callback found: (DIGEST username, token user, identifier).
-type Found = Arc<Mutex<Option<(String, String, Vec<u8>)>>>;
+/// Who the password callback found: (DIGEST username, token user, identifier, its context).
+type Found = Arc<Mutex<Option<(String, String, Vec<u8>, Option<TokenContext>)>>>;
 
 /// One connection's negotiation.
 pub struct ServerNegotiation {
@@ -465,9 +484,9 @@ impl ServerNegotiation {
                 .map_err(|_| {
                     SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into())
                 })?;
-            let p = secrets.retrieve(&identifier)?;
+            let (p, context) = secrets.retrieve_with_context(&identifier)?;
             *found.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((username.to_string(), p.user, identifier));
+                Some((username.to_string(), p.user, identifier, context));
             Ok(base64::engine::general_purpose::STANDARD.encode(&p.password))
         };
         let cfg = DigestServerConfig::ipc(self.auth.qops.clone());
@@ -529,13 +548,14 @@ impl ServerNegotiation {
                     user,
                     principal: Some(principal),
                     token_identifier: None,
+                    token_context: None,
                     qop,
                     layer,
                 },
             });
         }
         // The mechanism authorized the authzid (Hadoop: only as the token's own user).
-        let (_username, user, identifier) = self
+        let (_username, user, identifier, token_context) = self
             .found
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -550,6 +570,7 @@ impl ServerNegotiation {
                 user,
                 principal: None,
                 token_identifier: Some(identifier),
+                token_context,
                 qop,
                 layer,
             },

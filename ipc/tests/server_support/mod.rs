@@ -221,7 +221,7 @@ pub fn raise_nofile(want: u64) -> u64 {
 
 pub mod sasl {
     use hadoop_wire::sasl::client::TokenCredential;
-    use hadoop_wire::sasl::server::{TokenPassword, TokenSecrets};
+    use hadoop_wire::sasl::server::{TokenContext, TokenPassword, TokenSecrets};
     use hadoop_wire::sasl::SaslError;
 
     /// The token user every test token stands for.
@@ -251,6 +251,16 @@ pub mod sasl {
                 password: hmac(&self.key, identifier),
                 user: USER.into(),
             })
+        }
+
+        /// The connection's context: the identifier's text after the user.
+        fn retrieve_with_context(
+            &self,
+            identifier: &[u8],
+        ) -> Result<(TokenPassword, Option<TokenContext>), SaslError> {
+            let p = self.retrieve(identifier)?;
+            let rest = String::from_utf8_lossy(&identifier[USER.len()..]).into_owned();
+            Ok((p, Some(std::sync::Arc::new(rest))))
         }
     }
 

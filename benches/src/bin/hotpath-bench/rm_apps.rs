@@ -92,6 +92,11 @@ pub struct RmAppsArgs {
     /// 1000).
     #[arg(long, default_value_t = 1000)]
     pub nm_heartbeat_ms: u64,
+    /// Extra `--set KEY=VALUE` for our RM (repeatable), e.g.
+    /// `hotpath.rm.scheduler.io-backend=uring` or
+    /// `hotpath.rm.scheduler.immediate-placement=false`.
+    #[arg(long = "rm-set", value_name = "KEY=VALUE")]
+    pub rm_set: Vec<String>,
     /// The `hotpath` binary (default: beside this one).
     #[arg(long)]
     pub hotpath: Option<PathBuf>,
@@ -245,6 +250,9 @@ impl Rm {
                         dir.path().join("log").display().to_string(),
                     ),
                 ]));
+                for kv in &args.rm_set {
+                    cmd.args(["--set", kv]);
+                }
                 Ok(Rm::Ours(ReadyChild::spawn(cmd, dir, "hotpath rm")?))
             }
             Side::Java => {
@@ -806,6 +814,7 @@ pub fn run(args: RmAppsArgs) -> Result<()> {
         "start_threads": args.start_threads,
         "am_heartbeat_ms": args.am_heartbeat_ms,
         "nm_heartbeat_ms": args.nm_heartbeat_ms,
+        "rm_set": args.rm_set,
         "rounds": args.rounds,
         "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "summary": summary,
