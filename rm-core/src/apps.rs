@@ -1810,6 +1810,7 @@ impl Apps {
                 },
                 self.epoch,
             ));
+            self.unplaced = true;
         }
         if let Some(ops) = self.store_ops.as_mut() {
             ops.push(Rec::Submitted(SubmittedRec {
@@ -1818,7 +1819,6 @@ impl Apps {
                 submit_ms: now_ms,
                 context: prost::Message::encode_to_vec(&ctx),
             }));
-            self.unplaced = true;
         }
         self.apps.insert(id.id, app);
         self.live_apps += 1;
@@ -3322,7 +3322,11 @@ mod tests {
         let m =
             AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100).unwrap();
         let amrm = Arc::new(AmrmTokenSecrets::new(m));
-        let mut a = Apps::new(AppsConfig::default(), TS, amrm.clone());
+        let heartbeat_only = AppsConfig {
+            immediate_placement: false,
+            ..AppsConfig::default()
+        };
+        let mut a = Apps::new(heartbeat_only.clone(), TS, amrm.clone());
         a.enable_store(0);
         a.node_added(&NodeKey::new("h1", 1), "h1:8042".into(), Res::new(4096, 4));
         a.node_added(&NodeKey::new("h2", 2), "h2:8042".into(), Res::new(4096, 4));
@@ -3376,7 +3380,7 @@ mod tests {
         drop(a);
 
         // The new RM: another cluster timestamp, epoch 1, the same AMRM secrets.
-        let mut b = Apps::new(AppsConfig::default(), TS + 1000, amrm.clone());
+        let mut b = Apps::new(heartbeat_only, TS + 1000, amrm.clone());
         b.enable_store(1);
         assert_eq!(b.recover(&rec, 100), (1, 1));
         assert_eq!(b.app(done_id).unwrap().state, AppState::Killed);
