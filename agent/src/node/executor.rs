@@ -383,7 +383,6 @@ memory by RLIMIT_DATA",
             unsafe { libc::CPU_SET(c as usize, &mut set) };
         }
         let name = paths.container.to_string();
-        let t0 = Instant::now();
         let cgroup = match &self.cgroups {
             Some(cg) => Some(cg.create(&name, limits.memory_bytes, &cpu_list(&cpus))?),
             None => None,
@@ -419,16 +418,9 @@ memory by RLIMIT_DATA",
         unsafe {
             cmd.pre_exec(move || child_setup(&procs, &set, rlimit_data));
         }
-        let t_cgroup = t0.elapsed();
+        let cgroup_ready = Instant::now();
         let child = match cmd.spawn() {
-            Ok(c) => {
-                tracing::debug!(
-                    "spawned {name}: cgroups in {} µs, fork to exec {} µs",
-                    t_cgroup.as_micros(),
-                    (t0.elapsed() - t_cgroup).as_micros()
-                );
-                c
-            }
+            Ok(c) => c,
             Err(e) => {
                 if let Some(c) = &cgroup {
                     c.remove();
@@ -436,14 +428,20 @@ memory by RLIMIT_DATA",
                 return Err(ExecutorError::Spawn(e));
             }
         };
+        let timing = SpawnTiming {
+            cgroup_ready,
+            exec_done: Instant::now(),
+        };
         if !direct {
-            return Ok(RunningContainer::new(
+            let mut rc = RunningContainer::new(
                 paths,
                 Wrapper::Child(child),
                 cgroup,
                 limits.memory_bytes,
                 &self.cfg,
-            ));
+            );
+            rc.spawn_timing = timing;
+            return Ok(rc);
         }
         // Direct: the child leads the container's session and group; its pid file is ours to
         // write (atomically, as the session script does with `mv`).
@@ -456,6 +454,7 @@ memory by RLIMIT_DATA",
             &self.cfg,
         );
         rc.pgid = Some(pid);
+        rc.spawn_timing = timing;
         if let Err(e) = write_atomic(&paths.pid_file, pid) {
             // Without the pid file a restarted agent could not find the container: do not run
             // one it cannot account for.
@@ -711,6 +710,16 @@ struct Killing {
     no_pid_file: bool,
 }
 
+/// When [`Executor::spawn`] passed its stages (for the launch timings).
+#[derive(Debug, Clone, Copy)]
+pub struct SpawnTiming {
+    /// The container's cgroups existed with their limits (or there were none to make).
+    pub cgroup_ready: Instant,
+    /// `exec` of the container's first process had succeeded (std reports it through its
+    /// close-on-exec pipe).
+    pub exec_done: Instant,
+}
+
 /// A started (or recovered) container. See the module docs.
 #[derive(Debug)]
 pub struct RunningContainer {
@@ -731,6 +740,7 @@ pub struct RunningContainer {
     /// After the exit: SIGKILL leftovers of the group at this time.
     cleanup_at: Option<Instant>,
     cleaned: bool,
+    spawn_timing: SpawnTiming,
 }
 
 impl RunningContainer {
@@ -757,7 +767,16 @@ impl RunningContainer {
             exit: None,
             cleanup_at: None,
             cleaned: false,
+            spawn_timing: SpawnTiming {
+                cgroup_ready: Instant::now(),
+                exec_done: Instant::now(),
+            },
         }
+    }
+
+    /// When its spawn passed its stages (a recovered container: when it was found).
+    pub fn spawn_timing(&self) -> SpawnTiming {
+        self.spawn_timing
     }
 
     /// The container id.

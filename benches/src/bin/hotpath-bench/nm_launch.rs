@@ -60,6 +60,10 @@ pub struct NmLaunchArgs {
     /// this directory as `agent-<ip>.log`.
     #[arg(long)]
     pub agent_logs: Option<PathBuf>,
+    /// Keep the containers' timestamp files (`<container id>.ts`: `date +%s%N` as each one
+    /// ran) in DIR/<side>-<round>/, to join with the agents' launch stages (`--agent-logs`).
+    #[arg(long, value_name = "DIR")]
+    pub timestamps: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -219,7 +223,7 @@ fn registered(rm: &mut Peer, n: usize) -> Result<bool> {
         >= n)
 }
 
-fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
+fn run_side(side: Side, round: usize, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
     let mut rm =
         Peer::start(Mode::YarnRm, &["--profile", "agents"]).map_err(|e| anyhow!("yarn-rm: {e}"))?;
     let rt = rm.ready()["resource_tracker"]
@@ -246,9 +250,17 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
         .collect::<Result<_>>()?;
     let dir = tempfile::tempdir()?;
     let result = dir.path().join("bench.json");
+    let shared = match &args.timestamps {
+        Some(d) => {
+            let d = d.join(format!("{}-{round}", side.name()));
+            std::fs::create_dir_all(&d)?;
+            format!(" shared={}", d.canonicalize()?.display())
+        }
+        None => String::new(),
+    };
     let submitted = rm
         .command(&format!(
-            "app-submit mode=bench containers={} per_node={} nm_proxies={} result={}",
+            "app-submit mode=bench containers={} per_node={} nm_proxies={} result={}{shared}",
             args.containers,
             args.per_node,
             args.am_nm_proxies,
@@ -328,7 +340,7 @@ pub fn run(args: NmLaunchArgs) -> Result<()> {
             if args.only.as_deref().is_some_and(|o| o != side.name()) {
                 continue;
             }
-            let r = run_side(side, &args, &hotpath)?;
+            let r = run_side(side, round, &args, &hotpath)?;
             if !args.json {
                 eprintln!("round {round} {}: {r}", side.name());
             }
