@@ -424,7 +424,10 @@ fn launch_one(
         )
     };
     let t0 = Instant::now();
-    let since = |t: Instant| t.saturating_duration_since(stages.stamps.received).as_micros();
+    let since = |t: Instant| {
+        t.saturating_duration_since(stages.stamps.received)
+            .as_micros()
+    };
     let requests = ResourceRequest::parse_all(&ctx.local_resources)
         .map_err(|e| localization_failed(e.to_string()))?;
     let before = localizer.downloads();
@@ -538,7 +541,7 @@ fn launch_one(
     // (`received_epoch_ns` joins it with the container's own clock).
     tracing::debug!(
         "launch stages {id}: received_epoch_ns={} accepted={} dequeued={} worker={} \
-localized={} prepared={} cgroup={} spawned={}",
+localized={} prepared={} cgroup={} spawned={} zygote={}",
         stages.stamps.received_epoch_ns,
         since(stages.stamps.accepted),
         since(stages.dequeued),
@@ -547,6 +550,7 @@ localized={} prepared={} cgroup={} spawned={}",
         since(t_prepared),
         since(t.cgroup_ready),
         since(t.exec_done),
+        u8::from(rc.from_zygote()),
     );
     Ok((rc, paths))
 }
