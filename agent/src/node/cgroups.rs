@@ -296,6 +296,11 @@ impl Cgroups {
         }
     }
 
+    /// Whether these are cgroup v1 hierarchies (a v1 cgroup can be renamed).
+    pub fn is_v1(&self) -> bool {
+        matches!(self.layout, Layout::V1 { .. })
+    }
+
     /// The dirs containers' cgroups are made in (one per v1 hierarchy, one in v2).
     pub fn base_dirs(&self) -> Vec<PathBuf> {
         match &self.layout {

@@ -304,20 +304,25 @@ memory by RLIMIT_DATA",
                 }
             },
         };
-        let pool = (cfg.zygotes > 0 && !cfg.cpus.is_empty())
-            .then(|| {
-                ZygotePool::start(
-                    ZygoteSpec {
-                        cgroups: cgroups.clone(),
-                        cpus: cfg.cpus.clone(),
-                        ready: cfg.zygotes,
-                    },
-                    cfg.helper_cpu,
-                )
-                .map_err(|e| tracing::warn!("no zygote pool thread ({e}); every launch forks"))
-                .ok()
-            })
-            .flatten();
+        // Not on v2: its cgroups cannot be renamed after their container (a restarted agent
+        // finds a container's cgroup by its name), and v2's answer to the attach cost is
+        // `clone3(CLONE_INTO_CGROUP)` instead.
+        let pool = (cfg.zygotes > 0
+            && !cfg.cpus.is_empty()
+            && cgroups.as_ref().is_none_or(Cgroups::is_v1))
+        .then(|| {
+            ZygotePool::start(
+                ZygoteSpec {
+                    cgroups: cgroups.clone(),
+                    cpus: cfg.cpus.clone(),
+                    ready: cfg.zygotes,
+                },
+                cfg.helper_cpu,
+            )
+            .map_err(|e| tracing::warn!("no zygote pool thread ({e}); every launch forks"))
+            .ok()
+        })
+        .flatten();
         Executor {
             cfg,
             cgroups,
@@ -549,11 +554,14 @@ memory by RLIMIT_DATA",
         }
         let exec_done = Instant::now();
         let Zygote { child, cgroup, .. } = z;
-        // Named after the container as a fresh spawn's, so a restarted agent finds it (v1;
-        // v2 cannot rename a cgroup, so there it keeps the pool's name).
+        // Named after the container as a fresh spawn's, so a restarted agent finds it.
         let cgroup = cgroup.map(|mut c| {
             if let Err(e) = c.rename(&paths.container.to_string()) {
-                tracing::debug!("{}: {e}", paths.container);
+                tracing::warn!(
+                    "{}: {e}; its cgroup keeps the pool's name {:?}",
+                    paths.container,
+                    c.dirs()
+                );
             }
             c
         });

@@ -15,7 +15,8 @@
 //! lines (work dir, script, output file) into the pipe, and the zygote redirects its output,
 //! changes to the work dir and execs `/bin/bash <script>`: the same process, session, cgroups
 //! and limits a fresh spawn gives, minus the wait. The cgroup dirs are then renamed after the
-//! container (v1), so they look (and are recovered) as a fresh spawn's.
+//! container, so they look (and are recovered) as a fresh spawn's. cgroup v1 only (and without
+//! cgroups): v2 cannot rename a cgroup, and has `clone3(CLONE_INTO_CGROUP)` for the attach.
 //!
 //! The container's environment is the agent's plus what the launch script exports (every NM
 //! and launch-context variable; whitelisted ones keep the agent's value), which is what the
