@@ -31,6 +31,18 @@ fn executor(dir: &Path, mode: CgroupMode, cpus: Vec<u32>) -> Executor {
 }
 
 fn executor_on(dir: &Path, mode: CgroupMode, cpus: Vec<u32>, chain: Chain) -> Executor {
+    executor_z(dir, mode, cpus, chain, 0)
+}
+
+/// An executor with `zygotes` ready processes; waits until the pool has made them, so the
+/// next launches use them.
+fn executor_z(
+    dir: &Path,
+    mode: CgroupMode,
+    cpus: Vec<u32>,
+    chain: Chain,
+    zygotes: usize,
+) -> Executor {
     let dirs = NmDirs {
         local_dirs: vec![dir.join("local0"), dir.join("local1")],
         log_dirs: vec![dir.join("logs")],
@@ -39,7 +51,29 @@ fn executor_on(dir: &Path, mode: CgroupMode, cpus: Vec<u32>, chain: Chain) -> Ex
     cfg.chain = chain;
     cfg.cgroups = mode;
     cfg.hierarchy = "hotpath-test".into();
-    Executor::new(cfg)
+    cfg.zygotes = zygotes;
+    let ex = Executor::new(cfg);
+    let t = Instant::now();
+    while ex.zygotes_ready() < zygotes {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no zygotes were made"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ex
+}
+
+/// Waits for the ready processes to be made again after a launch took one.
+fn refilled(ex: &Executor, zygotes: usize) {
+    let t = Instant::now();
+    while ex.zygotes_ready() < zygotes {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "zygotes not refilled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn the_work_cpus() -> Vec<u32> {
@@ -176,8 +210,18 @@ fn exit_code_files_and_environment_direct() {
 }
 
 fn exit_code_files_and_environment_on(chain: Chain, ids: i64) {
+    exit_code_files_and_environment_on_z(chain, 0, ids);
+}
+
+fn exit_code_files_and_environment_on_z(chain: Chain, zygotes: usize, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Auto,
+        the_work_cpus(),
+        chain,
+        zygotes,
+    );
     let (paths, mut rc) = launch(
         &ex,
         cid(ids + 1),
@@ -185,6 +229,7 @@ fn exit_code_files_and_environment_on(chain: Chain, ids: i64) {
 echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
         &Limits::default(),
     );
+    assert_eq!(rc.from_zygote(), zygotes > 0);
     let e = wait_exit(&mut rc, Duration::from_secs(20));
     assert_eq!(e.exit_code, 3);
     assert_eq!(e.exit_status(), 3);
@@ -247,10 +292,22 @@ echo oops 2><LOG_DIR>/stderr 1>&2; echo broken 1>&2; exit 3",
     assert!(paths.container_dirs.iter().all(|d| d.is_dir()));
     // The cgroup goes away after the exit.
     let cg_dirs: Vec<PathBuf> = rc.cgroup().map(|c| c.dirs().to_vec()).unwrap_or_default();
+    if zygotes > 0 && ex.has_memory_cgroup() {
+        // Named after the container, as a fresh spawn's (v1 renames the pool's cgroup).
+        let name = paths.container.to_string();
+        assert!(cg_dirs.iter().all(|d| d.ends_with(&name)), "{cg_dirs:?}");
+    }
     wait_finished(&mut rc);
+    let t = Instant::now();
+    while !ex.cgroups_removed() {
+        assert!(t.elapsed() < Duration::from_secs(10), "cgroups not removed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(cg_dirs.iter().all(|d| !d.exists()), "{cg_dirs:?}");
     // Success reports 0.
+    refilled(&ex, zygotes);
     let (_, mut ok) = launch(&ex, cid(ids + 2), "true", &Limits::default());
+    assert_eq!(ok.from_zygote(), zygotes > 0);
     let e = wait_exit(&mut ok, Duration::from_secs(20));
     assert_eq!(
         (e.exit_code, e.exit_status(), e.class.diagnostics_at(T)),
@@ -269,8 +326,18 @@ fn kill_by_app_master_kills_the_process_group_direct() {
 }
 
 fn kill_by_app_master_kills_the_process_group_on(chain: Chain, ids: i64) {
+    kill_by_app_master_kills_the_process_group_on_z(chain, 0, ids);
+}
+
+fn kill_by_app_master_kills_the_process_group_on_z(chain: Chain, zygotes: usize, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Auto,
+        the_work_cpus(),
+        chain,
+        zygotes,
+    );
     let (paths, mut rc) = launch(
         &ex,
         cid(ids + 3),
@@ -324,8 +391,18 @@ fn sigkill_follows_when_term_is_ignored_direct() {
 }
 
 fn sigkill_follows_when_term_is_ignored_on(chain: Chain, ids: i64) {
+    sigkill_follows_when_term_is_ignored_on_z(chain, 0, ids);
+}
+
+fn sigkill_follows_when_term_is_ignored_on_z(chain: Chain, zygotes: usize, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Auto,
+        the_work_cpus(),
+        chain,
+        zygotes,
+    );
     let (paths, mut rc) = launch(
         &ex,
         cid(ids + 4),
@@ -370,8 +447,18 @@ fn memory_hog_is_killed_as_exceeding_pmem_direct() {
 }
 
 fn memory_hog_is_killed_as_exceeding_pmem_on(chain: Chain, ids: i64) {
+    memory_hog_is_killed_as_exceeding_pmem_on_z(chain, 0, ids);
+}
+
+fn memory_hog_is_killed_as_exceeding_pmem_on_z(chain: Chain, zygotes: usize, ids: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let ex = executor_on(dir.path(), CgroupMode::Auto, the_work_cpus(), chain);
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Auto,
+        the_work_cpus(),
+        chain,
+        zygotes,
+    );
     if !ex.has_memory_cgroup() {
         eprintln!("SKIPPED memory_hog_is_killed_as_exceeding_pmem: the probe found no writable memory cgroup");
         return;
@@ -386,6 +473,7 @@ fn memory_hog_is_killed_as_exceeding_pmem_on(chain: Chain, ids: i64) {
             cpus: vec![],
         },
     );
+    assert_eq!(rc.from_zygote(), zygotes > 0);
     let e = wait_exit(&mut rc, Duration::from_secs(30));
     assert_eq!(e.exit_status(), -104, "{e:?}");
     assert!(matches!(
@@ -409,11 +497,57 @@ fn memory_hog_is_killed_as_exceeding_pmem_on(chain: Chain, ids: i64) {
 }
 
 #[test]
+fn exit_code_files_and_environment_zygote() {
+    exit_code_files_and_environment_on_z(Chain::Direct, 2, 200);
+}
+
+#[test]
+fn exit_code_files_and_environment_wrapped_zygote() {
+    exit_code_files_and_environment_on_z(Chain::Wrapped, 1, 300);
+}
+
+#[test]
+fn kill_by_app_master_kills_the_process_group_zygote() {
+    kill_by_app_master_kills_the_process_group_on_z(Chain::Direct, 1, 400);
+}
+
+#[test]
+fn sigkill_follows_when_term_is_ignored_zygote() {
+    sigkill_follows_when_term_is_ignored_on_z(Chain::Direct, 1, 500);
+}
+
+#[test]
+fn memory_hog_is_killed_as_exceeding_pmem_zygote() {
+    memory_hog_is_killed_as_exceeding_pmem_on_z(Chain::Direct, 1, 600);
+}
+
+#[test]
+fn memory_hog_is_killed_as_exceeding_pmem_wrapped_zygote() {
+    memory_hog_is_killed_as_exceeding_pmem_on_z(Chain::Wrapped, 1, 700);
+}
+
+#[test]
 fn container_runs_on_the_work_cpus() {
+    container_runs_on_the_work_cpus_on(0, 6);
+}
+
+#[test]
+fn container_runs_on_the_work_cpus_zygote() {
+    container_runs_on_the_work_cpus_on(1, 806);
+}
+
+fn container_runs_on_the_work_cpus_on(zygotes: usize, id: i64) {
     let dir = tempfile::tempdir().unwrap();
     let cpus = the_work_cpus();
-    let ex = executor(dir.path(), CgroupMode::Auto, cpus.clone());
-    let (paths, mut rc) = launch(&ex, cid(6), "sleep 600", &Limits::default());
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Auto,
+        cpus.clone(),
+        Chain::Wrapped,
+        zygotes,
+    );
+    let (paths, mut rc) = launch(&ex, cid(id), "sleep 600", &Limits::default());
+    assert_eq!(rc.from_zygote(), zygotes > 0);
     let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
     assert_eq!(
         status_field(pid, "Cpus_allowed_list"),
@@ -439,16 +573,31 @@ fn container_runs_on_the_work_cpus() {
 
 #[test]
 fn without_cgroups_affinity_and_rlimit_apply() {
+    without_cgroups_affinity_and_rlimit_apply_on(0, 7);
+}
+
+#[test]
+fn without_cgroups_affinity_and_rlimit_apply_zygote() {
+    without_cgroups_affinity_and_rlimit_apply_on(1, 807);
+}
+
+fn without_cgroups_affinity_and_rlimit_apply_on(zygotes: usize, id: i64) {
     let dir = tempfile::tempdir().unwrap();
     // The last CPU this test may use: not what a child would inherit by default.
     let mine = hw::affinity::current_cpus().unwrap();
     let cpu = *mine.last().unwrap();
-    let ex = executor(dir.path(), CgroupMode::Off, vec![cpu]);
+    let ex = executor_z(
+        dir.path(),
+        CgroupMode::Off,
+        vec![cpu],
+        Chain::Wrapped,
+        zygotes,
+    );
     assert!(!ex.has_memory_cgroup() && !ex.has_cpuset_cgroup());
     let limit = 512u64 << 20;
     let (paths, mut rc) = launch(
         &ex,
-        cid(7),
+        cid(id),
         "sleep 600",
         &Limits {
             memory_bytes: Some(limit),
@@ -456,6 +605,7 @@ fn without_cgroups_affinity_and_rlimit_apply() {
         },
     );
     assert!(rc.cgroup().is_none());
+    assert_eq!(rc.from_zygote(), zygotes > 0);
     let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
     assert_eq!(status_field(pid, "Cpus_allowed_list"), cpu.to_string());
     let limits = fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();

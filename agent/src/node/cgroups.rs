@@ -296,6 +296,21 @@ impl Cgroups {
         }
     }
 
+    /// Whether these are cgroup v1 hierarchies (a v1 cgroup can be renamed).
+    pub fn is_v1(&self) -> bool {
+        matches!(self.layout, Layout::V1 { .. })
+    }
+
+    /// The dirs containers' cgroups are made in (one per v1 hierarchy, one in v2).
+    pub fn base_dirs(&self) -> Vec<PathBuf> {
+        match &self.layout {
+            Layout::V1 { memory, cpuset } => {
+                [memory, cpuset].into_iter().flatten().cloned().collect()
+            }
+            Layout::V2 { base, .. } => vec![base.clone()],
+        }
+    }
+
     /// The cgroup of container `name`, without creating it (for a recovered container).
     pub fn open(&self, name: &str) -> ContainerCgroup {
         match &self.layout {
@@ -341,16 +356,7 @@ impl Cgroups {
                 if let Some(base) = memory {
                     let dir = base.join(name);
                     mkdir(&dir)?;
-                    let limit = memory_bytes.map_or("-1".to_string(), |b| b.to_string());
-                    let memsw = dir.join("memory.memsw.limit_in_bytes");
-                    // memsw must stay >= the memory limit: lower it last, raise it first.
-                    if memsw.exists() && memory_bytes.is_none() {
-                        write(&memsw, "-1")?;
-                    }
-                    write(&dir.join("memory.limit_in_bytes"), &limit)?;
-                    if memsw.exists() && memory_bytes.is_some() {
-                        write(&memsw, &limit)?;
-                    }
+                    v1_memory_limit(&dir, memory_bytes)?;
                     // Not every kernel lets a child change it; the memsw limit is what counts.
                     let _ = write(&dir.join("memory.swappiness"), "0");
                 }
@@ -366,8 +372,7 @@ impl Cgroups {
                     write(&dir.join("cpuset.cpus"), cpus)?;
                 }
                 if *memory {
-                    let limit = memory_bytes.map_or("max".to_string(), |b| b.to_string());
-                    write(&dir.join("memory.max"), &limit)?;
+                    v2_memory_limit(&dir, memory_bytes)?;
                     let swap = dir.join("memory.swap.max");
                     if swap.exists() {
                         write(&swap, "0")?;
@@ -379,6 +384,29 @@ impl Cgroups {
         cg.oom_base = cg.oom_kills();
         Ok(cg)
     }
+}
+
+/// v1: `memory.limit_in_bytes` (and the memsw limit at the same value when swap accounting
+/// exists); `None` lifts the limit.
+fn v1_memory_limit(dir: &Path, memory_bytes: Option<u64>) -> Result<(), CgroupError> {
+    let limit = memory_bytes.map_or("-1".to_string(), |b| b.to_string());
+    let memsw = dir.join("memory.memsw.limit_in_bytes");
+    let has_memsw = memsw.exists();
+    // memsw must stay >= the memory limit: lower it last, raise it first.
+    if has_memsw && memory_bytes.is_none() {
+        write(&memsw, "-1")?;
+    }
+    write(&dir.join("memory.limit_in_bytes"), &limit)?;
+    if has_memsw && memory_bytes.is_some() {
+        write(&memsw, &limit)?;
+    }
+    Ok(())
+}
+
+/// v2: `memory.max`; `None` lifts the limit.
+fn v2_memory_limit(dir: &Path, memory_bytes: Option<u64>) -> Result<(), CgroupError> {
+    let limit = memory_bytes.map_or("max".to_string(), |b| b.to_string());
+    write(&dir.join("memory.max"), &limit)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -424,6 +452,45 @@ impl ContainerCgroup {
     /// Whether memory is limited by this cgroup.
     pub fn has_memory(&self) -> bool {
         self.memory.is_some()
+    }
+
+    /// Sets the memory limit of a cgroup made ahead of its container (with no limit), and
+    /// starts its OOM-kill count and (v1) its peak from now.
+    pub fn set_memory_limit(&mut self, memory_bytes: Option<u64>) -> Result<(), CgroupError> {
+        match &self.memory {
+            Some(Memory::V1(d)) => {
+                v1_memory_limit(d, memory_bytes)?;
+                let _ = write(&d.join("memory.max_usage_in_bytes"), "0");
+            }
+            Some(Memory::V2(d)) => v2_memory_limit(d, memory_bytes)?,
+            None => {}
+        }
+        self.oom_base = 0;
+        self.oom_base = self.oom_kills();
+        Ok(())
+    }
+
+    /// Renames every dir of this cgroup to `name` (same parent); v1 allows it, v2 does not.
+    /// On an error the dirs renamed so far are renamed back, and the names stay as they were.
+    pub fn rename(&mut self, name: &str) -> Result<(), CgroupError> {
+        let mut done: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for d in &self.dirs {
+            let to = d.with_file_name(name);
+            if let Err(e) = fs::rename(d, &to) {
+                for (from, to) in done.iter().rev() {
+                    let _ = fs::rename(to, from);
+                }
+                return Err(io_err(d)(e));
+            }
+            done.push((d.clone(), to));
+        }
+        self.dirs = done.into_iter().map(|(_, to)| to).collect();
+        self.memory = match self.memory.take() {
+            Some(Memory::V1(d)) => Some(Memory::V1(d.with_file_name(name))),
+            Some(Memory::V2(d)) => Some(Memory::V2(d.with_file_name(name))),
+            None => None,
+        };
+        Ok(())
     }
 
     /// OOM kills inside the cgroup since the container started.

@@ -24,7 +24,7 @@ use hadoop_wire::yarn::{
 use ipc::server::{Call, CallError, Registry, Reply};
 use nm_core::container_manager::CallFailure;
 
-use super::launcher::{LaunchCommand, LauncherHandle};
+use super::launcher::{LaunchCommand, LaunchStamps, LauncherHandle};
 use super::runtime::wall_ms;
 use super::shared::{lock, Shared};
 
@@ -66,6 +66,7 @@ pub fn register(reg: &mut Registry, slot: Arc<OnceLock<Arc<Shared>>>, launcher: 
         CONTAINER_MANAGEMENT_VERSION,
         cmp::START_CONTAINERS,
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let stamps = LaunchStamps::now();
             let shared = shared_of(&s)?;
             let req: StartContainersRequestProto = decode(call)?;
             let outcome = {
@@ -77,8 +78,9 @@ pub fn register(reg: &mut Registry, slot: Arc<OnceLock<Arc<Shared>>>, launcher: 
                 cm.start_containers(call.token_identifier, call.user, req, wall_ms(), &mut table)
                     .map_err(failure)?
             };
+            let stamps = stamps.accept();
             for order in outcome.launches {
-                l.send(LaunchCommand::Launch(Box::new(order)));
+                l.send(LaunchCommand::Launch(Box::new(order), stamps));
             }
             answer(reply, &outcome.response)
         },

@@ -132,6 +132,9 @@ pub struct NmSettings {
     pub recovery: bool,
     /// `yarn.nodemanager.pmem-check-enabled`: enforce each container's memory.
     pub pmem_check: bool,
+    /// `hotpath.agent.zygotes`: container processes kept ready (forked into their cgroups
+    /// ahead of the launch); 0 forks at every launch. Default 4, at most 64.
+    pub zygotes: usize,
 }
 
 impl NmSettings {
@@ -206,6 +209,14 @@ impl NmSettings {
             cgroups,
             recovery: flag("yarn.nodemanager.recovery.enabled", false)?,
             pmem_check: flag("yarn.nodemanager.pmem-check-enabled", true)?,
+            zygotes: match get_i64_or(conf, "hotpath.agent.zygotes", 4)? {
+                n @ 0..=64 => n as usize,
+                n => {
+                    return Err(AgentError::Config(format!(
+                        "hotpath.agent.zygotes = {n}: expected 0 to 64"
+                    )))
+                }
+            },
         })
     }
 }

@@ -64,6 +64,7 @@ use nm_core::launch::{
 
 pub use super::cgroups::CgroupMode;
 use super::cgroups::{CgroupError, Cgroups, ContainerCgroup};
+use super::zygote::{Reaper, Zygote, ZygotePool, ZygoteSpec};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms` default.
 pub const DEFAULT_SIGKILL_DELAY: Duration = Duration::from_millis(250);
@@ -101,6 +102,11 @@ pub struct ExecutorConfig {
     pub process_kill_wait: Duration,
     /// The cgroup hierarchy name under the agent's own cgroup.
     pub hierarchy: String,
+    /// Container processes kept ready (forked, in their cgroups; see `zygote`); 0: every
+    /// launch forks.
+    pub zygotes: usize,
+    /// Where the zygote pool's thread runs (the housekeeping CPU).
+    pub helper_cpu: Option<u32>,
 }
 
 impl ExecutorConfig {
@@ -114,6 +120,8 @@ impl ExecutorConfig {
             sigkill_delay: DEFAULT_SIGKILL_DELAY,
             process_kill_wait: DEFAULT_PROCESS_KILL_WAIT,
             hierarchy: "hotpath".to_string(),
+            zygotes: 0,
+            helper_cpu: None,
         }
     }
 }
@@ -159,7 +167,25 @@ pub fn work_cpus(plan: &hw::Plan) -> Vec<u32> {
     cpus
 }
 
-fn cpu_list(cpus: &[u32]) -> String {
+/// An affinity mask of `cpus`.
+pub(super) fn cpu_set(cpus: &[u32]) -> Result<libc::cpu_set_t, ExecutorError> {
+    if cpus.is_empty() {
+        return Err(ExecutorError::NoCpus);
+    }
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
+    for &c in cpus {
+        if c >= max {
+            return Err(ExecutorError::CpuOutOfRange(c));
+        }
+        // SAFETY: c is below the set's capacity (checked above).
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Ok(set)
+}
+
+pub(super) fn cpu_list(cpus: &[u32]) -> String {
     cpus.iter()
         .map(u32::to_string)
         .collect::<Vec<_>>()
@@ -228,6 +254,7 @@ pub struct Executor {
     cfg: ExecutorConfig,
     cgroups: Option<Cgroups>,
     setsid: bool,
+    pool: Option<ZygotePool>,
 }
 
 fn setsid_available() -> bool {
@@ -277,11 +304,42 @@ memory by RLIMIT_DATA",
                 }
             },
         };
+        // Not on v2: its cgroups cannot be renamed after their container (a restarted agent
+        // finds a container's cgroup by its name), and v2's answer to the attach cost is
+        // `clone3(CLONE_INTO_CGROUP)` instead.
+        let pool = (cfg.zygotes > 0
+            && !cfg.cpus.is_empty()
+            && cgroups.as_ref().is_none_or(Cgroups::is_v1))
+        .then(|| {
+            ZygotePool::start(
+                ZygoteSpec {
+                    cgroups: cgroups.clone(),
+                    cpus: cfg.cpus.clone(),
+                    ready: cfg.zygotes,
+                },
+                cfg.helper_cpu,
+            )
+            .map_err(|e| tracing::warn!("no zygote pool thread ({e}); every launch forks"))
+            .ok()
+        })
+        .flatten();
         Executor {
             cfg,
             cgroups,
             setsid: setsid_available(),
+            pool,
         }
+    }
+
+    /// Zygotes ready now (0 without a pool).
+    pub fn zygotes_ready(&self) -> usize {
+        self.pool.as_ref().map_or(0, ZygotePool::ready)
+    }
+
+    /// Whether every finished container's cgroup has been removed (always, without a pool;
+    /// with one, its thread removes them shortly after the exit).
+    pub fn cgroups_removed(&self) -> bool {
+        self.pool.as_ref().is_none_or(ZygotePool::idle)
     }
 
     /// The configuration.
@@ -364,26 +422,24 @@ memory by RLIMIT_DATA",
         env: &[EnvEntry],
         limits: &Limits,
     ) -> Result<RunningContainer, ExecutorError> {
+        if limits.cpus.is_empty() {
+            if let Some(z) = self.pool.as_ref().and_then(ZygotePool::take) {
+                match self.start_zygote(z, paths, limits) {
+                    Ok(rc) => return Ok(rc),
+                    Err(e) => tracing::debug!(
+                        "{}: the ready process failed ({e}); spawning afresh",
+                        paths.container
+                    ),
+                }
+            }
+        }
         let cpus = if limits.cpus.is_empty() {
             self.cfg.cpus.clone()
         } else {
             limits.cpus.clone()
         };
-        if cpus.is_empty() {
-            return Err(ExecutorError::NoCpus);
-        }
-        // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let max = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
-        for &c in &cpus {
-            if c >= max {
-                return Err(ExecutorError::CpuOutOfRange(c));
-            }
-            // SAFETY: c is below the set's capacity (checked above).
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
+        let set = cpu_set(&cpus)?;
         let name = paths.container.to_string();
-        let t0 = Instant::now();
         let cgroup = match &self.cgroups {
             Some(cg) => Some(cg.create(&name, limits.memory_bytes, &cpu_list(&cpus))?),
             None => None,
@@ -419,16 +475,9 @@ memory by RLIMIT_DATA",
         unsafe {
             cmd.pre_exec(move || child_setup(&procs, &set, rlimit_data));
         }
-        let t_cgroup = t0.elapsed();
+        let cgroup_ready = Instant::now();
         let child = match cmd.spawn() {
-            Ok(c) => {
-                tracing::debug!(
-                    "spawned {name}: cgroups in {} µs, fork to exec {} µs",
-                    t_cgroup.as_micros(),
-                    (t0.elapsed() - t_cgroup).as_micros()
-                );
-                c
-            }
+            Ok(c) => c,
             Err(e) => {
                 if let Some(c) = &cgroup {
                     c.remove();
@@ -436,14 +485,121 @@ memory by RLIMIT_DATA",
                 return Err(ExecutorError::Spawn(e));
             }
         };
-        if !direct {
-            return Ok(RunningContainer::new(
+        let timing = SpawnTiming {
+            cgroup_ready,
+            exec_done: Instant::now(),
+        };
+        Ok(self.started(paths, child, cgroup, limits, timing))
+    }
+
+    /// A zygote becomes the container prepared at `paths` (see `zygote`). On an error the
+    /// zygote is gone (killed, its cgroup removed) and the caller spawns afresh.
+    fn start_zygote(
+        &self,
+        mut z: Zygote,
+        paths: &ContainerPaths,
+        limits: &Limits,
+    ) -> Result<RunningContainer, ExecutorError> {
+        let fail = |mut z: Zygote, e: ExecutorError| {
+            let _ = z.child.kill();
+            let _ = z.child.wait();
+            if let Some(c) = &z.cgroup {
+                c.remove();
+            }
+            e
+        };
+        let memory_cgroup = z.cgroup.as_ref().is_some_and(ContainerCgroup::has_memory);
+        if let Some(cg) = z.cgroup.as_mut() {
+            if let Err(e) = cg.set_memory_limit(limits.memory_bytes) {
+                return Err(fail(z, e.into()));
+            }
+        }
+        if let (false, Some(bytes)) = (memory_cgroup, limits.memory_bytes) {
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            // SAFETY: prlimit on our own child's pid with a valid rlimit; no old value read.
+            let r = unsafe {
+                libc::prlimit(
+                    z.child.id() as libc::pid_t,
+                    libc::RLIMIT_DATA,
+                    &lim,
+                    std::ptr::null_mut(),
+                )
+            };
+            if r < 0 {
+                return Err(fail(z, ExecutorError::Spawn(io::Error::last_os_error())));
+            }
+        }
+        let cgroup_ready = Instant::now();
+        let script = if self.cfg.chain == Chain::Direct {
+            &paths.launch_script
+        } else {
+            &paths.executor_script
+        };
+        let out = paths.private_dir.join(EXECUTOR_OUT);
+        let (Some(w), Some(s), Some(o)) = (paths.work_dir.to_str(), script.to_str(), out.to_str())
+        else {
+            return Err(fail(
+                z,
+                ExecutorError::Spawn(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a path that is not UTF-8",
+                )),
+            ));
+        };
+        if let Err(e) = z.go(w, s, o) {
+            return Err(fail(z, ExecutorError::Spawn(e)));
+        }
+        let exec_done = Instant::now();
+        let Zygote { child, cgroup, .. } = z;
+        // Named after the container as a fresh spawn's, so a restarted agent finds it.
+        let cgroup = cgroup.map(|mut c| {
+            if let Err(e) = c.rename(&paths.container.to_string()) {
+                tracing::warn!(
+                    "{}: {e}; its cgroup keeps the pool's name {:?}",
+                    paths.container,
+                    c.dirs()
+                );
+            }
+            c
+        });
+        let mut rc = self.started(
+            paths,
+            child,
+            cgroup,
+            limits,
+            SpawnTiming {
+                cgroup_ready,
+                exec_done,
+            },
+        );
+        rc.from_zygote = true;
+        Ok(rc)
+    }
+
+    /// The running container of a started child (fresh or a zygote).
+    fn started(
+        &self,
+        paths: &ContainerPaths,
+        child: Child,
+        cgroup: Option<ContainerCgroup>,
+        limits: &Limits,
+        timing: SpawnTiming,
+    ) -> RunningContainer {
+        let reaper = self.pool.as_ref().map(ZygotePool::reaper);
+        if self.cfg.chain != Chain::Direct {
+            let mut rc = RunningContainer::new(
                 paths,
                 Wrapper::Child(child),
                 cgroup,
                 limits.memory_bytes,
                 &self.cfg,
-            ));
+            );
+            rc.spawn_timing = timing;
+            rc.reaper = reaper;
+            return rc;
         }
         // Direct: the child leads the container's session and group; its pid file is ours to
         // write (atomically, as the session script does with `mv`).
@@ -456,6 +612,8 @@ memory by RLIMIT_DATA",
             &self.cfg,
         );
         rc.pgid = Some(pid);
+        rc.spawn_timing = timing;
+        rc.reaper = reaper;
         if let Err(e) = write_atomic(&paths.pid_file, pid) {
             // Without the pid file a restarted agent could not find the container: do not run
             // one it cannot account for.
@@ -463,7 +621,7 @@ memory by RLIMIT_DATA",
                 diagnostics: format!("cannot write the pid file: {e}"),
             });
         }
-        Ok(rc)
+        rc
     }
 
     /// What the pid and exit-code files say about a container after an agent restart.
@@ -506,7 +664,7 @@ memory by RLIMIT_DATA",
 }
 
 /// The child's setup between fork and exec. Only async-signal-safe calls.
-fn child_setup(
+pub(super) fn child_setup(
     procs: &[CString],
     set: &libc::cpu_set_t,
     rlimit_data: Option<u64>,
@@ -711,6 +869,16 @@ struct Killing {
     no_pid_file: bool,
 }
 
+/// When [`Executor::spawn`] passed its stages (for the launch timings).
+#[derive(Debug, Clone, Copy)]
+pub struct SpawnTiming {
+    /// The container's cgroups existed with their limits (or there were none to make).
+    pub cgroup_ready: Instant,
+    /// `exec` of the container's first process had succeeded (std reports it through its
+    /// close-on-exec pipe).
+    pub exec_done: Instant,
+}
+
 /// A started (or recovered) container. See the module docs.
 #[derive(Debug)]
 pub struct RunningContainer {
@@ -731,6 +899,11 @@ pub struct RunningContainer {
     /// After the exit: SIGKILL leftovers of the group at this time.
     cleanup_at: Option<Instant>,
     cleaned: bool,
+    spawn_timing: SpawnTiming,
+    /// Removes the cgroup off this thread (the zygote pool's thread), if there is one.
+    reaper: Option<Reaper>,
+    /// Started from a ready process of the pool.
+    from_zygote: bool,
 }
 
 impl RunningContainer {
@@ -757,7 +930,24 @@ impl RunningContainer {
             exit: None,
             cleanup_at: None,
             cleaned: false,
+            spawn_timing: SpawnTiming {
+                cgroup_ready: Instant::now(),
+                exec_done: Instant::now(),
+            },
+            reaper: None,
+            from_zygote: false,
         }
+    }
+
+    /// Whether a ready process of the zygote pool became this container (else it was forked
+    /// at its launch, or recovered).
+    pub fn from_zygote(&self) -> bool {
+        self.from_zygote
+    }
+
+    /// When its spawn passed its stages (a recovered container: when it was found).
+    pub fn spawn_timing(&self) -> SpawnTiming {
+        self.spawn_timing
     }
 
     /// The container id.
@@ -844,11 +1034,8 @@ impl RunningContainer {
     }
 
     fn check_oom(&mut self) {
-        let (kills, limit, peak) = match &self.cgroup {
-            Some(cg) => (cg.oom_kills(), cg.limit_bytes(), cg.peak_bytes()),
-            None => return,
-        };
-        if kills == 0
+        let Some(cg) = &self.cgroup else { return };
+        if cg.oom_kills() == 0
             || self
                 .killing
                 .as_ref()
@@ -856,6 +1043,7 @@ impl RunningContainer {
         {
             return;
         }
+        let (limit, peak) = (cg.limit_bytes(), cg.peak_bytes());
         let limit = self.memory_limit.or(limit).unwrap_or(0);
         let usage = peak.unwrap_or(limit);
         let pid = self
@@ -1031,7 +1219,13 @@ impl RunningContainer {
                 if !c.pids().is_empty() {
                     c.kill_all();
                 }
-                self.cleaned = c.remove();
+                self.cleaned = match &self.reaper {
+                    Some(r) => {
+                        r.discard(c.clone());
+                        true
+                    }
+                    None => c.remove(),
+                };
             }
             None => self.cleaned = true,
         }

@@ -10,14 +10,46 @@ use nm_core::ids::{AppId, ContainerId};
 /// Work for the launcher.
 #[derive(Debug)]
 pub enum LaunchCommand {
-    /// Localize, prepare and start an accepted container.
-    Launch(Box<LaunchOrder>),
+    /// Localize, prepare and start an accepted container; the stamps time its stages.
+    Launch(Box<LaunchOrder>, LaunchStamps),
     /// Kill a container's process group (SIGTERM, then SIGKILL after the delay).
     Kill(ContainerId, KillReason),
     /// `signalToContainer`.
     Signal(ContainerId, Signal),
     /// The application finished on this node: clean up its directories and caches.
     AppFinished(AppId),
+}
+
+/// When a start reached the agent, for the per-stage launch timings logged at debug level.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchStamps {
+    /// The startContainers handler began (before decoding the request).
+    pub received: Instant,
+    /// The same moment in wall-clock nanoseconds since the epoch (to join with a container's
+    /// own clock, e.g. the bench's `date +%s%N`).
+    pub received_epoch_ns: u128,
+    /// The token checks passed and the start was accepted.
+    pub accepted: Instant,
+}
+
+impl LaunchStamps {
+    /// Stamps taken at the start of the handler; `accepted` is set by [`Self::accept`].
+    pub fn now() -> LaunchStamps {
+        let now = Instant::now();
+        LaunchStamps {
+            received: now,
+            received_epoch_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+            accepted: now,
+        }
+    }
+
+    /// Marks the start accepted now.
+    pub fn accept(mut self) -> LaunchStamps {
+        self.accepted = Instant::now();
+        self
+    }
 }
 
 /// The sending end of the launcher's channel.
@@ -187,7 +219,8 @@ fn run(
     loop {
         let stopping = shared.stop.is_stopped();
         match rx.recv_timeout(Duration::from_millis(10)) {
-            Ok(LaunchCommand::Launch(order)) => {
+            Ok(LaunchCommand::Launch(order, stamps)) => {
+                let dequeued = Instant::now();
                 users.insert(order.id.app, order.user.clone());
                 workers += 1;
                 let (sh, cfg, ex, loc, tx) = (
@@ -206,7 +239,12 @@ fn run(
                             let _ = hw::PinPolicy::BestEffort.pin_current_thread(c);
                         }
                         let id = order.id;
-                        let out = match launch_one(&order, &sh, &cfg, &ex, &loc) {
+                        let stamps = Stages {
+                            stamps,
+                            dequeued,
+                            worker: Instant::now(),
+                        };
+                        let out = match launch_one(&order, &stamps, &sh, &cfg, &ex, &loc) {
                             Ok(pair) => Worker::Spawned(id, Box::new(pair)),
                             Err((status, diag)) => Worker::Failed(id, status, diag),
                         };
@@ -351,9 +389,19 @@ fn killed_entry(k: &KillReason) -> String {
     diagnostics_entry(wall_ms(), &format!("{}\n", k.diagnostics()))
 }
 
+/// The stamps of one launch up to its worker thread.
+struct Stages {
+    stamps: LaunchStamps,
+    /// The launcher thread took the start off its channel.
+    dequeued: Instant,
+    /// The launch worker began.
+    worker: Instant,
+}
+
 /// One container from accepted start to running process (on a worker thread).
 fn launch_one(
     order: &LaunchOrder,
+    stages: &Stages,
     shared: &Shared,
     cfg: &LauncherConfig,
     executor: &Executor,
@@ -376,6 +424,10 @@ fn launch_one(
         )
     };
     let t0 = Instant::now();
+    let since = |t: Instant| {
+        t.saturating_duration_since(stages.stamps.received)
+            .as_micros()
+    };
     let requests = ResourceRequest::parse_all(&ctx.local_resources)
         .map_err(|e| localization_failed(e.to_string()))?;
     let before = localizer.downloads();
@@ -385,7 +437,7 @@ fn launch_one(
     if let Some(k) = killed() {
         return Err((k.exit_status(), killed_entry(&k)));
     }
-    let t_localized = t0.elapsed();
+    let t_localized = Instant::now();
     let missed = localizer.downloads().saturating_sub(before);
     let files = resources.len() as u64;
     let counters = [
@@ -480,15 +532,25 @@ fn launch_one(
             .then(|| order.resource.memory_mb as u64 * 1024 * 1024),
         cpus: Vec::new(),
     };
-    let t_prepared = t0.elapsed();
+    let t_prepared = Instant::now();
     let rc = executor
         .spawn(&paths, &env, &limits)
         .map_err(|e| failed(&e))?;
+    let t = rc.spawn_timing();
+    // One line per launch, each stage in µs since the startContainers call reached the agent
+    // (`received_epoch_ns` joins it with the container's own clock).
     tracing::debug!(
-        "launched {id}: localized at {} µs, prepared at {} µs, spawned at {} µs",
-        t_localized.as_micros(),
-        t_prepared.as_micros(),
-        t0.elapsed().as_micros()
+        "launch stages {id}: received_epoch_ns={} accepted={} dequeued={} worker={} \
+localized={} prepared={} cgroup={} spawned={} zygote={}",
+        stages.stamps.received_epoch_ns,
+        since(stages.stamps.accepted),
+        since(stages.dequeued),
+        since(stages.worker),
+        since(t_localized),
+        since(t_prepared),
+        since(t.cgroup_ready),
+        since(t.exec_done),
+        u8::from(rc.from_zygote()),
     );
     Ok((rc, paths))
 }

@@ -52,6 +52,7 @@ pub mod resources;
 pub mod runtime;
 pub mod shared;
 pub mod simulate;
+pub mod zygote;
 
 pub use config::AgentConfig;
 pub use runtime::{Agent, ExitReason};

@@ -331,6 +331,8 @@ impl Agent {
             },
             sigkill_delay: cfg.nm.sigkill_delay,
             process_kill_wait: cfg.nm.process_kill_wait,
+            zygotes: cfg.nm.zygotes,
+            helper_cpu: hk_cpu,
             ..ExecutorConfig::new(dirs.clone(), work_cpus)
         }));
         let localizer = Arc::new(

@@ -60,6 +60,12 @@ pub struct NmLaunchArgs {
     /// this directory as `agent-<ip>.log`.
     #[arg(long)]
     pub agent_logs: Option<PathBuf>,
+    /// Keep the containers' timestamp files (`<container id>.ts`: `date +%s%N` as each one
+    /// ran) in DIR/<side>-<round>/; with `--agent-logs` each hotpath run then reports
+    /// `launch_stages`: p50/p99 of every launch stage, from the call reaching the agent to the
+    /// container's timestamp.
+    #[arg(long, value_name = "DIR")]
+    pub timestamps: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -219,7 +225,7 @@ fn registered(rm: &mut Peer, n: usize) -> Result<bool> {
         >= n)
 }
 
-fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
+fn run_side(side: Side, round: usize, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
     let mut rm =
         Peer::start(Mode::YarnRm, &["--profile", "agents"]).map_err(|e| anyhow!("yarn-rm: {e}"))?;
     let rt = rm.ready()["resource_tracker"]
@@ -246,9 +252,20 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
         .collect::<Result<_>>()?;
     let dir = tempfile::tempdir()?;
     let result = dir.path().join("bench.json");
+    let ts_dir = match &args.timestamps {
+        Some(d) => {
+            let d = d.join(format!("{}-{round}", side.name()));
+            std::fs::create_dir_all(&d)?;
+            Some(d.canonicalize()?)
+        }
+        None => None,
+    };
+    let shared = ts_dir
+        .as_ref()
+        .map_or(String::new(), |d| format!(" shared={}", d.display()));
     let submitted = rm
         .command(&format!(
-            "app-submit mode=bench containers={} per_node={} nm_proxies={} result={}",
+            "app-submit mode=bench containers={} per_node={} nm_proxies={} result={}{shared}",
             args.containers,
             args.per_node,
             args.am_nm_proxies,
@@ -277,7 +294,12 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&result)?)?;
     let launched = args.containers as f64 + 1.0; // the AM too
     let node_cpu: f64 = cpu1.iter().zip(&cpu0).map(|(a, b)| a - b).sum();
+    let stages = match (side, &args.agent_logs, &ts_dir) {
+        (Side::Hotpath, Some(logs), Some(ts)) => launch_stages(logs, ts)?,
+        _ => Value::Null,
+    };
     Ok(json!({
+        "launch_stages": stages,
         "side": side.name(),
         "start_rpc_ms": r["start_rpc_ms"],
         "start_to_running_ms": r["start_to_running_ms"],
@@ -288,6 +310,91 @@ fn run_side(side: Side, args: &NmLaunchArgs, hotpath: &Path) -> Result<Value> {
         "rss_kib": rss,
         "hwm_kib": hwm,
     }))
+}
+
+/// The agents' stages in order, as their `launch stages` lines name them, then `running`
+/// (the container's own timestamp).
+const STAGES: [&str; 8] = [
+    "accepted",
+    "dequeued",
+    "worker",
+    "localized",
+    "prepared",
+    "cgroup",
+    "spawned",
+    "running",
+];
+
+/// Per-stage launch timings: the agents' `launch stages` lines (µs since the start reached
+/// the agent; `--agent-logs`) joined with the containers' timestamps (`--timestamps`), as
+/// p50 / p99 / max of each stage's own time and of the time since the call reached the agent.
+fn launch_stages(logs: &Path, ts_dir: &Path) -> Result<Value> {
+    let mut rows: Vec<std::collections::HashMap<String, i128>> = Vec::new();
+    for e in std::fs::read_dir(logs)? {
+        let p = e?.path();
+        if p.extension().is_none_or(|x| x != "log") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&p)?.lines() {
+            let Some((_, rest)) = line.split_once("launch stages ") else {
+                continue;
+            };
+            let Some((cid, kvs)) = rest.split_once(": ") else {
+                continue;
+            };
+            let mut row: std::collections::HashMap<String, i128> = kvs
+                .split_whitespace()
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    // ANSI colour codes may trail the last value.
+                    let v: String = v.chars().take_while(char::is_ascii_digit).collect();
+                    Some((k.to_string(), v.parse().ok()?))
+                })
+                .collect();
+            let ts = std::fs::read_to_string(ts_dir.join(format!("{cid}.ts")))
+                .ok()
+                .and_then(|t| t.trim().parse::<i128>().ok());
+            if let (Some(ts), Some(&rx)) = (ts, row.get("received_epoch_ns")) {
+                row.insert("running".into(), (ts - rx) / 1000);
+            }
+            rows.push(row);
+        }
+    }
+    let pct = |mut v: Vec<i128>, q: f64| -> Value {
+        if v.is_empty() {
+            return Value::Null;
+        }
+        v.sort_unstable();
+        let r = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+        json!(v[r - 1] as f64 / 1000.0)
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("launches".into(), json!(rows.len()));
+    out.insert(
+        "from_zygote".into(),
+        json!(rows.iter().filter(|r| r.get("zygote") == Some(&1)).count()),
+    );
+    let mut prev: Option<&str> = None;
+    for k in STAGES.iter() {
+        let cum: Vec<i128> = rows.iter().filter_map(|r| r.get(*k).copied()).collect();
+        let own: Vec<i128> = rows
+            .iter()
+            .filter_map(|r| Some(r.get(*k)? - prev.map_or(Some(0), |p| r.get(p).copied())?))
+            .collect();
+        let max = own.iter().max().map(|&m| m as f64 / 1000.0);
+        out.insert(
+            (*k).into(),
+            json!({
+                "stage_p50_ms": pct(own.clone(), 0.5),
+                "stage_p99_ms": pct(own, 0.99),
+                "stage_max_ms": max,
+                "since_received_p50_ms": pct(cum.clone(), 0.5),
+                "since_received_p99_ms": pct(cum, 0.99),
+            }),
+        );
+        prev = Some(k);
+    }
+    Ok(Value::Object(out))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -328,7 +435,7 @@ pub fn run(args: NmLaunchArgs) -> Result<()> {
             if args.only.as_deref().is_some_and(|o| o != side.name()) {
                 continue;
             }
-            let r = run_side(side, &args, &hotpath)?;
+            let r = run_side(side, round, &args, &hotpath)?;
             if !args.json {
                 eprintln!("round {round} {}: {r}", side.name());
             }
