@@ -629,7 +629,22 @@ fn recover_running_and_exited_containers() {
     let pid: i32 = wait_file(&paths.pid_file).trim().parse().unwrap();
     drop(rc);
     assert!(alive(pid));
-    let again = executor(dir.path(), CgroupMode::Auto, the_work_cpus());
+    // The wrapper records the exit code after SIGTERM; Java's 250 ms before SIGKILL can pass
+    // before a loaded machine schedules it (Java's wrapper has the same race), so this agent
+    // waits longer.
+    let again = {
+        let dirs = NmDirs {
+            local_dirs: vec![dir.path().join("local0"), dir.path().join("local1")],
+            log_dirs: vec![dir.path().join("logs")],
+        };
+        let mut cfg = ExecutorConfig::new(dirs, the_work_cpus());
+        cfg.chain = Chain::Wrapped;
+        cfg.cgroups = CgroupMode::Auto;
+        cfg.hierarchy = "hotpath-test".into();
+        cfg.zygotes = 0;
+        cfg.sigkill_delay = Duration::from_secs(3);
+        Executor::new(cfg)
+    };
     let p2 = again.paths("hp-test", cid(8)).unwrap();
     assert_eq!(p2, paths);
     assert_eq!(again.recover(&p2), Recovered::Running { pid });
