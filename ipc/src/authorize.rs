@@ -111,9 +111,8 @@ fn primary_gid(user: &CStr) -> Option<libc::gid_t> {
         // SAFETY: `passwd` is plain old data, all-zero is a valid value for it.
         let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: `user` is NUL-terminated; `pw` and `result` are live locals; `buf` is writable
-        // for `buf.len()` bytes and outlives the call (the record's strings point into it, but
-        // only `pw_gid` is read).
+        // Only `pw_gid` is read, though the record's strings point into `buf`.
+        // SAFETY: `user` is NUL-terminated; `pw`, `result`, `buf` are live and sized as passed.
         let rc = unsafe {
             libc::getpwnam_r(
                 user.as_ptr(),
@@ -137,10 +136,10 @@ fn group_name(gid: libc::gid_t) -> Option<String> {
         // SAFETY: `group` is plain old data, all-zero is a valid value for it.
         let mut gr: libc::group = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: `gr` and `result` are live locals; `buf` is writable for `buf.len()` bytes and
-        // outlives the use of `gr.gr_name`, which points into it.
-        let rc =
-            unsafe { libc::getgrgid_r(gid, &mut gr, buf.as_mut_ptr(), buf.len(), &mut result) };
+        // `buf` outlives the use of `gr.gr_name`, which points into it.
+        let (gr_p, buf_p, len) = (&mut gr, buf.as_mut_ptr(), buf.len());
+        // SAFETY: `gr` and `result` are live locals; `buf` is writable for `len` bytes.
+        let rc = unsafe { libc::getgrgid_r(gid, gr_p, buf_p, len, &mut result) };
         if rc == libc::ERANGE && buf.len() < MAX_NSS_BUFFER {
             buf.resize(buf.len() * 4, 0);
             continue;
@@ -165,10 +164,9 @@ impl GroupsMapping for UnixGroups {
         let mut gids: Vec<libc::gid_t> = vec![0; 64];
         loop {
             let mut n = gids.len() as libc::c_int;
-            // SAFETY: `c_user` is NUL-terminated; `gids` is writable for `n` entries and `n`
-            // is a live local that receives the count.
-            let rc =
-                unsafe { libc::getgrouplist(c_user.as_ptr(), primary, gids.as_mut_ptr(), &mut n) };
+            let (user_p, gids_p) = (c_user.as_ptr(), gids.as_mut_ptr());
+            // SAFETY: `c_user` is NUL-terminated; `gids` has `n` entries; `n` gets the count.
+            let rc = unsafe { libc::getgrouplist(user_p, primary, gids_p, &mut n) };
             if rc >= 0 {
                 gids.truncate(n.max(0) as usize);
                 break;

@@ -223,11 +223,11 @@ impl MitAcceptors {
         };
         let mut minor: u32 = 0;
         let mut name: sys::gss_name_t = std::ptr::null_mut();
-        // SAFETY: every pointer is to a live local of the type the C signature names; GSS only
-        // reads the buffer and OID (their `*mut` is the C API's lack of const) and writes the
-        // new name into `name`, which is released below.
-        let major =
-            unsafe { sys::gss_import_name(&mut minor, &mut name_buf, &mut name_oid, &mut name) };
+        // GSS only reads the buffer and OID (their `*mut` is the C API's lack of const) and
+        // writes the new name into `name`, which is released below.
+        let (buf_p, oid_p) = (&mut name_buf, &mut name_oid);
+        // SAFETY: every pointer is to a live local of the type the C signature names.
+        let major = unsafe { sys::gss_import_name(&mut minor, buf_p, oid_p, &mut name) };
         if major != 0 {
             return Err(fail(format!(
                 "bad principal name: {}",
@@ -243,10 +243,9 @@ impl MitAcceptors {
             elements: elements.as_mut_ptr(),
         };
         let mut cred: sys::gss_cred_id_t = std::ptr::null_mut();
-        // SAFETY: `name` is the valid name imported above; `mechs`, `store` (and the
-        // `elements`/C strings it points to) are live locals that GSS only reads; `cred`
-        // receives a new credential handle or stays null; the actual-mechs and time outputs
-        // are not requested (null).
+        // `mechs`, `store` (and the `elements`/C strings it points to) are only read; `cred`
+        // receives a new credential handle or stays null; actual-mechs and time are not asked.
+        // SAFETY: `name` is the name imported above; every other pointer is to a live local.
         let major = unsafe {
             sys::gss_acquire_cred_from(
                 &mut minor,
@@ -386,10 +385,11 @@ pub fn kerberos_server(
 /// finds no name.
 pub fn canonical_host_name(ip: IpAddr) -> String {
     let sa = socket2::SockAddr::from(SocketAddr::new(ip, 0));
-    let mut host = [0 as libc::c_char; 1025]; // NI_MAXHOST
-                                              // SAFETY: `sa` is a valid socket address of `sa.len()` bytes (socket2's storage is a
-                                              // `sockaddr_storage`, so the pointer cast keeps its layout); `host` is writable for
-                                              // `host.len()` bytes; no service name is asked for (null buffer, length 0).
+    const NI_MAXHOST: usize = 1025;
+    let mut host = [0 as libc::c_char; NI_MAXHOST];
+    // socket2's storage is a `sockaddr_storage`, so the pointer cast keeps its layout; no
+    // service name is asked for (null buffer, length 0).
+    // SAFETY: `sa` is a valid address of `sa.len()` bytes; `host` is writable for its length.
     let rc = unsafe {
         libc::getnameinfo(
             sa.as_ptr().cast::<libc::sockaddr>(),
