@@ -685,6 +685,16 @@ fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto 
     }
 }
 
+/// The AM resource a submission asks for: its resource request for `*`, else `resource`.
+fn am_resource(ctx: &ApplicationSubmissionContextProto) -> Option<Res> {
+    ctx.am_container_resource_request
+        .iter()
+        .find(|r| r.resource_name.as_deref() == Some(ANY))
+        .and_then(|r| r.capability.as_ref())
+        .or(ctx.resource.as_ref())
+        .map(Res::from_proto)
+}
+
 /// An application's final state as a state-store record.
 fn app_ended(app: &RmApp) -> AppEndedRec {
     AppEndedRec {
@@ -910,45 +920,60 @@ impl Apps {
         (live, done)
     }
 
-    fn recover_app(&mut self, id: AppId, ra: &RecoveredApp, now_ms: u64) -> Result<RmApp, String> {
-        let ctx: ApplicationSubmissionContextProto =
-            prost::Message::decode(ra.submitted.context.as_slice())
-                .map_err(|e| format!("submission context does not decode: {e}"))?;
-        let asked = ctx
-            .am_container_resource_request
-            .iter()
-            .find(|r| r.resource_name.as_deref() == Some(ANY))
-            .and_then(|r| r.capability.as_ref())
-            .or(ctx.resource.as_ref())
-            .map(Res::from_proto)
-            .ok_or("no AM resource")?;
+    /// A SUBMITTED application from its submission context (shared by submit and recovery).
+    fn new_app(
+        &self,
+        id: AppId,
+        ctx: &ApplicationSubmissionContextProto,
+        am_spec: ContainerLaunchContextProto,
+        asked: Res,
+        user: &str,
+        submit_ms: u64,
+    ) -> RmApp {
         let global = self.cfg.max_attempts;
-        let mut app = RmApp {
+        RmApp {
             id,
             name: ctx.application_name.clone().unwrap_or_else(|| "N/A".into()),
             queue: ctx.queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into()),
-            user: ra.submitted.user.clone(),
+            user: user.to_string(),
             app_type: ctx
                 .application_type
                 .clone()
                 .unwrap_or_else(|| "YARN".into()),
             tags: ctx.application_tags.clone(),
             priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
-            am_spec: ctx.am_container_spec.clone().unwrap_or_default(),
+            am_spec,
             am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
             max_attempts: match ctx.max_app_attempts.unwrap_or(0) {
                 n if n <= 0 || n > global => global,
                 n => n,
             },
-            state: AppState::Accepted,
+            state: AppState::Submitted,
             final_status: FinalApplicationStatusProto::AppUndefined,
             diagnostics: String::new(),
-            submit_ms: ra.submitted.submit_ms,
+            submit_ms,
             launch_ms: 0,
             finish_ms: 0,
             attempts: Vec::new(),
             failures: 0,
-        };
+        }
+    }
+
+    fn recover_app(&mut self, id: AppId, ra: &RecoveredApp, now_ms: u64) -> Result<RmApp, String> {
+        let ctx: ApplicationSubmissionContextProto =
+            prost::Message::decode(ra.submitted.context.as_slice())
+                .map_err(|e| format!("submission context does not decode: {e}"))?;
+        let asked = am_resource(&ctx).ok_or("no AM resource")?;
+        let am_spec = ctx.am_container_spec.clone().unwrap_or_default();
+        let mut app = self.new_app(
+            id,
+            &ctx,
+            am_spec,
+            asked,
+            &ra.submitted.user,
+            ra.submitted.submit_ms,
+        );
+        app.state = AppState::Accepted;
         for (&n, rat) in &ra.attempts {
             let aid = AttemptId {
                 app: id,
@@ -1756,49 +1781,15 @@ impl Apps {
             ));
         };
         // The AM resource: the resource request with *, else `resource`.
-        let asked = ctx
-            .am_container_resource_request
-            .iter()
-            .find(|r| r.resource_name.as_deref() == Some(ANY))
-            .and_then(|r| r.capability.as_ref())
-            .or(ctx.resource.as_ref())
-            .map(Res::from_proto)
-            .ok_or_else(|| {
-                err(
-                    exc::INVALID_RESOURCE_REQUEST,
-                    "Invalid resource request, no resources requested",
-                )
-            })?;
+        let asked = am_resource(&ctx).ok_or_else(|| {
+            err(
+                exc::INVALID_RESOURCE_REQUEST,
+                "Invalid resource request, no resources requested",
+            )
+        })?;
         self.validate(asked)?;
-        let queue = ctx.queue.clone().unwrap_or_else(|| DEFAULT_QUEUE.into());
-        let global = self.cfg.max_attempts;
-        let max_attempts = match ctx.max_app_attempts.unwrap_or(0) {
-            n if n <= 0 || n > global => global,
-            n => n,
-        };
-        let mut app = RmApp {
-            id,
-            name: ctx.application_name.clone().unwrap_or_else(|| "N/A".into()),
-            queue: queue.clone(),
-            user: user.to_string(),
-            app_type: ctx
-                .application_type
-                .clone()
-                .unwrap_or_else(|| "YARN".into()),
-            tags: ctx.application_tags.clone(),
-            priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
-            am_spec,
-            am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
-            max_attempts,
-            state: AppState::Submitted,
-            final_status: FinalApplicationStatusProto::AppUndefined,
-            diagnostics: String::new(),
-            submit_ms: now_ms,
-            launch_ms: 0,
-            finish_ms: 0,
-            attempts: Vec::new(),
-            failures: 0,
-        };
+        let mut app = self.new_app(id, &ctx, am_spec, asked, user, now_ms);
+        let queue = app.queue.clone();
         let unknown_queue = !self.cfg.queues.contains(&queue);
         if !unknown_queue {
             self.cleanups.push(Cleanup::HoldAcks(id));
