@@ -258,6 +258,22 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
     assert_eq!(code, 200, "{body}");
     assert!(body.contains(&format!("hello-{}", on_local.0)), "{body}");
     assert!(body.contains("LogType:stdout"), "{body}");
+    // The debugging information the agent wrote in place of the script's ls/find steps.
+    let (code, body) = http_get(
+        &web,
+        &format!("/ws/v1/node/containers/{}/logs/directory.info", on_local.1),
+    );
+    assert_eq!(code, 200, "{body}");
+    for want in [
+        "ls -l:\ntotal ",
+        " launch_container.sh\n",
+        "find -L . -maxdepth 5 -ls:\n",
+        " ./container_tokens\n",
+        " ./tmp\n",
+        "broken symlinks(find -L . -maxdepth 5 -type l -ls):\n",
+    ] {
+        assert!(body.contains(want), "{want:?} not in {body}");
+    }
 }
 
 #[test]

@@ -113,6 +113,7 @@ fn launch(
         links: &[],
         commands: &commands,
         debug_info: true,
+        setup_by_node: false,
     });
     ex.prepare(
         &paths,

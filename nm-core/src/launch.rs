@@ -662,6 +662,10 @@ pub struct ScriptInput<'a> {
     pub commands: &'a [String],
     /// `yarn.nodemanager.log-container-debug-info.enabled` (default true).
     pub debug_info: bool,
+    /// The node makes the links and writes the debugging information itself before the
+    /// script runs (the agent's `hotpath.agent.launch.setup-in-agent`): the script then only
+    /// says so in comments instead of running `ln`, `cp`, `chmod`, `ls` and `find`.
+    pub setup_by_node: bool,
 }
 
 /// `launch_container.sh` (notes 4.5). Values are written inside double quotes without
@@ -688,7 +692,14 @@ pub fn launch_script(input: &ScriptInput<'_>) -> String {
         }
     }
     let _ = writeln!(s, "echo \"Setting up job resources\"");
+    if input.setup_by_node && !input.links.is_empty() {
+        let _ = writeln!(s, "# Linked by the NodeManager before launch:");
+    }
     for l in input.links {
+        if input.setup_by_node {
+            let _ = writeln!(s, "#   {} -> {}", l.name, l.source.display());
+            continue;
+        }
         if let Some(parent) = Path::new(&l.name).parent() {
             if !parent.as_os_str().is_empty() {
                 let _ = writeln!(s, "mkdir -p \"{}\"", parent.display());
@@ -696,7 +707,17 @@ pub fn launch_script(input: &ScriptInput<'_>) -> String {
         }
         let _ = writeln!(s, "ln -sf -- \"{}\" \"{}\"", l.source.display(), l.name);
     }
-    if input.debug_info {
+    if input.debug_info && input.setup_by_node {
+        let _ = writeln!(s, "echo \"Copying debugging information\"");
+        let _ = writeln!(
+            s,
+            "# {log}/{LAUNCH_SCRIPT} and {log}/{DIRECTORY_INFO} (ls -l, find -L . -maxdepth 5 -ls,"
+        );
+        let _ = writeln!(
+            s,
+            "# broken symlinks) written by the NodeManager before launch"
+        );
+    } else if input.debug_info {
         let info = format!("\"{log}/{DIRECTORY_INFO}\"");
         let _ = writeln!(s, "echo \"Copying debugging information\"");
         let _ = writeln!(s, "# Creating copy of launch script");
@@ -1264,6 +1285,7 @@ mod tests {
             links: &links,
             commands: &cmds,
             debug_info: true,
+            setup_by_node: false,
         };
         let s = launch_script(&input);
         let want = "#!/bin/bash\n\nset -o pipefail -e\n\
@@ -1290,6 +1312,23 @@ echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n";
         });
         assert!(!quiet.contains("directory.info"));
         assert!(quiet.ends_with(
+            "echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n"
+        ));
+        // Links and debugging information made by the node: no process of the script's
+        // own before the command, and comments where the commands were.
+        let by_node = launch_script(&ScriptInput {
+            setup_by_node: true,
+            ..input
+        });
+        for cmd in ["ln ", "mkdir ", "cp ", "chmod ", "ls ", "find "] {
+            assert!(
+                !by_node.lines().any(|l| l.starts_with(cmd)),
+                "{cmd} in {by_node}"
+            );
+        }
+        assert!(by_node.contains("echo \"Setting up job resources\"\n# Linked by the NodeManager before launch:\n#   job.jar -> /l0/filecache/10/job.jar\n#   a/b/conf -> /l0/filecache/11/conf\n"), "{by_node}");
+        assert!(by_node.contains("echo \"Copying debugging information\"\n# /g/launch_container.sh and /g/directory.info"), "{by_node}");
+        assert!(by_node.ends_with(
             "echo \"Launching container\"\nexec /bin/bash -c \"echo hi 1>/g/stdout\"\n"
         ));
 

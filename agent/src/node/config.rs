@@ -132,6 +132,10 @@ pub struct NmSettings {
     pub recovery: bool,
     /// `yarn.nodemanager.pmem-check-enabled`: enforce each container's memory.
     pub pmem_check: bool,
+    /// `hotpath.agent.launch.setup-in-agent` (default true): the agent makes the resource
+    /// links and writes the debugging information itself instead of the launch script's
+    /// `ln`, `cp`, `chmod`, `ls` and `find` processes ([`super::setup`]).
+    pub setup_in_agent: bool,
     /// `hotpath.agent.zygotes`: container processes kept ready (forked into their cgroups
     /// ahead of the launch); 0 forks at every launch. Default 4, at most 64.
     pub zygotes: usize,
@@ -209,6 +213,7 @@ impl NmSettings {
             cgroups,
             recovery: flag("yarn.nodemanager.recovery.enabled", false)?,
             pmem_check: flag("yarn.nodemanager.pmem-check-enabled", true)?,
+            setup_in_agent: flag("hotpath.agent.launch.setup-in-agent", true)?,
             zygotes: match get_i64_or(conf, "hotpath.agent.zygotes", 4)? {
                 n @ 0..=64 => n as usize,
                 n => {

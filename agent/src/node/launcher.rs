@@ -96,6 +96,7 @@ use super::config::NmSettings;
 use super::executor::{Executor, Limits, PrepareInput, RunningContainer};
 use super::resources::ResourceLocalizer;
 use super::runtime::wall_ms;
+use super::setup;
 use super::shared::{lock, Shared};
 
 /// What the launcher needs besides the shared state.
@@ -499,6 +500,7 @@ fn launch_one(
         links: &links,
         commands: &commands,
         debug_info: cfg.nm.debug_info,
+        setup_by_node: cfg.nm.setup_in_agent,
     });
     // container_tokens is always written (an empty Credentials when the context has none).
     let tokens = match &ctx.tokens {
@@ -514,6 +516,15 @@ fn launch_one(
             },
         )
         .map_err(|e| failed(&e))?;
+    if cfg.nm.setup_in_agent {
+        // What the script's `ln`, `cp`, `chmod`, `ls` and `find` lines do, after every file
+        // of the work dir is written (so the listing shows what Java's would).
+        setup::make_links(&paths.work_dir, &links).map_err(|e| failed(&e))?;
+        if cfg.nm.debug_info {
+            setup::write_debug_info(&paths.work_dir, paths.log_dir(), script.as_bytes())
+                .map_err(|e| failed(&e))?;
+        }
+    }
     let record = ContainerRecord {
         id,
         user: order.user.clone(),

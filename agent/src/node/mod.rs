@@ -50,6 +50,7 @@ pub mod metrics;
 pub mod report;
 pub mod resources;
 pub mod runtime;
+pub mod setup;
 pub mod shared;
 pub mod simulate;
 pub mod zygote;
