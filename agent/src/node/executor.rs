@@ -64,7 +64,7 @@ use nm_core::launch::{
 
 pub use super::cgroups::CgroupMode;
 use super::cgroups::{CgroupError, Cgroups, ContainerCgroup};
-use super::zygote::{Reaper, Zygote, ZygotePool, ZygoteSpec};
+use super::zygote::{Reaper, Run, Zygote, ZygotePool, ZygoteSpec};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms` default.
 pub const DEFAULT_SIGKILL_DELAY: Duration = Duration::from_millis(250);
@@ -533,10 +533,10 @@ memory by RLIMIT_DATA",
             }
         }
         let cgroup_ready = Instant::now();
-        let script = if self.cfg.chain == Chain::Direct {
-            &paths.launch_script
+        let (script, run) = if self.cfg.chain == Chain::Direct {
+            (&paths.launch_script, Run::Source)
         } else {
-            &paths.executor_script
+            (&paths.executor_script, Run::Exec)
         };
         let out = paths.private_dir.join(EXECUTOR_OUT);
         let (Some(w), Some(s), Some(o)) = (paths.work_dir.to_str(), script.to_str(), out.to_str())
@@ -549,7 +549,7 @@ memory by RLIMIT_DATA",
                 )),
             ));
         };
-        if let Err(e) = z.go(w, s, o) {
+        if let Err(e) = z.go(w, s, o, run) {
             return Err(fail(z, ExecutorError::Spawn(e)));
         }
         let exec_done = Instant::now();
