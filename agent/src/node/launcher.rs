@@ -516,6 +516,7 @@ fn launch_one(
             },
         )
         .map_err(|e| failed(&e))?;
+    let t_written = Instant::now();
     if cfg.nm.setup_in_agent {
         // What the script's `ln`, `cp`, `chmod`, `ls` and `find` lines do, after every file
         // of the work dir is written (so the listing shows what Java's would).
@@ -525,6 +526,7 @@ fn launch_one(
                 .map_err(|e| failed(&e))?;
         }
     }
+    let t_set_up = Instant::now();
     let record = ContainerRecord {
         id,
         user: order.user.clone(),
@@ -552,12 +554,14 @@ fn launch_one(
     // (`received_epoch_ns` joins it with the container's own clock).
     tracing::debug!(
         "launch stages {id}: received_epoch_ns={} accepted={} dequeued={} worker={} \
-localized={} prepared={} cgroup={} spawned={} zygote={}",
+localized={} written={} set_up={} prepared={} cgroup={} spawned={} zygote={}",
         stages.stamps.received_epoch_ns,
         since(stages.stamps.accepted),
         since(stages.dequeued),
         since(stages.worker),
         since(t_localized),
+        since(t_written),
+        since(t_set_up),
         since(t_prepared),
         since(t.cgroup_ready),
         since(t.exec_done),

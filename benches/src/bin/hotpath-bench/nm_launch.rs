@@ -314,11 +314,13 @@ fn run_side(side: Side, round: usize, args: &NmLaunchArgs, hotpath: &Path) -> Re
 
 /// The agents' stages in order, as their `launch stages` lines name them, then `running`
 /// (the container's own timestamp).
-const STAGES: [&str; 8] = [
+const STAGES: [&str; 10] = [
     "accepted",
     "dequeued",
     "worker",
     "localized",
+    "written",
+    "set_up",
     "prepared",
     "cgroup",
     "spawned",
