@@ -129,6 +129,7 @@ fn read_with(
         rx,
         chunk,
         s,
+        None,
         &req(offset, len),
         &mut read,
         &mut scratch,
