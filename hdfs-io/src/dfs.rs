@@ -69,6 +69,14 @@ pub struct DfsConfig {
     /// `dfs.encrypt.data.transfer.cipher.suites` = `AES/CTR/NoPadding`: offer AES in the
     /// encrypted handshake (the NameNode decides whether data transfer is encrypted at all).
     pub encrypt_aes: bool,
+    /// `dfs.data.transfer.protection` (empty: none), used on a Kerberized cluster
+    /// (`hadoop.security.authentication=kerberos`) for DataNodes on unprivileged ports (≥ 1024)
+    /// when the NameNode does not encrypt data transfer: the general SASL handshake, DIGEST-MD5
+    /// over the block token. `integrity` and `privacy` without AES need the DIGEST stream layer,
+    /// which this client does not implement (refused with a clear error).
+    pub data_transfer_protection: Vec<hadoop_wire::sasl::Qop>,
+    /// `hadoop.security.authentication` is `kerberos`.
+    pub kerberos: bool,
 }
 
 impl Default for DfsConfig {
@@ -85,6 +93,8 @@ impl Default for DfsConfig {
             client_name: format!("DFSClient_hotpath_{}", std::process::id()),
             io: BackendChoice::Auto,
             encrypt_aes: false,
+            data_transfer_protection: Vec::new(),
+            kerberos: false,
         }
     }
 }
@@ -116,6 +126,14 @@ impl DfsConfig {
                     )))
                 }
             },
+            data_transfer_protection: match conf.get("dfs.data.transfer.protection") {
+                Some(v) if !v.trim().is_empty() => hadoop_wire::sasl::parse_protection(v)
+                    .map_err(|e| Error::Config(format!("dfs.data.transfer.protection: {e}")))?,
+                _ => Vec::new(),
+            },
+            kerberos: conf
+                .get("hadoop.security.authentication")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("kerberos")),
             ..DfsConfig::default()
         })
     }
@@ -457,6 +475,14 @@ impl DfsClient {
                 what: "LocatedBlockProto",
                 source: e,
             })?;
+            let tok_err = |e| Error::Decode {
+                what: "TokenProto",
+                source: e,
+            };
+            let (token_id, token_pw) = (
+                token.identifier().map_err(tok_err)?,
+                token.password().map_err(tok_err)?,
+            );
             let req = ReadBlockRequest {
                 block: eb.as_bytes(),
                 token: token.as_bytes(),
@@ -479,8 +505,14 @@ impl DfsClient {
             let (res, clean, s) = match result {
                 Some(x) => x,
                 None => {
-                    match self.open_peer(addr, self.encryption_key()?.as_deref(), &name, &dn, stats)
-                    {
+                    match self.open_peer(
+                        addr,
+                        self.encryption_key()?.as_deref(),
+                        (token_id, token_pw),
+                        &name,
+                        &dn,
+                        stats,
+                    ) {
                         Ok(mut s) => {
                             let mut read =
                                 BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
@@ -607,13 +639,30 @@ impl DfsClient {
         &self,
         addr: std::net::SocketAddr,
         key: Option<&DataEncryptionKey>,
+        token: (&[u8], &[u8]),
         name: &BlockName,
         dn: &str,
         stats: &mut ReadStats,
     ) -> Result<Peer, (Error, bool)> {
         let mut s = connect(addr, self.cfg.socket_timeout, self.cfg.socket_timeout)
             .map_err(|e| (Error::io(format!("connecting to DataNode {dn}"), e), true))?;
+        // Java's SaslDataTransferClient.send, in its order
+        let general = !self.cfg.data_transfer_protection.is_empty()
+            && self.cfg.kerberos
+            && addr.port() >= 1024;
         let crypt = match key {
+            None if general => handshake(
+                &mut s,
+                Credentials::BlockToken {
+                    identifier: token.0,
+                    password: token.1,
+                    qops: &self.cfg.data_transfer_protection,
+                },
+                self.cfg.encrypt_aes,
+                name,
+                dn,
+            )
+            .map_err(|e| (e, false))?,
             None => None,
             Some(k) => {
                 stats.encrypted_handshakes += 1;
