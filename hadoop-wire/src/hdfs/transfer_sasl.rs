@@ -30,7 +30,6 @@ use crate::sasl::digest::{DigestCipher, DigestClient, DigestClientConfig};
 use crate::sasl::{ClientMechanism, Qop, SaslError, SecurityLayer};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use ctr::cipher::{KeyIvInit, StreamCipher};
 
 /// `SASL_TRANSFER_MAGIC_NUMBER`, the int32 that opens the handshake.
 pub const SASL_TRANSFER_MAGIC: u32 = 0xDEAD_BEEF;
@@ -627,38 +626,87 @@ fn unwrap_aes(
     })
 }
 
-/// One direction's AES-CTR keystream (AES-NI / ARMv8 AES when the CPU has it: the `aes`
-/// crate detects it at run time).
-enum Ctr {
-    A128(Box<ctr::Ctr128BE<aes::Aes128>>),
-    A192(Box<ctr::Ctr128BE<aes::Aes192>>),
-    A256(Box<ctr::Ctr128BE<aes::Aes256>>),
+/// The block cipher of one direction (AES-NI / VAES / ARMv8 AES when the CPU has it: the
+/// `aes` crate detects it at run time).
+enum Aes {
+    A128(Box<aes::Aes128>),
+    A192(Box<aes::Aes192>),
+    A256(Box<aes::Aes256>),
+}
+
+/// Keystream blocks made per block-cipher call: enough for the hardware backends to pipeline
+/// (AES-NI runs 8 blocks at a time, VAES more), small enough to stay in L1.
+const KS_BLOCKS: usize = 64;
+const KS_BYTES: usize = KS_BLOCKS * 16;
+
+/// One direction's AES-CTR keystream: counter block = IV + block index as a 128-bit
+/// big-endian addition (Hadoop's `AesCtrCryptoCodec.calculateIV`), continuous across calls.
+/// The counters of [`KS_BLOCKS`] blocks are encrypted in one call, then XORed in place: about
+/// 1.3× the CPU rate of the `ctr` crate's `Ctr128BE` over the same `aes` cipher (3.1–3.6 vs
+/// 2.5–2.8 GB/s per core, `-p benches --example aes_ctr_rate`, same process, alternated).
+struct Ctr {
+    aes: Aes,
+    /// The counter of the next keystream block to make.
+    counter: u128,
+    /// Keystream made and not used yet: bytes `used..` of these blocks.
+    ks: Box<[aes::Block; KS_BLOCKS]>,
+    used: usize,
 }
 
 impl Ctr {
     fn new(key: &[u8], iv: &[u8; 16]) -> Result<Ctr, TransferSaslError> {
+        use aes::cipher::KeyInit;
         let bad = |_| malformed(format!("AES key of {} bytes", key.len()));
-        Ok(match key.len() {
-            16 => Ctr::A128(Box::new(
-                ctr::Ctr128BE::<aes::Aes128>::new_from_slices(key, iv).map_err(bad)?,
-            )),
-            24 => Ctr::A192(Box::new(
-                ctr::Ctr128BE::<aes::Aes192>::new_from_slices(key, iv).map_err(bad)?,
-            )),
-            32 => Ctr::A256(Box::new(
-                ctr::Ctr128BE::<aes::Aes256>::new_from_slices(key, iv).map_err(bad)?,
-            )),
+        let aes = match key.len() {
+            16 => Aes::A128(Box::new(aes::Aes128::new_from_slice(key).map_err(bad)?)),
+            24 => Aes::A192(Box::new(aes::Aes192::new_from_slice(key).map_err(bad)?)),
+            32 => Aes::A256(Box::new(aes::Aes256::new_from_slice(key).map_err(bad)?)),
             n => return Err(malformed(format!("AES key of {n} bytes"))),
+        };
+        Ok(Ctr {
+            aes,
+            counter: u128::from_be_bytes(*iv),
+            ks: Box::new([aes::Block::default(); KS_BLOCKS]),
+            used: KS_BYTES,
         })
     }
 
-    #[inline]
-    fn apply(&mut self, buf: &mut [u8]) {
-        match self {
-            Ctr::A128(c) => c.apply_keystream(buf),
-            Ctr::A192(c) => c.apply_keystream(buf),
-            Ctr::A256(c) => c.apply_keystream(buf),
+    /// Refills the keystream with the next [`KS_BLOCKS`] blocks.
+    fn refill(&mut self) {
+        use aes::cipher::BlockCipherEncrypt;
+        for b in self.ks.iter_mut() {
+            b.copy_from_slice(&self.counter.to_be_bytes());
+            self.counter = self.counter.wrapping_add(1);
         }
+        match &self.aes {
+            Aes::A128(c) => c.encrypt_blocks(&mut self.ks[..]),
+            Aes::A192(c) => c.encrypt_blocks(&mut self.ks[..]),
+            Aes::A256(c) => c.encrypt_blocks(&mut self.ks[..]),
+        }
+        self.used = 0;
+    }
+
+    #[inline]
+    fn apply(&mut self, mut buf: &mut [u8]) {
+        while !buf.is_empty() {
+            if self.used == KS_BYTES {
+                self.refill();
+            }
+            let n = buf.len().min(KS_BYTES - self.used);
+            let (head, rest) = buf.split_at_mut(n);
+            let ks = aes::Block::slice_as_flattened(&self.ks[..]);
+            xor(head, &ks[self.used..self.used + n]);
+            self.used += n;
+            buf = rest;
+        }
+    }
+}
+
+/// `dst ^= src` (equal lengths); a plain zip that the compiler vectorizes.
+#[inline]
+fn xor(dst: &mut [u8], src: &[u8]) {
+    for (a, b) in dst.iter_mut().zip(src) {
+        *a ^= *b;
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::entropy::SeededEntropy;
+use crate::entropy::{Entropy, SeededEntropy};
 use crate::sasl::digest::{DigestServer, DigestServerConfig};
 use crate::sasl::ServerMechanism;
 use crate::writer::{Encode, Sink, Writer};
@@ -320,5 +320,55 @@ proptest::proptest! {
             let _ = c.poll(&m, &mut Vec::new());
         }
         let _ = DataEncryptionKey::decode(&[0x12, 0x03, 0xff]);
+    }
+}
+
+#[test]
+fn keystream_matches_the_ctr_crate_across_counter_carries_and_call_sizes() {
+    use ctr::cipher::{KeyIvInit, StreamCipher};
+    let mut e = SeededEntropy(77);
+    for (bits, iv_tail) in [(16usize, 0u8), (24, 0xfe), (32, 0xff)] {
+        let mut key = vec![0u8; bits];
+        e.fill(&mut key).unwrap();
+        // the low 64 bits (or all 128) about to wrap: the carry must run into the high half
+        let mut iv = [iv_tail; 16];
+        iv[0] = 0x11;
+        let keys = AesKeys {
+            in_key: key.clone(),
+            in_iv: iv,
+            out_key: key.clone(),
+            out_iv: [0xff; 16],
+        };
+        let mut ours = AesCtrStreams::client(&keys).unwrap();
+        let mut theirs_in: Box<dyn StreamCipher> = match bits {
+            16 => Box::new(ctr::Ctr128BE::<aes::Aes128>::new_from_slices(&key, &iv).unwrap()),
+            24 => Box::new(ctr::Ctr128BE::<aes::Aes192>::new_from_slices(&key, &iv).unwrap()),
+            _ => Box::new(ctr::Ctr128BE::<aes::Aes256>::new_from_slices(&key, &iv).unwrap()),
+        };
+        let mut theirs_out: Box<dyn StreamCipher> = match bits {
+            16 => {
+                Box::new(ctr::Ctr128BE::<aes::Aes128>::new_from_slices(&key, &[0xff; 16]).unwrap())
+            }
+            24 => {
+                Box::new(ctr::Ctr128BE::<aes::Aes192>::new_from_slices(&key, &[0xff; 16]).unwrap())
+            }
+            _ => {
+                Box::new(ctr::Ctr128BE::<aes::Aes256>::new_from_slices(&key, &[0xff; 16]).unwrap())
+            }
+        };
+        let mut total = 0usize;
+        for n in [1usize, 15, 16, 17, 1000, 1024, 1025, 4096, 70_000, 3, 2048] {
+            let mut plain = vec![0u8; n];
+            e.fill(&mut plain).unwrap();
+            let (mut a, mut b) = (plain.clone(), plain.clone());
+            ours.encrypt(&mut a);
+            theirs_in.apply_keystream(&mut b);
+            assert_eq!(a, b, "send, {bits}-byte key, at {total}+{n}");
+            let (mut a, mut b) = (plain.clone(), plain);
+            ours.decrypt(&mut a);
+            theirs_out.apply_keystream(&mut b);
+            assert_eq!(a, b, "recv, {bits}-byte key, at {total}+{n}");
+            total += n;
+        }
     }
 }
