@@ -14,7 +14,9 @@
 //!   runs twice per round: with direct calls (the default) and through the shared
 //!   `ipc::client` connection (`hotpath_shared`, [`NameNodeConfig::direct_calls`] off).
 //!
-//! `cargo run --release -p benches --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds]`
+//! `cargo run --release -p benches --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds] [--encrypt]`
+//! (`--encrypt`: the cluster encrypts data transfer, `dfs.encrypt.data.transfer` with
+//! AES/CTR/NoPadding, and both clients read through the AES streams)
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
 //! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
@@ -70,14 +72,28 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// `--encrypt`: the cluster runs with encrypted data transfer (AES/CTR/NoPadding offered by
+/// both clients through the peer's hdfs-site.xml).
+const ENCRYPT_SETS: [&str; 6] = [
+    "--set",
+    "dfs.encrypt.data.transfer=true",
+    "--set",
+    "dfs.block.access.token.enable=true",
+    "--set",
+    "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
+];
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let encrypt = all.iter().any(|a| a == "--encrypt");
+    let mut args = all.into_iter().filter(|a| a != "--encrypt");
     let what = args.next().unwrap_or_else(|| "all".into());
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let rate: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000.0);
     let files: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let mut peer = Peer::start(Mode::Hdfs, &[]).expect("hdfs peer");
+    let mut peer =
+        Peer::start(Mode::Hdfs, if encrypt { &ENCRYPT_SETS } else { &[] }).expect("hdfs peer");
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("conf");
     let nn = NameNodeClient::from_conf(&conf).expect("nn");
     let client = DfsClient::new(
@@ -132,12 +148,13 @@ fn main() {
                 let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
                 let gb = sink.0 as f64 / 1e9;
                 println!(
-                    "{{\"client\":\"{name}\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3},\"uring_reads\":{}}}",
+                    "{{\"client\":\"{name}\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3},\"uring_reads\":{},\"encrypted_handshakes\":{}}}",
                     sink.0,
                     gb / secs,
                     cpu / gb,
                     dn_cpu / gb,
-                    st.uring_reads
+                    st.uring_reads,
+                    st.encrypted_handshakes
                 );
                 m[i][0].push(gb / secs);
                 m[i][1].push(cpu / gb);
@@ -182,7 +199,7 @@ fn main() {
             })
             .collect();
         println!(
-            "{{\"summary\":\"read\",\"runs\":{runs},{}}}",
+            "{{\"summary\":\"read\",\"encrypted\":{encrypt},\"runs\":{runs},{}}}",
             parts.join(",")
         );
     }

@@ -13,6 +13,9 @@
 
 use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest};
 use crate::error::{BlockName, Error};
+use hadoop_wire::hdfs::transfer_sasl::{
+    AesCtrStreams, Credentials, Step, TransferSaslClient, TransferSaslError, MAX_MESSAGE_LEN,
+};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Mutex;
@@ -81,10 +84,27 @@ impl Default for RecvBuf {
     }
 }
 
+/// A DataNode connection: the socket and, after an encrypted handshake that chose AES, the
+/// connection's two AES-CTR streams (their counters run on across the ops of the connection).
+#[derive(Debug)]
+pub struct Peer {
+    pub stream: TcpStream,
+    pub crypt: Option<Box<AesCtrStreams>>,
+}
+
+impl From<TcpStream> for Peer {
+    fn from(stream: TcpStream) -> Peer {
+        Peer {
+            stream,
+            crypt: None,
+        }
+    }
+}
+
 /// Idle DataNode connections, by address, with expiry.
 #[derive(Debug)]
 pub struct PeerCache {
-    idle: Mutex<Vec<(SocketAddr, TcpStream, Instant)>>,
+    idle: Mutex<Vec<(SocketAddr, Peer, Instant)>>,
     capacity: usize,
     expiry: Duration,
 }
@@ -104,12 +124,12 @@ impl PeerCache {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(SocketAddr, TcpStream, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(SocketAddr, Peer, Instant)>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The newest idle connection to `addr` that has not expired (expired ones are closed).
-    pub fn take(&self, addr: SocketAddr, now: Instant) -> Option<TcpStream> {
+    pub fn take(&self, addr: SocketAddr, now: Instant) -> Option<Peer> {
         let mut v = self.lock();
         v.retain(|(_, _, t)| now.saturating_duration_since(*t) < self.expiry);
         let i = v.iter().rposition(|(a, _, _)| *a == addr)?;
@@ -117,7 +137,7 @@ impl PeerCache {
     }
 
     /// Keeps a connection for reuse (the oldest goes when full).
-    pub fn put(&self, addr: SocketAddr, s: TcpStream, now: Instant) {
+    pub fn put(&self, addr: SocketAddr, s: Peer, now: Instant) {
         if self.capacity == 0 {
             return;
         }
@@ -156,12 +176,17 @@ pub struct BlockReadResult {
 /// and what was delivered stays delivered.
 pub(crate) fn finish_read(
     s: &mut TcpStream,
+    crypt: Option<&mut AesCtrStreams>,
     read: &BlockRead,
     got_bytes: bool,
     datanode: &str,
 ) -> BlockReadResult {
+    let mut status = read.status_bytes();
+    if let Some(c) = crypt {
+        c.encrypt(&mut status);
+    }
     let error = s
-        .write_all(&read.status_bytes())
+        .write_all(&status)
         .err()
         .map(|e| Error::io(format!("sending the read status to DataNode {datanode}"), e));
     BlockReadResult {
@@ -182,10 +207,30 @@ pub fn read_block_on(
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
     datanode: &str,
 ) -> BlockReadResult {
+    read_block_on_with(s, None, req, read, buf, out, sink, datanode)
+}
+
+/// [`read_block_on`] over a connection whose streams may be encrypted (`crypt`, from
+/// [`handshake`]): the request and status are encrypted before they are sent, and each
+/// receive is decrypted in place in the receive buffer before the state machine sees it.
+#[allow(clippy::too_many_arguments)]
+pub fn read_block_on_with(
+    s: &mut TcpStream,
+    mut crypt: Option<&mut AesCtrStreams>,
+    req: &ReadBlockRequest<'_>,
+    read: &mut BlockRead,
+    buf: &mut RecvBuf,
+    out: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    datanode: &str,
+) -> BlockReadResult {
     let mut got_bytes = false;
     let io_err = |what: &str, e: io::Error| Error::io(format!("{what} DataNode {datanode}"), e);
     out.clear();
     encode_read_block(req, out);
+    if let Some(c) = crypt.as_deref_mut() {
+        c.encrypt(out);
+    }
     if let Err(e) = s.write_all(out) {
         return BlockReadResult {
             delivered: 0,
@@ -222,6 +267,9 @@ pub fn read_block_on(
                     }
                     Ok(k) => {
                         got_bytes = true;
+                        if let Some(c) = crypt.as_deref_mut() {
+                            c.decrypt(&mut buf.buf[buf.end..buf.end + k]);
+                        }
                         buf.end += k;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -249,7 +297,7 @@ pub fn read_block_on(
             }
             Ok(Event::Done { consumed }) => {
                 buf.start += consumed;
-                return finish_read(s, read, got_bytes, datanode);
+                return finish_read(s, crypt, read, got_bytes, datanode);
             }
             Err(e) => {
                 return BlockReadResult {
@@ -257,6 +305,108 @@ pub fn read_block_on(
                     error: Some(e),
                     got_bytes,
                 }
+            }
+        }
+    }
+}
+
+/// Runs the DataTransfer SASL handshake (security.md §5) on a fresh connection, blocking with
+/// the socket's timeouts: `Some` streams when the DataNode chose AES, `None` when the
+/// negotiated protection needs no stream layer. A DIGEST-MD5 (3des/rc4) stream layer without
+/// AES is not implemented: refused with [`Error::Protocol`]. Messages are capped at
+/// [`MAX_MESSAGE_LEN`] before they are buffered.
+pub fn handshake(
+    s: &mut TcpStream,
+    credentials: Credentials<'_>,
+    want_aes: bool,
+    block: &BlockName,
+    datanode: &str,
+) -> Result<Option<Box<AesCtrStreams>>, Error> {
+    let sasl = |source: TransferSaslError| Error::DataTransferSasl {
+        block: block.clone(),
+        datanode: datanode.to_string(),
+        source,
+    };
+    let io_err = |e: io::Error| {
+        Error::io(
+            format!("SASL data transfer handshake with DataNode {datanode}"),
+            e,
+        )
+    };
+    let mut entropy = ipc::entropy::OsEntropy;
+    let mut c = TransferSaslClient::new(credentials, want_aes, &mut entropy).map_err(sasl)?;
+    let mut out = Vec::with_capacity(256);
+    c.start(&mut out);
+    s.write_all(&out).map_err(io_err)?;
+    out.clear();
+    let mut input: Vec<u8> = Vec::with_capacity(1024);
+    loop {
+        match c.poll(&input, &mut out) {
+            Ok(Step::NeedMore(n)) => {
+                // the DataNode sends nothing past its last message until the op arrives, so a
+                // read can only bring bytes of the message in progress
+                let have = input.len();
+                let want = (have + n.max(512)).min(MAX_MESSAGE_LEN + 5).max(have + n);
+                input.resize(want, 0);
+                match s.read(&mut input[have..]) {
+                    Ok(0) => {
+                        input.truncate(have);
+                        return Err(io_err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the DataNode closed the connection during the handshake \
+                             (does it expect SASL? dfs.encrypt.data.transfer / \
+                             dfs.data.transfer.protection)",
+                        )));
+                    }
+                    Ok(k) => input.truncate(have + k),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => input.truncate(have),
+                    Err(e) => return Err(io_err(e)),
+                }
+            }
+            Ok(Step::Send { consumed }) => {
+                input.drain(..consumed);
+                s.write_all(&out).map_err(io_err)?;
+                out.clear();
+            }
+            Ok(Step::Done {
+                consumed,
+                negotiated,
+            }) => {
+                if consumed != input.len() {
+                    return Err(sasl(TransferSaslError::Malformed(
+                        "bytes after the handshake's last message".into(),
+                    )));
+                }
+                if let Some(keys) = &negotiated.aes {
+                    return Ok(Some(Box::new(AesCtrStreams::client(keys).map_err(sasl)?)));
+                }
+                if negotiated.layer.is_some() {
+                    return Err(Error::Protocol {
+                        block: block.clone(),
+                        datanode: datanode.to_string(),
+                        reason: format!(
+                            "the DataNode negotiated {} without an AES cipher; the DIGEST-MD5 \
+                             stream layer is not implemented (set \
+                             dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding)",
+                            negotiated.qop.sasl_name()
+                        ),
+                    });
+                }
+                return Ok(None);
+            }
+            Err(e) => {
+                // as Java's client: tell the DataNode why, then fail (best effort)
+                if !matches!(
+                    e,
+                    TransferSaslError::UnknownKey(_)
+                        | TransferSaslError::AccessToken(_)
+                        | TransferSaslError::Refused(_)
+                ) {
+                    out.clear();
+                    TransferSaslClient::encode_error(&e.to_string(), &mut out);
+                    let _ = s.write_all(&out);
+                }
+                return Err(sasl(e));
             }
         }
     }

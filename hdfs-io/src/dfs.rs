@@ -21,15 +21,20 @@
 
 use crate::addr_cache::{system_resolver, AddrCache};
 use crate::block_reader::{BlockRead, ReadBlockRequest};
-use crate::datanode::{block_name, connect, read_block_on, PeerCache, RecvBuf};
+use crate::datanode::{
+    block_name, connect, handshake, read_block_on_with, Peer, PeerCache, RecvBuf,
+};
 use crate::dead_nodes::{DeadNodes, Failure};
 use crate::error::{BlockName, Error};
 use crate::file_status::{FileStatus, FileType};
 use crate::namenode::{BadBlock, LocatedBlocksBuf, NameNodeClient, NameNodeConfig};
-use crate::receive::{read_block_uring, RecvPath};
+use crate::receive::{read_block_uring_with, RecvPath};
 use crate::replica::{decode_replicas, Replica};
 use crate::selection::{LazyNow, Ranked, Selector};
 use crate::topology::{LocalNode, RackMap};
+use hadoop_wire::hdfs::transfer_sasl::{
+    AesCtrStreams, Credentials, DataEncryptionKey, AES_CTR_SUITE_NAME,
+};
 use hadoop_wire::view::hdfs::{LocatedBlockView, LocatedBlocksView};
 use ipc::transport::BackendChoice;
 use std::io::Write;
@@ -61,6 +66,17 @@ pub struct DfsConfig {
     /// How block data is received: `Auto` follows `HOTPATH_IO` (`uring` / `epoll`), then the
     /// io_uring probe; see [`crate::receive`]. `Epoll` selects the blocking fallback.
     pub io: BackendChoice,
+    /// `dfs.encrypt.data.transfer.cipher.suites` = `AES/CTR/NoPadding`: offer AES in the
+    /// encrypted handshake (the NameNode decides whether data transfer is encrypted at all).
+    pub encrypt_aes: bool,
+    /// `dfs.data.transfer.protection` (empty: none), used on a Kerberized cluster
+    /// (`hadoop.security.authentication=kerberos`) for DataNodes on unprivileged ports (≥ 1024)
+    /// when the NameNode does not encrypt data transfer: the general SASL handshake, DIGEST-MD5
+    /// over the block token. `integrity` and `privacy` without AES need the DIGEST stream layer,
+    /// which this client does not implement (refused with a clear error).
+    pub data_transfer_protection: Vec<hadoop_wire::sasl::Qop>,
+    /// `hadoop.security.authentication` is `kerberos`.
+    pub kerberos: bool,
 }
 
 impl Default for DfsConfig {
@@ -76,6 +92,9 @@ impl Default for DfsConfig {
             dns_ttl: AddrCache::DEFAULT_TTL,
             client_name: format!("DFSClient_hotpath_{}", std::process::id()),
             io: BackendChoice::Auto,
+            encrypt_aes: false,
+            data_transfer_protection: Vec::new(),
+            kerberos: false,
         }
     }
 }
@@ -97,6 +116,24 @@ impl DfsConfig {
             socket_timeout: ms("dfs.client.socket-timeout", 60_000)?,
             use_hostname: conf.get_bool("dfs.client.use.datanode.hostname")?,
             stale_interval: ms("dfs.namenode.stale.datanode.interval", 30_000)?,
+            encrypt_aes: match conf.get("dfs.encrypt.data.transfer.cipher.suites") {
+                None => false,
+                Some(v) if v.trim().is_empty() => false,
+                Some(v) if v.trim() == AES_CTR_SUITE_NAME => true,
+                Some(v) => {
+                    return Err(Error::Config(format!(
+                        "dfs.encrypt.data.transfer.cipher.suites: {v:?} is not {AES_CTR_SUITE_NAME}"
+                    )))
+                }
+            },
+            data_transfer_protection: match conf.get("dfs.data.transfer.protection") {
+                Some(v) if !v.trim().is_empty() => hadoop_wire::sasl::parse_protection(v)
+                    .map_err(|e| Error::Config(format!("dfs.data.transfer.protection: {e}")))?,
+                _ => Vec::new(),
+            },
+            kerberos: conf
+                .get("hadoop.security.authentication")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("kerberos")),
             ..DfsConfig::default()
         })
     }
@@ -119,6 +156,10 @@ pub struct ReadStats {
     pub reused_connections: u64,
     /// Block reads (replica attempts) received through io_uring; the others were blocking.
     pub uring_reads: u64,
+    /// Connections that ran the encrypted DataTransfer handshake.
+    pub encrypted_handshakes: u64,
+    /// Block locations fetched again because a DataNode refused the block token.
+    pub token_refetches: u64,
 }
 
 /// An HDFS client for stat and reads. Share it across threads.
@@ -130,7 +171,14 @@ pub struct DfsClient {
     addrs: Mutex<AddrCache>,
     peers: PeerCache,
     recv: OnceLock<RecvPath>,
+    /// The NameNode's data encryption key and when it was asked (`None` inside: the NameNode
+    /// does not encrypt data transfer; asked again after [`KEY_RECHECK`]).
+    enc_key: Mutex<Option<(Option<Arc<DataEncryptionKey>>, Instant)>>,
 }
+
+/// How long a NameNode's "no encryption" answer is trusted (Java re-reads its server defaults
+/// after `dfs.client.server-defaults.validity.period.ms`, 1 h).
+const KEY_RECHECK: Duration = Duration::from_secs(3600);
 
 impl std::fmt::Debug for DfsClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,6 +222,7 @@ impl DfsClient {
             addrs: Mutex::new(AddrCache::new(cfg.dns_ttl)),
             peers: PeerCache::default(),
             recv: OnceLock::new(),
+            enc_key: Mutex::new(None),
             nn,
             cfg,
         }
@@ -347,6 +396,7 @@ impl DfsClient {
         let mut corrupt: Vec<BadBlock> = Vec::new();
         let mut order: Vec<Ranked> = Vec::new();
         let mut fetched_ms = now_ms();
+        let (mut token_refetches, mut key_refetches) = (0u32, 0u32);
         loop {
             let view = locs.view();
             let Some(block) = block_at(&view, block_off)? else {
@@ -425,6 +475,14 @@ impl DfsClient {
                 what: "LocatedBlockProto",
                 source: e,
             })?;
+            let tok_err = |e| Error::Decode {
+                what: "TokenProto",
+                source: e,
+            };
+            let (token_id, token_pw) = (
+                token.identifier().map_err(tok_err)?,
+                token.password().map_err(tok_err)?,
+            );
             let req = ReadBlockRequest {
                 block: eb.as_bytes(),
                 token: token.as_bytes(),
@@ -441,39 +499,57 @@ impl DfsClient {
                 );
                 if res.error.is_none() || res.got_bytes || res.delivered > 0 {
                     stats.reused_connections += u64::from(res.error.is_none());
-                    result = Some((res, read.is_done(), s));
+                    result = Some((res, read.is_done(), Some(s)));
                 }
             }
             let (res, clean, s) = match result {
                 Some(x) => x,
-                None => match connect(addr, self.cfg.socket_timeout, self.cfg.socket_timeout) {
-                    Ok(mut s) => {
-                        let mut read =
-                            BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
-                        let res = self.read_on(
-                            recv, &mut s, &req, &mut read, buf, scratch, sink, &dn, stats,
-                        );
-                        let clean = read.is_done();
-                        (res, clean, s)
+                None => {
+                    match self.open_peer(
+                        addr,
+                        self.encryption_key()?.as_deref(),
+                        (token_id, token_pw),
+                        &name,
+                        &dn,
+                        stats,
+                    ) {
+                        Ok(mut s) => {
+                            let mut read =
+                                BlockRead::new(name.clone(), dn.clone(), req.offset, req.len);
+                            let res = self.read_on(
+                                recv, &mut s, &req, &mut read, buf, scratch, sink, &dn, stats,
+                            );
+                            let clean = read.is_done();
+                            (res, clean, Some(s))
+                        }
+                        Err((e, false)) => {
+                            // the handshake failed: handled as a read error
+                            let res = crate::datanode::BlockReadResult {
+                                delivered: 0,
+                                error: Some(e),
+                                got_bytes: true,
+                            };
+                            (res, false, None)
+                        }
+                        Err((e, true)) => {
+                            tracing::warn!("connecting to DataNode {dn} for {name}: {e}");
+                            self.addrs
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .invalidate(host, r.xfer_port);
+                            self.dead.mark(r.uuid, Failure::Connect, Instant::now());
+                            tried.push(r.uuid.to_vec());
+                            tried_names.push(format!("{dn} (connect: {e})"));
+                            stats.replica_failures += 1;
+                            continue;
+                        }
                     }
-                    Err(e) => {
-                        tracing::warn!("connecting to DataNode {dn} for {name}: {e}");
-                        self.addrs
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .invalidate(host, r.xfer_port);
-                        self.dead.mark(r.uuid, Failure::Connect, Instant::now());
-                        tried.push(r.uuid.to_vec());
-                        tried_names.push(format!("{dn} (connect: {e})"));
-                        stats.replica_failures += 1;
-                        continue;
-                    }
-                },
+                }
             };
             done += res.delivered;
             match res.error {
                 None => {
-                    if clean {
+                    if let (true, Some(s)) = (clean, s) {
                         self.peers.put(addr, s, Instant::now());
                     }
                     if !corrupt.is_empty() {
@@ -484,6 +560,21 @@ impl DfsClient {
                         }
                     }
                     return Ok(done);
+                }
+                Some(e) if e.is_access_token_error() && token_refetches == 0 => {
+                    // Java's DFSInputStream: new locations (new tokens) once, the DataNode
+                    // is not held against
+                    tracing::info!("{dn} refused the block token of {name} ({e}); refetching");
+                    token_refetches += 1;
+                    stats.token_refetches += 1;
+                    *locs = self.fetch(path, block_off, stats)?;
+                    fetched_ms = now_ms();
+                }
+                Some(e) if e.is_unknown_encryption_key() && key_refetches == 0 => {
+                    // Java: a new data encryption key once, then the same replica again
+                    tracing::info!("{dn} does not know the data encryption key ({e}); refetching");
+                    key_refetches += 1;
+                    self.clear_encryption_key();
                 }
                 Some(e) => {
                     tracing::warn!("reading {name} from {dn}: {e}; trying another replica");
@@ -517,13 +608,84 @@ impl DfsClient {
 }
 
 impl DfsClient {
+    /// The data encryption key for a new DataNode connection (Java's
+    /// `DFSClient.newDataEncryptionKey`): fetched from the NameNode once and again when it
+    /// expired or was [cleared](Self::clear_encryption_key); `None` when the NameNode does not
+    /// encrypt data transfer.
+    fn encryption_key(&self) -> Result<Option<Arc<DataEncryptionKey>>, Error> {
+        let mut g = self.enc_key.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, at)) = &*g {
+            let fresh = match k {
+                Some(k) => k.expiry_date > now_ms(),
+                None => at.elapsed() < KEY_RECHECK,
+            };
+            if fresh {
+                return Ok(k.clone());
+            }
+        }
+        let k = self.nn.get_data_encryption_key()?.map(Arc::new);
+        *g = Some((k.clone(), Instant::now()));
+        Ok(k)
+    }
+
+    /// Forgets the key (a DataNode answered ERROR_UNKNOWN_KEY).
+    fn clear_encryption_key(&self) {
+        *self.enc_key.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// A new connection to `addr`, with the encrypted handshake when `key` is set. Errors:
+    /// `(e, true)` the connect failed, `(e, false)` the handshake (the socket is dropped).
+    fn open_peer(
+        &self,
+        addr: std::net::SocketAddr,
+        key: Option<&DataEncryptionKey>,
+        token: (&[u8], &[u8]),
+        name: &BlockName,
+        dn: &str,
+        stats: &mut ReadStats,
+    ) -> Result<Peer, (Error, bool)> {
+        let mut s = connect(addr, self.cfg.socket_timeout, self.cfg.socket_timeout)
+            .map_err(|e| (Error::io(format!("connecting to DataNode {dn}"), e), true))?;
+        // Java's SaslDataTransferClient.send, in its order
+        let general = !self.cfg.data_transfer_protection.is_empty()
+            && self.cfg.kerberos
+            && addr.port() >= 1024;
+        let crypt = match key {
+            None if general => handshake(
+                &mut s,
+                Credentials::BlockToken {
+                    identifier: token.0,
+                    password: token.1,
+                    qops: &self.cfg.data_transfer_protection,
+                },
+                self.cfg.encrypt_aes,
+                name,
+                dn,
+            )
+            .map_err(|e| (e, false))?,
+            None => None,
+            Some(k) => {
+                stats.encrypted_handshakes += 1;
+                handshake(
+                    &mut s,
+                    Credentials::EncryptionKey(k),
+                    self.cfg.encrypt_aes,
+                    name,
+                    dn,
+                )
+                .map_err(|e| (e, false))?
+            }
+        };
+        Ok(Peer { stream: s, crypt })
+    }
+
     /// One block read over `s`: io_uring into this thread's pooled buffers, or the blocking
     /// path (when chosen, or when this thread has no ring).
     #[allow(clippy::too_many_arguments)]
     fn read_on(
         &self,
         recv: RecvPath,
-        s: &mut std::net::TcpStream,
+        p: &mut Peer,
         req: &ReadBlockRequest<'_>,
         read: &mut BlockRead,
         buf: &mut RecvBuf,
@@ -532,15 +694,24 @@ impl DfsClient {
         dn: &str,
         stats: &mut ReadStats,
     ) -> crate::datanode::BlockReadResult {
+        let s = &mut p.stream;
+        let mut crypt: Option<&mut AesCtrStreams> = p.crypt.as_deref_mut();
         if recv == RecvPath::Uring {
-            if let Some(r) =
-                read_block_uring(s, req, read, scratch, sink, dn, self.cfg.socket_timeout)
-            {
+            if let Some(r) = read_block_uring_with(
+                s,
+                crypt.as_deref_mut(),
+                req,
+                read,
+                scratch,
+                sink,
+                dn,
+                self.cfg.socket_timeout,
+            ) {
                 stats.uring_reads += 1;
                 return r;
             }
         }
-        read_block_on(s, req, read, buf, scratch, sink, dn)
+        read_block_on_with(s, crypt, req, read, buf, scratch, sink, dn)
     }
 }
 

@@ -192,6 +192,16 @@ pub enum Error {
         method: &'static str,
         reason: String,
     },
+    /// The DataTransfer SASL handshake with a DataNode failed (encrypted data transfer or
+    /// `dfs.data.transfer.protection`): the DataNode's refusal keeps its kind
+    /// (`ERROR_UNKNOWN_KEY`, an invalid block token), see [`Error::is_access_token_error`].
+    #[error("SASL data transfer handshake with DataNode {datanode} for {block}: {source}")]
+    DataTransferSasl {
+        block: BlockName,
+        datanode: String,
+        #[source]
+        source: hadoop_wire::hdfs::transfer_sasl::TransferSaslError,
+    },
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),
@@ -205,6 +215,32 @@ pub enum Error {
 }
 
 impl Error {
+    /// The DataNode refused the block access token (expired or invalid): `ERROR_ACCESS_TOKEN`
+    /// in its read response, or `accessTokenError` in the SASL handshake. Java's
+    /// `DFSInputStream` then fetches new block locations (with new tokens) once.
+    pub fn is_access_token_error(&self) -> bool {
+        use hadoop_wire::hdfs::transfer_sasl::TransferSaslError;
+        match self {
+            Error::DataNodeRefused { status, .. } => *status == "ERROR_ACCESS_TOKEN",
+            Error::DataTransferSasl { source, .. } => {
+                matches!(source, TransferSaslError::AccessToken(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// The DataNode does not know the data encryption key (`ERROR_UNKNOWN_KEY`): Java's
+    /// client fetches a new key from the NameNode and retries.
+    pub fn is_unknown_encryption_key(&self) -> bool {
+        matches!(
+            self,
+            Error::DataTransferSasl {
+                source: hadoop_wire::hdfs::transfer_sasl::TransferSaslError::UnknownKey(_),
+                ..
+            }
+        )
+    }
+
     /// The NameNode exception kind, if this is one.
     pub fn remote_kind(&self) -> Option<RemoteKind> {
         match self {

@@ -35,6 +35,11 @@
 //! - [`fixtures`] builds realistic NameNode and DataNode messages for this crate's unit tests
 //!   and for the `benches` crate (the measurements themselves live there: `dn-select`,
 //!   `filestatus`, the checksum rate).
+//! - Secure data transfer: [`datanode::handshake`] runs the DataTransfer SASL handshake
+//!   (`hadoop_wire::hdfs::transfer_sasl`) on new DataNode connections when the NameNode hands
+//!   out a data encryption key or `dfs.data.transfer.protection` is set on a Kerberized
+//!   cluster; AES-CTR streams ride with the connection ([`datanode::Peer`]) and decrypt in
+//!   place on both receive paths.
 //! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
 //!   ([`RemoteException`], [`RemoteKind`]).
 //!

@@ -780,6 +780,23 @@ impl NameNodeClient {
         })
     }
 
+    /// `getDataEncryptionKey()` on the active: the key for encrypted data transfer, `None` when
+    /// the NameNode does not encrypt it (`dfs.encrypt.data.transfer` off: no key in the response).
+    pub fn get_data_encryption_key(
+        &self,
+    ) -> Result<Option<hadoop_wire::hdfs::transfer_sasl::DataEncryptionKey>, Error> {
+        let resp = self.active_call("getDataEncryptionKey", &[])?;
+        hadoop_wire::hdfs::transfer_sasl::DataEncryptionKey::from_response(resp.payload()).map_err(
+            |e| {
+                tracing::warn!("getDataEncryptionKey: {e}");
+                Error::Malformed {
+                    what: "GetDataEncryptionKeyResponseProto",
+                    reason: "undecodable DataEncryptionKeyProto",
+                }
+            },
+        )
+    }
+
     /// `reportBadBlocks` to the active.
     pub fn report_bad_blocks(&self, bad: &[BadBlock]) -> Result<(), Error> {
         let mut req = Vec::new();

@@ -43,6 +43,7 @@
 use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest, RecvHint};
 use crate::datanode::{finish_read, BlockReadResult};
 use crate::error::Error;
+use hadoop_wire::hdfs::transfer_sasl::AesCtrStreams;
 #[cfg(test)]
 use ipc::transport::FixedUse;
 use ipc::transport::{uring, BackendChoice, ChunkId, PoolConfig, RecvRing, BACKEND_ENV};
@@ -284,6 +285,24 @@ pub fn read_block_uring(
     datanode: &str,
     timeout: Duration,
 ) -> Option<BlockReadResult> {
+    read_block_uring_with(s, None, req, read, scratch, sink, datanode, timeout)
+}
+
+/// [`read_block_uring`] over a connection whose streams may be encrypted (`crypt`): the
+/// request and status are encrypted before they are sent, and every receive is decrypted in
+/// place in the pooled chunk (or the overflow buffer) before the state machine parses it, so
+/// the data is still copied once, into the caller's output.
+#[allow(clippy::too_many_arguments)]
+pub fn read_block_uring_with(
+    s: &mut TcpStream,
+    crypt: Option<&mut AesCtrStreams>,
+    req: &ReadBlockRequest<'_>,
+    read: &mut BlockRead,
+    scratch: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    datanode: &str,
+    timeout: Duration,
+) -> Option<BlockReadResult> {
     with_receiver(|rx| {
         rx.reads += 1;
         let Some(chunk) = rx.ring.pool_mut().try_acquire() else {
@@ -297,7 +316,9 @@ pub fn read_block_uring(
                 got_bytes: false,
             };
         };
-        let r = drive(rx, chunk, s, req, read, scratch, sink, datanode, timeout);
+        let r = drive(
+            rx, chunk, s, crypt, req, read, scratch, sink, datanode, timeout,
+        );
         rx.ring.pool_mut().release(chunk);
         r
     })
@@ -412,6 +433,7 @@ fn drive(
     rx: &mut Receiver,
     chunk: ChunkId,
     s: &mut TcpStream,
+    mut crypt: Option<&mut AesCtrStreams>,
     req: &ReadBlockRequest<'_>,
     read: &mut BlockRead,
     scratch: &mut Vec<u8>,
@@ -428,6 +450,9 @@ fn drive(
     };
     scratch.clear();
     encode_read_block(req, scratch);
+    if let Some(c) = crypt.as_deref_mut() {
+        c.encrypt(scratch);
+    }
     if let Err(e) = s.write_all(scratch) {
         return fail(read, io_err("sending OP_READ_BLOCK to", e), got_bytes);
     }
@@ -477,7 +502,7 @@ fn drive(
                 }
             }
             Step::Failed(e) => return fail(read, e, got_bytes),
-            Step::Done => return finish_read(s, read, got_bytes, datanode),
+            Step::Done => return finish_read(s, crypt, read, got_bytes, datanode),
             Step::Recv(hint) => {
                 if let RecvHint::Exact(n) = hint {
                     // the packet in progress, whole (and the next prefix)
@@ -520,6 +545,14 @@ fn drive(
                     }
                     Ok(k) => {
                         got_bytes = true;
+                        if let Some(c) = crypt.as_deref_mut() {
+                            match w.region {
+                                Region::Chunk => {
+                                    c.decrypt(rx.ring.pool_mut().slice_mut(chunk, w.end, w.end + k))
+                                }
+                                Region::Overflow => c.decrypt(&mut rx.overflow[w.end..w.end + k]),
+                            }
+                        }
                         w.end += k;
                     }
                     Err(e) => return fail(read, io_err("reading from", e), got_bytes),

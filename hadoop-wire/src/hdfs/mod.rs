@@ -14,3 +14,5 @@ pub const CLIENT_PROTOCOL_VERSION: u64 = 1;
 pub const DATA_TRANSFER_VERSION: u16 = 28;
 /// `Op.READ_BLOCK`.
 pub const OP_READ_BLOCK: u8 = 81;
+
+pub mod transfer_sasl;
