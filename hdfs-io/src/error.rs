@@ -47,6 +47,9 @@ pub enum RemoteKind {
     NoSuchMethod,
     /// `org.apache.hadoop.ipc.RpcServerException` and other server-side failures.
     Server,
+    /// `org.apache.hadoop.security.token.SecretManager$InvalidToken`: the token is unknown to
+    /// the server (cancelled, expired, never issued) or its password is wrong.
+    InvalidToken,
     /// Any other class.
     Other,
 }
@@ -66,6 +69,7 @@ impl RemoteKind {
             "ParentNotDirectoryException" => RemoteKind::ParentNotDirectory,
             "RpcNoSuchMethodException" | "RpcNoSuchProtocolException" => RemoteKind::NoSuchMethod,
             "RpcServerException" => RemoteKind::Server,
+            "SecretManager$InvalidToken" | "InvalidToken" => RemoteKind::InvalidToken,
             _ => RemoteKind::Other,
         }
     }
@@ -195,6 +199,13 @@ pub enum Error {
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),
+    /// A token or a Credentials file could not be read (`context` names it).
+    #[error("{context}: {source}")]
+    Token {
+        context: String,
+        #[source]
+        source: hadoop_wire::token::TokenError,
+    },
     /// I/O with a peer.
     #[error("{context}: {source}")]
     Io {
@@ -257,6 +268,10 @@ mod tests {
             RemoteKind::Retriable
         );
         assert_eq!(RemoteKind::from_class("x.y.Weird"), RemoteKind::Other);
+        assert_eq!(
+            RemoteKind::from_class("org.apache.hadoop.security.token.SecretManager$InvalidToken"),
+            RemoteKind::InvalidToken
+        );
         let r = RemoteException {
             kind: RemoteKind::FileNotFound,
             class: "java.io.FileNotFoundException".into(),

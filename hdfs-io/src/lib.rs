@@ -63,6 +63,7 @@ pub mod namenode;
 pub mod receive;
 pub mod replica;
 pub mod selection;
+pub mod tokens;
 pub mod topology;
 
 pub use error::{BlockName, Error, RemoteException, RemoteKind};
