@@ -199,6 +199,15 @@ pub enum Error {
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),
+    /// A NameNode refused the delegation token this client authenticated with (Java's
+    /// `InvalidToken`: cancelled, expired, or not issued by it). `token` describes it as Java's
+    /// `formatTokenId` does; [`Error::remote_kind`] is [`RemoteKind::InvalidToken`].
+    #[error("{namenode} refused the delegation token {token} (cancelled, expired or never issued by it): {remote}")]
+    TokenRefused {
+        namenode: String,
+        token: String,
+        remote: RemoteException,
+    },
     /// A token or a Credentials file could not be read (`context` names it).
     #[error("{context}: {source}")]
     Token {
@@ -219,7 +228,7 @@ impl Error {
     /// The NameNode exception kind, if this is one.
     pub fn remote_kind(&self) -> Option<RemoteKind> {
         match self {
-            Error::Remote(r) => Some(r.kind),
+            Error::Remote(r) | Error::TokenRefused { remote: r, .. } => Some(r.kind),
             _ => None,
         }
     }

@@ -178,6 +178,9 @@ struct Node {
     ep: Endpoint,
     /// Its connections negotiate SASL (so the SIMPLE-only direct calls are not used).
     sasl: bool,
+    /// The delegation token its connections authenticate with, as Java's `formatTokenId`
+    /// prints it (for the error when the NameNode refuses it).
+    token: Option<String>,
     client: Client,
     role: AtomicU8,
     /// Connections for direct calls.
@@ -361,18 +364,14 @@ impl NameNodeClient {
             .into_iter()
             .map(|ep| {
                 let mut auth = cfg.auth.clone();
+                let mut token = None;
                 if auth.token.is_none() {
-                    auth.token = cfg
-                        .credentials
-                        .as_deref()
-                        .and_then(|c| {
-                            select_delegation_token(
-                                c,
-                                ep.addr,
-                                cfg.logical_token_service.as_deref(),
-                            )
-                        })
-                        .map(crate::tokens::credential);
+                    if let Some(t) = cfg.credentials.as_deref().and_then(|c| {
+                        select_delegation_token(c, ep.addr, cfg.logical_token_service.as_deref())
+                    }) {
+                        auth.token = Some(crate::tokens::credential(t));
+                        token = Some(crate::tokens::describe(t));
+                    }
                 }
                 if let Some(k) = &cfg.kerberos {
                     let host = canonical_host_name(ep.addr.ip());
@@ -425,6 +424,7 @@ impl NameNodeClient {
                     client,
                     direct,
                     sasl,
+                    token,
                     ep,
                     role: AtomicU8::new(if single {
                         Role::Active as u8
@@ -590,7 +590,16 @@ impl NameNodeClient {
             match n.client.call_timeout(method, req, self.cfg.call_timeout) {
                 Ok(r) => return Ok(r),
                 Err(e) => {
-                    let e = remote(e, &n.ep);
+                    let e = match (remote(e, &n.ep), &n.token) {
+                        (Error::Remote(r), Some(token)) if r.kind == RemoteKind::InvalidToken => {
+                            Error::TokenRefused {
+                                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                                token: token.clone(),
+                                remote: r,
+                            }
+                        }
+                        (e, _) => e,
+                    };
                     if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < retries {
                         attempt += 1;
                         std::thread::sleep(wait);

@@ -134,6 +134,19 @@ pub fn select_delegation_token<'a>(
         .or_else(|| logical.and_then(|l| creds.find(KIND_HDFS_DELEGATION, l)))
 }
 
+/// A token as Java's `formatTokenId` prints it, `(token for client: HDFS_DELEGATION_TOKEN
+/// owner=…, renewer=…, …, sequenceNumber=…, masterKeyId=…)`, for an HDFS delegation token
+/// whose identifier parses; else `(<kind> token for <service>)`.
+pub fn describe(token: &Token) -> String {
+    use hadoop_wire::token::{DelegationTokenIdentifier, TokenIdentifier as _};
+    match DelegationTokenIdentifier::parse(&token.identifier) {
+        Ok(id) if token.kind == KIND_HDFS_DELEGATION => {
+            hadoop_wire::token::delegation::format_token_id(&id)
+        }
+        _ => format!("({} token for {})", token.kind, token.service),
+    }
+}
+
 /// A token's secret parts as the SASL layer presents them.
 pub fn credential(token: &Token) -> TokenCredential {
     TokenCredential {
@@ -166,9 +179,18 @@ pub fn read_credentials_file(path: &Path) -> Result<Credentials, Error> {
     })
 }
 
-/// Writes `creds` as a Credentials file Java reads (`writeTokenStorageFile`: format 0).
+/// Writes `creds` as a Credentials file Java reads (`writeTokenStorageFile`: format 0),
+/// replacing the file; a new file is made readable by its owner only (it holds secrets).
 pub fn write_credentials_file(path: &Path, creds: &Credentials) -> Result<(), Error> {
-    std::fs::write(path, creds.write(hadoop_wire::token::Format::Writable))
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(&creds.write(hadoop_wire::token::Format::Writable)))
         .map_err(|e| Error::io(format!("writing token file {}", path.display()), e))
 }
 
@@ -258,6 +280,30 @@ mod tests {
         );
         assert!(decode_renew_delegation_token(&[]).is_err(), "required");
         assert!(decode_renew_delegation_token(&[0x0a, 0]).is_err());
+    }
+
+    #[test]
+    fn descriptions() {
+        let id = hadoop_wire::token::DelegationTokenIdentifier::new(
+            "client@EXAMPLE.COM",
+            "yarn",
+            "",
+            1,
+            2,
+            7,
+            3,
+        );
+        let t = Token::for_identifier(&id, b"pw", "127.0.0.1:8020");
+        assert_eq!(
+            describe(&t),
+            "(token for client: HDFS_DELEGATION_TOKEN owner=client@EXAMPLE.COM, renewer=yarn, \
+             realUser=, issueDate=1, maxDate=2, sequenceNumber=7, masterKeyId=3)"
+        );
+        assert_eq!(
+            describe(&token("127.0.0.1:1")),
+            "(HDFS_DELEGATION_TOKEN token for 127.0.0.1:1)",
+            "an identifier that does not parse"
+        );
     }
 
     #[test]

@@ -182,7 +182,15 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     let took = t.elapsed();
     eprintln!("cancelled token: {e} ({took:?})");
     assert_eq!(e.remote_kind(), Some(RemoteKind::InvalidToken), "{e}");
-    assert!(e.to_string().contains("can't be found in cache"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("can't be found in cache"), "{e}");
+    assert!(
+        text.contains(&format!(
+            "({nn_addr}) refused the delegation token (token for client: HDFS_DELEGATION_TOKEN \
+             owner=client@EXAMPLE.COM, renewer=client,"
+        )) && text.contains(&format!("sequenceNumber={}", id.sequence_number())),
+        "{e}"
+    );
     assert!(took < Duration::from_secs(10), "{took:?}");
     kinit(&k, dir.path());
     let e = krb.renew_delegation_token(&t0).unwrap_err();
