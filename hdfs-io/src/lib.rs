@@ -35,6 +35,9 @@
 //! - [`fixtures`] builds realistic NameNode and DataNode messages for this crate's unit tests
 //!   and for the `benches` crate (the measurements themselves live there: `dn-select`,
 //!   `filestatus`, the checksum rate).
+//! - [`tokens`]: HDFS delegation tokens (the get/renew/cancel messages, the token service,
+//!   Credentials files from `HADOOP_TOKEN_FILE_LOCATION`); [`namenode`] makes the calls and
+//!   authenticates with a token it holds (SASL TOKEN).
 //! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
 //!   ([`RemoteException`], [`RemoteKind`]).
 //!
