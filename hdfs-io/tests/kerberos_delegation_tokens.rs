@@ -177,6 +177,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     krb.cancel_delegation_token(&t0).expect("cancel");
     no_kerberos(dir.path());
     let fresh = token_client(&conf, read_credentials_file(&file).unwrap());
+    let refused = log_count(&peer, "Auth failed for");
     let t = Instant::now();
     let e = fresh.get_file_info("/dtok/f").unwrap_err();
     let took = t.elapsed();
@@ -192,6 +193,8 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
         "{e}"
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
+    // one connection attempt, refused once: no retries of a token the NameNode does not know
+    assert_eq!(log_count(&peer, "Auth failed for"), refused + 1);
     kinit(&k, dir.path());
     let e = krb.renew_delegation_token(&t0).unwrap_err();
     assert_eq!(e.remote_kind(), Some(RemoteKind::InvalidToken), "{e}");
