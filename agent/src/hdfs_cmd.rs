@@ -36,6 +36,25 @@ enum HdfsCmd {
         #[arg(long)]
         length: Option<u64>,
     },
+    /// Delegation tokens, as `hdfs fetchdt`: get an HDFS_DELEGATION_TOKEN (over Kerberos) and
+    /// write it to FILE as a Credentials file Java reads (HADOOP_TOKEN_FILE_LOCATION); or renew,
+    /// cancel or print the HDFS delegation tokens FILE holds.
+    #[command(alias = "fetch-token")]
+    Fetchdt {
+        file: PathBuf,
+        /// Short name of the user who may renew the token (default: none may).
+        #[arg(long, default_value = "")]
+        renewer: String,
+        /// Renew the tokens of FILE (as their renewer) and print their new expiry.
+        #[arg(long, conflicts_with_all = ["cancel", "print"])]
+        renew: bool,
+        /// Cancel the tokens of FILE.
+        #[arg(long, conflicts_with = "print")]
+        cancel: bool,
+        /// Print the tokens of FILE.
+        #[arg(long)]
+        print: bool,
+    },
 }
 
 pub fn run(args: HdfsArgs) -> Result<()> {
@@ -85,6 +104,81 @@ pub fn run(args: HdfsArgs) -> Result<()> {
             let stats = client.read(&path, offset, length, &mut out)?;
             out.flush()?;
             tracing::debug!(?stats, "read done");
+        }
+        HdfsCmd::Fetchdt {
+            file,
+            renewer,
+            renew,
+            cancel,
+            print,
+        } => fetchdt(&conf, &file, &renewer, renew, cancel, print)?,
+    }
+    Ok(())
+}
+
+/// `hotpath hdfs fetchdt`: see [`HdfsCmd::Fetchdt`].
+fn fetchdt(
+    conf: &conf::Configuration,
+    file: &std::path::Path,
+    renewer: &str,
+    renew: bool,
+    cancel: bool,
+    print: bool,
+) -> Result<()> {
+    use hadoop_wire::token::{Credentials, KIND_HDFS_DELEGATION};
+    use hdfs_io::namenode::NameNodeClient;
+    use hdfs_io::tokens::{describe, read_credentials_file, write_credentials_file};
+
+    if !(renew || cancel || print) {
+        let nn = NameNodeClient::from_conf(conf)?;
+        let token = nn
+            .get_delegation_token(renewer)
+            .context("getDelegationToken")?
+            .ok_or_else(|| {
+                anyhow::anyhow!("the NameNode issued no delegation token (is security on?)")
+            })?;
+        let mut creds = Credentials::new();
+        creds.add_token(token.service.clone(), token.clone());
+        write_credentials_file(file, &creds)?;
+        println!(
+            "Fetched token {} for {} into {}",
+            describe(&token),
+            token.service,
+            file.display()
+        );
+        return Ok(());
+    }
+    let creds = read_credentials_file(file)?;
+    let nn = if renew || cancel {
+        Some(NameNodeClient::from_conf(conf)?)
+    } else {
+        None
+    };
+    for (_, t) in &creds.tokens {
+        match &nn {
+            None => println!("Token {} for {}", describe(t), t.service),
+            Some(_) if t.kind != KIND_HDFS_DELEGATION => {
+                println!(
+                    "Skipped {} for {}: not an HDFS delegation token",
+                    describe(t),
+                    t.service
+                )
+            }
+            Some(nn) if renew => {
+                let until = nn
+                    .renew_delegation_token(t)
+                    .with_context(|| format!("renewing {}", describe(t)))?;
+                println!(
+                    "Renewed token for {} until: {}",
+                    t.service,
+                    hadoop_wire::token::delegation::format_time(until, 0)
+                );
+            }
+            Some(nn) => {
+                nn.cancel_delegation_token(t)
+                    .with_context(|| format!("cancelling {}", describe(t)))?;
+                println!("Cancelled token {} for {}", describe(t), t.service);
+            }
         }
     }
     Ok(())

@@ -646,3 +646,24 @@ fn hdfs_resources_come_through_the_reader_thread_with_the_timestamp_checked() {
     drop(queue);
     reader.join().unwrap();
 }
+
+#[test]
+fn a_failed_download_leaves_no_busy_slot_behind() {
+    // the second request for the same resource tries again itself instead of waiting forever
+    let n = node();
+    let p = n.src.join("missing.txt");
+    let r = request("missing.txt", &p, 1, T::File, V::Application, None);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for _ in 0..2 {
+            let e = one(&n, 2, &r).unwrap_err().diagnostics();
+            tx.send(e).unwrap();
+        }
+    });
+    for _ in 0..2 {
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the attempt ends");
+        assert!(e.contains("does not exist"), "{e}");
+    }
+}

@@ -47,6 +47,9 @@ pub enum RemoteKind {
     NoSuchMethod,
     /// `org.apache.hadoop.ipc.RpcServerException` and other server-side failures.
     Server,
+    /// `org.apache.hadoop.security.token.SecretManager$InvalidToken`: the token is unknown to
+    /// the server (cancelled, expired, never issued) or its password is wrong.
+    InvalidToken,
     /// Any other class.
     Other,
 }
@@ -66,6 +69,7 @@ impl RemoteKind {
             "ParentNotDirectoryException" => RemoteKind::ParentNotDirectory,
             "RpcNoSuchMethodException" | "RpcNoSuchProtocolException" => RemoteKind::NoSuchMethod,
             "RpcServerException" => RemoteKind::Server,
+            "SecretManager$InvalidToken" | "InvalidToken" => RemoteKind::InvalidToken,
             _ => RemoteKind::Other,
         }
     }
@@ -205,6 +209,22 @@ pub enum Error {
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),
+    /// A NameNode refused the delegation token this client authenticated with (Java's
+    /// `InvalidToken`: cancelled, expired, or not issued by it). `token` describes it as Java's
+    /// `formatTokenId` does; [`Error::remote_kind`] is [`RemoteKind::InvalidToken`].
+    #[error("{namenode} refused the delegation token {token} (cancelled, expired or never issued by it): {remote}")]
+    TokenRefused {
+        namenode: String,
+        token: String,
+        remote: RemoteException,
+    },
+    /// A token or a Credentials file could not be read (`context` names it).
+    #[error("{context}: {source}")]
+    Token {
+        context: String,
+        #[source]
+        source: hadoop_wire::token::TokenError,
+    },
     /// I/O with a peer.
     #[error("{context}: {source}")]
     Io {
@@ -244,7 +264,7 @@ impl Error {
     /// The NameNode exception kind, if this is one.
     pub fn remote_kind(&self) -> Option<RemoteKind> {
         match self {
-            Error::Remote(r) => Some(r.kind),
+            Error::Remote(r) | Error::TokenRefused { remote: r, .. } => Some(r.kind),
             _ => None,
         }
     }
@@ -293,6 +313,10 @@ mod tests {
             RemoteKind::Retriable
         );
         assert_eq!(RemoteKind::from_class("x.y.Weird"), RemoteKind::Other);
+        assert_eq!(
+            RemoteKind::from_class("org.apache.hadoop.security.token.SecretManager$InvalidToken"),
+            RemoteKind::InvalidToken
+        );
         let r = RemoteException {
             kind: RemoteKind::FileNotFound,
             class: "java.io.FileNotFoundException".into(),

@@ -40,6 +40,9 @@
 //!   out a data encryption key or `dfs.data.transfer.protection` is set on a Kerberized
 //!   cluster; AES-CTR streams ride with the connection ([`datanode::Peer`]) and decrypt in
 //!   place on both receive paths.
+//! - [`tokens`]: HDFS delegation tokens (the get/renew/cancel messages, the token service,
+//!   Credentials files from `HADOOP_TOKEN_FILE_LOCATION`); [`namenode`] makes the calls and
+//!   authenticates with a token it holds (SASL TOKEN).
 //! - Errors: one [`Error`] enum; NameNode exceptions keep their class and message
 //!   ([`RemoteException`], [`RemoteKind`]).
 //!
@@ -68,6 +71,7 @@ pub mod namenode;
 pub mod receive;
 pub mod replica;
 pub mod selection;
+pub mod tokens;
 pub mod topology;
 
 pub use error::{BlockName, Error, RemoteException, RemoteKind};

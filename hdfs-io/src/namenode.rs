@@ -33,6 +33,13 @@
 //!   NameNode by the canonical host name of its address (as Java does); the client logs in as
 //!   [`NameNodeKerberos::client_principal`] or the ticket cache's principal (`KRB5CCNAME`,
 //!   `KRB5_CLIENT_KTNAME`). With SASL the direct-call pool is not used (it speaks SIMPLE only).
+//! - **Delegation tokens** (`crate::tokens`): [`NameNodeClient::get_delegation_token`],
+//!   [`renew_delegation_token`](NameNodeClient::renew_delegation_token) and
+//!   [`cancel_delegation_token`](NameNodeClient::cancel_delegation_token) (`ClientProtocol`, on
+//!   the active). A client holding an `HDFS_DELEGATION_TOKEN` for a NameNode
+//!   ([`NameNodeConfig::credentials`]; `from_conf` reads `HADOOP_TOKEN_FILE_LOCATION` and
+//!   `hadoop.token.files`) authenticates to it with SASL TOKEN (DIGEST-MD5), as Java does: the
+//!   NameNode offers TOKEN before KERBEROS, so no Kerberos login is needed then.
 //! - **Retries**: RetriableException: the same NameNode again after a short, growing wait.
 //!   StandbyException / ObserverRetryOnActiveException / a connection failure: another
 //!   NameNode (reads fall back from the observer to the active; active calls re-discover the
@@ -41,9 +48,14 @@
 use crate::connection::{CallFailure, ConnConfig, Connections};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
+use crate::tokens::{
+    decode_get_delegation_token, decode_renew_delegation_token, encode_get_delegation_token,
+    encode_token_request, logical_token_service, select_delegation_token, token_service,
+};
 use hadoop_wire::reader::{Reader, WireType};
 use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::sasl::gssapi::{replace_host, KerberosClient};
+use hadoop_wire::token::{Credentials, Token};
 use hadoop_wire::view::hdfs::LocatedBlocksView;
 use hadoop_wire::writer::{Encode, Sink, Writer};
 use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
@@ -116,6 +128,13 @@ pub struct NameNodeConfig {
     pub auth: ClientAuth,
     /// KERBEROS: whom to expect and whom to log in as.
     pub kerberos: Option<NameNodeKerberos>,
+    /// Tokens (Java: the UGI's): a connection to a NameNode authenticates with SASL TOKEN when
+    /// this holds an `HDFS_DELEGATION_TOKEN` for it (`crate::tokens::select_delegation_token`),
+    /// unless [`NameNodeConfig::auth`] already holds a token.
+    pub credentials: Option<Arc<Credentials>>,
+    /// `ha-hdfs:<nameservice>` when the NameNodes form a nameservice: the service of the tokens
+    /// this client gets, and a second choice when selecting one.
+    pub logical_token_service: Option<String>,
 }
 
 /// The Kerberos side of a NameNode client.
@@ -142,6 +161,8 @@ impl Default for NameNodeConfig {
             reader_cpu: None,
             auth: ClientAuth::default(),
             kerberos: None,
+            credentials: None,
+            logical_token_service: None,
         }
     }
 }
@@ -155,6 +176,11 @@ pub fn default_user() -> String {
 
 struct Node {
     ep: Endpoint,
+    /// Its connections negotiate SASL (so the SIMPLE-only direct calls are not used).
+    sasl: bool,
+    /// The delegation token its connections authenticate with, as Java's `formatTokenId`
+    /// prints it (for the error when the NameNode refuses it).
+    token: Option<String>,
     client: Client,
     role: AtomicU8,
     /// Connections for direct calls.
@@ -338,6 +364,15 @@ impl NameNodeClient {
             .into_iter()
             .map(|ep| {
                 let mut auth = cfg.auth.clone();
+                let mut token = None;
+                if auth.token.is_none() {
+                    if let Some(t) = cfg.credentials.as_deref().and_then(|c| {
+                        select_delegation_token(c, ep.addr, cfg.logical_token_service.as_deref())
+                    }) {
+                        auth.token = Some(crate::tokens::credential(t));
+                        token = Some(crate::tokens::describe(t));
+                    }
+                }
                 if let Some(k) = &cfg.kerberos {
                     let host = canonical_host_name(ep.addr.ip());
                     auth.kerberos = Some(KerberosClient {
@@ -345,6 +380,7 @@ impl NameNodeClient {
                         contexts: Arc::new(MitGss::new(k.client_principal.clone())),
                     });
                 }
+                let sasl = auth.uses_sasl();
                 let icfg = ClientConfig {
                     auth,
                     protocol: CLIENT_PROTOCOL.to_string(),
@@ -387,6 +423,8 @@ impl NameNodeClient {
                 Node {
                     client,
                     direct,
+                    sasl,
+                    token,
                     ep,
                     role: AtomicU8::new(if single {
                         Role::Active as u8
@@ -418,6 +456,14 @@ impl NameNodeClient {
         base: NameNodeConfig,
     ) -> Result<NameNodeClient, Error> {
         let (eps, observer) = endpoints_from_conf(conf)?;
+        let credentials = match base.credentials.clone() {
+            Some(c) => Some(c),
+            None => crate::tokens::credentials_from_env(conf)?.map(Arc::new),
+        };
+        let logical_token_service = match base.logical_token_service.clone() {
+            Some(s) => Some(s),
+            None => nameservice_of(conf)?.map(|ns| logical_token_service(&ns)),
+        };
         let config = |e: hadoop_wire::sasl::SaslError| Error::Config(e.to_string());
         let auth = ipc::sasl::client_auth(conf, None).map_err(config)?;
         let kerberos = match conf.get("hadoop.security.authentication") {
@@ -441,6 +487,8 @@ impl NameNodeClient {
         let cfg = NameNodeConfig {
             auth,
             kerberos,
+            credentials,
+            logical_token_service,
             observer_reads: observer,
             connect_timeout: Duration::from_millis(
                 conf.get_duration_ms("ipc.client.connect.timeout")
@@ -542,7 +590,16 @@ impl NameNodeClient {
             match n.client.call_timeout(method, req, self.cfg.call_timeout) {
                 Ok(r) => return Ok(r),
                 Err(e) => {
-                    let e = remote(e, &n.ep);
+                    let e = match (remote(e, &n.ep), &n.token) {
+                        (Error::Remote(r), Some(token)) if r.kind == RemoteKind::InvalidToken => {
+                            Error::TokenRefused {
+                                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                                token: token.clone(),
+                                remote: r,
+                            }
+                        }
+                        (e, _) => e,
+                    };
                     if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < retries {
                         attempt += 1;
                         std::thread::sleep(wait);
@@ -710,7 +767,7 @@ impl NameNodeClient {
         encode_get_file_info(path, scratch);
         if self.cfg.direct_calls
             && self.nodes.len() == 1
-            && !self.cfg.auth.uses_sasl()
+            && !self.nodes[0].sasl
             && self.cfg.kerberos.is_none()
         {
             return self.direct_call(0, "getFileInfo", scratch, |payload| {
@@ -803,6 +860,59 @@ impl NameNodeClient {
         encode_report_bad_blocks(bad, &mut req);
         self.active_call("reportBadBlocks", &req).map(drop)
     }
+
+    /// The service this client's delegation tokens carry: `ha-hdfs:<nameservice>`, else the
+    /// (first) NameNode's `ip:port` (Java's `DFSClient.dtService`).
+    pub fn token_service(&self) -> String {
+        match &self.cfg.logical_token_service {
+            Some(s) => s.clone(),
+            None => token_service(self.nodes[0].ep.addr),
+        }
+    }
+
+    /// `getDelegationToken(renewer)` on the active: a new `HDFS_DELEGATION_TOKEN` owned by the
+    /// authenticated user, its service set to [`NameNodeClient::token_service`] (as
+    /// `DFSClient.getDelegationToken` does). `renewer`: the short name of the user who may
+    /// renew it (empty: nobody). `None` when the NameNode issues no tokens (security off). The
+    /// NameNode issues tokens only over a Kerberos-authenticated connection.
+    pub fn get_delegation_token(&self, renewer: &str) -> Result<Option<Token>, Error> {
+        let mut req = Vec::with_capacity(renewer.len() + 2);
+        encode_get_delegation_token(renewer, &mut req);
+        let resp = self.active_call("getDelegationToken", &req)?;
+        let token = decode_get_delegation_token(resp.payload())?;
+        Ok(token.map(|mut t| {
+            t.service = self.token_service();
+            t
+        }))
+    }
+
+    /// `renewDelegationToken(token)` on the active: the token's new expiry time (ms since the
+    /// epoch). Only its renewer may renew it, over a Kerberos-authenticated connection.
+    pub fn renew_delegation_token(&self, token: &Token) -> Result<i64, Error> {
+        let mut req = Vec::new();
+        encode_token_request(token, &mut req);
+        let resp = self.active_call("renewDelegationToken", &req)?;
+        decode_renew_delegation_token(resp.payload())
+    }
+
+    /// `cancelDelegationToken(token)` on the active: the NameNode forgets it (its owner or
+    /// renewer may cancel it, also over a connection the token itself authenticated).
+    pub fn cancel_delegation_token(&self, token: &Token) -> Result<(), Error> {
+        let mut req = Vec::new();
+        encode_token_request(token, &mut req);
+        self.active_call("cancelDelegationToken", &req).map(drop)
+    }
+}
+
+/// The nameservice `fs.defaultFS` names, if it names one (`dfs.nameservices`).
+fn nameservice_of(conf: &conf::Configuration) -> Result<Option<String>, Error> {
+    let fs = conf.get("fs.defaultFS").unwrap_or("file:///");
+    let Some(rest) = fs.strip_prefix("hdfs://") else {
+        return Ok(None);
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let nameservices = conf.get_trimmed_strings("dfs.nameservices")?;
+    Ok(nameservices.into_iter().find(|n| n == authority))
 }
 
 /// The NameNode endpoints of a configuration and whether observer reads are configured.

@@ -433,7 +433,7 @@ fn launch_one(
         .map_err(|e| localization_failed(e.to_string()))?;
     let before = localizer.downloads();
     let resources = localizer
-        .localize(&order.user, &id.app, &id, &requests)
+        .localize_with_tokens(&order.user, &id.app, &id, &requests, ctx.tokens.as_deref())
         .map_err(|e| localization_failed(e.diagnostics()))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), killed_entry(&k)));

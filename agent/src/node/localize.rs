@@ -25,6 +25,18 @@
 //! [`MAX_USER_CLIENTS`] of them, and checks the source's modification time (and, for PUBLIC
 //! resources, that everyone may read it) before reading.
 //!
+//! On a Kerberized cluster (`hadoop.security.authentication=kerberos`) the reader does what
+//! Java's NodeManager does: APPLICATION and PRIVATE resources are read with the application's
+//! credentials only ([`FetchRequest::tokens`], the launch context's Credentials): the
+//! `HDFS_DELEGATION_TOKEN` for the NameNode (`ip:port`, or `ha-hdfs:<nameservice>`) is
+//! presented with SASL TOKEN, and without one the fetch fails at once
+//! ([`LocalizeError::NoDelegationToken`]), never falling back to the agent's own login. PUBLIC
+//! resources are read with the agent's own Kerberos login: `yarn.nodemanager.principal`, `_HOST`
+//! replaced by the local host's canonical name (Java's `SecurityUtil.login`), its keys found by
+//! MIT krb5 in the ticket cache or the client keytab the agent was started with
+//! (`KRB5CCNAME`, `KRB5_CLIENT_KTNAME`: process-wide; `yarn.nodemanager.keytab` should name the
+//! same file). The clients are kept per user and token, as above.
+//!
 //! The reader thread exists only when `fs.defaultFS` names an `hdfs://` file system
 //! ([`HdfsSettings::from_conf`]); otherwise a localize request is answered with
 //! [`LocalizeError::NotConfigured`].
@@ -83,6 +95,21 @@ pub struct HdfsSettings {
     pub default_fs: String,
     /// `hotpath.agent.localize.queue-depth`.
     pub queue_depth: usize,
+}
+
+/// `hadoop.security.authentication` is `kerberos`.
+fn is_kerberos(conf: &Configuration) -> bool {
+    conf.get("hadoop.security.authentication")
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("kerberos"))
+}
+
+/// The agent's own principal for its HDFS reads: `yarn.nodemanager.principal` with `_HOST`
+/// replaced by `host` (`None` when unset: the ticket cache's principal).
+pub fn node_principal(conf: &Configuration, host: &str) -> Option<String> {
+    conf.get("yarn.nodemanager.principal")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| hadoop_wire::sasl::gssapi::replace_host(p, host))
 }
 
 impl HdfsSettings {
@@ -176,6 +203,20 @@ pub enum LocalizeError {
     },
     #[error("the agent is stopping")]
     Stopping,
+    /// Kerberized cluster, APPLICATION/PRIVATE resource: the application gave no token to read
+    /// it with (Java's localizer fails with the same SASL message).
+    #[error("{user} cannot read {path}: the application's credentials hold no HDFS_DELEGATION_TOKEN for the NameNode ({services}); the NameNode is Kerberized and the agent does not read an application's resources with its own login (Client cannot authenticate via:[TOKEN, KERBEROS])")]
+    NoDelegationToken {
+        user: String,
+        path: String,
+        services: String,
+    },
+    /// The launch context's tokens are not a Credentials file.
+    #[error("the application's credentials (the launch context's tokens) cannot be read: {0}")]
+    BadCredentials(hadoop_wire::token::TokenError),
+    /// The NameNode refused the application's delegation token (cancelled, expired).
+    #[error("{0}")]
+    TokenRefused(hdfs_io::Error),
     /// A localization rule refused the source (changed timestamp, not public).
     #[error(transparent)]
     Resource(#[from] LocalizationError),
@@ -204,6 +245,9 @@ impl LocalizeError {
             LocalizeError::Changed { .. } => "changed",
             LocalizeError::Local { .. } => "local_io",
             LocalizeError::Stopping => "stopping",
+            LocalizeError::NoDelegationToken { .. } => "no_delegation_token",
+            LocalizeError::BadCredentials(_) => "bad_credentials",
+            LocalizeError::TokenRefused(_) => "token_refused",
             LocalizeError::Resource(_) => "resource",
         }
     }
@@ -234,6 +278,7 @@ impl LocalizeError {
                 what: "directory",
             },
             E::NoNameNode { .. } | E::Connection { .. } => LocalizeError::NameNodeUnreachable(e),
+            E::TokenRefused { .. } => LocalizeError::TokenRefused(e),
             // every replica failed, at least one on a checksum (`tried` says why each one did)
             E::BlockMissing {
                 checksum_failures, ..
@@ -406,6 +451,9 @@ pub struct FetchRequest {
     pub public: bool,
     /// The local file to create (it must not exist; its directory must).
     pub dest: PathBuf,
+    /// The application's Credentials (the launch context's `tokens`) for a non-PUBLIC fetch;
+    /// used only on a Kerberized cluster (see the module docs).
+    pub tokens: Option<Arc<[u8]>>,
 }
 
 /// A finished fetch.
@@ -522,52 +570,146 @@ impl Queue {
     }
 }
 
-/// The reader's `DfsClient`s, one per HDFS user, built on first use (again after a failed
-/// build), the least recently used dropped beyond [`MAX_USER_CLIENTS`].
+/// Which client serves a fetch: the HDFS user, and on a Kerberized cluster the identifier of
+/// the delegation token it authenticates with (`None`: the agent's own login).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ClientKey {
+    user: String,
+    token: Option<Vec<u8>>,
+}
+
+/// The reader's `DfsClient`s, one per HDFS user (and token, when Kerberized), built on first
+/// use (again after a failed build), the least recently used dropped beyond
+/// [`MAX_USER_CLIENTS`].
 struct Clients {
     conf: Configuration,
     placement: hdfs_io::namenode::NameNodeConfig,
     own_user: String,
+    /// `hadoop.security.authentication=kerberos`.
+    kerberos: bool,
     /// Most recently used last.
-    clients: Vec<(String, DfsClient)>,
+    clients: Vec<(ClientKey, DfsClient)>,
 }
 
 impl Clients {
     fn new(settings: &HdfsSettings, cpu: Option<u32>) -> Clients {
+        let kerberos = is_kerberos(&settings.conf);
         // The NameNode connections' reader threads sit on this thread's CPU, named after it.
         let placement = hdfs_io::namenode::NameNodeConfig {
             reader_thread_name: Some(
                 cpu.map_or_else(|| "hp-hdfsrx".into(), |c| format!("hp-hdfsrx-{c}")),
             ),
             reader_cpu: cpu,
+            // the agent's own login (from_conf_with takes only the client principal from here)
+            kerberos: kerberos.then(|| hdfs_io::namenode::NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: node_principal(
+                    &settings.conf,
+                    &ipc::kerberos::server_host_name(std::net::Ipv4Addr::UNSPECIFIED.into()),
+                ),
+            }),
             ..Default::default()
         };
         Clients {
             conf: settings.conf.clone(),
             own_user: placement.user.clone(),
+            kerberos,
             placement,
             clients: Vec::new(),
         }
     }
 
-    /// The client reading as `user` (`None`: the agent's own user).
-    fn get(&mut self, user: Option<&str>) -> Result<&DfsClient, hdfs_io::Error> {
-        let user = user.unwrap_or(&self.own_user).to_string();
-        if let Some(i) = self.clients.iter().position(|(u, _)| *u == user) {
+    /// The client reading `path` as `user` (`None`: the agent's own user and login); on a
+    /// Kerberized cluster a user's client authenticates with the delegation token in `tokens`.
+    fn get(
+        &mut self,
+        user: Option<&str>,
+        tokens: Option<&[u8]>,
+        path: &str,
+    ) -> Result<&DfsClient, LocalizeError> {
+        let mut creds = None;
+        let key = match user {
+            Some(u) if self.kerberos => {
+                let c = app_credentials(tokens)?;
+                let token = self.delegation_token(&c, u, path)?;
+                creds = Some(Arc::new(c));
+                ClientKey {
+                    user: u.to_string(),
+                    token: Some(token),
+                }
+            }
+            u => ClientKey {
+                user: u.unwrap_or(&self.own_user).to_string(),
+                token: None,
+            },
+        };
+        if let Some(i) = self.clients.iter().position(|(k, _)| *k == key) {
             let c = self.clients.remove(i);
             self.clients.push(c);
         } else {
-            let cfg = hdfs_io::namenode::NameNodeConfig {
-                user: user.clone(),
+            let mut cfg = hdfs_io::namenode::NameNodeConfig {
+                user: key.user.clone(),
                 ..self.placement.clone()
             };
-            let c = DfsClient::from_conf_with(&self.conf, cfg)?;
+            if creds.is_some() {
+                // The application's token: the NameNode offers TOKEN before KERBEROS, so the
+                // token is what authenticates, and a refused token fails the call (the SASL
+                // client takes the first mechanism offered that it holds credentials for).
+                // The agent's principal is not named for these clients.
+                cfg.credentials = creds;
+                cfg.kerberos = None;
+            }
+            let c = DfsClient::from_conf_with(&self.conf, cfg)
+                .map_err(|e| LocalizeError::from_hdfs(e, path))?;
             if self.clients.len() >= MAX_USER_CLIENTS {
                 self.clients.remove(0);
             }
-            self.clients.push((user, c));
+            self.clients.push((key, c));
         }
         Ok(&self.clients[self.clients.len() - 1].1)
+    }
+
+    /// The identifier of the `HDFS_DELEGATION_TOKEN` in `creds` for one of the configured
+    /// NameNodes (`ip:port`) or for a nameservice (`ha-hdfs:…`).
+    fn delegation_token(
+        &self,
+        creds: &hadoop_wire::token::Credentials,
+        user: &str,
+        path: &str,
+    ) -> Result<Vec<u8>, LocalizeError> {
+        let (eps, _) = hdfs_io::namenode::endpoints_from_conf(&self.conf)
+            .map_err(|e| LocalizeError::from_hdfs(e, path))?;
+        let found = creds.tokens.iter().map(|(_, t)| t).find(|t| {
+            t.kind == hadoop_wire::token::KIND_HDFS_DELEGATION
+                && (t.service.starts_with(hdfs_io::tokens::HA_DT_SERVICE_PREFIX)
+                    || eps
+                        .iter()
+                        .any(|ep| t.service == hdfs_io::tokens::token_service(ep.addr)))
+        });
+        match found {
+            Some(t) => Ok(t.identifier.clone()),
+            None => Err(LocalizeError::NoDelegationToken {
+                user: user.to_string(),
+                path: path.to_string(),
+                services: eps
+                    .iter()
+                    .map(|ep| hdfs_io::tokens::token_service(ep.addr))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+}
+
+/// The launch context's tokens as Credentials (none: empty).
+fn app_credentials(
+    tokens: Option<&[u8]>,
+) -> Result<hadoop_wire::token::Credentials, LocalizeError> {
+    match tokens {
+        Some(b) if !b.is_empty() => {
+            hadoop_wire::token::Credentials::read(b).map_err(LocalizeError::BadCredentials)
+        }
+        _ => Ok(hadoop_wire::token::Credentials::new()),
     }
 }
 
@@ -584,7 +726,7 @@ pub fn run_reader(
     let m = &shared.metrics.localize;
     m.reader_running.store(1, Relaxed);
     let mut clients = Clients::new(&settings, cpu);
-    match clients.get(None) {
+    match clients.get(None, None, "/") {
         Ok(_) => tracing::info!(
             "HDFS reader for {} ready ({} localizations may wait)",
             settings.default_fs,
@@ -616,9 +758,9 @@ pub fn run_reader(
                 let result = if shared.stop.is_stopped() {
                     Err(LocalizeError::Stopping)
                 } else {
-                    match clients.get(req.user.as_deref()) {
+                    match clients.get(req.user.as_deref(), req.tokens.as_deref(), &req.path) {
                         Ok(c) => fetch(c, &req, &shared.stop, seq),
-                        Err(e) => Err(LocalizeError::from_hdfs(e, &req.path)),
+                        Err(e) => Err(e),
                     }
                 };
                 m.active.store(0, Relaxed);
@@ -651,9 +793,9 @@ pub fn run_reader(
         let result = if shared.stop.is_stopped() {
             Err(LocalizeError::Stopping)
         } else {
-            match clients.get(None) {
+            match clients.get(None, None, &job.req.path) {
                 Ok(c) => localize(c, &job.req, &local_dirs, &shared.stop, seq),
-                Err(e) => Err(LocalizeError::from_hdfs(e, &job.req.path)),
+                Err(e) => Err(e),
             }
         };
         let elapsed = t0.elapsed();

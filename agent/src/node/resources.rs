@@ -41,7 +41,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nm_core::ids::{AppId, ContainerId};
@@ -222,7 +222,9 @@ impl ResourceLocalizer {
     }
 
     /// Localizes every request of `container` (run by `user`, of application `app`), in
-    /// order; the first failure fails the container.
+    /// order; the first failure fails the container. The application's credentials are not
+    /// given: on a Kerberized cluster its non-PUBLIC `hdfs:` resources fail
+    /// ([`ResourceLocalizer::localize_with_tokens`] gives them).
     pub fn localize(
         &self,
         user: &str,
@@ -230,10 +232,31 @@ impl ResourceLocalizer {
         container: &ContainerId,
         requests: &[ResourceRequest],
     ) -> Result<Vec<LocalizedResource>, ResourceError> {
+        self.localize_with_tokens(user, app, container, requests, None)
+    }
+
+    /// As [`ResourceLocalizer::localize`], with the application's credentials (the launch
+    /// context's `tokens`, a Credentials file's bytes): on a Kerberized cluster APPLICATION and
+    /// PRIVATE `hdfs:` resources are read with its HDFS delegation token, as Java's
+    /// localizer reads them (see `localize`'s module docs).
+    pub fn localize_with_tokens(
+        &self,
+        user: &str,
+        app: &AppId,
+        container: &ContainerId,
+        requests: &[ResourceRequest],
+        tokens: Option<&[u8]>,
+    ) -> Result<Vec<LocalizedResource>, ResourceError> {
         rules::check_user(user)?;
         let mut out = Vec::with_capacity(requests.len());
+        // shared by this container's fetches (copied once, when some resource is not PUBLIC)
+        let tokens: Option<Arc<[u8]>> = tokens
+            .filter(|t| {
+                !t.is_empty() && requests.iter().any(|r| r.visibility != Visibility::Public)
+            })
+            .map(Arc::from);
         for req in requests {
-            let path = self.one(user, app, req).inspect_err(|e| {
+            let path = self.one(user, app, req, tokens.as_ref()).inspect_err(|e| {
                 tracing::warn!(
                     "localizing {} ({}) for {container} failed: {e}",
                     req.url,
@@ -287,6 +310,7 @@ impl ResourceLocalizer {
         user: &str,
         app: &AppId,
         req: &ResourceRequest,
+        tokens: Option<&Arc<[u8]>>,
     ) -> Result<PathBuf, ResourceError> {
         let scope = match req.visibility {
             Visibility::Public => Scope::Public,
@@ -324,12 +348,15 @@ impl ResourceLocalizer {
             loc: self,
             key: Some(key),
         };
-        let result = self.download(user, app, req);
-        if let (Ok(p), Some(key)) = (&result, guard.key.take()) {
-            lock(&self.state)
-                .entries
-                .insert(key, Slot::Ready(p.clone()));
-            self.changed.notify_all();
+        let result = self.download(user, app, req, tokens);
+        // (the key is taken only on success: a failed download's Busy slot must go)
+        if let Ok(p) = &result {
+            if let Some(key) = guard.key.take() {
+                lock(&self.state)
+                    .entries
+                    .insert(key, Slot::Ready(p.clone()));
+                self.changed.notify_all();
+            }
         }
         drop(guard);
         result
@@ -430,8 +457,9 @@ impl ResourceLocalizer {
         user: &str,
         app: &AppId,
         req: &ResourceRequest,
+        tokens: Option<&Arc<[u8]>>,
     ) -> Result<PathBuf, ResourceError> {
-        let src = self.source(req, user)?;
+        let src = self.source(req, user, tokens)?;
         let local = self.pick_local_dir(req)?;
         let root = self.make_root(&local, req.visibility, user, app)?;
         let dest = self.fresh_dest(&root)?;
@@ -465,7 +493,12 @@ impl ResourceLocalizer {
     }
 
     /// Where the bytes come from.
-    fn source(&self, req: &ResourceRequest, user: &str) -> Result<Source, ResourceError> {
+    fn source(
+        &self,
+        req: &ResourceRequest,
+        user: &str,
+        tokens: Option<&Arc<[u8]>>,
+    ) -> Result<Source, ResourceError> {
         let u = &req.url;
         let default_scheme = if is_local_fs(&self.default_fs) {
             "file".to_string()
@@ -503,6 +536,11 @@ impl ResourceLocalizer {
                     user: match req.visibility {
                         Visibility::Public => None,
                         _ => Some(user.to_string()),
+                    },
+                    // PUBLIC resources are read with the agent's own login
+                    tokens: match req.visibility {
+                        Visibility::Public => None,
+                        _ => tokens.cloned(),
                     },
                 })
             }
@@ -548,6 +586,7 @@ impl ResourceLocalizer {
                 fetcher,
                 path,
                 user,
+                tokens,
             } => {
                 let copy = matches!(plan, Unpack::Copy | Unpack::CopyNotAnArchive);
                 let file = if copy {
@@ -562,6 +601,7 @@ impl ResourceLocalizer {
                     timestamp: req.timestamp,
                     public: req.visibility == Visibility::Public,
                     dest: file.clone(),
+                    tokens: tokens.clone(),
                 })?;
                 if copy {
                     return Ok(());
@@ -597,6 +637,7 @@ enum Source {
         fetcher: HdfsFetcher,
         path: String,
         user: Option<String>,
+        tokens: Option<Arc<[u8]>>,
     },
 }
 

@@ -421,6 +421,12 @@ final class HdfsMode implements Mode {
         return Json.obj("namenodes", namenodes());
       case "ping":
         return Json.obj();
+      case "fetchdt":
+        need(a, 1, "fetchdt FILE [RENEWER]");
+        return HdfsTokens.fetchdt(fs(), conf, a[0], a.length > 1 ? a[1] : null);
+      case "token-stat":
+        need(a, 2, "token-stat FILE PATH");
+        return HdfsTokens.tokenStat(fs().getUri(), conf, a[0], a[1]);
       default:
         throw new IllegalArgumentException("unknown command " + name + " (" + (ha ? "hdfs-ha" : "hdfs")
             + ": write, mkfiles, delete, block-locations, datanodes, dn-stop, dn-dead,"
