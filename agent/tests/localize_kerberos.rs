@@ -10,8 +10,9 @@
 //! The reader thread runs in this process, as the agent runs it. MIT's environment is
 //! process-wide: the test sets it under the peer's lock.
 //!
-//! The DataNodes run without SASL data-transfer protection (`dfs.data.transfer.protection`
-//! empty; block access tokens stay on): this file is about how the NameNode sees the reader.
+//! The DataNodes require SASL data-transfer protection (`dfs.data.transfer.protection`, the
+//! peer's Kerberized default), so every block the reader fetches also goes through the
+//! DataTransfer handshake over its block token.
 
 use std::fs;
 use std::path::Path;
@@ -40,8 +41,6 @@ static HDFS: Shared = Shared::new(
         "true",
         "--kerberos",
         "true",
-        "--set",
-        "dfs.data.transfer.protection=",
         "--log-level",
         "org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=INFO",
     ],
