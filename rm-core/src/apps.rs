@@ -481,7 +481,9 @@ pub struct Attempt {
     pub am_exit_status: Option<i32>,
     pub final_status: Option<FinalApplicationStatusProto>,
     pub progress: f32,
-    last_response: Option<AllocateResponseProto>,
+    /// Shared with the caller that encodes it: a resent request gets it again, and neither
+    /// the answer nor its repeat copies the message.
+    last_response: Option<Arc<AllocateResponseProto>>,
     /// priority → resource name → ask.
     asks: BTreeMap<i32, HashMap<String, Ask>>,
     blacklist: HashSet<String>,
@@ -2080,10 +2082,10 @@ impl Apps {
         at.rpc_port = req.rpc_port.unwrap_or(-1);
         at.tracking_url = req.tracking_url.clone().unwrap_or_default();
         at.last_contact_ms = now_ms;
-        at.last_response = Some(AllocateResponseProto {
+        at.last_response = Some(Arc::new(AllocateResponseProto {
             response_id: Some(0),
             ..Default::default()
-        });
+        }));
         let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
         app.state = AppState::Running;
         Ok(RegisterApplicationMasterResponseProto {
@@ -2157,7 +2159,7 @@ impl Apps {
         req: &AllocateRequestProto,
         keys: &TokenKeys,
         now_ms: u64,
-    ) -> Result<AllocateResponseProto, AppError> {
+    ) -> Result<Arc<AllocateResponseProto>, AppError> {
         self.allocate_with(a, caller_key_id, req, || keys.clone(), now_ms)
     }
 
@@ -2170,7 +2172,7 @@ impl Apps {
         req: &AllocateRequestProto,
         keys: impl Fn() -> TokenKeys,
         now_ms: u64,
-    ) -> Result<AllocateResponseProto, AppError> {
+    ) -> Result<Arc<AllocateResponseProto>, AppError> {
         let max = self.cfg.max_alloc;
         let min = self.cfg.min_alloc;
         let cap = self.cfg.max_ask_containers;
@@ -2423,6 +2425,7 @@ impl Apps {
                 resp.am_rm_token = Some(t.to_proto());
             }
         }
+        let resp = Arc::new(resp);
         at.last_response = Some(resp.clone());
         self.cleanups.extend(pulled.into_iter().map(Cleanup::Ack));
         for (c, l) in released {
@@ -3114,7 +3117,7 @@ mod tests {
             .unwrap());
         let next = a.amrm.read().next_key().unwrap().key_id;
         let r = a.allocate(at, old, &req(1), &keys(), 60).unwrap();
-        let t = Token::from_proto(r.am_rm_token.unwrap(), &Default::default()).unwrap();
+        let t = Token::from_proto(r.am_rm_token.clone().unwrap(), &Default::default()).unwrap();
         let id = hadoop_wire::token::AmrmTokenIdentifier::parse(&t.identifier).unwrap();
         assert_eq!((id.attempt_id(), id.key_id()), (Some(at), next));
         // Once the AM authenticates with the new token, no more.
