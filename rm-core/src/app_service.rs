@@ -803,7 +803,7 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
             let resp = r
                 .with(|x| x.allocate_with(a, key_id, &req, || keys(&t), wall_ms()))
                 .map_err(call_error)?;
-            reply.message(&resp).map_err(CallError::from)
+            reply.message(&*resp).map_err(CallError::from)
         },
     );
     let r = rt.clone();

@@ -481,7 +481,9 @@ pub struct Attempt {
     pub am_exit_status: Option<i32>,
     pub final_status: Option<FinalApplicationStatusProto>,
     pub progress: f32,
-    last_response: Option<AllocateResponseProto>,
+    /// Shared with the caller that encodes it: a resent request gets it again, and neither
+    /// the answer nor its repeat copies the message.
+    last_response: Option<Arc<AllocateResponseProto>>,
     /// priority → resource name → ask.
     asks: BTreeMap<i32, HashMap<String, Ask>>,
     blacklist: HashSet<String>,
@@ -594,6 +596,136 @@ pub struct SchedNode {
     pub active: bool,
 }
 
+/// A sum of [`Res`] wide enough never to overflow (i64 per node, far fewer than 2^64 nodes).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct ResSum {
+    mem: i128,
+    vcores: i128,
+}
+
+impl ResSum {
+    fn add(&mut self, r: Res) {
+        self.mem += i128::from(r.mem);
+        self.vcores += i128::from(r.vcores);
+    }
+
+    fn sub(&mut self, r: Res) {
+        self.mem -= i128::from(r.mem);
+        self.vcores -= i128::from(r.vcores);
+    }
+
+    /// Clamped to `Res`'s range (as a saturating sum of non-negative values would be).
+    fn res(self) -> Res {
+        let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        Res::new(clamp(self.mem), clamp(self.vcores))
+    }
+}
+
+/// The scheduler's nodes, with running totals over the active ones (Java's
+/// `ClusterNodeTracker`): `allocate` reads the cluster's size, capacity and use in O(1)
+/// instead of walking every node. The map is never lent out mutably: every change to a node
+/// (registration, re-registration with another capability, removal as lost, unhealthy,
+/// decommissioned or shut down, and each container placed or completed) goes through
+/// [`update`](Self::update), which takes the node's old contribution out of the totals and
+/// puts its new one in.
+#[derive(Debug, Default)]
+struct ClusterNodes {
+    map: FastMap<NodeKey, SchedNode>,
+    totals: Totals,
+}
+
+/// Running totals over the active nodes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Totals {
+    active: usize,
+    total: ResSum,
+    used: ResSum,
+}
+
+impl Totals {
+    /// Changes `n` with `f`, moving its contribution out and back in.
+    fn apply<R>(&mut self, n: &mut SchedNode, f: impl FnOnce(&mut SchedNode) -> R) -> R {
+        if n.active {
+            self.active -= 1;
+            self.total.sub(n.total);
+            self.used.sub(n.used);
+        }
+        let r = f(n);
+        if n.active {
+            self.active += 1;
+            self.total.add(n.total);
+            self.used.add(n.used);
+        }
+        r
+    }
+}
+
+impl ClusterNodes {
+    fn get<Q>(&self, key: &Q) -> Option<&SchedNode>
+    where
+        NodeKey: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.map.get(key)
+    }
+
+    fn contains_key(&self, key: &NodeKey) -> bool {
+        self.map.contains_key(key)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &SchedNode> {
+        self.map.values()
+    }
+
+    /// Changes one node with `f`, keeping the totals; `None` for an unknown node.
+    fn update<R>(&mut self, key: &NodeKey, f: impl FnOnce(&mut SchedNode) -> R) -> Option<R> {
+        let n = self.map.get_mut(key)?;
+        let r = self.totals.apply(n, f);
+        self.check();
+        Some(r)
+    }
+
+    /// Like [`update`](Self::update), first adding the node (inactive and empty: it counts
+    /// for nothing until `f` makes it active) if it is new.
+    fn upsert<R>(&mut self, key: &NodeKey, f: impl FnOnce(&mut SchedNode) -> R) -> R {
+        let n = self.map.entry(key.clone()).or_insert_with(|| SchedNode {
+            key: key.clone(),
+            http_address: String::new(),
+            total: Res::default(),
+            used: Res::default(),
+            containers: 0,
+            active: false,
+        });
+        let r = self.totals.apply(n, f);
+        self.check();
+        r
+    }
+
+    /// Active nodes, their total and their used resources.
+    fn totals(&self) -> (usize, Res, Res) {
+        let t = &self.totals;
+        (t.active, t.total.res(), t.used.res())
+    }
+
+    /// The totals from a full walk over the nodes (what [`Totals::apply`] keeps running).
+    #[cfg(test)]
+    fn recount(&self) -> Totals {
+        let mut t = Totals::default();
+        for n in self.map.values().filter(|n| n.active) {
+            t.active += 1;
+            t.total.add(n.total);
+            t.used.add(n.used);
+        }
+        t
+    }
+
+    /// Unit tests compare the running totals with a full recount after every change.
+    fn check(&self) {
+        #[cfg(test)]
+        assert_eq!(self.totals, self.recount(), "running totals drifted");
+    }
+}
+
 /// An AM container to start on its node.
 #[derive(Debug, Clone)]
 pub struct AmLaunch {
@@ -638,7 +770,7 @@ pub struct Apps {
     cluster_ts: i64,
     next_app: i32,
     apps: BTreeMap<i32, RmApp>,
-    nodes: FastMap<NodeKey, SchedNode>,
+    nodes: ClusterNodes,
     launches: Vec<AmLaunch>,
     cleanups: Vec<Cleanup>,
     amrm: Arc<AmrmTokenSecrets>,
@@ -802,7 +934,7 @@ impl Apps {
             cluster_ts,
             next_app: 0,
             apps: BTreeMap::new(),
-            nodes: FastMap::default(),
+            nodes: ClusterNodes::default(),
             launches: Vec::new(),
             cleanups: Vec::new(),
             amrm,
@@ -1140,25 +1272,17 @@ impl Apps {
 
     /// A node registered (or re-registered) with this capability.
     pub fn node_added(&mut self, key: &NodeKey, http_address: String, total: Res) {
-        let n = self.nodes.entry(key.clone()).or_insert_with(|| SchedNode {
-            key: key.clone(),
-            http_address: String::new(),
-            total,
-            used: Res::default(),
-            containers: 0,
-            active: true,
+        self.nodes.upsert(key, |n| {
+            n.http_address = http_address;
+            n.total = total;
+            n.active = true;
         });
-        n.http_address = http_address;
-        n.total = total;
-        n.active = true;
     }
 
     /// A node left (lost, shut down, decommissioned, rebooted): its containers are completed
     /// ABORTED "Container released on a *lost* node".
     pub fn node_removed(&mut self, key: &NodeKey, now_ms: u64) {
-        if let Some(n) = self.nodes.get_mut(key) {
-            n.active = false;
-        }
+        self.nodes.update(key, |n| n.active = false);
         let mut gone = Vec::new();
         for app in self.apps.values() {
             for at in &app.attempts {
@@ -1268,10 +1392,10 @@ impl Apps {
                 }
             }
         }
-        if let Some(n) = self.nodes.get_mut(key) {
+        self.nodes.update(key, |n| {
             n.used = used;
             n.containers = count;
-        }
+        });
         // Completions made while the RM was away: to their AMs.
         for r in reported {
             if r.state != ContainerStateProto::CComplete {
@@ -1298,12 +1422,13 @@ impl Apps {
 
     /// Total and used resources over active nodes.
     pub fn cluster_resources(&self) -> (Res, Res) {
-        self.nodes
-            .values()
-            .filter(|n| n.active)
-            .fold((Res::default(), Res::default()), |(t, u), n| {
-                (t.plus(n.total), u.plus(n.used))
-            })
+        let (_, total, used) = self.nodes.totals();
+        (total, used)
+    }
+
+    /// Active nodes (`numClusterNodes`).
+    pub fn active_nodes(&self) -> usize {
+        self.nodes.totals().0
     }
 
     /// NODE_UPDATE: completed containers reported in this status are applied, then the
@@ -1401,10 +1526,10 @@ impl Apps {
             return;
         };
         at.new_containers.retain(|n| n.id != c);
-        if let Some(n) = self.nodes.get_mut(&live.node) {
+        self.nodes.update(&live.node, |n| {
             n.used = n.used.minus(live.res);
             n.containers = n.containers.saturating_sub(1);
-        }
+        });
         if at.am_container == Some(c) {
             at.am_exit_status = Some(exit);
             self.cleanups.push(Cleanup::Ack(c));
@@ -1468,10 +1593,10 @@ impl Apps {
         at.asks.clear();
         at.new_containers.clear();
         for (c, l) in at.live.drain() {
-            if let Some(n) = self.nodes.get_mut(&l.node) {
+            self.nodes.update(&l.node, |n| {
                 n.used = n.used.minus(l.res);
                 n.containers = n.containers.saturating_sub(1);
-            }
+            });
             self.cleanups.push(Cleanup::Container(c));
         }
         self.amrm.write().application_master_finished(&attempt);
@@ -1610,10 +1735,10 @@ impl Apps {
                     at.state = AttemptState::Allocated;
                     at.last_contact_ms = now_ms;
                     let attempt = at.id;
-                    if let Some(n) = self.nodes.get_mut(key) {
+                    self.nodes.update(key, |n| {
                         n.used = n.used.plus(am_res);
                         n.containers += 1;
-                    }
+                    });
                     let minted = self.amrm.write().create_and_get_amrm_token(attempt);
                     match minted {
                         Ok(t) => self.launches.push(AmLaunch {
@@ -1641,10 +1766,10 @@ impl Apps {
                     if added > 0 {
                         self.unstarted = true;
                     }
-                    if let Some(n) = self.nodes.get_mut(key) {
+                    self.nodes.update(key, |n| {
                         n.used = n.used.plus(avail.minus(left));
                         n.containers += added;
-                    }
+                    });
                 }
                 _ => {}
             }
@@ -1957,10 +2082,10 @@ impl Apps {
         at.rpc_port = req.rpc_port.unwrap_or(-1);
         at.tracking_url = req.tracking_url.clone().unwrap_or_default();
         at.last_contact_ms = now_ms;
-        at.last_response = Some(AllocateResponseProto {
+        at.last_response = Some(Arc::new(AllocateResponseProto {
             response_id: Some(0),
             ..Default::default()
-        });
+        }));
         let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
         app.state = AppState::Running;
         Ok(RegisterApplicationMasterResponseProto {
@@ -2034,7 +2159,7 @@ impl Apps {
         req: &AllocateRequestProto,
         keys: &TokenKeys,
         now_ms: u64,
-    ) -> Result<AllocateResponseProto, AppError> {
+    ) -> Result<Arc<AllocateResponseProto>, AppError> {
         self.allocate_with(a, caller_key_id, req, || keys.clone(), now_ms)
     }
 
@@ -2047,14 +2172,14 @@ impl Apps {
         req: &AllocateRequestProto,
         keys: impl Fn() -> TokenKeys,
         now_ms: u64,
-    ) -> Result<AllocateResponseProto, AppError> {
+    ) -> Result<Arc<AllocateResponseProto>, AppError> {
         let max = self.cfg.max_alloc;
         let min = self.cfg.min_alloc;
         let cap = self.cfg.max_ask_containers;
         let expiry = self.cfg.container_token_expiry_ms;
         let immediate = self.cfg.immediate_placement;
-        let cluster_nodes = self.nodes.values().filter(|n| n.active).count() as i32;
-        let (total, used) = self.cluster_resources();
+        let (active, total, used) = self.nodes.totals();
+        let cluster_nodes = i32::try_from(active).unwrap_or(i32::MAX);
         // Validate asks before touching any state.
         for r in &req.ask {
             let res = r
@@ -2300,13 +2425,14 @@ impl Apps {
                 resp.am_rm_token = Some(t.to_proto());
             }
         }
+        let resp = Arc::new(resp);
         at.last_response = Some(resp.clone());
         self.cleanups.extend(pulled.into_iter().map(Cleanup::Ack));
         for (c, l) in released {
-            if let Some(n) = self.nodes.get_mut(&l.node) {
+            self.nodes.update(&l.node, |n| {
                 n.used = n.used.minus(l.res);
                 n.containers = n.containers.saturating_sub(1);
-            }
+            });
             self.cleanups.push(Cleanup::Container(c));
         }
         Ok(resp)
@@ -2991,7 +3117,7 @@ mod tests {
             .unwrap());
         let next = a.amrm.read().next_key().unwrap().key_id;
         let r = a.allocate(at, old, &req(1), &keys(), 60).unwrap();
-        let t = Token::from_proto(r.am_rm_token.unwrap(), &Default::default()).unwrap();
+        let t = Token::from_proto(r.am_rm_token.clone().unwrap(), &Default::default()).unwrap();
         let id = hadoop_wire::token::AmrmTokenIdentifier::parse(&t.identifier).unwrap();
         assert_eq!((id.attempt_id(), id.key_id()), (Some(at), next));
         // Once the AM authenticates with the new token, no more.
@@ -3705,5 +3831,144 @@ mod tests {
         let l = a.take_launches();
         assert_eq!(l.len(), 1);
         assert_eq!((l[0].attempt.app, &l[0].node), (third, &l1[0].node));
+    }
+
+    #[derive(Debug, Clone)]
+    enum NodeEvent {
+        /// (Re-)registration with a capability (0 to 8 GB and vcores), reporting one handed-out
+        /// container complete or running.
+        Register(usize, i64, i64, Option<(usize, bool)>),
+        /// Lost, unhealthy, decommissioned or shut down.
+        Remove(usize),
+        /// A heartbeat reporting a handed-out container complete.
+        Update(usize, Option<usize>),
+        Submit,
+        /// The launched AMs start and register.
+        Launch,
+        /// An attempt asks for containers and releases one.
+        Allocate(usize, i32, Option<usize>),
+        Kill(usize),
+        Tick(u64),
+    }
+
+    fn node_event() -> impl proptest::strategy::Strategy<Value = NodeEvent> {
+        use proptest::prelude::*;
+        let pick = proptest::option::of(0..16usize);
+        prop_oneof![
+            (
+                0..6usize,
+                0..5i64,
+                0..5i64,
+                proptest::option::of((0..16usize, any::<bool>()))
+            )
+                .prop_map(|(n, m, v, r)| NodeEvent::Register(n, m * 2048, v * 2, r)),
+            (0..6usize).prop_map(NodeEvent::Remove),
+            (0..6usize, pick.clone()).prop_map(|(n, c)| NodeEvent::Update(n, c)),
+            Just(NodeEvent::Submit),
+            Just(NodeEvent::Launch),
+            (0..4usize, 0..6i32, pick).prop_map(|(a, n, c)| NodeEvent::Allocate(a, n, c)),
+            (0..4usize).prop_map(NodeEvent::Kill),
+            (0..700_000u64).prop_map(NodeEvent::Tick),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The running cluster totals (active nodes, capacity, use) equal a full recount after
+        /// any sequence of node and application events.
+        #[test]
+        fn cluster_totals_match_a_recount_after_any_node_events(
+            immediate in proptest::bool::ANY,
+            events in proptest::collection::vec(node_event(), 1..60),
+        ) {
+            let m = AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100)
+                .unwrap();
+            let cfg = AppsConfig { immediate_placement: immediate, ..AppsConfig::default() };
+            let mut a = Apps::new(cfg, TS, Arc::new(AmrmTokenSecrets::new(m)));
+            let node = |i: usize| NodeKey::new(&format!("h{i}"), 1);
+            let (mut apps, mut attempts, mut handed) = (Vec::new(), Vec::new(), Vec::new());
+            let mut now = 10;
+            for e in events {
+                now += 10;
+                match e {
+                    NodeEvent::Register(i, mb, vc, r) => {
+                        let reported: Vec<Reported> = r
+                            .and_then(|(k, done)| handed.get(k).map(|&c| (c, done)))
+                            .map(|(c, done)| Reported {
+                                id: c,
+                                state: if done {
+                                    ContainerStateProto::CComplete
+                                } else {
+                                    ContainerStateProto::CRunning
+                                },
+                                exit_status: 0,
+                                diagnostics: String::new(),
+                                res: Res::new(1024, 1),
+                                priority: 0,
+                            })
+                            .into_iter()
+                            .collect();
+                        let key = node(i);
+                        a.node_registered(&key, format!("h{i}:8042"), Res::new(mb, vc), &reported, now);
+                    }
+                    NodeEvent::Remove(i) => a.node_removed(&node(i), now),
+                    NodeEvent::Update(i, c) => {
+                        let done: Vec<_> = c.and_then(|k| handed.get(k)).map(|&c| (c, 0)).into_iter().collect();
+                        update(&mut a, &node(i), &done, now);
+                    }
+                    NodeEvent::Submit => {
+                        if let Ok((id, _)) = a.new_application() {
+                            if a.submit(ctx(id, 512, "default"), "alice", now).is_ok() {
+                                apps.push(id);
+                            }
+                        }
+                        a.place_unplaced(now);
+                    }
+                    NodeEvent::Launch => {
+                        for l in a.take_launches() {
+                            handed.push(l.container);
+                            a.am_launched(l.attempt, now);
+                            if a.register_am(l.attempt, &RegisterApplicationMasterRequestProto::default(), now).is_ok() {
+                                attempts.push((l.attempt, 0));
+                            }
+                        }
+                    }
+                    NodeEvent::Allocate(k, n, c) => {
+                        if let Some((at, rid)) = attempts.get_mut(k) {
+                            let req = AllocateRequestProto {
+                                ask: vec![ask(1, ANY, n, 1024, true)],
+                                release: c.and_then(|k| handed.get(k)).map(|c| c.to_proto()).into_iter().collect(),
+                                response_id: Some(*rid),
+                                ..Default::default()
+                            };
+                            if let Ok(r) = a.allocate(*at, 1, &req, &keys(), now) {
+                                *rid = r.response_id.unwrap_or(0);
+                                let active = a.nodes.values().filter(|n| n.active).count();
+                                proptest::prop_assert_eq!(r.num_cluster_nodes, Some(active as i32));
+                                for c in &r.allocated_containers {
+                                    let id = c.id.as_ref().and_then(container_from_proto).unwrap();
+                                    handed.push(id);
+                                }
+                            }
+                        }
+                    }
+                    NodeEvent::Kill(k) => {
+                        if let Some(&id) = apps.get(k) {
+                            let _ = a.kill(id, None, now);
+                        }
+                    }
+                    NodeEvent::Tick(dt) => {
+                        now += dt;
+                        a.tick(now);
+                    }
+                }
+                proptest::prop_assert_eq!(a.nodes.totals, a.nodes.recount());
+                let (total, used) = a.nodes.values().filter(|n| n.active).fold(
+                    (Res::default(), Res::default()),
+                    |(t, u), n| (t.plus(n.total), u.plus(n.used)),
+                );
+                proptest::prop_assert_eq!(a.cluster_resources(), (total, used));
+                proptest::prop_assert_eq!(a.active_nodes(), a.nodes.values().filter(|n| n.active).count());
+            }
+        }
     }
 }

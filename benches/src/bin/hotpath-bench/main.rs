@@ -5,6 +5,7 @@
 
 mod ipc_large;
 mod loadgen;
+mod loopback_floor;
 mod nm_launch;
 mod rm_apps;
 mod rm_apps_am;
@@ -70,6 +71,9 @@ enum Cmd {
     /// the raw reference server and the Java RM, repeated: a table with the spread, the runs as
     /// JSON, and an SVG chart of p99 and server CPU per heartbeat against node count.
     StormSweep(storm_sweep::SweepArgs),
+    /// The kernel's floor under `rm-apps`' allocate figure: one request and response on loopback
+    /// TCP by a blocking server thread, its CPU per call unpinned, on one CPU and across two.
+    LoopbackFloor(loopback_floor::FloorArgs),
     /// `hotpath rm` running applications beside the Java RM, both on hotpath agents (issue 13):
     /// allocate CPU per call with outstanding asks, submit → AM running, containers of `true`
     /// allocated and launched per second.
@@ -102,6 +106,7 @@ fn main() -> Result<()> {
         Cmd::NmLaunch(args) => nm_launch::run(args),
         Cmd::StormRaw(args) => storm_raw::run(args),
         Cmd::StormSweep(args) => storm_sweep::run(args),
+        Cmd::LoopbackFloor(args) => loopback_floor::run(args),
         Cmd::RmApps(args) => rm_apps::run(args),
         Cmd::RmAppsAm(args) => rm_apps_am::run(args, started),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
