@@ -7,8 +7,12 @@
 //! message naming the cause, one refused authentication and no retries; the agent's own login
 //! is never used for an application's resource.
 //!
+//! With `yarn.nodemanager.keytab` the agent's login reads its key from that keytab itself, with
+//! no `KRB5CCNAME` or `KRB5_CLIENT_KTNAME` in the process; a keytab without the principal, or
+//! one without its key, fails with a message naming both.
+//!
 //! The reader thread runs in this process, as the agent runs it. MIT's environment is
-//! process-wide: the test sets it under the peer's lock.
+//! process-wide: the tests set it under the peer's lock.
 //!
 //! The DataNodes require SASL data-transfer protection (`dfs.data.transfer.protection`, the
 //! peer's Kerberized default), so every block the reader fetches also goes through the
@@ -27,7 +31,7 @@ use hadoop_wire::pb::hadoop::yarn::{
     StringLocalResourceMapProto, UrlProto,
 };
 use hadoop_wire::token::{Credentials, Format, Token};
-use hdfs_io::namenode::NameNodeClient;
+use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
 use peer_harness::{Mode, Peer, Shared};
@@ -324,5 +328,179 @@ fn the_nodes_principal_has_host_replaced() {
     assert_eq!(
         localize::node_principal(&c, "node1").as_deref(),
         Some("nm@EXAMPLE.COM")
+    );
+}
+
+/// A reader thread as the agent runs it, and a localizer feeding it.
+struct Reader {
+    loc: ResourceLocalizer,
+    queue: localize::Queue,
+    thread: std::thread::JoinHandle<()>,
+    local: std::path::PathBuf,
+    authority: String,
+}
+
+fn start_reader(conf: &conf::Configuration, dir: &Path) -> Reader {
+    let settings = HdfsSettings::from_conf(conf)
+        .unwrap()
+        .expect("hdfs:// default FS");
+    let default_fs = settings.default_fs.clone();
+    let authority = default_fs
+        .trim_start_matches("hdfs://")
+        .trim_end_matches('/')
+        .to_string();
+    let (queue, end) = localize::queue(4);
+    let shared = Arc::new(agent::node::shared::Shared::new(
+        nm_core::status_updater::NodeIdentity {
+            host: "127.0.0.1".into(),
+            port: 0,
+            http_port: 0,
+            resource: nm_core::table::Resource {
+                memory_mb: 1024,
+                vcores: 1,
+            },
+            nm_version: "test".into(),
+        },
+        nm_core::table::ContainerTable::new(4),
+    ));
+    let thread =
+        std::thread::spawn(move || localize::run_reader(end, settings, vec![], shared, None));
+    let local = dir.join("local");
+    fs::create_dir_all(&local).unwrap();
+    let loc = ResourceLocalizer::new(
+        vec![local.clone()],
+        &default_fs,
+        Some(queue.fetcher(&default_fs)),
+        DEFAULT_MAX_FILES_PER_DIRECTORY,
+    )
+    .unwrap();
+    Reader {
+        loc,
+        queue,
+        thread,
+        local,
+        authority,
+    }
+}
+
+impl Reader {
+    fn stop(self) {
+        drop(self.loc);
+        drop(self.queue);
+        self.thread.join().unwrap();
+    }
+}
+
+#[test]
+fn public_resources_with_the_nodes_keytab_and_no_mit_environment() {
+    let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
+    std::env::remove_var("KRB5CCNAME");
+    std::env::remove_var("KRB5_CLIENT_KTNAME");
+    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+    let w = peer.command("write /lk/keytab.bin 70001").expect("write");
+    let sum = w["sha256"].as_str().unwrap().to_string();
+    let conf = conf::Configuration::load_dir(peer.conf_dir()).unwrap();
+    // the test's own client (for the timestamp) logs in from the client keytab
+    let nn = NameNodeClient::from_conf_with(
+        &conf,
+        NameNodeConfig {
+            kerberos: Some(NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: Some(k.client_principal.clone()),
+                keytab: Some(k.client_keytab.clone()),
+            }),
+            ..NameNodeConfig::default()
+        },
+    )
+    .expect("namenode client from the client keytab");
+    let ts = nn
+        .get_file_info("/lk/keytab.bin")
+        .unwrap_or_else(|e| panic!("getFileInfo: {e}\n{}", peer.log_tail(40)))
+        .expect("written")
+        .modification_time as i64;
+
+    // 1. the node's login: hdfs/localhost@REALM from the service keytab (the MiniKdc's
+    //    stand-in for nm.keytab), named by yarn.nodemanager.keytab alone
+    let mut node = conf.clone();
+    node.set("yarn.nodemanager.principal", &k.namenode_principal);
+    node.set(
+        "yarn.nodemanager.keytab",
+        k.service_keytab.to_str().unwrap(),
+    );
+    let r = start_reader(&node, &dir.path().join("a"));
+    let req = hdfs_req(&r.authority, "/lk/keytab.bin", 70001, ts, V::Public);
+    let got = r
+        .loc
+        .localize_with_tokens(USER, &app(7), &cid(7, 2), std::slice::from_ref(&req), None)
+        .map(|mut v| v.remove(0))
+        .unwrap_or_else(|e| panic!("public: {e}\n{}", peer.log_tail(40)));
+    assert_eq!(sha256(&got.path), sum);
+    assert_eq!(got.path, r.local.join("filecache/10/keytab.bin"));
+    let ugi = format!("{} (auth:KERBEROS)", k.namenode_principal);
+    assert_eq!(audited(&peer, &ugi, "open", "/lk/keytab.bin"), 1);
+    let client_ugi = format!("{} (auth:KERBEROS)", k.client_principal);
+    assert_eq!(audited(&peer, &client_ugi, "open", "/lk/keytab.bin"), 0);
+    r.stop();
+
+    // 2. a keytab without the node's key: the resource fails, naming principal and keytab
+    let mut wrong = conf.clone();
+    wrong.set("yarn.nodemanager.principal", &k.client_principal);
+    wrong.set(
+        "yarn.nodemanager.keytab",
+        k.service_keytab.to_str().unwrap(),
+    );
+    let r = start_reader(&wrong, &dir.path().join("b"));
+    let t = Instant::now();
+    let e = r
+        .loc
+        .localize_with_tokens(USER, &app(8), &cid(8, 2), &[req], None)
+        .unwrap_err()
+        .diagnostics();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        e.contains(&format!(
+            "Kerberos login as {} from keytab {} failed: the keytab holds no key for {}",
+            k.client_principal,
+            k.service_keytab.display(),
+            k.client_principal
+        )),
+        "{e}"
+    );
+    r.stop();
+
+    // 3. a keytab without yarn.nodemanager.principal: refused at start, naming both keys
+    let mut bare = conf.clone();
+    bare.unset("yarn.nodemanager.principal");
+    bare.set(
+        "yarn.nodemanager.keytab",
+        k.service_keytab.to_str().unwrap(),
+    );
+    let e = HdfsSettings::from_conf(&bare).unwrap_err().to_string();
+    assert!(
+        e.contains("yarn.nodemanager.keytab is set")
+            && e.contains(&k.service_keytab.display().to_string())
+            && e.contains("yarn.nodemanager.principal is not"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_nodes_keytab_needs_the_nodes_principal() {
+    let mut c = conf::Configuration::new();
+    assert_eq!(localize::node_keytab(&c).unwrap(), None);
+    c.set("yarn.nodemanager.keytab", " /etc/security/nm.keytab ");
+    let e = localize::node_keytab(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("yarn.nodemanager.keytab is set (/etc/security/nm.keytab)")
+            && e.contains("yarn.nodemanager.principal is not"),
+        "{e}"
+    );
+    c.set("yarn.nodemanager.principal", "nm/_HOST@EXAMPLE.COM");
+    assert_eq!(
+        localize::node_keytab(&c).unwrap().as_deref(),
+        Some(Path::new("/etc/security/nm.keytab"))
     );
 }

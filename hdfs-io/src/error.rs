@@ -209,6 +209,10 @@ pub enum Error {
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),
+    /// The client's own Kerberos login failed (a keytab without the principal, an unreadable
+    /// keytab, a KDC that refuses); `reason` names the principal and the keytab.
+    #[error("{reason}")]
+    Login { reason: String },
     /// A NameNode refused the delegation token this client authenticated with (Java's
     /// `InvalidToken`: cancelled, expired, or not issued by it). `token` describes it as Java's
     /// `formatTokenId` does; [`Error::remote_kind`] is [`RemoteKind::InvalidToken`].

@@ -32,7 +32,10 @@
 //!   the NameNode's principal is `dfs.namenode.kerberos.principal`, `_HOST` replaced per
 //!   NameNode by the canonical host name of its address (as Java does); the client logs in as
 //!   [`NameNodeKerberos::client_principal`] or the ticket cache's principal (`KRB5CCNAME`,
-//!   `KRB5_CLIENT_KTNAME`). With SASL the direct-call pool is not used (it speaks SIMPLE only).
+//!   `KRB5_CLIENT_KTNAME`), or, with [`NameNodeKerberos::keytab`], as that principal with its
+//!   key from that keytab and its tickets in memory (`ipc::kerberos::MitGss::from_keytab`; the
+//!   MIT environment is not used, so clients in one process may log in as different
+//!   principals). With SASL the direct-call pool is not used (it speaks SIMPLE only).
 //! - **Delegation tokens** (`crate::tokens`): [`NameNodeClient::get_delegation_token`],
 //!   [`renew_delegation_token`](NameNodeClient::renew_delegation_token) and
 //!   [`cancel_delegation_token`](NameNodeClient::cancel_delegation_token) (`ClientProtocol`, on
@@ -62,6 +65,7 @@ use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
 use ipc::kerberos::{canonical_host_name, MitGss};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,6 +148,10 @@ pub struct NameNodeKerberos {
     pub server_principal: String,
     /// `user@REALM` to log in as; `None`: the ticket cache's principal.
     pub client_principal: Option<String>,
+    /// The keytab holding [`NameNodeKerberos::client_principal`]'s key: the client logs in from
+    /// it (once, when it is built; a keytab without the principal fails then) instead of from
+    /// MIT's process-wide `KRB5CCNAME` / `KRB5_CLIENT_KTNAME`. Needs the principal.
+    pub keytab: Option<PathBuf>,
 }
 
 impl Default for NameNodeConfig {
@@ -360,6 +368,23 @@ impl NameNodeClient {
         }
         let single = endpoints.len() == 1;
         let state_id = StateIdCell::new();
+        // One login for every NameNode: from the keytab when one is named, else MIT's.
+        let login = match &cfg.kerberos {
+            Some(k) => Some(Arc::new(match (&k.keytab, &k.client_principal) {
+                (Some(kt), Some(p)) => MitGss::from_keytab(p, kt).map_err(|e| Error::Login {
+                    reason: e.to_string(),
+                })?,
+                (Some(kt), None) => {
+                    return Err(Error::Config(format!(
+                        "a Kerberos keytab ({}) is named for the NameNode client but no client \
+                         principal to log in as with it",
+                        kt.display()
+                    )))
+                }
+                (None, p) => MitGss::new(p.clone()),
+            })),
+            None => None,
+        };
         let nodes = endpoints
             .into_iter()
             .map(|ep| {
@@ -373,11 +398,11 @@ impl NameNodeClient {
                         token = Some(crate::tokens::describe(t));
                     }
                 }
-                if let Some(k) = &cfg.kerberos {
+                if let (Some(k), Some(login)) = (&cfg.kerberos, &login) {
                     let host = canonical_host_name(ep.addr.ip());
                     auth.kerberos = Some(KerberosClient {
                         server_principal: replace_host(&k.server_principal, &host),
-                        contexts: Arc::new(MitGss::new(k.client_principal.clone())),
+                        contexts: login.clone(),
                     });
                 }
                 let sasl = auth.uses_sasl();
@@ -480,6 +505,7 @@ impl NameNodeClient {
                         .kerberos
                         .as_ref()
                         .and_then(|k| k.client_principal.clone()),
+                    keytab: base.kerberos.as_ref().and_then(|k| k.keytab.clone()),
                 })
             }
             _ => None,

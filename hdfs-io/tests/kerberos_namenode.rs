@@ -4,12 +4,16 @@
 //! `kinit -kt` from the MiniKdc's client keytab. Permissions are off in this cluster so that the
 //! client principal may create a directory: its owner shows whom the NameNode authenticated.
 //!
+//! A client may also log in from a keytab of its own (`NameNodeKerberos::keytab`), its tickets
+//! in memory: several such clients in one process hold different identities, whatever the
+//! process-wide MIT environment says.
+//!
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 
 use std::path::Path;
 use std::process::Command;
 
-use hdfs_io::namenode::NameNodeClient;
+use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 static HDFS: Shared = Shared::new(
@@ -102,5 +106,102 @@ fn without_a_ticket_the_error_names_the_cache() {
         t0.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",
         t0.elapsed()
+    );
+}
+
+/// A client logging in as `principal` from `keytab` (the MIT environment not used).
+fn with_keytab(
+    conf: &conf::Configuration,
+    principal: Option<&str>,
+    keytab: &Path,
+) -> Result<NameNodeClient, hdfs_io::Error> {
+    NameNodeClient::from_conf_with(
+        conf,
+        NameNodeConfig {
+            kerberos: Some(NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: principal.map(str::to_string),
+                keytab: Some(keytab.to_path_buf()),
+            }),
+            ..NameNodeConfig::default()
+        },
+    )
+}
+
+#[test]
+fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let dir = tempfile::tempdir().unwrap();
+    // The process-wide login: a kinit cache and a client keytab, both for client@REALM.
+    ccache_env(&k, dir.path());
+    let out = Command::new("kinit")
+        .arg("-kt")
+        .arg(&k.client_keytab)
+        .arg(&k.client_principal)
+        .output()
+        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
+    assert!(out.status.success(), "kinit: {out:?}");
+    std::env::set_var("KRB5_CLIENT_KTNAME", &k.client_keytab);
+    let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+
+    // hdfs/localhost@REALM from the service keytab, and the environment's client, at once
+    let nn = with_keytab(&conf, Some(&k.namenode_principal), &k.service_keytab)
+        .unwrap_or_else(|e| panic!("keytab login: {e}\n{}", peer.log_tail(40)));
+    let env = NameNodeClient::from_conf(&conf).expect("namenode client");
+    let owner = |c: &NameNodeClient, p: &str| {
+        assert!(
+            c.mkdirs(p, 0o755)
+                .unwrap_or_else(|e| panic!("{p}: {e}\n{}", peer.log_tail(40))),
+            "{p}"
+        );
+        c.get_file_info(p).unwrap().expect("made").owner
+    };
+    assert_eq!(owner(&nn, "/kerberos/keytab-hdfs-1"), "hdfs");
+    assert_eq!(owner(&env, "/kerberos/keytab-env"), "client");
+    assert_eq!(owner(&nn, "/kerberos/keytab-hdfs-2"), "hdfs");
+    // a second client of the same identity, built later, works beside the first
+    let nn2 = with_keytab(&conf, Some(&k.namenode_principal), &k.service_keytab).unwrap();
+    assert_eq!(owner(&nn2, "/kerberos/keytab-hdfs-3"), "hdfs");
+
+    // client@REALM from its keytab with the environment pointing at an empty cache and no
+    // client keytab: the environment is not consulted
+    std::env::set_var(
+        "KRB5CCNAME",
+        format!("FILE:{}", dir.path().join("empty-ccache").display()),
+    );
+    std::env::remove_var("KRB5_CLIENT_KTNAME");
+    let client = with_keytab(&conf, Some(&k.client_principal), &k.client_keytab).unwrap();
+    assert_eq!(owner(&client, "/kerberos/keytab-client"), "client");
+    assert!(
+        !dir.path().join("empty-ccache").exists(),
+        "the env's cache untouched"
+    );
+
+    // a keytab without the principal: the client is not built, the error names both
+    let t0 = std::time::Instant::now();
+    let Err(e) = with_keytab(&conf, Some(&k.client_principal), &k.service_keytab) else {
+        panic!("the service keytab holds no key for the client");
+    };
+    let e = e.to_string();
+    eprintln!("keytab without the principal: {e}");
+    assert!(
+        e.starts_with(&format!(
+            "Kerberos login as {} from keytab {} failed: the keytab holds no key for {}",
+            k.client_principal,
+            k.service_keytab.display(),
+            k.client_principal
+        )),
+        "{e}"
+    );
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    // a keytab and no principal
+    let Err(e) = with_keytab(&conf, None, &k.client_keytab) else {
+        panic!("a keytab without a principal");
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains(&k.client_keytab.display().to_string()) && e.contains("no client principal"),
+        "{e}"
     );
 }

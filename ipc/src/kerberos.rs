@@ -1,23 +1,25 @@
 //! Kerberos for IPC clients: GSS-API security contexts on MIT krb5 (through the `libgssapi`
 //! crate) for `hadoop_wire::sasl::gssapi`, and the configuration that selects them.
 //!
-//! Where the client's credentials come from is MIT's business, steered by the environment:
+//! A client's credentials come from a keytab of its own ([`MitGss::from_keytab`]: the keys of
+//! one principal, its tickets in an in-memory cache of that login's own, so clients of one
+//! process may hold different identities), or MIT's process-wide environment decides
+//! ([`MitGss::new`]):
 //!
-//! - `KRB5_CONFIG`: the krb5.conf (realm, KDC).
+//! - `KRB5_CONFIG`: the krb5.conf (realm, KDC); read in both cases.
 //! - `KRB5CCNAME`: the ticket cache, e.g. filled by `kinit -kt KEYTAB PRINCIPAL`.
 //! - `KRB5_CLIENT_KTNAME`: a client keytab. When the cache holds no ticket for the principal,
-//!   MIT krb5 gets one from the keytab itself (and stores it in the cache). This is how the
-//!   interop tests log in.
+//!   MIT krb5 gets one from the keytab itself (and stores it in the cache).
 //!
-//! The client principal is named explicitly ([`MitGss::new`]) or taken from the cache
-//! (`None`). Both names, the client's and the server's, are imported as Kerberos principal
-//! names (`GSS_KRB5_NT_PRINCIPAL_NAME`), so no DNS canonicalisation or realm mapping of a host
-//! happens: the server principal is exactly the one the server advertised and the client
-//! expected (see [`hadoop_wire::sasl::gssapi::check_server_principal`]).
+//! The client principal is named explicitly ([`MitGss::new`], [`MitGss::from_keytab`]) or
+//! taken from the cache (`None`). Both names, the client's and the server's, are imported as
+//! Kerberos principal names (`GSS_KRB5_NT_PRINCIPAL_NAME`), so no DNS canonicalisation or realm
+//! mapping of a host happens: the server principal is exactly the one the server advertised
+//! and the client expected (see [`hadoop_wire::sasl::gssapi::check_server_principal`]).
 
 use std::ffi::{CStr, CString};
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use conf::Configuration;
@@ -30,16 +32,142 @@ use libgssapi::credential::{Cred, CredUsage};
 use libgssapi::name::Name;
 use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_KRB5_PRINCIPAL};
 
-/// Contexts on MIT krb5 for one client principal (or the ticket cache's default one).
+/// Contexts on MIT krb5 for one client principal (or the ticket cache's default one), with
+/// its keys from the process-wide MIT environment or from a keytab of its own
+/// ([`MitGss::from_keytab`]).
 #[derive(Debug, Clone, Default)]
 pub struct MitGss {
     client_principal: Option<String>,
+    keytab: Option<ClientKeytab>,
 }
+
+/// A client login from an explicit keytab: the keytab and the in-memory ticket cache that
+/// holds this login's tickets.
+#[derive(Debug, Clone)]
+struct ClientKeytab {
+    path: PathBuf,
+    path_c: CString,
+    /// `MEMORY:hotpath:<principal>:<keytab>`: one per identity in the process, so logins
+    /// with different keytabs never share tickets and a rebuilt client reuses its tickets.
+    ccache: CString,
+}
+
+/// `KRB5_FCC_NOFILE` (`krb5.h`): what MIT answers when the ticket cache is empty and no key
+/// for the principal is found in the client keytab.
+const KRB5_FCC_NOFILE: i32 = -1_765_328_189;
 
 impl MitGss {
     /// `client_principal`: `user@REALM` to log in as; `None` takes the ticket cache's principal.
+    /// The keys come from MIT's environment (`KRB5CCNAME`, `KRB5_CLIENT_KTNAME`).
     pub fn new(client_principal: Option<String>) -> Self {
-        Self { client_principal }
+        Self {
+            client_principal,
+            keytab: None,
+        }
+    }
+
+    /// Log in as `principal` (`user@REALM` or `svc/host@REALM`, `_HOST` already replaced) with
+    /// its key from `keytab`, as Java's `UserGroupInformation.loginUserFromKeytab` does:
+    /// `gss_acquire_cred_from` with the credential store `client_keytab` = `keytab` and `ccache`
+    /// = an in-memory ticket cache of this identity's own. Neither `KRB5CCNAME` nor
+    /// `KRB5_CLIENT_KTNAME` is read or changed, so clients of one process can hold different
+    /// identities at once (`KRB5_CONFIG` still names krb5.conf).
+    ///
+    /// The first ticket is got here (an AS exchange with the KDC), so a missing or unreadable
+    /// keytab, one without the principal, or a KDC that refuses fail now, naming the principal
+    /// and the keytab. Every context acquires the credential again from the same ticket cache:
+    /// MIT reuses the tickets in it and, once the ticket is half-way to its expiry, gets a new
+    /// one from the keytab (Java's `reloginFromKeytab`).
+    pub fn from_keytab(principal: &str, keytab: &Path) -> Result<Self, SaslError> {
+        let fail = |why: String| {
+            SaslError::Config(format!(
+                "Kerberos login as {principal} from keytab {} failed: {why}",
+                keytab.display()
+            ))
+        };
+        if let Err(e) = std::fs::File::open(keytab) {
+            return Err(fail(format!("cannot read the keytab: {e}")));
+        }
+        let path_c = CString::new(keytab.as_os_str().as_encoded_bytes())
+            .map_err(|_| fail("the keytab path holds a NUL byte".into()))?;
+        let ccache = CString::new(format!("MEMORY:hotpath:{principal}:{}", keytab.display()))
+            .map_err(|_| fail("the principal holds a NUL byte".into()))?;
+        let gss = Self {
+            client_principal: Some(principal.to_string()),
+            keytab: Some(ClientKeytab {
+                path: keytab.to_path_buf(),
+                path_c,
+                ccache,
+            }),
+        };
+        gss.keytab_cred()?;
+        Ok(gss)
+    }
+
+    /// The keytab this login reads its keys from (`None`: MIT's environment decides).
+    pub fn keytab(&self) -> Option<&Path> {
+        self.keytab.as_ref().map(|k| k.path.as_path())
+    }
+
+    /// The principal this login names (`None`: the ticket cache's).
+    pub fn client_principal(&self) -> Option<&str> {
+        self.client_principal.as_deref()
+    }
+
+    /// The initiator credential of a keytab login (see [`MitGss::from_keytab`]).
+    fn keytab_cred(&self) -> Result<Cred, SaslError> {
+        let (Some(k), Some(principal)) = (&self.keytab, &self.client_principal) else {
+            return Err(SaslError::Config(
+                "a Kerberos keytab login needs a keytab and a principal".into(),
+            ));
+        };
+        acquire_cred_from(
+            principal,
+            Usage::Initiate,
+            &[
+                (c"client_keytab", k.path_c.as_c_str()),
+                (c"ccache", k.ccache.as_c_str()),
+            ],
+        )
+        .map_err(|e| {
+            let why = if e.minor as i32 == KRB5_FCC_NOFILE {
+                format!("the keytab holds no key for {principal} ({})", e.text)
+            } else {
+                e.text
+            };
+            SaslError::Config(format!(
+                "Kerberos login as {principal} from keytab {} failed: {why}",
+                k.path.display()
+            ))
+        })
+    }
+
+    /// The initiator credential from MIT's environment.
+    fn env_cred(&self) -> Result<Cred, SaslError> {
+        let mut mechs = OidSet::new();
+        mechs
+            .add(GSS_MECH_KRB5)
+            .map_err(|e| gss_err("OID set", e))?;
+        let name = match &self.client_principal {
+            Some(p) => Some(
+                Name::new(p.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
+                    .map_err(|e| gss_err(&format!("client principal {p:?}"), e))?,
+            ),
+            None => None,
+        };
+        Cred::acquire(name.as_ref(), None, CredUsage::Initiate, Some(&mechs)).map_err(|e| {
+            SaslError::Sasl(format!(
+                "Kerberos login as {} failed (KRB5CCNAME={}, KRB5_CLIENT_KTNAME={}, \
+                 KRB5_CONFIG={}): {}",
+                self.client_principal
+                    .as_deref()
+                    .unwrap_or("the ticket cache's principal"),
+                env("KRB5CCNAME"),
+                env("KRB5_CLIENT_KTNAME"),
+                env("KRB5_CONFIG"),
+                e.to_string().trim()
+            ))
+        })
     }
 }
 
@@ -53,31 +181,10 @@ fn gss_err(what: &str, e: libgssapi::error::Error) -> SaslError {
 
 impl GssContextFactory for MitGss {
     fn client_context(&self, target: &str) -> Result<Box<dyn GssContext>, SaslError> {
-        let mut mechs = OidSet::new();
-        mechs
-            .add(GSS_MECH_KRB5)
-            .map_err(|e| gss_err("OID set", e))?;
-        let name = match &self.client_principal {
-            Some(p) => Some(
-                Name::new(p.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
-                    .map_err(|e| gss_err(&format!("client principal {p:?}"), e))?,
-            ),
-            None => None,
+        let cred = match &self.keytab {
+            Some(_) => self.keytab_cred()?,
+            None => self.env_cred()?,
         };
-        let cred =
-            Cred::acquire(name.as_ref(), None, CredUsage::Initiate, Some(&mechs)).map_err(|e| {
-                SaslError::Sasl(format!(
-                    "Kerberos login as {} failed (KRB5CCNAME={}, KRB5_CLIENT_KTNAME={}, \
-                     KRB5_CONFIG={}): {}",
-                    self.client_principal
-                        .as_deref()
-                        .unwrap_or("the ticket cache's principal"),
-                    env("KRB5CCNAME"),
-                    env("KRB5_CLIENT_KTNAME"),
-                    env("KRB5_CONFIG"),
-                    e.to_string().trim()
-                ))
-            })?;
         let target_name = Name::new(target.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
             .map_err(|e| gss_err(&format!("server principal {target:?}"), e))?;
         // The JDK's GSSAPI client: mutual authentication (Hadoop sets server.authentication),
@@ -193,7 +300,6 @@ impl MitAcceptors {
     /// The keys of `principal` (`svc/host@REALM`, `_HOST` already replaced) from `keytab`. A
     /// missing or unreadable keytab, or one without the principal, fails here, naming both.
     pub fn from_keytab(principal: &str, keytab: &Path) -> Result<Self, SaslError> {
-        use libgssapi_sys as sys;
         let fail = |why: String| {
             SaslError::Config(format!(
                 "Kerberos login as {principal} from keytab {} failed: {why}",
@@ -205,74 +311,118 @@ impl MitAcceptors {
         }
         let keytab_c = CString::new(keytab.as_os_str().as_encoded_bytes())
             .map_err(|_| fail("the keytab path holds a NUL byte".into()))?;
-        let mut name_oid = sys::gss_OID_desc_struct {
-            length: KRB5_NT_PRINCIPAL_OID.len() as u32,
-            elements: KRB5_NT_PRINCIPAL_OID.as_ptr() as *mut std::ffi::c_void,
-        };
-        let mut mech_oid = sys::gss_OID_desc_struct {
-            length: KRB5_MECH_OID.len() as u32,
-            elements: KRB5_MECH_OID.as_ptr() as *mut std::ffi::c_void,
-        };
-        let mut mechs = sys::gss_OID_set_desc_struct {
-            count: 1,
-            elements: &mut mech_oid,
-        };
-        let mut name_buf = sys::gss_buffer_desc_struct {
-            length: principal.len(),
-            value: principal.as_ptr() as *mut std::ffi::c_void,
-        };
-        let mut minor: u32 = 0;
-        let mut name: sys::gss_name_t = std::ptr::null_mut();
-        // GSS only reads the buffer and OID (their `*mut` is the C API's lack of const) and
-        // writes the new name into `name`, which is released below.
-        let (buf_p, oid_p) = (&mut name_buf, &mut name_oid);
-        // SAFETY: every pointer is to a live local of the type the C signature names.
-        let major = unsafe { sys::gss_import_name(&mut minor, buf_p, oid_p, &mut name) };
-        if major != 0 {
-            return Err(fail(format!(
-                "bad principal name: {}",
-                major_err(major, minor)
-            )));
-        }
-        let mut elements = [sys::gss_key_value_element_struct {
-            key: c"keytab".as_ptr(),
-            value: keytab_c.as_ptr(),
-        }];
-        let store = sys::gss_key_value_set_struct {
-            count: 1,
-            elements: elements.as_mut_ptr(),
-        };
-        let mut cred: sys::gss_cred_id_t = std::ptr::null_mut();
-        // `mechs`, `store` (and the `elements`/C strings it points to) are only read; `cred`
-        // receives a new credential handle or stays null; actual-mechs and time are not asked.
-        // SAFETY: `name` is the name imported above; every other pointer is to a live local.
-        let major = unsafe {
-            sys::gss_acquire_cred_from(
-                &mut minor,
-                name,
-                sys::_GSS_C_INDEFINITE,
-                &mut mechs,
-                sys::GSS_C_ACCEPT as sys::gss_cred_usage_t,
-                &store,
-                &mut cred,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        let (mut m2, mut name) = (0u32, name);
-        // SAFETY: `name` was imported above and is released exactly once.
-        unsafe { sys::gss_release_name(&mut m2, &mut name) };
-        if major != 0 || cred.is_null() {
-            return Err(fail(major_err(major, minor)));
-        }
-        // SAFETY: `cred` is a valid credential handle just acquired; `Cred` takes ownership and
-        // releases it once on drop.
-        let cred = unsafe { Cred::from_c(cred) };
+        let cred = acquire_cred_from(
+            principal,
+            Usage::Accept,
+            &[(c"keytab", keytab_c.as_c_str())],
+        )
+        .map_err(|e| fail(e.text))?;
         Ok(Self {
             principal: principal.to_string(),
             cred,
         })
     }
+}
+
+/// What a credential acquired by [`acquire_cred_from`] is for.
+#[derive(Debug, Clone, Copy)]
+enum Usage {
+    Initiate,
+    Accept,
+}
+
+/// A failed [`acquire_cred_from`]: MIT's text and its minor (krb5) code.
+#[derive(Debug)]
+struct AcquireFailure {
+    text: String,
+    minor: u32,
+}
+
+/// `gss_acquire_cred_from` for the Kerberos principal `principal` (imported as
+/// `GSS_KRB5_NT_PRINCIPAL_NAME`) with an explicit credential store (`keytab`, `client_keytab`,
+/// `ccache`, ...), so nothing process-wide (`KRB5_KTNAME`, `KRB5_CLIENT_KTNAME`, `KRB5CCNAME`)
+/// is read or changed. The one place this module calls the GSS-API's C functions directly
+/// (`libgssapi` has no safe wrapper for it).
+fn acquire_cred_from(
+    principal: &str,
+    usage: Usage,
+    store: &[(&CStr, &CStr)],
+) -> Result<Cred, AcquireFailure> {
+    use libgssapi_sys as sys;
+    let mut name_oid = sys::gss_OID_desc_struct {
+        length: KRB5_NT_PRINCIPAL_OID.len() as u32,
+        elements: KRB5_NT_PRINCIPAL_OID.as_ptr() as *mut std::ffi::c_void,
+    };
+    let mut mech_oid = sys::gss_OID_desc_struct {
+        length: KRB5_MECH_OID.len() as u32,
+        elements: KRB5_MECH_OID.as_ptr() as *mut std::ffi::c_void,
+    };
+    let mut mechs = sys::gss_OID_set_desc_struct {
+        count: 1,
+        elements: &mut mech_oid,
+    };
+    let mut name_buf = sys::gss_buffer_desc_struct {
+        length: principal.len(),
+        value: principal.as_ptr() as *mut std::ffi::c_void,
+    };
+    let mut minor: u32 = 0;
+    let mut name: sys::gss_name_t = std::ptr::null_mut();
+    // GSS only reads the buffer and OID (their `*mut` is the C API's lack of const) and
+    // writes the new name into `name`, which is released below.
+    let (buf_p, oid_p) = (&mut name_buf, &mut name_oid);
+    // SAFETY: every pointer is to a live local of the type the C signature names.
+    let major = unsafe { sys::gss_import_name(&mut minor, buf_p, oid_p, &mut name) };
+    if major != 0 {
+        return Err(AcquireFailure {
+            text: format!("bad principal name: {}", major_err(major, minor)),
+            minor,
+        });
+    }
+    let mut elements: Vec<sys::gss_key_value_element_struct> = store
+        .iter()
+        .map(|(k, v)| sys::gss_key_value_element_struct {
+            key: k.as_ptr(),
+            value: v.as_ptr(),
+        })
+        .collect();
+    let set = sys::gss_key_value_set_struct {
+        count: elements.len() as u32,
+        elements: elements.as_mut_ptr(),
+    };
+    let usage = match usage {
+        Usage::Initiate => sys::GSS_C_INITIATE,
+        Usage::Accept => sys::GSS_C_ACCEPT,
+    };
+    let mut cred: sys::gss_cred_id_t = std::ptr::null_mut();
+    // `mechs`, `set` (and the `elements` and C strings it points to, all borrowed for this
+    // call) are only read; `cred` receives a new credential handle or stays null;
+    // actual-mechs and time are not asked for.
+    // SAFETY: `name` is the name imported above; every other pointer is to a live local.
+    let major = unsafe {
+        sys::gss_acquire_cred_from(
+            &mut minor,
+            name,
+            sys::_GSS_C_INDEFINITE,
+            &mut mechs,
+            usage as sys::gss_cred_usage_t,
+            &set,
+            &mut cred,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    let (mut m2, mut name) = (0u32, name);
+    // SAFETY: `name` was imported above and is released exactly once.
+    unsafe { sys::gss_release_name(&mut m2, &mut name) };
+    if major != 0 || cred.is_null() {
+        return Err(AcquireFailure {
+            text: major_err(major, minor),
+            minor,
+        });
+    }
+    // SAFETY: `cred` is a valid credential handle just acquired; `Cred` takes ownership and
+    // releases it once on drop.
+    Ok(unsafe { Cred::from_c(cred) })
 }
 
 impl GssAcceptorFactory for MitAcceptors {
@@ -469,6 +619,62 @@ mod tests {
         assert_eq!(
             canonical_host_name("127.0.0.1".parse().unwrap()),
             "localhost"
+        );
+    }
+
+    /// A FILE keytab (format 0x0502) with one AES-128 key for `principal` (`name@REALM`).
+    fn keytab_for(path: &Path, principal: &str) {
+        let (name, realm) = principal.rsplit_once('@').unwrap();
+        let counted = |out: &mut Vec<u8>, b: &[u8]| {
+            out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+            out.extend_from_slice(b);
+        };
+        let parts: Vec<&str> = name.split('/').collect();
+        let mut e = Vec::new();
+        e.extend_from_slice(&(parts.len() as u16).to_be_bytes());
+        counted(&mut e, realm.as_bytes());
+        for p in &parts {
+            counted(&mut e, p.as_bytes());
+        }
+        e.extend_from_slice(&1u32.to_be_bytes()); // KRB5_NT_PRINCIPAL
+        e.extend_from_slice(&0u32.to_be_bytes()); // timestamp
+        e.push(1); // kvno
+        e.extend_from_slice(&17u16.to_be_bytes()); // aes128-cts-hmac-sha1-96
+        counted(&mut e, &[7u8; 16]);
+        let mut file = vec![0x05, 0x02];
+        file.extend_from_slice(&(e.len() as i32).to_be_bytes());
+        file.extend_from_slice(&e);
+        std::fs::write(path, file).unwrap();
+    }
+
+    #[test]
+    fn a_kerberos_keytab_login_fails_clearly_without_its_principal_or_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let keytab = dir.path().join("other.keytab");
+        keytab_for(&keytab, "other/node1@EXAMPLE.COM");
+        // No KDC is needed to find that the keytab lacks the principal.
+        let e = MitGss::from_keytab("client@EXAMPLE.COM", &keytab)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "Kerberos login as client@EXAMPLE.COM from keytab {} failed: the keytab holds \
+                 no key for client@EXAMPLE.COM",
+                keytab.display()
+            )),
+            "{e}"
+        );
+        let missing = dir.path().join("missing.keytab");
+        let e = MitGss::from_keytab("client@EXAMPLE.COM", &missing)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "Kerberos login as client@EXAMPLE.COM from keytab {} failed: cannot read the \
+                 keytab",
+                missing.display()
+            )),
+            "{e}"
         );
     }
 

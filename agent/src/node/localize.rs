@@ -32,10 +32,12 @@
 //! presented with SASL TOKEN, and without one the fetch fails at once
 //! ([`LocalizeError::NoDelegationToken`]), never falling back to the agent's own login. PUBLIC
 //! resources are read with the agent's own Kerberos login: `yarn.nodemanager.principal`, `_HOST`
-//! replaced by the local host's canonical name (Java's `SecurityUtil.login`), its keys found by
-//! MIT krb5 in the ticket cache or the client keytab the agent was started with
-//! (`KRB5CCNAME`, `KRB5_CLIENT_KTNAME`: process-wide; `yarn.nodemanager.keytab` should name the
-//! same file). The clients are kept per user and token, as above.
+//! replaced by the local host's canonical name (Java's `SecurityUtil.login`), its key read from
+//! `yarn.nodemanager.keytab` (its tickets kept in memory; MIT's `KRB5CCNAME` and
+//! `KRB5_CLIENT_KTNAME` are neither read nor changed), or, without that key, found by MIT krb5
+//! in the ticket cache or the client keytab the agent was started with (`KRB5CCNAME`,
+//! `KRB5_CLIENT_KTNAME`). A keytab without the principal stops the agent at start, naming both
+//! keys ([`node_keytab`]). The clients are kept per user and token, as above.
 //!
 //! The reader thread exists only when `fs.defaultFS` names an `hdfs://` file system
 //! ([`HdfsSettings::from_conf`]); otherwise a localize request is answered with
@@ -112,12 +114,38 @@ pub fn node_principal(conf: &Configuration, host: &str) -> Option<String> {
         .map(|p| hadoop_wire::sasl::gssapi::replace_host(p, host))
 }
 
+/// `yarn.nodemanager.keytab`: the keytab of the agent's own login for its HDFS reads (`None`
+/// when unset: MIT's `KRB5CCNAME` / `KRB5_CLIENT_KTNAME` decide). Set without
+/// `yarn.nodemanager.principal` it is an error naming both (Java would log in as the OS user;
+/// the agent refuses to guess).
+pub fn node_keytab(conf: &Configuration) -> Result<Option<PathBuf>, AgentError> {
+    let Some(keytab) = conf
+        .get("yarn.nodemanager.keytab")
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    else {
+        return Ok(None);
+    };
+    if node_principal(conf, "_HOST").is_none() {
+        return Err(AgentError::Config(format!(
+            "yarn.nodemanager.keytab is set ({keytab}) but yarn.nodemanager.principal is not: \
+             the agent's Kerberos login needs the principal whose key the keytab holds"
+        )));
+    }
+    Ok(Some(PathBuf::from(keytab)))
+}
+
 impl HdfsSettings {
     /// `Some` when `fs.defaultFS` is an `hdfs://` URI; `None` otherwise (no reader thread).
+    /// On a Kerberized cluster a `yarn.nodemanager.keytab` without `yarn.nodemanager.principal`
+    /// is refused here ([`node_keytab`]).
     pub fn from_conf(conf: &Configuration) -> Result<Option<HdfsSettings>, AgentError> {
         let fs = default_fs(conf);
         if !fs.to_ascii_lowercase().starts_with("hdfs://") {
             return Ok(None);
+        }
+        if is_kerberos(conf) {
+            node_keytab(conf)?;
         }
         let depth = match conf.try_get("hotpath.agent.localize.queue-depth")? {
             Some(_) => conf.get_i64("hotpath.agent.localize.queue-depth")?,
@@ -587,6 +615,9 @@ struct Clients {
     own_user: String,
     /// `hadoop.security.authentication=kerberos`.
     kerberos: bool,
+    /// Why the agent's own login cannot be configured ([`node_keytab`]); its client is then
+    /// not built (an application's token clients are).
+    own_login_error: Option<String>,
     /// Most recently used last.
     clients: Vec<(ClientKey, DfsClient)>,
 }
@@ -594,19 +625,26 @@ struct Clients {
 impl Clients {
     fn new(settings: &HdfsSettings, cpu: Option<u32>) -> Clients {
         let kerberos = is_kerberos(&settings.conf);
+        let (keytab, own_login_error) = match kerberos.then(|| node_keytab(&settings.conf)) {
+            Some(Ok(k)) => (k, None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+            None => (None, None),
+        };
         // The NameNode connections' reader threads sit on this thread's CPU, named after it.
         let placement = hdfs_io::namenode::NameNodeConfig {
             reader_thread_name: Some(
                 cpu.map_or_else(|| "hp-hdfsrx".into(), |c| format!("hp-hdfsrx-{c}")),
             ),
             reader_cpu: cpu,
-            // the agent's own login (from_conf_with takes only the client principal from here)
+            // the agent's own login (from_conf_with takes only the client principal and the
+            // keytab from here)
             kerberos: kerberos.then(|| hdfs_io::namenode::NameNodeKerberos {
                 server_principal: String::new(),
                 client_principal: node_principal(
                     &settings.conf,
                     &ipc::kerberos::server_host_name(std::net::Ipv4Addr::UNSPECIFIED.into()),
                 ),
+                keytab,
             }),
             ..Default::default()
         };
@@ -614,6 +652,7 @@ impl Clients {
             conf: settings.conf.clone(),
             own_user: placement.user.clone(),
             kerberos,
+            own_login_error,
             placement,
             clients: Vec::new(),
         }
@@ -658,6 +697,8 @@ impl Clients {
                 // The agent's principal is not named for these clients.
                 cfg.credentials = creds;
                 cfg.kerberos = None;
+            } else if let Some(e) = &self.own_login_error {
+                return Err(LocalizeError::Hdfs(hdfs_io::Error::Config(e.clone())));
             }
             let c = DfsClient::from_conf_with(&self.conf, cfg)
                 .map_err(|e| LocalizeError::from_hdfs(e, path))?;
