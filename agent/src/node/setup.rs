@@ -352,9 +352,9 @@ fn lookup(id: u32, user: bool) -> Option<String> {
             // SAFETY: an all-zero passwd is a valid value of this plain C struct.
             let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
             let mut result: *mut libc::passwd = std::ptr::null_mut();
+            let buf_p = buf.as_mut_ptr().cast();
             // SAFETY: every pointer is to a live local; `buf` is `len` bytes long.
-            rc =
-                unsafe { libc::getpwuid_r(id, &mut pw, buf.as_mut_ptr().cast(), len, &mut result) };
+            rc = unsafe { libc::getpwuid_r(id, &mut pw, buf_p, len, &mut result) };
             name = (rc == 0 && !result.is_null() && !pw.pw_name.is_null()).then(|| {
                 // SAFETY: on success pw_name points at a NUL-terminated string inside `buf`.
                 let c = unsafe { CStr::from_ptr(pw.pw_name) };
@@ -366,9 +366,9 @@ fn lookup(id: u32, user: bool) -> Option<String> {
             // SAFETY: an all-zero group is a valid value of this plain C struct.
             let mut gr: libc::group = unsafe { std::mem::zeroed() };
             let mut result: *mut libc::group = std::ptr::null_mut();
+            let buf_p = buf.as_mut_ptr().cast();
             // SAFETY: every pointer is to a live local; `buf` is `len` bytes long.
-            rc =
-                unsafe { libc::getgrgid_r(id, &mut gr, buf.as_mut_ptr().cast(), len, &mut result) };
+            rc = unsafe { libc::getgrgid_r(id, &mut gr, buf_p, len, &mut result) };
             name = (rc == 0 && !result.is_null() && !gr.gr_name.is_null()).then(|| {
                 // SAFETY: on success gr_name points at a NUL-terminated string inside `buf`.
                 let c = unsafe { CStr::from_ptr(gr.gr_name) };
