@@ -16,7 +16,10 @@
 //!
 //! `cargo run --release -p benches --example vs_java -- [read|filestatus|all] [runs] [rate] [files] [seconds] [--encrypt]`
 //! (`--encrypt`: the cluster encrypts data transfer, `dfs.encrypt.data.transfer` with
-//! AES/CTR/NoPadding, and both clients read through the AES streams)
+//! AES/CTR/NoPadding, and both clients read through the AES streams; `--encrypt-3des` /
+//! `--encrypt-rc4`: encrypted data transfer without AES, so both clients read through the
+//! DIGEST-MD5 stream layer with that cipher (`dfs.encrypt.data.transfer.algorithm`); ours then
+//! runs only its blocking receive, the only path of that layer)
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
 //! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
@@ -83,17 +86,50 @@ const ENCRYPT_SETS: [&str; 6] = [
     "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
 ];
 
+/// `--encrypt-3des` / `--encrypt-rc4`: encrypted data transfer without AES (the DIGEST-MD5
+/// stream layer, `auth-conf` with the key's cipher).
+const DIGEST_SETS: [&str; 4] = [
+    "--set",
+    "dfs.encrypt.data.transfer=true",
+    "--set",
+    "dfs.block.access.token.enable=true",
+];
+
 fn main() {
     let all: Vec<String> = std::env::args().skip(1).collect();
     let encrypt = all.iter().any(|a| a == "--encrypt");
-    let mut args = all.into_iter().filter(|a| a != "--encrypt");
+    let digest: Option<&str> = if all.iter().any(|a| a == "--encrypt-3des") {
+        Some("3des")
+    } else if all.iter().any(|a| a == "--encrypt-rc4") {
+        Some("rc4")
+    } else {
+        None
+    };
+    let mut sets: Vec<&str> = if encrypt {
+        ENCRYPT_SETS.to_vec()
+    } else {
+        Vec::new()
+    };
+    if let Some(c) = digest {
+        sets.extend_from_slice(&DIGEST_SETS);
+        if c == "rc4" {
+            sets.extend_from_slice(&["--set", "dfs.encrypt.data.transfer.algorithm=rc4"]);
+        }
+    }
+    let layer = match (encrypt, digest) {
+        (_, Some(c)) => c,
+        (true, None) => "aes",
+        (false, None) => "none",
+    };
+    let mut args = all
+        .into_iter()
+        .filter(|a| !matches!(a.as_str(), "--encrypt" | "--encrypt-3des" | "--encrypt-rc4"));
     let what = args.next().unwrap_or_else(|| "all".into());
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let rate: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000.0);
     let files: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let mut peer =
-        Peer::start(Mode::Hdfs, if encrypt { &ENCRYPT_SETS } else { &[] }).expect("hdfs peer");
+    let mut peer = Peer::start(Mode::Hdfs, &sets).expect("hdfs peer");
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("conf");
     let nn = NameNodeClient::from_conf(&conf).expect("nn");
     let client = DfsClient::new(
@@ -123,6 +159,7 @@ fn main() {
         let mut ours: Vec<(&str, DfsClient)> =
             vec![("hotpath_blocking", with_io(BackendChoice::Epoll))];
         match with_io(BackendChoice::Uring).recv_path() {
+            _ if digest.is_some() => {}
             Ok(_) => ours.insert(0, ("hotpath", with_io(BackendChoice::Uring))),
             Err(e) => eprintln!("io_uring receive unavailable ({e}): blocking only"),
         }
@@ -148,13 +185,14 @@ fn main() {
                 let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
                 let gb = sink.0 as f64 / 1e9;
                 println!(
-                    "{{\"client\":\"{name}\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3},\"uring_reads\":{},\"encrypted_handshakes\":{}}}",
+                    "{{\"client\":\"{name}\",\"run\":{run},\"bytes\":{},\"gb_per_s\":{:.3},\"cpu_s\":{cpu:.3},\"cpu_s_per_gb\":{:.3},\"dn_cpu_s\":{dn_cpu:.3},\"dn_gb_served\":{gb:.3},\"dn_cpu_s_per_gb\":{:.3},\"uring_reads\":{},\"encrypted_handshakes\":{},\"sasl_layer_reads\":{}}}",
                     sink.0,
                     gb / secs,
                     cpu / gb,
                     dn_cpu / gb,
                     st.uring_reads,
-                    st.encrypted_handshakes
+                    st.encrypted_handshakes,
+                    st.sasl_layer_reads
                 );
                 m[i][0].push(gb / secs);
                 m[i][1].push(cpu / gb);
@@ -199,7 +237,8 @@ fn main() {
             })
             .collect();
         println!(
-            "{{\"summary\":\"read\",\"encrypted\":{encrypt},\"runs\":{runs},{}}}",
+            "{{\"summary\":\"read\",\"encrypted\":{},\"layer\":\"{layer}\",\"runs\":{runs},{}}}",
+            encrypt || digest.is_some(),
             parts.join(",")
         );
     }

@@ -6,6 +6,13 @@
 //! so one `read` often brings more than one), the state machine cuts packets in place and
 //! hands verified data to the caller's sink as slices of that buffer.
 //!
+//! A connection whose SASL handshake settled on `auth-int` / `auth-conf` without AES carries
+//! a [`SaslConn`]: its bytes are DIGEST-MD5 frames ([`read_block_on_sasl`]), received into the
+//! same [`RecvBuf`] and unwrapped into the connection's plaintext buffer, which the state
+//! machine parses. That path copies each byte once more than the plain and AES paths (frame →
+//! plaintext) and always receives blocking (no io_uring variant: 3DES/RC4 and HMAC-MD5 cost
+//! far more than the receive).
+//!
 //! After a clean read (the empty last packet consumed, CHECKSUM_OK sent) the DataNode waits
 //! for another op on the same socket (`dfs.datanode.socket.reuse.keepalive`, 4 s), so the
 //! connection goes to the [`PeerCache`] (capacity `dfs.client.socketcache.capacity` 16,
@@ -14,7 +21,8 @@
 use crate::block_reader::{encode_read_block, BlockRead, Event, ReadBlockRequest};
 use crate::error::{BlockName, Error};
 use hadoop_wire::hdfs::transfer_sasl::{
-    AesCtrStreams, Credentials, Step, TransferSaslClient, TransferSaslError, MAX_MESSAGE_LEN,
+    AesCtrStreams, Credentials, SaslStreamError, SaslStreams, Step, TransferSaslClient,
+    TransferSaslError, MAX_MESSAGE_LEN,
 };
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -84,12 +92,15 @@ impl Default for RecvBuf {
     }
 }
 
-/// A DataNode connection: the socket and, after an encrypted handshake that chose AES, the
-/// connection's two AES-CTR streams (their counters run on across the ops of the connection).
+/// A DataNode connection: the socket and what its SASL handshake left on it: the two AES-CTR
+/// streams when the DataNode chose AES, or the DIGEST-MD5 stream layer for `auth-int` /
+/// `auth-conf` without AES (counters and sequence numbers run on across the ops of the
+/// connection). At most one of the two is set.
 #[derive(Debug)]
 pub struct Peer {
     pub stream: TcpStream,
     pub crypt: Option<Box<AesCtrStreams>>,
+    pub sasl: Option<Box<SaslConn>>,
 }
 
 impl From<TcpStream> for Peer {
@@ -97,8 +108,78 @@ impl From<TcpStream> for Peer {
         Peer {
             stream,
             crypt: None,
+            sasl: None,
         }
     }
+}
+
+impl Peer {
+    /// A connection with what [`handshake`] negotiated on it.
+    pub fn new(stream: TcpStream, protection: Protection) -> Peer {
+        let (crypt, sasl) = match protection {
+            Protection::None => (None, None),
+            Protection::Aes(c) => (Some(c), None),
+            Protection::Sasl(l) => (None, Some(l)),
+        };
+        Peer {
+            stream,
+            crypt,
+            sasl,
+        }
+    }
+}
+
+/// What the DataTransfer SASL handshake left on a connection.
+#[derive(Debug)]
+pub enum Protection {
+    /// Plain streams: no handshake, or QOP `auth`.
+    None,
+    /// The DataNode chose AES/CTR/NoPadding.
+    Aes(Box<AesCtrStreams>),
+    /// `auth-int` or `auth-conf` without AES: DIGEST-MD5 frames both ways.
+    Sasl(Box<SaslConn>),
+}
+
+/// A connection's DIGEST-MD5 stream layer and its buffers (kept with the connection, so its
+/// ops after the first allocate nothing more once the buffers have grown).
+#[derive(Debug)]
+pub struct SaslConn {
+    streams: SaslStreams,
+    /// Unwrapped bytes not yet consumed by the state machine: `plain[start..]`.
+    plain: Vec<u8>,
+    start: usize,
+    /// Frames to send.
+    tx: Vec<u8>,
+}
+
+impl SaslConn {
+    pub fn new(streams: SaslStreams) -> SaslConn {
+        SaslConn {
+            streams,
+            plain: Vec::new(),
+            start: 0,
+            tx: Vec::new(),
+        }
+    }
+
+    /// `auth-int` or `auth-conf`.
+    pub fn qop(&self) -> hadoop_wire::sasl::Qop {
+        self.streams.qop()
+    }
+
+    /// Wraps `plain` into frames and sends them.
+    fn send(&mut self, s: &mut TcpStream, plain: &[u8]) -> Result<(), SendError> {
+        self.tx.clear();
+        self.streams
+            .wrap(plain, &mut self.tx)
+            .map_err(SendError::Layer)?;
+        s.write_all(&self.tx).map_err(SendError::Io)
+    }
+}
+
+enum SendError {
+    Layer(SaslStreamError),
+    Io(io::Error),
 }
 
 /// Idle DataNode connections, by address, with expiry.
@@ -310,10 +391,136 @@ pub fn read_block_on_with(
     }
 }
 
+/// [`read_block_on`] over a connection with the DIGEST-MD5 stream layer (`sasl`, from
+/// [`handshake`]): the request and the status go out as SASL frames; the DataNode's frames are
+/// received into `buf` (several per `read` when they have arrived), each is checked (length
+/// against [`MAX_FRAME_LEN`](hadoop_wire::hdfs::transfer_sasl::MAX_FRAME_LEN) from its prefix,
+/// MAC, sequence number) and unwrapped into the connection's plaintext buffer, and the state
+/// machine parses that. A refused frame fails the read with [`Error::DataTransferLayer`]; the
+/// connection must then be dropped (it is not clean, so the caller does not cache it).
+#[allow(clippy::too_many_arguments)]
+pub fn read_block_on_sasl(
+    s: &mut TcpStream,
+    sasl: &mut SaslConn,
+    req: &ReadBlockRequest<'_>,
+    read: &mut BlockRead,
+    buf: &mut RecvBuf,
+    out: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    datanode: &str,
+) -> BlockReadResult {
+    let mut got_bytes = false;
+    let io_err = |what: &str, e: io::Error| Error::io(format!("{what} DataNode {datanode}"), e);
+    let layer_err = |read: &BlockRead, source: SaslStreamError| Error::DataTransferLayer {
+        block: read.block().clone(),
+        datanode: datanode.to_string(),
+        source,
+    };
+    let fail = |read: &BlockRead, error: Error, got_bytes: bool| BlockReadResult {
+        delivered: read.delivered(),
+        error: Some(error),
+        got_bytes,
+    };
+    out.clear();
+    encode_read_block(req, out);
+    match sasl.send(s, out) {
+        Ok(()) => {}
+        Err(SendError::Layer(e)) => return fail(read, layer_err(read, e), got_bytes),
+        Err(SendError::Io(e)) => {
+            return fail(read, io_err("sending OP_READ_BLOCK to", e), got_bytes)
+        }
+    }
+    buf.clear();
+    sasl.plain.clear();
+    sasl.start = 0;
+    loop {
+        let ev = read.poll(&sasl.plain[sasl.start..]);
+        match ev {
+            Ok(Event::NeedMore(_)) => {
+                // the consumed plaintext goes; what is left is part of one packet
+                sasl.plain.drain(..sasl.start);
+                sasl.start = 0;
+                let had = sasl.plain.len();
+                // unwrap the frames received; receive when there is no complete one
+                while sasl.plain.len() == had {
+                    let pending = buf.end - buf.start;
+                    if sasl.plain.capacity() - sasl.plain.len() < pending {
+                        // once per connection (or per larger packet size): room for a whole
+                        // receive buffer of frames beside a partial packet, so warm reads
+                        // allocate nothing
+                        let want = (sasl.plain.len() + pending).max(buf.buf.len() + 128 * 1024);
+                        sasl.plain.reserve(want - sasl.plain.len());
+                    }
+                    let u = match sasl
+                        .streams
+                        .unwrap(&buf.buf[buf.start..buf.end], &mut sasl.plain)
+                    {
+                        Ok(u) => u,
+                        Err(e) => return fail(read, layer_err(read, e), got_bytes),
+                    };
+                    buf.start += u.consumed;
+                    if sasl.plain.len() > had {
+                        break;
+                    }
+                    // at least the rest of the next frame (capped: MAX_FRAME_LEN < the
+                    // buffer's cap), and as much more as fits
+                    if let Err(e) = buf.reserve(u.need.max(64 * 1024)) {
+                        return fail(read, io_err("reading from", e), got_bytes);
+                    }
+                    match s.read(&mut buf.buf[buf.end..]) {
+                        Ok(0) => {
+                            let e = Error::Truncated {
+                                block: read.block().clone(),
+                                datanode: datanode.to_string(),
+                                received: read.delivered(),
+                                expected: read.delivered() + read.remaining(),
+                            };
+                            return fail(read, e, got_bytes);
+                        }
+                        Ok(k) => {
+                            got_bytes = true;
+                            buf.end += k;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return fail(read, io_err("reading from", e), got_bytes),
+                    }
+                }
+            }
+            Ok(Event::Data { data, consumed }) => {
+                if !data.is_empty() {
+                    if let Err(e) = sink(data) {
+                        return BlockReadResult {
+                            delivered: read.delivered() - data.len() as u64,
+                            error: Some(Error::Sink { source: e }),
+                            got_bytes,
+                        };
+                    }
+                }
+                sasl.start += consumed;
+            }
+            Ok(Event::Done { consumed }) => {
+                sasl.start += consumed;
+                let status = read.status_bytes();
+                let error = match sasl.send(s, &status) {
+                    Ok(()) => None,
+                    Err(SendError::Layer(e)) => Some(layer_err(read, e)),
+                    Err(SendError::Io(e)) => Some(io_err("sending the read status to", e)),
+                };
+                return BlockReadResult {
+                    delivered: read.delivered(),
+                    error,
+                    got_bytes,
+                };
+            }
+            Err(e) => return fail(read, e, got_bytes),
+        }
+    }
+}
+
 /// Runs the DataTransfer SASL handshake (security.md §5) on a fresh connection, blocking with
-/// the socket's timeouts: `Some` streams when the DataNode chose AES, `None` when the
-/// negotiated protection needs no stream layer. A DIGEST-MD5 (3des/rc4) stream layer without
-/// AES is not implemented: refused with [`Error::Protocol`]. Messages are capped at
+/// the socket's timeouts: [`Protection::Aes`] when the DataNode chose AES,
+/// [`Protection::Sasl`] for `auth-int` / `auth-conf` without AES (DIGEST-MD5 frames with
+/// 3DES/RC4/DES under `auth-conf`), [`Protection::None`] for `auth`. Messages are capped at
 /// [`MAX_MESSAGE_LEN`] before they are buffered.
 pub fn handshake(
     s: &mut TcpStream,
@@ -321,7 +528,7 @@ pub fn handshake(
     want_aes: bool,
     block: &BlockName,
     datanode: &str,
-) -> Result<Option<Box<AesCtrStreams>>, Error> {
+) -> Result<Protection, Error> {
     let sasl = |source: TransferSaslError| Error::DataTransferSasl {
         block: block.clone(),
         datanode: datanode.to_string(),
@@ -378,21 +585,16 @@ pub fn handshake(
                     )));
                 }
                 if let Some(keys) = &negotiated.aes {
-                    return Ok(Some(Box::new(AesCtrStreams::client(keys).map_err(sasl)?)));
+                    return Ok(Protection::Aes(Box::new(
+                        AesCtrStreams::client(keys).map_err(sasl)?,
+                    )));
                 }
-                if negotiated.layer.is_some() {
-                    return Err(Error::Protocol {
-                        block: block.clone(),
-                        datanode: datanode.to_string(),
-                        reason: format!(
-                            "the DataNode negotiated {} without an AES cipher; the DIGEST-MD5 \
-                             stream layer is not implemented (set \
-                             dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding)",
-                            negotiated.qop.sasl_name()
-                        ),
-                    });
+                if let Some(layer) = negotiated.layer {
+                    return Ok(Protection::Sasl(Box::new(SaslConn::new(SaslStreams::new(
+                        layer,
+                    )))));
                 }
-                return Ok(None);
+                return Ok(Protection::None);
             }
             Err(e) => {
                 // as Java's client: tell the DataNode why, then fail (best effort)

@@ -22,7 +22,8 @@
 use crate::addr_cache::{system_resolver, AddrCache};
 use crate::block_reader::{BlockRead, ReadBlockRequest};
 use crate::datanode::{
-    block_name, connect, handshake, read_block_on_with, Peer, PeerCache, RecvBuf,
+    block_name, connect, handshake, read_block_on_sasl, read_block_on_with, Peer, PeerCache,
+    Protection, RecvBuf,
 };
 use crate::dead_nodes::{DeadNodes, Failure};
 use crate::error::{BlockName, Error};
@@ -72,8 +73,9 @@ pub struct DfsConfig {
     /// `dfs.data.transfer.protection` (empty: none), used on a Kerberized cluster
     /// (`hadoop.security.authentication=kerberos`) for DataNodes on unprivileged ports (≥ 1024)
     /// when the NameNode does not encrypt data transfer: the general SASL handshake, DIGEST-MD5
-    /// over the block token. `integrity` and `privacy` without AES need the DIGEST stream layer,
-    /// which this client does not implement (refused with a clear error).
+    /// over the block token. `integrity`, and `privacy` without AES, run the connection through
+    /// the DIGEST-MD5 stream layer (3DES by default under `privacy`; blocking receive, one more
+    /// copy: see [`crate::datanode`]).
     pub data_transfer_protection: Vec<hadoop_wire::sasl::Qop>,
     /// `hadoop.security.authentication` is `kerberos`.
     pub kerberos: bool,
@@ -160,6 +162,9 @@ pub struct ReadStats {
     pub encrypted_handshakes: u64,
     /// Block locations fetched again because a DataNode refused the block token.
     pub token_refetches: u64,
+    /// Block reads (replica attempts) through the DIGEST-MD5 stream layer (`auth-int`, or
+    /// `auth-conf` without AES).
+    pub sasl_layer_reads: u64,
 }
 
 /// An HDFS client for stat and reads. Share it across threads.
@@ -650,7 +655,7 @@ impl DfsClient {
         let general = !self.cfg.data_transfer_protection.is_empty()
             && self.cfg.kerberos
             && addr.port() >= 1024;
-        let crypt = match key {
+        let protection = match key {
             None if general => handshake(
                 &mut s,
                 Credentials::BlockToken {
@@ -663,7 +668,7 @@ impl DfsClient {
                 dn,
             )
             .map_err(|e| (e, false))?,
-            None => None,
+            None => Protection::None,
             Some(k) => {
                 stats.encrypted_handshakes += 1;
                 handshake(
@@ -676,7 +681,7 @@ impl DfsClient {
                 .map_err(|e| (e, false))?
             }
         };
-        Ok(Peer { stream: s, crypt })
+        Ok(Peer::new(s, protection))
     }
 
     /// One block read over `s`: io_uring into this thread's pooled buffers, or the blocking
@@ -695,6 +700,11 @@ impl DfsClient {
         stats: &mut ReadStats,
     ) -> crate::datanode::BlockReadResult {
         let s = &mut p.stream;
+        if let Some(l) = p.sasl.as_deref_mut() {
+            // DIGEST-MD5 frames: blocking receive (see datanode's module docs)
+            stats.sasl_layer_reads += 1;
+            return read_block_on_sasl(s, l, req, read, buf, scratch, sink, dn);
+        }
         let mut crypt: Option<&mut AesCtrStreams> = p.crypt.as_deref_mut();
         if recv == RecvPath::Uring {
             if let Some(r) = read_block_uring_with(

@@ -206,6 +206,16 @@ pub enum Error {
         #[source]
         source: hadoop_wire::hdfs::transfer_sasl::TransferSaslError,
     },
+    /// The SASL stream layer (DIGEST-MD5 `auth-int` / `auth-conf` without AES) refused the
+    /// DataNode's bytes: a frame over the cap, a bad MAC or padding, an out-of-order sequence
+    /// number. The connection is closed.
+    #[error("SASL stream layer with DataNode {datanode} for {block}: {source}")]
+    DataTransferLayer {
+        block: BlockName,
+        datanode: String,
+        #[source]
+        source: hadoop_wire::hdfs::transfer_sasl::SaslStreamError,
+    },
     /// Configuration: missing or bad key.
     #[error("configuration: {0}")]
     Config(String),

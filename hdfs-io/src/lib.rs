@@ -39,7 +39,9 @@
 //!   (`hadoop_wire::hdfs::transfer_sasl`) on new DataNode connections when the NameNode hands
 //!   out a data encryption key or `dfs.data.transfer.protection` is set on a Kerberized
 //!   cluster; AES-CTR streams ride with the connection ([`datanode::Peer`]) and decrypt in
-//!   place on both receive paths.
+//!   place on both receive paths; without AES, `auth-int` / `auth-conf` run the connection
+//!   through the DIGEST-MD5 stream layer ([`datanode::read_block_on_sasl`]: blocking receive,
+//!   one more copy).
 //! - [`tokens`]: HDFS delegation tokens (the get/renew/cancel messages, the token service,
 //!   Credentials files from `HADOOP_TOKEN_FILE_LOCATION`); [`namenode`] makes the calls and
 //!   authenticates with a token it holds (SASL TOKEN).

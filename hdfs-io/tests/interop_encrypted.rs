@@ -6,7 +6,9 @@
 use hadoop_wire::hdfs::transfer_sasl::{Credentials, DataEncryptionKey, TransferSaslError};
 use hadoop_wire::pb::hadoop::hdfs::LocatedBlocksProto;
 use hdfs_io::block_reader::{BlockRead, ReadBlockRequest};
-use hdfs_io::datanode::{connect, handshake, read_block_on_with, RecvBuf};
+use hdfs_io::datanode::{
+    connect, handshake, read_block_on_sasl, read_block_on_with, Protection, RecvBuf,
+};
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::NameNodeClient;
 use hdfs_io::topology::{LocalNode, RackMap};
@@ -142,7 +144,10 @@ fn a_wrong_or_unknown_encryption_key_fails_clearly_without_hanging() {
         r
     };
     // the real key works
-    assert!(run(&key).expect("handshake").is_some(), "AES chosen");
+    assert!(
+        matches!(run(&key).expect("handshake"), Protection::Aes(_)),
+        "AES chosen"
+    );
     // wrong key bytes: DIGEST-MD5 fails on the DataNode, which says so
     let mut wrong = key.clone();
     wrong.encryption_key[0] ^= 1;
@@ -185,9 +190,12 @@ fn an_invalid_block_token_is_error_access_token() {
     let timeout = Duration::from_secs(20);
     let read_with = |token: &hadoop_wire::pb::hadoop::common::TokenProto| {
         let mut s = connect(addr, timeout, timeout).expect("connect");
-        let mut crypt = handshake(&mut s, Credentials::EncryptionKey(&key), true, &name, "dn")
-            .expect("handshake")
-            .expect("AES");
+        let Protection::Aes(mut crypt) =
+            handshake(&mut s, Credentials::EncryptionKey(&key), true, &name, "dn")
+                .expect("handshake")
+        else {
+            panic!("AES not chosen");
+        };
         let tb = token.encode_to_vec();
         let req = ReadBlockRequest {
             block: &block,
@@ -226,18 +234,75 @@ fn an_invalid_block_token_is_error_access_token() {
 }
 
 #[test]
-fn without_aes_the_digest_layer_is_refused_clearly() {
+fn without_aes_reads_go_through_the_digest_layer_byte_exact() {
     let mut peer = HDFS.lock().expect("hdfs peer");
-    write(&mut peer, "/enc/noaes", 1000);
-    let c = client(&peer, BackendChoice::Epoll, false);
-    let t = Instant::now();
-    let e = c
-        .read("/enc/noaes", 0, None, &mut Vec::new())
-        .expect_err("3des stream layer not implemented");
-    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
-    assert!(
-        e.to_string()
-            .contains("DIGEST-MD5 stream layer is not implemented"),
-        "{e}"
-    );
+    let len = (3u64 << 20) + 777;
+    let w = write(&mut peer, "/enc/noaes", len);
+    // the client offers no AES: the DataNode keeps the DIGEST auth-conf layer (3DES, the
+    // JDK's first cipher) on the streams
+    let c = client(&peer, BackendChoice::Auto, false);
+    let mut out = Vec::new();
+    let st = c.read("/enc/noaes", 0, None, &mut out).expect("3des read");
+    assert_eq!(out.len() as u64, len);
+    assert_eq!(sha256_hex(&out), w["sha256"].as_str().unwrap());
+    assert_eq!(st.replica_failures, 0, "{st:?}");
+    assert_eq!(st.sasl_layer_reads, st.blocks, "{st:?}");
+    assert!(st.encrypted_handshakes >= 1, "{st:?}");
+    // ranges on the cached connections: sequence numbers and CBC state run on across ops
+    for (off, n) in [(511u64, 1025u64), ((1 << 20) - 3, 10), (12_345, 2_000_000)] {
+        let mut part = Vec::new();
+        let st = c
+            .read("/enc/noaes", off, Some(n), &mut part)
+            .expect("range read");
+        assert_eq!(part, content::range(off, n as usize), "{off}+{n}");
+        assert_eq!(st.replica_failures, 0, "{st:?}");
+        assert!(st.reused_connections >= 1, "{st:?}");
+    }
+
+    // RC4 (`dfs.encrypt.data.transfer.algorithm=rc4` puts it in the key): the DataNode offers
+    // it; two reads on one connection
+    let nn = NameNodeClient::from_conf(&conf_of(&peer)).expect("nn");
+    let mut key = nn
+        .get_data_encryption_key()
+        .expect("getDataEncryptionKey")
+        .expect("key");
+    key.encryption_algorithm = Some("rc4".into());
+    let (block, token, addr, name) = first_block(&nn, "/enc/noaes");
+    let timeout = Duration::from_secs(20);
+    let mut s = connect(addr, timeout, timeout).expect("connect");
+    let Protection::Sasl(mut layer) =
+        handshake(&mut s, Credentials::EncryptionKey(&key), false, &name, "dn")
+            .expect("rc4 handshake")
+    else {
+        panic!("no DIGEST layer");
+    };
+    assert_eq!(layer.qop(), hadoop_wire::sasl::Qop::AuthConf);
+    let tb = token.encode_to_vec();
+    let mut buf = RecvBuf::default();
+    for (off, n) in [(0u64, 1u64 << 20), (100_001, 300_000)] {
+        let req = ReadBlockRequest {
+            block: &block,
+            token: &tb,
+            client_name: "DFSClient_hotpath_test",
+            offset: off,
+            len: n,
+        };
+        let mut read = BlockRead::new(name.clone(), "dn".into(), off, n);
+        let mut part = Vec::new();
+        let r = read_block_on_sasl(
+            &mut s,
+            &mut layer,
+            &req,
+            &mut read,
+            &mut buf,
+            &mut Vec::new(),
+            &mut |b: &[u8]| {
+                part.extend_from_slice(b);
+                Ok(())
+            },
+            "dn",
+        );
+        assert!(r.error.is_none() && read.is_done(), "{:?}", r.error);
+        assert_eq!(part, content::range(off, n as usize), "rc4 {off}+{n}");
+    }
 }

@@ -19,6 +19,8 @@
 //! When the DataNode chose AES, [`AesCtrStreams`] encrypts what the client sends with
 //! (inKey, inIv) and decrypts what it receives with (outKey, outIv); each direction is one
 //! AES-CTR keystream for the life of the connection (128-bit big-endian counter from the IV).
+//! When it settled on `auth-int` or `auth-conf` without AES, [`SaslStreams`] frames both
+//! directions through the DIGEST-MD5 layer (`SaslOutputStream` / `SaslInputStream`).
 //!
 //! Every message is capped ([`MAX_MESSAGE_LEN`]) before anything is allocated for it; errors
 //! from the DataNode keep their kind ([`TransferSaslError::UnknownKey`] → fetch a new key,
@@ -224,7 +226,7 @@ pub struct Negotiated {
     /// The DataNode chose AES: the streams go through [`AesCtrStreams`].
     pub aes: Option<AesKeys>,
     /// No AES and QOP `auth-int`/`auth-conf`: the DIGEST layer wraps the streams
-    /// (`SaslOutputStream` framing).
+    /// (`SaslOutputStream` framing, [`SaslStreams::new`]).
     pub layer: Option<Box<dyn SecurityLayer>>,
 }
 
@@ -751,6 +753,9 @@ impl AesCtrStreams {
         self.recv.apply(buf);
     }
 }
+
+mod stream;
+pub use stream::{frame_len, SaslStreamError, SaslStreams, Unwrapped, FRAME_PREFIX, MAX_FRAME_LEN};
 
 #[cfg(test)]
 mod tests;
