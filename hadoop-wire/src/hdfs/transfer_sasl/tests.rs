@@ -267,20 +267,19 @@ fn datanode_errors_keep_their_kind() {
 }
 
 #[test]
-fn oversized_and_garbage_input_are_refused_without_allocating() {
+fn oversized_and_garbage_input_are_refused() {
     let k = key();
     let mut c =
         TransferSaslClient::new(Credentials::EncryptionKey(&k), true, &mut SeededEntropy(1))
             .unwrap();
     c.start(&mut Vec::new());
-    // a 2 GiB message: refused from its prefix alone
-    let (r, allocs) =
-        alloc_counter::thread(|| c.poll(&[0xff, 0xff, 0xff, 0xff, 0x07], &mut Vec::new()));
+    // a 2 GiB message: refused from its prefix alone (this binary has no counting allocator,
+    // so allocation is not checked here; `tests/sasl_stream_alloc.rs` checks the stream layer)
+    let r = c.poll(&[0xff, 0xff, 0xff, 0xff, 0x07], &mut Vec::new());
     assert!(
         matches!(r, Err(TransferSaslError::Malformed(ref m)) if m.contains("cap")),
         "{r:?}"
     );
-    assert!(allocs.allocs <= 2, "{allocs:?}");
     let mut c =
         TransferSaslClient::new(Credentials::EncryptionKey(&k), true, &mut SeededEntropy(1))
             .unwrap();
