@@ -245,6 +245,20 @@ pub const DEFAULTS: &[Default] = &[
     ),
     d(
         Site::Hdfs,
+        "dfs.client.socketcache.capacity",
+        Literal("16"),
+        Count,
+        "Idle DataNode connections the client keeps for reuse (0: none).",
+    ),
+    d(
+        Site::Hdfs,
+        "dfs.client.socketcache.expiryMsec",
+        Literal("3000"),
+        Millis,
+        "How long the client keeps an idle DataNode connection.",
+    ),
+    d(
+        Site::Hdfs,
         "dfs.client.retry.window.base",
         Literal("3000"),
         Millis,

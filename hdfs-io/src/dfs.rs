@@ -79,6 +79,13 @@ pub struct DfsConfig {
     pub data_transfer_protection: Vec<hadoop_wire::sasl::Qop>,
     /// `hadoop.security.authentication` is `kerberos`.
     pub kerberos: bool,
+    /// `dfs.client.socketcache.capacity` (16): idle DataNode connections kept for reuse; 0
+    /// turns the cache off.
+    pub socket_cache_capacity: usize,
+    /// `dfs.client.socketcache.expiryMsec` (3000 ms): how long an idle connection is kept.
+    /// The DataNode closes its end after `dfs.datanode.socket.reuse.keepalive` (4 s); a
+    /// connection it closed fails before the first byte and the read goes on a new one.
+    pub socket_cache_expiry: Duration,
 }
 
 impl Default for DfsConfig {
@@ -97,6 +104,8 @@ impl Default for DfsConfig {
             encrypt_aes: false,
             data_transfer_protection: Vec::new(),
             kerberos: false,
+            socket_cache_capacity: 16,
+            socket_cache_expiry: Duration::from_millis(3000),
         }
     }
 }
@@ -136,6 +145,8 @@ impl DfsConfig {
             kerberos: conf
                 .get("hadoop.security.authentication")
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("kerberos")),
+            socket_cache_capacity: conf.get_u64("dfs.client.socketcache.capacity")? as usize,
+            socket_cache_expiry: ms("dfs.client.socketcache.expiryMsec", 3000)?,
             ..DfsConfig::default()
         })
     }
@@ -225,7 +236,7 @@ impl DfsClient {
             selector: Selector::new(local, racks, local_rack, cfg.use_hostname),
             dead: Arc::new(DeadNodes::new(cfg.dead_node_ttl)),
             addrs: Mutex::new(AddrCache::new(cfg.dns_ttl)),
-            peers: PeerCache::default(),
+            peers: PeerCache::new(cfg.socket_cache_capacity, cfg.socket_cache_expiry),
             recv: OnceLock::new(),
             enc_key: Mutex::new(None),
             nn,
@@ -870,5 +881,20 @@ mod tests {
         assert_eq!(find_block(&v, 134_217_728).unwrap(), None);
         assert!(block_at(&v, 0).unwrap().is_some());
         assert!(block_at(&v, 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn socket_cache_keys_are_read() {
+        let mut c = conf::Configuration::new();
+        let d = DfsConfig::from_conf(&c).unwrap();
+        assert_eq!(d.socket_cache_capacity, 16);
+        assert_eq!(d.socket_cache_expiry, Duration::from_millis(3000));
+        c.set("dfs.client.socketcache.capacity", "0");
+        c.set("dfs.client.socketcache.expiryMsec", "45s");
+        let d = DfsConfig::from_conf(&c).unwrap();
+        assert_eq!(d.socket_cache_capacity, 0);
+        assert_eq!(d.socket_cache_expiry, Duration::from_secs(45));
+        c.set("dfs.client.socketcache.capacity", "many");
+        assert!(DfsConfig::from_conf(&c).is_err());
     }
 }

@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
     &[
+        // connections stay reusable however slow this machine is between reads
+        "--set",
+        "dfs.client.socketcache.expiryMsec=120000",
+        "--set",
+        "dfs.datanode.socket.reuse.keepalive=120000",
         "--set",
         "dfs.encrypt.data.transfer=true",
         "--set",

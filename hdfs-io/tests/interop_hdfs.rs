@@ -12,7 +12,16 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
-static HDFS: Shared = Shared::new(Mode::Hdfs, &[]);
+static HDFS: Shared = Shared::new(
+    Mode::Hdfs,
+    &[
+        // connections stay reusable however slow this machine is between reads
+        "--set",
+        "dfs.client.socketcache.expiryMsec=120000",
+        "--set",
+        "dfs.datanode.socket.reuse.keepalive=120000",
+    ],
+);
 
 fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)

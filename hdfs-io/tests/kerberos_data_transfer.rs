@@ -21,6 +21,11 @@ use sha2::{Digest, Sha256};
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
     &[
+        // connections stay reusable however slow this machine is between reads
+        "--set",
+        "dfs.client.socketcache.expiryMsec=120000",
+        "--set",
+        "dfs.datanode.socket.reuse.keepalive=120000",
         "--datanodes",
         "1",
         "--shared-ip",
