@@ -199,6 +199,17 @@ impl BlockRead {
         self.len - self.delivered
     }
 
+    /// The error for a connection that ended (EOF) before the range was read: what every
+    /// receive path (blocking, SASL layer, io_uring) reports.
+    pub fn truncated(&self) -> Error {
+        Error::Truncated {
+            block: self.block.clone(),
+            datanode: self.datanode.clone(),
+            received: self.delivered,
+            expected: self.len,
+        }
+    }
+
     /// The checksum the DataNode announced (after the response).
     pub fn checksum(&self) -> DataChecksum {
         self.checksum

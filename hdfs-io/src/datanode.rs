@@ -334,12 +334,7 @@ pub fn read_block_on_with(
                 }
                 match s.read(&mut buf.buf[buf.end..]) {
                     Ok(0) => {
-                        let e = Error::Truncated {
-                            block: read.block().clone(),
-                            datanode: datanode.to_string(),
-                            received: read.delivered(),
-                            expected: read.delivered() + read.remaining(),
-                        };
+                        let e = read.truncated();
                         return BlockReadResult {
                             delivered: read.delivered(),
                             error: Some(e),
@@ -469,12 +464,7 @@ pub fn read_block_on_sasl(
                     }
                     match s.read(&mut buf.buf[buf.end..]) {
                         Ok(0) => {
-                            let e = Error::Truncated {
-                                block: read.block().clone(),
-                                datanode: datanode.to_string(),
-                                received: read.delivered(),
-                                expected: read.delivered() + read.remaining(),
-                            };
+                            let e = read.truncated();
                             return fail(read, e, got_bytes);
                         }
                         Ok(k) => {

@@ -535,12 +535,7 @@ fn drive(
                 // a READ_FIXED may return short; the state machine asks again for the rest
                 match rx.recv(s, chunk, &w, len, waitall, timeout) {
                     Ok(0) => {
-                        let e = Error::Truncated {
-                            block: read.block().clone(),
-                            datanode: datanode.to_string(),
-                            received: read.delivered(),
-                            expected: read.delivered() + read.remaining(),
-                        };
+                        let e = read.truncated();
                         return fail(read, e, got_bytes);
                     }
                     Ok(k) => {
