@@ -42,7 +42,7 @@ enum Cmd {
         message: String,
         /// Input file; `-` or absent reads standard input.
         file: Option<PathBuf>,
-        /// The input is a whole IPC frame (4-byte length, RPC header, [RequestHeader], payload).
+        /// The input is a whole IPC frame (4-byte length, RPC header, RequestHeaderProto, payload).
         #[arg(long, value_enum)]
         frame: Option<decode::FrameKind>,
     },

@@ -3,7 +3,7 @@
 //! A read walks the file's blocks: block locations come from the NameNode a window at a time
 //! (`dfs.client.read.prefetch.size`, 10 blocks by default); for each block the
 //! [`Selector`] orders the replicas, the [`AddrCache`] gives the address, the [`PeerCache`] a
-//! connection, and [`read_block_on`] the verified bytes. A replica that fails (connect, I/O,
+//! connection, and [`read_block_on`](crate::datanode::read_block_on) the verified bytes. A replica that fails (connect, I/O,
 //! DataNode error, checksum) goes into the shared [`DeadNodes`] memory and the read moves on to
 //! the next replica from the byte where it stopped: bytes already delivered were verified, so
 //! nothing is re-sent or returned twice. A checksum failure is also reported to the NameNode

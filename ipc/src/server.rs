@@ -4,7 +4,7 @@
 //! How it fits together:
 //!
 //! - A [`Registry`] maps (`declaringClassProtocolName`, `clientProtocolVersion`, `methodName`)
-//!   to a [`Handler`]. [`Server::start`] runs it on the [`transport`](crate::transport) (io_uring
+//!   to a [`Handler`]. [`Server::start`] runs it on the [`transport`] (io_uring
 //!   or epoll ring threads).
 //! - Each connection is a [`ServerConn`], a sans-IO [`Session`]: preamble → connection context →
 //!   calls. Frames are cut with the capped [`FrameAccumulator`] (the 4-byte length is checked

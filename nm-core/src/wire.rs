@@ -412,7 +412,7 @@ pub fn resource_proto(r: &Resource) -> hadoop_wire::pb::hadoop::yarn::ResourcePr
     }
 }
 
-/// The prost form of what [`put_container_status`] writes (tests, `getNodeReport`).
+/// The prost form of what [`put_heartbeat`] writes for a container status (tests, `getNodeReport`).
 pub fn container_status_proto(
     c: &Container,
 ) -> hadoop_wire::pb::hadoop::yarn::ContainerStatusProto {

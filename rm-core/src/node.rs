@@ -58,7 +58,7 @@
 //! equal, the id is known without parsing it and the slot is reached without hashing. Any
 //! difference falls back to parsing the id and a hash lookup, and refreshes the entry. Equal
 //! bytes decode to the same id, so this changes nothing but the cost (28k instructions per
-//! 50-container heartbeat with hits, 51k with every position missing; see [`crate::bench`]).
+//! 50-container heartbeat with hits, 51k with every position missing; see `benches::rm_heartbeat`).
 //!
 //! # Repeated heartbeats (the steady-state fast path)
 //!
@@ -743,7 +743,7 @@ impl NodeState {
     }
 
     /// The same status update from a prost-decoded `NodeStatusProto` (the eager baseline in
-    /// [`crate::bench`]; the server never uses it). `on_status` is called for each container
+    /// `benches::rm_heartbeat`; the server never uses it). `on_status` is called for each container
     /// status first, so the baseline can do Java's per-status work there.
     pub fn status_update_owned(
         &mut self,

@@ -1,5 +1,5 @@
 //! The agent's I/O edge: threads, sockets and timers around the sans-IO
-//! [`StatusUpdater`](nm_core::status_updater::StatusUpdater).
+//! [`StatusUpdater`].
 //!
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to

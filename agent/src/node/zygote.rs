@@ -23,7 +23,7 @@
 //! and launch-context variable; whitelisted ones keep the agent's value), which is what the
 //! launch script's shell has on a fresh spawn too once its exports ran.
 //!
-//! The same thread removes finished containers' cgroups ([`ZygotePool::discard`]), so no
+//! The same thread removes finished containers' cgroups ([`Reaper::discard`]), so no
 //! launch or completion waits behind an `rmdir` either. Zygotes left by an agent killed −9 see
 //! their pipe close and exit; their empty cgroups are removed by the next agent's pool.
 

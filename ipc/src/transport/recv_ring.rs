@@ -8,7 +8,7 @@
 //! kept here, beside the event loops that share them:
 //!
 //! - the ring is built by [`build_ring`] (the best setup flags the kernel accepts);
-//! - the pool is registered as fixed buffers by [`register_pool`], the same fallback the event
+//! - the pool is registered as fixed buffers by `register_pool`, the same fallback the event
 //!   loops use when `RLIMIT_MEMLOCK` refuses (unregistered, one warning per process);
 //! - a registered chunk is received into with `RECV` + `IORING_RECVSEND_FIXED_BUF` where the
 //!   kernel accepts it (6.18 answers EINVAL: then plain `RECV`, decided once per ring), or with

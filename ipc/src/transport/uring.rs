@@ -10,15 +10,15 @@
 //!   any completion without `F_MORE` end the multishot, and it is re-armed. Backpressure cancels
 //!   it (`AsyncCancel` by `user_data`).
 //! - Send: at most one send operation (or chain) per connection is in flight, so that sends
-//!   cannot reorder. Without SEND_ZC, the queued segments (up to [`MAX_IOV`]) go out as ONE
+//!   cannot reorder. Without SEND_ZC, the queued segments (up to `MAX_IOV`, 64) go out as ONE
 //!   SENDMSG whose iovecs cover them, like the epoll backend's `writev`; the header and iovecs
-//!   live in a per-connection box ([`MsgBuf`]) that stays put until the completion. The
+//!   live in a per-connection box (`MsgBuf`) that stays put until the completion. The
 //!   completion is accounted by bytes: the queue's front advances by what was sent (a short send
 //!   ends mid-segment), each finished segment returns its chunk reference, and the rest is
 //!   resubmitted. With SEND_ZC the segments go out as one chain of linked sends (`IO_LINK`,
 //!   `MSG_WAITALL`, so each completes whole or fails); each completion returns its chunk
 //!   reference and the next chain starts when the last one completes. Segments of
-//!   [`ZC_MIN_BYTES`](super::ZC_MIN_BYTES) or more
+//!   [`ZC_MIN_BYTES`] or more
 //!   use SEND_ZC when the connection's policy says so, with `IORING_SEND_ZC_REPORT_USAGE`: the
 //!   chunk is held until the notification, whose "copied" bit is counted in the metrics. With a
 //!   registered pool, SEND_ZC uses the fixed buffer (`buf_index` = chunk index).

@@ -61,7 +61,7 @@ pub struct NmLaunchArgs {
     #[arg(long)]
     pub agent_logs: Option<PathBuf>,
     /// Keep the containers' timestamp files (`<container id>.ts`: `date +%s%N` as each one
-    /// ran) in DIR/<side>-<round>/; with `--agent-logs` each hotpath run then reports
+    /// ran) in `DIR/<side>-<round>/`; with `--agent-logs` each hotpath run then reports
     /// `launch_stages`: p50/p99 of every launch stage, from the call reaching the agent to the
     /// container's timestamp.
     #[arg(long, value_name = "DIR")]

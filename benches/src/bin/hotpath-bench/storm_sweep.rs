@@ -5,7 +5,7 @@
 //! How it fits together: every point is one `hotpath-bench loadgen heartbeats --json` child
 //! process of this binary (`--target both` for our RM and the raw server answering with the
 //! RM's captured response, in one sitting; `--target java` for the Java RM), so each run has a
-//! fresh server and its own descriptors. Their [`loadgen::Figures`] JSON lines are collected per
+//! fresh server and its own descriptors. Their [`crate::loadgen::Figures`] JSON lines are collected per
 //! (target, nodes); with `--repeat R` each point is run R times, interleaved (all targets at
 //! one node count, then the next count, then again), and the chart and table give the median
 //! with the min–max spread. `--json PATH` keeps every run; `--svg PATH` draws the chart.
