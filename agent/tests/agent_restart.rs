@@ -144,6 +144,17 @@ fn pid_of(dir: &Path, c: ContainerId) -> i32 {
     }
 }
 
+/// Whether container `c` has a cgroup dir under the agent's hierarchy (`None`: no writable
+/// cgroups here, so the agent made none).
+fn has_cgroup(c: ContainerId) -> Option<bool> {
+    let cg = agent::node::cgroups::Cgroups::probe("hotpath").ok()?;
+    Some(
+        cg.base_dirs()
+            .iter()
+            .any(|d| d.join(c.to_string()).exists()),
+    )
+}
+
 fn alive(pid: i32) -> bool {
     // A zombie is dead: read the state from /proc.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -198,6 +209,12 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
     );
     let b = completion(&a2, brief).unwrap();
     assert_eq!((b.0, b.1), (ContainerState::Complete, 4), "{b:?}");
+    // It ended while no agent watched: its cgroup went at recovery.
+    assert_ne!(
+        has_cgroup(brief),
+        Some(true),
+        "the cgroup of {brief} is left"
+    );
     // The recovered container is managed: stopContainers kills its group, −105.
     let stop = StopContainersRequestProto {
         container_id: vec![container_id_proto(&long)],
@@ -234,6 +251,11 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
         "{o:?}"
     );
     assert!(!alive(orphan_pid), "the orphaned process group is killed");
+    wait_for(
+        "the lost container's cgroup removed",
+        Duration::from_secs(5),
+        || has_cgroup(orphan) != Some(true),
+    );
     a3.stop();
     a3.join();
 }

@@ -734,3 +734,72 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
     );
     wait_finished(&mut rc);
 }
+
+/// After an agent restart, the empty cgroups of containers no agent tracks go (those left by
+/// an agent killed −9); kept names, other dirs, cgroups with processes and young ones stay.
+#[test]
+fn stale_container_cgroups_are_removed_at_restart() {
+    use agent::node::cgroups::Cgroups;
+    use std::collections::HashSet;
+    let name = format!("hotpath-stale-{}", std::process::id());
+    let cg = match Cgroups::probe(&name) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED stale_container_cgroups_are_removed_at_restart: {why}");
+            return;
+        }
+    };
+    let cpus = the_work_cpus()
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let stale = "container_1700000000000_0001_01_000002";
+    let kept = "container_1700000000000_0001_01_000003";
+    let busy = "container_1700000000000_0001_01_000004";
+    for n in [stale, kept] {
+        cg.create(n, Some(64 << 20), &cpus).unwrap();
+    }
+    let other: Vec<PathBuf> = cg.base_dirs().iter().map(|b| b.join("pool-x")).collect();
+    for d in &other {
+        fs::create_dir(d).unwrap();
+    }
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let b = cg.create(busy, Some(64 << 20), &cpus).unwrap();
+    for f in b.procs_files().unwrap() {
+        fs::write(f.to_str().unwrap(), sleeper.id().to_string()).unwrap();
+    }
+    let exists = |n: &str| cg.base_dirs().iter().any(|d| d.join(n).exists());
+    let keep: HashSet<String> = [kept.to_string()].into();
+
+    // Young: nothing goes.
+    assert_eq!(
+        cg.remove_stale_containers(&keep, Duration::from_secs(60)),
+        0
+    );
+    assert!(exists(stale));
+    // Old enough: the untracked empty one goes, in every hierarchy.
+    let n = cg.remove_stale_containers(&keep, Duration::ZERO);
+    assert_eq!(n, cg.base_dirs().len(), "one per hierarchy");
+    assert!(!exists(stale));
+    assert!(exists(kept), "tracked");
+    assert!(exists(busy), "has a process");
+    assert!(other.iter().all(|d| d.exists()), "not a container's");
+
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    // Its process gone, the busy one goes too; then clean up.
+    assert_eq!(
+        cg.remove_stale_containers(&HashSet::new(), Duration::ZERO),
+        2 * cg.base_dirs().len()
+    );
+    for d in &other {
+        fs::remove_dir(d).unwrap();
+    }
+    for base in cg.base_dirs() {
+        fs::remove_dir(&base).unwrap();
+    }
+}

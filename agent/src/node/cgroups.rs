@@ -311,6 +311,42 @@ impl Cgroups {
         }
     }
 
+    /// Removes the empty cgroups of containers (`container_…` dirs) that are not in `keep` and
+    /// were created more than `min_age` ago: those of containers that ended while no agent
+    /// watched them (an agent killed −9 whose successor has no record of them). A cgroup with
+    /// processes is refused by the kernel and stays; the age guard leaves alone a cgroup
+    /// another agent on this host has just created and not yet filled. Returns how many went.
+    pub fn remove_stale_containers(
+        &self,
+        keep: &std::collections::HashSet<String>,
+        min_age: std::time::Duration,
+    ) -> usize {
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for base in self.base_dirs() {
+            let Ok(rd) = fs::read_dir(&base) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let Some(name) = name.to_str() else {
+                    continue;
+                };
+                if !name.starts_with("container_") || keep.contains(name) {
+                    continue;
+                }
+                let old = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| now.duration_since(t).is_ok_and(|a| a >= min_age));
+                if old && fs::remove_dir(e.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
     /// The cgroup of container `name`, without creating it (for a recovered container).
     pub fn open(&self, name: &str) -> ContainerCgroup {
         match &self.layout {

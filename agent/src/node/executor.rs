@@ -656,6 +656,44 @@ memory by RLIMIT_DATA",
         rc
     }
 
+    /// Removes the cgroup of a container found ended at an agent restart: its leftover
+    /// processes are killed (as after any container's exit) and the removal retried for up to
+    /// 2 s while they go.
+    pub fn remove_cgroup(&self, paths: &ContainerPaths) {
+        let Some(c) = &self.cgroups else {
+            return;
+        };
+        let cg = c.open(&paths.container.to_string());
+        let t = Instant::now();
+        loop {
+            if cg.remove() {
+                return;
+            }
+            if t.elapsed() > Duration::from_secs(2) {
+                tracing::warn!(
+                    "the cgroup of {} keeps processes ({:?}); left in place",
+                    paths.container,
+                    cg.pids()
+                );
+                return;
+            }
+            cg.kill_all();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// After recovery: removes the empty cgroups of containers this agent does not track
+    /// (`keep`, the recovered running ones), created over a minute ago. See
+    /// [`Cgroups::remove_stale_containers`].
+    pub fn remove_stale_cgroups(&self, keep: &std::collections::HashSet<String>) {
+        if let Some(c) = &self.cgroups {
+            let n = c.remove_stale_containers(keep, Duration::from_secs(60));
+            if n > 0 {
+                tracing::info!("removed {n} empty cgroup(s) of containers no agent tracks");
+            }
+        }
+    }
+
     /// Deletes the pid and exit-code files (Java does after the cleanup of a container).
     pub fn remove_pid_files(&self, paths: &ContainerPaths) {
         let _ = fs::remove_file(&paths.pid_file);

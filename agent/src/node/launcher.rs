@@ -623,6 +623,8 @@ pub fn recover(
             }
         }
     }
+    let keep = out.iter().map(|(id, _, _)| id.to_string()).collect();
+    executor.remove_stale_cgroups(&keep);
     if !out.is_empty() || enabled {
         tracing::info!(
             "recovery ({}): {} container(s) still running",
@@ -660,6 +662,7 @@ fn recover_one(
             cm.recover(rec.id, &rec.user, false);
             let class = launch::classify_exit(code, None);
             let _ = t.complete(&rec.id, class.exit_status, &class.diagnostics_at(wall_ms()));
+            executor.remove_cgroup(paths);
             None
         }
         (found, _) => {
@@ -684,6 +687,7 @@ fn recover_one(
                 ),
             );
             executor.remove_pid_files(paths);
+            executor.remove_cgroup(paths);
             None
         }
     }
