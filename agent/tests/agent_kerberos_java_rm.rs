@@ -17,8 +17,12 @@
 //!    `yarn.resourcemanager.principal` the RM does not have (the agent stops after one
 //!    attempt, quoting Java's "Server has invalid Kerberos principal"); an agent without
 //!    Kerberos (the RM's "SIMPLE authentication is not enabled").
+//! 4. A real YARN application (the peer's ShellAm, submitted by `client` logged in from its
+//!    keytab) runs on two Kerberized agents at privacy: the RM's AMLauncher and the AM reach
+//!    the agents' ContainerManagementProtocol with their tokens (TOKEN only, as in Java).
 //!
-//! MIT's `KRB5_CONFIG` is process-wide: this binary has one test, which sets it for each peer.
+//! MIT's `KRB5_CONFIG` is process-wide: the tests of this binary run one at a time, each
+//! setting it for its peer.
 
 mod support;
 
@@ -136,6 +140,108 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
             "timed out after {timeout:?} waiting for {what}"
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A Kerberized RM with the agents profile at privacy, two Kerberized agents, and the peer's
+/// ShellAm application submitted by `client` (logged in from its keytab): the RM's AMLauncher
+/// starts the AM on an agent and the AM its containers on both, over ContainerManagementProtocol
+/// with their tokens (TOKEN only, at privacy, as Java's NodeManager serves it).
+#[test]
+fn a_yarn_application_runs_on_kerberized_agents() {
+    let _g = serial();
+    let protection = "privacy";
+    let mut rm = Peer::start(
+        Mode::YarnRm,
+        &[
+            "--kerberos",
+            "true",
+            "--profile",
+            "agents",
+            "--set",
+            &format!("hadoop.rpc.protection={protection}"),
+            "--log-level",
+            "ERROR",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the Kerberized yarn-rm peer must start (mvn, JDK): {e}"));
+    let k = krb(&rm);
+    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
+    let rt = rm.resource_tracker_addr().unwrap();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let agents: Vec<Agent> = ["127.0.0.41", "127.0.0.42"]
+        .iter()
+        .zip(&dirs)
+        .map(|(ip, d)| {
+            let mut cfg = agent_config(
+                rt,
+                d.path(),
+                &agent_keys(&k, protection, &format!("nm/localhost@{}", k.realm)),
+            );
+            cfg.bind_ip = ip.parse().unwrap();
+            cfg.node_host = ip.to_string();
+            cfg.default_interval_ms = 1000;
+            // the cluster's hadoop.rpc.protection for ContainerManagementProtocol too
+            cfg.nm.rpc_protection = vec![hadoop_wire::sasl::Qop::AuthConf];
+            // the node's krb5.conf for the containers' JVMs (a real node has /etc/krb5.conf):
+            // Hadoop's UGI in the AM needs the default realm, though it authenticates by token
+            cfg.nm.admin_env = format!(
+                "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf={}",
+                k.krb5_conf.display()
+            );
+            Agent::start(cfg).expect("agent")
+        })
+        .collect();
+    for a in &agents {
+        let id = a.node_id();
+        wait_for(&format!("{id} RUNNING"), Duration::from_secs(60), || {
+            running_rid(&mut rm, &id).is_some() && a.shared().cm.lock().unwrap().has_keys()
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    let submitted = rm
+        .command(&format!(
+            "app-submit containers=4 result={}",
+            result.display()
+        ))
+        .unwrap_or_else(|e| panic!("app-submit: {e}\n{}", rm.log_tail(60)));
+    let id = submitted["app_id"].as_str().expect("app_id").to_owned();
+    let done = rm
+        .command(&format!("app-wait {id} 180"))
+        .unwrap_or_else(|e| panic!("app-wait: {e}\n{}", rm.log_tail(80)));
+    eprintln!("application under the Kerberized RM: {done}");
+    assert_eq!(done["timed_out"], false, "{done}\n{}", rm.log_tail(80));
+    assert_eq!(done["state"], "FINISHED", "{done}");
+    assert_eq!(done["final_status"], "SUCCEEDED", "{done}");
+    let text = std::fs::read_to_string(&result).expect("the AM's result file");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["errors"], Value::Array(vec![]), "{r}");
+    let completions = r["completions"].as_array().expect("completions");
+    assert_eq!(completions.len(), 4, "{r}");
+    let mut nodes = std::collections::BTreeSet::new();
+    for c in completions {
+        assert_eq!(c["exit_status"], 0, "{c}");
+        nodes.insert(c["node_id"].as_str().unwrap().to_string());
+    }
+    // the AM and its containers ran on the agents (the RM has no other node)
+    let am_node = done["attempts"][0]["am_node_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let ids: Vec<String> = agents.iter().map(Agent::node_id).collect();
+    assert!(ids.contains(&am_node), "AM on {am_node}, agents {ids:?}");
+    assert!(nodes.iter().all(|n| ids.contains(n)), "{nodes:?} {ids:?}");
+    // the application's user is the submitter's Kerberos short name (client@REALM -> client)
+    assert!(
+        dirs.iter()
+            .any(|d| d.path().join("local/usercache/client").is_dir()),
+        "no usercache/client on the agents"
+    );
+    for a in agents {
+        assert_eq!(a.shared().metrics.rpc_errors.load(Relaxed), 0);
+        a.stop();
+        assert_eq!(a.join(), ExitReason::Stopped);
     }
 }
 
@@ -396,8 +502,10 @@ fn refusals(rm: &mut Peer, k: &Krb) {
     assert_eq!(r["nodes"].as_array().map(Vec::len), Some(0), "{r}");
 }
 
-#[test]
-fn agents_join_a_kerberized_java_rm_at_every_protection_level() {
+/// The tests of this binary one at a time (`KRB5_CONFIG` names one peer's KDC).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -405,6 +513,14 @@ fn agents_join_a_kerberized_java_rm_at_every_protection_level() {
         )
         .with_test_writer()
         .try_init();
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[test]
+fn agents_join_a_kerberized_java_rm_at_every_protection_level() {
+    let _g = serial();
     for protection in ["authentication", "integrity", "privacy"] {
         agents_at_level(protection);
     }

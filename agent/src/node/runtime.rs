@@ -3,7 +3,9 @@
 //!
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
-//!   `ResourceTrackerPB`. Unanswered calls are retried with a backoff that starts at the
+//!   `ResourceTrackerPB` (SIMPLE, or on a Kerberized cluster SASL KERBEROS as the node's own
+//!   principal, [`super::config::RmSecurity`]; an authentication failure before the first
+//!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried with a backoff that starts at the
 //!   heartbeat interval and doubles up to `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
