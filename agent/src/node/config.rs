@@ -511,3 +511,93 @@ impl AgentConfig {
         Ok(cfg)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(keys: &[(&str, &str)]) -> Configuration {
+        let mut c = Configuration::new();
+        for (k, v) in keys {
+            c.set(k, v);
+        }
+        c
+    }
+
+    #[test]
+    fn the_rm_connection_is_simple_unless_kerberos_is_configured() {
+        let s = RmSecurity::from_conf(&conf(&[("hadoop.rpc.protection", "privacy")])).unwrap();
+        assert!(s.kerberos.is_none());
+        assert!(!s.auth.uses_sasl());
+        assert_eq!(s.auth.qops, vec![hadoop_wire::sasl::Qop::AuthConf]);
+        // SIMPLE needs no login
+        let a = s.login("127.0.0.1:8031".parse().unwrap()).unwrap();
+        assert!(a.kerberos.is_none());
+    }
+
+    #[test]
+    fn a_kerberized_agent_needs_the_rm_principal_and_a_principal_for_its_keytab() {
+        let e = RmSecurity::from_conf(&conf(&[("hadoop.security.authentication", "kerberos")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("yarn.resourcemanager.principal is not set"),
+            "{e}"
+        );
+        let e = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM"),
+            ("yarn.nodemanager.keytab", "/etc/nm.keytab"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("yarn.nodemanager.keytab is set (/etc/nm.keytab)")
+                && e.contains("yarn.nodemanager.principal is not"),
+            "{e}"
+        );
+        let s = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("hadoop.rpc.protection", "integrity"),
+            ("yarn.resourcemanager.principal", " rm/_HOST@EXAMPLE.COM "),
+            ("yarn.nodemanager.principal", "nm/node1@EXAMPLE.COM"),
+        ]))
+        .unwrap();
+        let k = s.kerberos.as_ref().unwrap();
+        assert_eq!(k.rm_principal, "rm/_HOST@EXAMPLE.COM");
+        assert_eq!(k.node_principal.as_deref(), Some("nm/node1@EXAMPLE.COM"));
+        assert!(k.keytab.is_none());
+        assert!(s.auth.security_enabled);
+        // without a keytab MIT's environment logs in (lazily); _HOST = the RM's canonical name
+        let a = s.login("127.0.0.1:8031".parse().unwrap()).unwrap();
+        assert_eq!(
+            a.kerberos.unwrap().server_principal,
+            "rm/localhost@EXAMPLE.COM"
+        );
+    }
+
+    #[test]
+    fn a_keytab_that_cannot_be_read_stops_the_login_naming_both_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nm.keytab");
+        let missing_s = missing.display().to_string();
+        let s = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM"),
+            ("yarn.nodemanager.principal", "nm/node1@EXAMPLE.COM"),
+            ("yarn.nodemanager.keytab", &missing_s),
+        ]))
+        .unwrap();
+        let e = s
+            .login("127.0.0.1:8031".parse().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "the agent's Kerberos login (yarn.nodemanager.principal = nm/node1@EXAMPLE.COM, \
+                 yarn.nodemanager.keytab = {missing_s}) failed: cannot read the keytab"
+            )),
+            "{e}"
+        );
+    }
+}
