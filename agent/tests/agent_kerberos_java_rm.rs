@@ -17,7 +17,8 @@
 //!    `yarn.resourcemanager.principal` the RM does not have (the agent stops after one
 //!    attempt, quoting Java's "Server has invalid Kerberos principal"); an agent without
 //!    Kerberos (the RM's "SIMPLE authentication is not enabled").
-//! 4. A real YARN application (the peer's ShellAm, submitted by `client` logged in from its
+//! 4. At integrity the agent also joins `hotpath rm`, Kerberized with the Java RM's keytab.
+//! 5. A real YARN application (the peer's ShellAm, submitted by `client` logged in from its
 //!    keytab) runs on two Kerberized agents at privacy: the RM's AMLauncher and the AM reach
 //!    the agents' ContainerManagementProtocol with their tokens (TOKEN only, as in Java).
 //!
@@ -403,6 +404,57 @@ fn agents_at_level(protection: &str) {
     if protection == "authentication" {
         refusals(&mut rm, &k);
     }
+    if protection == "integrity" {
+        into_hotpath_rm(&k, protection);
+    }
+}
+
+/// The same agent into `hotpath rm`, Kerberized with the Java RM's keytab (`rm/localhost`), at
+/// `protection`: the RM's log names the agent's principal, KERBEROS and the QOP.
+fn into_hotpath_rm(k: &Krb, protection: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rm.log");
+    let rm = support::start_rm(
+        dir.path(),
+        &[
+            "hadoop.security.authentication=kerberos".into(),
+            format!("yarn.resourcemanager.principal=rm/_HOST@{}", k.realm),
+            format!("yarn.resourcemanager.keytab={}", k.rm_keytab.display()),
+            format!("hadoop.rpc.protection={protection}"),
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=500".into(),
+        ],
+        "info,ipc=debug",
+        std::fs::File::create(&log).unwrap().into(),
+    );
+    let metric = |name: &str| support::metric(&rm.metrics, name) as u64;
+    let adir = tempfile::tempdir().unwrap();
+    let a = Agent::start(agent_config(
+        rm.tracker.parse().unwrap(),
+        adir.path(),
+        &agent_keys(k, protection, &format!("nm/_HOST@{}", k.realm)),
+    ))
+    .expect("agent into hotpath rm");
+    wait_for(
+        "registration and heartbeats at hotpath rm",
+        Duration::from_secs(30),
+        || {
+            metric("hotpath_rm_registrations_total") == 1
+                && metric("hotpath_rm_heartbeats_total") >= 3
+        },
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let line = format!(
+        "SASL: {} authenticated by KERBEROS at auth-int",
+        k.nm_host_principal
+    );
+    assert!(text.contains(&line), "no {line:?} in the RM log:\n{text}");
+    assert_eq!(a.shared().metrics.rpc_errors.load(Relaxed), 0);
+    a.stop();
+    assert_eq!(a.join(), ExitReason::Stopped);
+    wait_for("the unregistration", Duration::from_secs(10), || {
+        metric("hotpath_rm_unregistrations_total") == 1
+    });
+    eprintln!("{protection}: the agent registered with hotpath rm over KERBEROS");
 }
 
 /// The refused cases, against a running Kerberized RM.
@@ -484,6 +536,17 @@ fn refusals(rm: &mut Peer, k: &Krb) {
             .is_some_and(|r| r.contains("Server has invalid Kerberos principal")),
         "the status names why: {reported:?}"
     );
+
+    // an agent that asks only for privacy from an RM that offers only authentication
+    let dir = tempfile::tempdir().unwrap();
+    let a = Agent::start(agent_config(rt, dir.path(), &agent_keys(k, "privacy", &nm)))
+        .expect("the login itself works");
+    let reason = a.join();
+    eprintln!("no common protection: {reason:?}");
+    let ExitReason::AuthFailed(why) = reason else {
+        panic!("{reason:?}")
+    };
+    assert!(why.contains("javax.security.sasl.SaslException"), "{why}");
 
     // an agent without Kerberos: the RM refuses SIMPLE
     let dir = tempfile::tempdir().unwrap();
