@@ -5,8 +5,9 @@
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
 //!   `ResourceTrackerPB` (SIMPLE, or on a Kerberized cluster SASL KERBEROS as the node's own
 //!   principal, [`super::config::RmSecurity`]; an authentication failure before the first
-//!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried with a backoff that starts at the
-//!   heartbeat interval and doubles up to `yarn.resourcemanager.connect.retry-interval.ms`;
+//!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried
+//!   with a backoff that starts at the heartbeat interval and doubles up to
+//!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
