@@ -64,6 +64,7 @@ fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
         nm: AgentConfig::local(rm, "127.0.0.1".parse().unwrap(), dir)
             .unwrap()
             .nm,
+        rm_security: Default::default(),
     }
 }
 

@@ -157,7 +157,7 @@ pub fn run_agent(args: &AgentArgs) -> Result<(), AgentError> {
     match agent.join() {
         ExitReason::Stopped => Ok(()),
         ExitReason::Shutdown(d) => Err(AgentError::Exited(format!("SHUTDOWN from the RM: {d}"))),
-        ExitReason::GaveUp(d) => Err(AgentError::Exited(d)),
+        ExitReason::GaveUp(d) | ExitReason::AuthFailed(d) => Err(AgentError::Exited(d)),
     }
 }
 

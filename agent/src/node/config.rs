@@ -14,6 +14,7 @@
 //! | table size | `hotpath.agent.max-containers` | 10000 |
 //! | HDFS reader (resource localization) | `fs.defaultFS` = `hdfs://…` starts it; `dfs.*` as for `hotpath hdfs` | `file:///`: none |
 //! | localize requests that may wait | `hotpath.agent.localize.queue-depth` | 16 |
+//! | RM authentication ([`RmSecurity`]) | `hadoop.security.authentication`, `hadoop.rpc.protection`, `yarn.nodemanager.principal`, `yarn.nodemanager.keytab`, `yarn.resourcemanager.principal` | SIMPLE |
 //!
 //! A node host of `0.0.0.0` binds every address and registers the machine's host name, as a
 //! Java NodeManager does.
@@ -73,6 +74,126 @@ pub struct AgentConfig {
     pub ipc_port: u16,
     /// The NodeManager's settings (containers, launch, logs).
     pub nm: NmSettings,
+    /// How the agent authenticates to the RM's resource tracker.
+    pub rm_security: RmSecurity,
+}
+
+/// How the agent authenticates to the RM's resource tracker, as Java's NodeManager does: SIMPLE,
+/// or with `hadoop.security.authentication=kerberos` SASL KERBEROS (GSSAPI) as the node's own
+/// principal, accepting only the RM's principal, at the `hadoop.rpc.protection` the RM offers.
+#[derive(Debug, Clone, Default)]
+pub struct RmSecurity {
+    /// `hadoop.security.authentication`, `hadoop.rpc.protection`,
+    /// `ipc.client.fallback-to-simple-auth-allowed` (`ipc::sasl::client_auth`).
+    pub auth: hadoop_wire::sasl::client::ClientAuth,
+    /// Set when `hadoop.security.authentication` is `kerberos`.
+    pub kerberos: Option<RmKerberos>,
+}
+
+/// The agent's Kerberos settings for its RM connection.
+#[derive(Debug, Clone)]
+pub struct RmKerberos {
+    /// `yarn.nodemanager.principal`, `_HOST` replaced by the local host's canonical name (Java's
+    /// `SecurityUtil.login`); `None`: the ticket cache's principal.
+    pub node_principal: Option<String>,
+    /// `yarn.nodemanager.keytab`: the agent logs in from it itself, its tickets in memory
+    /// (`ipc::kerberos::MitGss::from_keytab`); `None`: MIT's `KRB5CCNAME` /
+    /// `KRB5_CLIENT_KTNAME` decide.
+    pub keytab: Option<PathBuf>,
+    /// `yarn.resourcemanager.principal` as configured; `_HOST` is replaced by the canonical name
+    /// of the RM's address when connecting (Java's `SaslRpcClient`).
+    pub rm_principal: String,
+}
+
+impl RmSecurity {
+    /// Reads the keys (see [`RmSecurity`]). On a Kerberized cluster
+    /// `yarn.resourcemanager.principal` must be set, and a `yarn.nodemanager.keytab` needs
+    /// `yarn.nodemanager.principal` ([`localize::node_keytab`]); nothing is asked of the KDC here.
+    pub fn from_conf(conf: &Configuration) -> Result<RmSecurity, AgentError> {
+        let auth = ipc::sasl::client_auth(conf, None)
+            .map_err(|e| AgentError::Config(format!("the RM connection's authentication: {e}")))?;
+        let kerberos = conf
+            .get("hadoop.security.authentication")
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("kerberos"));
+        if !kerberos {
+            return Ok(RmSecurity {
+                auth,
+                kerberos: None,
+            });
+        }
+        let Some(rm_principal) = conf
+            .get("yarn.resourcemanager.principal")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        else {
+            return Err(AgentError::Config(
+                "hadoop.security.authentication is kerberos but yarn.resourcemanager.principal \
+                 is not set: the agent accepts only the RM's own principal"
+                    .into(),
+            ));
+        };
+        let keytab = localize::node_keytab(conf)?;
+        let node_principal = localize::node_principal(
+            conf,
+            &ipc::kerberos::server_host_name(std::net::Ipv4Addr::UNSPECIFIED.into()),
+        );
+        Ok(RmSecurity {
+            auth,
+            kerberos: Some(RmKerberos {
+                node_principal,
+                keytab,
+                rm_principal: rm_principal.to_string(),
+            }),
+        })
+    }
+
+    /// The client authentication for the RM at `rm`: on a Kerberized cluster the agent logs in
+    /// now (from its keytab: an AS exchange with the KDC, so a keytab without the principal, an
+    /// unreadable one or a refusing KDC fail here, naming both keys), and expects the RM as
+    /// `yarn.resourcemanager.principal` with `_HOST` = the canonical name of `rm`'s address.
+    /// Every connection (a reconnect after an RM restart or a dropped connection included)
+    /// acquires the credential again from the login's ticket cache; MIT gets a new ticket from
+    /// the keytab when the old one is half-way to its expiry.
+    pub fn login(
+        &self,
+        rm: SocketAddr,
+    ) -> Result<hadoop_wire::sasl::client::ClientAuth, AgentError> {
+        let mut auth = self.auth.clone();
+        let Some(k) = &self.kerberos else {
+            return Ok(auth);
+        };
+        let gss = match (&k.keytab, &k.node_principal) {
+            (Some(keytab), Some(principal)) => {
+                ipc::kerberos::MitGss::from_keytab(principal, keytab).map_err(|e| {
+                    // the login's own text names both again: keep only why
+                    let e = e.to_string();
+                    let prefix = format!(
+                        "Kerberos login as {principal} from keytab {} failed: ",
+                        keytab.display()
+                    );
+                    AgentError::Config(format!(
+                        "the agent's Kerberos login (yarn.nodemanager.principal = {principal}, \
+                         yarn.nodemanager.keytab = {}) failed: {}",
+                        keytab.display(),
+                        e.strip_prefix(&prefix).unwrap_or(&e)
+                    ))
+                })?
+            }
+            (Some(keytab), None) => {
+                return Err(AgentError::Config(format!(
+                    "yarn.nodemanager.keytab is set ({}) but yarn.nodemanager.principal is not",
+                    keytab.display()
+                )))
+            }
+            (None, p) => ipc::kerberos::MitGss::new(p.clone()),
+        };
+        let host = ipc::kerberos::canonical_host_name(rm.ip());
+        auth.kerberos = Some(hadoop_wire::sasl::gssapi::KerberosClient {
+            server_principal: hadoop_wire::sasl::gssapi::replace_host(&k.rm_principal, &host),
+            contexts: std::sync::Arc::new(gss),
+        });
+        Ok(auth)
+    }
 }
 
 fn resolve(what: &str, host: &str, port: u16) -> Result<SocketAddr, AgentError> {
@@ -366,6 +487,7 @@ impl AgentConfig {
                     })?,
             },
             nm: NmSettings::from_conf(conf)?,
+            rm_security: RmSecurity::from_conf(conf)?,
         })
     }
 }
@@ -387,5 +509,95 @@ impl AgentConfig {
         cfg.health.max_utilization_percent = 100.0;
         cfg.pin = false;
         Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(keys: &[(&str, &str)]) -> Configuration {
+        let mut c = Configuration::new();
+        for (k, v) in keys {
+            c.set(k, v);
+        }
+        c
+    }
+
+    #[test]
+    fn the_rm_connection_is_simple_unless_kerberos_is_configured() {
+        let s = RmSecurity::from_conf(&conf(&[("hadoop.rpc.protection", "privacy")])).unwrap();
+        assert!(s.kerberos.is_none());
+        assert!(!s.auth.uses_sasl());
+        assert_eq!(s.auth.qops, vec![hadoop_wire::sasl::Qop::AuthConf]);
+        // SIMPLE needs no login
+        let a = s.login("127.0.0.1:8031".parse().unwrap()).unwrap();
+        assert!(a.kerberos.is_none());
+    }
+
+    #[test]
+    fn a_kerberized_agent_needs_the_rm_principal_and_a_principal_for_its_keytab() {
+        let e = RmSecurity::from_conf(&conf(&[("hadoop.security.authentication", "kerberos")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("yarn.resourcemanager.principal is not set"),
+            "{e}"
+        );
+        let e = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM"),
+            ("yarn.nodemanager.keytab", "/etc/nm.keytab"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("yarn.nodemanager.keytab is set (/etc/nm.keytab)")
+                && e.contains("yarn.nodemanager.principal is not"),
+            "{e}"
+        );
+        let s = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("hadoop.rpc.protection", "integrity"),
+            ("yarn.resourcemanager.principal", " rm/_HOST@EXAMPLE.COM "),
+            ("yarn.nodemanager.principal", "nm/node1@EXAMPLE.COM"),
+        ]))
+        .unwrap();
+        let k = s.kerberos.as_ref().unwrap();
+        assert_eq!(k.rm_principal, "rm/_HOST@EXAMPLE.COM");
+        assert_eq!(k.node_principal.as_deref(), Some("nm/node1@EXAMPLE.COM"));
+        assert!(k.keytab.is_none());
+        assert!(s.auth.security_enabled);
+        // without a keytab MIT's environment logs in (lazily); _HOST = the RM's canonical name
+        let a = s.login("127.0.0.1:8031".parse().unwrap()).unwrap();
+        assert_eq!(
+            a.kerberos.unwrap().server_principal,
+            "rm/localhost@EXAMPLE.COM"
+        );
+    }
+
+    #[test]
+    fn a_keytab_that_cannot_be_read_stops_the_login_naming_both_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nm.keytab");
+        let missing_s = missing.display().to_string();
+        let s = RmSecurity::from_conf(&conf(&[
+            ("hadoop.security.authentication", "kerberos"),
+            ("yarn.resourcemanager.principal", "rm/_HOST@EXAMPLE.COM"),
+            ("yarn.nodemanager.principal", "nm/node1@EXAMPLE.COM"),
+            ("yarn.nodemanager.keytab", &missing_s),
+        ]))
+        .unwrap();
+        let e = s
+            .login("127.0.0.1:8031".parse().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "the agent's Kerberos login (yarn.nodemanager.principal = nm/node1@EXAMPLE.COM, \
+                 yarn.nodemanager.keytab = {missing_s}) failed: cannot read the keytab"
+            )),
+            "{e}"
+        );
     }
 }

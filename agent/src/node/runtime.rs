@@ -3,8 +3,11 @@
 //!
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
-//!   `ResourceTrackerPB`. Unanswered calls are retried with a backoff that starts at the
-//!   heartbeat interval and doubles up to `yarn.resourcemanager.connect.retry-interval.ms`;
+//!   `ResourceTrackerPB` (SIMPLE, or on a Kerberized cluster SASL KERBEROS as the node's own
+//!   principal, [`super::config::RmSecurity`]; an authentication failure before the first
+//!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried
+//!   with a backoff that starts at the heartbeat interval and doubles up to
+//!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
@@ -35,6 +38,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::sasl::message::AuthMethod;
 use hadoop_wire::sasl::server::{ServerAuth, TokenSecrets};
 use hadoop_wire::token::identifier::NodeId;
@@ -89,6 +93,10 @@ pub enum ExitReason {
     Shutdown(String),
     /// The RM stayed unreachable for `connect.max-wait`.
     GaveUp(String),
+    /// The RM connection could not authenticate before the first registration (a wrong
+    /// `yarn.resourcemanager.principal`, a refused login): a configuration error, not retried,
+    /// as a Java NodeManager does not start then.
+    AuthFailed(String),
 }
 
 /// A running agent.
@@ -136,6 +144,8 @@ impl Agent {
     /// Starts an agent (see the module docs).
     pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
         let started = Instant::now();
+        // The RM connection's login first: a Kerberos login that fails stops the agent here.
+        let rm_auth = cfg.rm_security.login(cfg.rm_addr)?;
         // Read before any thread is pinned (pinned threads' children inherit one CPU).
         let all_cpus = hw::affinity::current_cpus().unwrap_or_default();
         let (ring_cpu, hk_cpu, hdfs_cpu, work_cpus) = if cfg.pin {
@@ -367,7 +377,7 @@ impl Agent {
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
-                ring_loop(&shared, &cfg, identity, started, ring_cpu)
+                ring_loop(&shared, &cfg, rm_auth, identity, started, ring_cpu)
             })?
         };
         let hk = {
@@ -537,6 +547,7 @@ struct Retry {
 fn ring_loop(
     shared: &Shared,
     cfg: &AgentConfig,
+    rm_auth: ClientAuth,
     identity: NodeIdentity,
     started: Instant,
     ring_cpu: Option<u32>,
@@ -555,6 +566,7 @@ fn ring_loop(
             reader_thread_name: ring_cpu
                 .map_or_else(|| "hp-ring0rx".to_string(), |c| format!("hp-ring0rx-{c}")),
             reader_cpu: ring_cpu,
+            auth: rm_auth,
             ..ClientConfig::default()
         },
     );
@@ -721,6 +733,11 @@ fn ring_loop(
                 }
             }
             Err(e) => {
+                if first_registration && is_auth_failure(&e) {
+                    let why = format!("authenticating to the RM at {} failed: {e}", cfg.rm_addr);
+                    tracing::error!("{why}; stopping");
+                    break ExitReason::AuthFailed(why);
+                }
                 let remote = matches!(e, ClientError::Remote { .. } | ClientError::Protocol(_));
                 if remote {
                     // The RM answered, with an error: keep the normal pace (Java logs and
@@ -776,7 +793,7 @@ fn ring_loop(
             Err(e) => tracing::warn!("unRegisterNodeManager failed: {e}"),
         }
         u.stop("stopped");
-    } else if let ExitReason::GaveUp(why) = &reason {
+    } else if let ExitReason::GaveUp(why) | ExitReason::AuthFailed(why) = &reason {
         u.stop(why);
     }
     publish(shared, &u, false);
@@ -786,12 +803,34 @@ fn ring_loop(
         if st.stopped_reason.is_none() {
             st.stopped_reason = Some(match &reason {
                 ExitReason::Stopped => "stopped".into(),
-                ExitReason::Shutdown(d) | ExitReason::GaveUp(d) => d.clone(),
+                ExitReason::Shutdown(d) | ExitReason::GaveUp(d) | ExitReason::AuthFailed(d) => {
+                    d.clone()
+                }
             });
         }
     }
     client.disconnect();
     reason
+}
+
+/// A connection's authentication failed: on this side (`ClientError::Auth`: the RM's principal
+/// is not the one expected, no usable credentials, no common protection), or refused by the
+/// RM with a FATAL SASL or access-control error.
+fn is_auth_failure(e: &ClientError) -> bool {
+    match e {
+        ClientError::Auth { .. } => true,
+        ClientError::Remote { status, class, .. } => {
+            *status
+                == hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto::Fatal
+                && matches!(
+                    class.as_str(),
+                    "javax.security.sasl.SaslException"
+                        | "org.apache.hadoop.security.AccessControlException"
+                        | "org.apache.hadoop.security.authorize.AuthorizationException"
+                )
+        }
+        _ => false,
+    }
 }
 
 fn mono_ms(started: Instant) -> u64 {

@@ -60,6 +60,14 @@
 //! `am_conf_dir` (the running cluster's conf as the AMs' yarn-site.xml), `am_conf_scheduler_address`,
 //! `am_conf_has_bound_ports` (startup fails if the bound ports are not in it).
 //!
+//! `yarn-rm --kerberos true`: a MiniKdc (realm `EXAMPLE.COM`) holding `rm/localhost` +
+//! `HTTP/localhost` (`rm_keytab`), `nm/localhost` and `nm/<canonical local host>` (`nm_keytab`,
+//! for joining NodeManagers) and `client` (`client_keytab`); the RM runs as `rm/localhost@REALM`
+//! with `hadoop.rpc.protection` `authentication` unless `--set`; the application commands run as
+//! `client`. READY `kerberos`: `realm`, `kdc`, `krb5_conf`, `client_principal`, `client_keytab`,
+//! `rm_principal`, `rm_keytab`, `nm_principal`, `nm_host_principal`, `nm_keytab`,
+//! `rpc_protection`.
+//!
 //! `hdfs --kerberos true` READY also has `kerberos` ([`Peer::kerberos`]): a MiniKdc (realm
 //! `EXAMPLE.COM`, TCP) holding `hdfs/localhost` + `HTTP/localhost` (service keytab) and `client`
 //! (client keytab); NameNode and DataNodes run as `hdfs/localhost@REALM` with

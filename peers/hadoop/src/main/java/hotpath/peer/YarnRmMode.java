@@ -1,5 +1,6 @@
 package hotpath.peer;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.reflect.Field;
@@ -17,8 +18,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.security.PrivilegedExceptionAction;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.minikdc.MiniKdc;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.yarn.api.ApplicationConstants;
 import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
@@ -61,12 +65,30 @@ import org.apache.hadoop.yarn.util.AbstractLivelinessMonitor;
  * The application commands ({@code app-submit}, {@code app-wait}, {@code app-kill}) are the client
  * half of the {@link ShellAm} application: they submit it through {@link YarnClient}, with the
  * cluster's own configuration (bound addresses included) written out as the AM's yarn-site.xml.
+ *
+ * <p>{@code --kerberos true}: a MiniKdc (realm EXAMPLE.COM, TCP) starts first, holding
+ * {@code rm/localhost} + {@code HTTP/localhost} (rm.keytab), {@code nm/localhost} and
+ * {@code nm/<this host's canonical name>} (nm.keytab, for the NodeManagers that join) and
+ * {@code client} (client.keytab). The RM runs Kerberized: {@code hadoop.security.authentication=
+ * kerberos}, {@code yarn.resourcemanager.principal=rm/localhost@REALM} with its keytab (the
+ * process logs in as it, since the mini cluster's RM skips its own login; SPNEGO for its web app
+ * from the same keytab), {@code hadoop.rpc.protection} {@code authentication} (each overridable
+ * by {@code --set}). The application commands' YarnClient
+ * logs in as {@code client} from its keytab. READY carries {@code kerberos}: {@code realm},
+ * {@code kdc}, {@code krb5_conf}, {@code client_principal}, {@code client_keytab},
+ * {@code rm_principal}, {@code rm_keytab}, {@code nm_principal}, {@code nm_host_principal},
+ * {@code nm_keytab}, {@code rpc_protection}.
  */
 final class YarnRmMode implements Mode {
   private final Args args;
   private final YarnConfiguration conf;
   private final int nms;
   private MiniYARNCluster cluster;
+  private final boolean kerberos;
+  private MiniKdc kdc;
+  private final Map<String, Object> kerberosInfo = new LinkedHashMap<>();
+  /** {@code --kerberos true}: the application client's login ({@code client} from its keytab). */
+  private UserGroupInformation clientUgi;
 
   /**
    * {@code --profile agents}: FIFO scheduling (no queue configuration to get wrong), a 128 MB
@@ -111,6 +133,7 @@ final class YarnRmMode implements Mode {
     this.workDir = workDir;
     this.conf = YarnConf.base(args, workDir);
     this.nms = args.getInt("nms", 0);
+    this.kerberos = Boolean.parseBoolean(args.get("kerberos", "false"));
     String profile = args.get("profile", "none");
     switch (profile) {
       case "none" -> {}
@@ -131,6 +154,9 @@ final class YarnRmMode implements Mode {
 
   @Override
   public void start() throws Exception {
+    if (kerberos) {
+      startKdc();
+    }
     cluster = new MiniYARNCluster("hotpath-peer", 1, nms, 1, 1);
     cluster.init(conf);
     cluster.start();
@@ -138,9 +164,79 @@ final class YarnRmMode implements Mode {
       throw new IllegalStateException(nms + " NodeManagers did not register in 120 s");
     }
     writeAmConf();
-    client = YarnClient.createYarnClient();
-    client.init(new YarnConfiguration(cluster.getConfig()));
-    client.start();
+    YarnConfiguration clientConf = new YarnConfiguration(cluster.getConfig());
+    PrivilegedExceptionAction<YarnClient> newClient = () -> {
+      YarnClient c = YarnClient.createYarnClient();
+      c.init(clientConf);
+      c.start();
+      return c;
+    };
+    // the RM proxy keeps the UGI current at its creation: the client's login
+    client = clientUgi != null ? clientUgi.doAs(newClient) : newClient.run();
+  }
+
+  private boolean given(String key) {
+    return args.sets.stream().anyMatch(kv -> kv[0].equals(key));
+  }
+
+  private void setIfAbsent(String key, String value) {
+    if (!given(key)) {
+      conf.set(key, value);
+    }
+  }
+
+  /** The KDC, the principals and keytabs, and the RM's security keys. */
+  private void startKdc() throws Exception {
+    File kdcDir = workDir.resolve("kdc").toFile();
+    if (!kdcDir.mkdirs() && !kdcDir.isDirectory()) {
+      throw new IllegalStateException("cannot create " + kdcDir);
+    }
+    kdc = new MiniKdc(MiniKdc.createConf(), kdcDir);
+    kdc.start();
+    String realm = kdc.getRealm();
+    File rmKeytab = new File(kdcDir, "rm.keytab");
+    kdc.createPrincipal(rmKeytab, "rm/localhost", "HTTP/localhost");
+    // what _HOST in yarn.nodemanager.principal stands for on this machine (Java's
+    // SecurityUtil.login: the local host's canonical name)
+    String host = java.net.InetAddress.getLocalHost().getCanonicalHostName().toLowerCase();
+    File nmKeytab = new File(kdcDir, "nm.keytab");
+    if (host.equals("localhost")) {
+      kdc.createPrincipal(nmKeytab, "nm/localhost");
+    } else {
+      kdc.createPrincipal(nmKeytab, "nm/localhost", "nm/" + host);
+    }
+    File clientKeytab = new File(kdcDir, "client.keytab");
+    kdc.createPrincipal(clientKeytab, "client");
+    // core-default.xml gives hadoop.rpc.protection a value: only a --set overrides ours
+    setIfAbsent("hadoop.rpc.protection", "authentication");
+    conf.set("hadoop.security.authentication", "kerberos");
+    setIfAbsent(YarnConfiguration.RM_PRINCIPAL, "rm/localhost@" + realm);
+    setIfAbsent(YarnConfiguration.RM_KEYTAB, rmKeytab.getAbsolutePath());
+    setIfAbsent(YarnConfiguration.RM_WEBAPP_SPNEGO_USER_NAME_KEY, "HTTP/localhost@" + realm);
+    setIfAbsent(YarnConfiguration.RM_WEBAPP_SPNEGO_KEYTAB_FILE_KEY, rmKeytab.getAbsolutePath());
+    // in-JVM NodeManagers (--nms K) log in as nm/localhost
+    setIfAbsent(YarnConfiguration.NM_PRINCIPAL, "nm/localhost@" + realm);
+    setIfAbsent(YarnConfiguration.NM_KEYTAB, nmKeytab.getAbsolutePath());
+    UserGroupInformation.setConfiguration(conf);
+    // MiniYARNCluster's RM skips its own keytab login (doSecureLogin is a no-op in the mini
+    // cluster): log the process in as the RM, so its servers run as rm/localhost
+    UserGroupInformation.loginUserFromKeytab(
+        org.apache.hadoop.security.SecurityUtil.getServerPrincipal(
+            conf.get(YarnConfiguration.RM_PRINCIPAL), "localhost"),
+        conf.get(YarnConfiguration.RM_KEYTAB));
+    clientUgi = UserGroupInformation.loginUserFromKeytabAndReturnUGI("client@" + realm,
+        clientKeytab.getAbsolutePath());
+    kerberosInfo.put("realm", realm);
+    kerberosInfo.put("kdc", kdc.getHost() + ":" + kdc.getPort());
+    kerberosInfo.put("krb5_conf", kdc.getKrb5conf().getAbsolutePath());
+    kerberosInfo.put("client_principal", "client@" + realm);
+    kerberosInfo.put("client_keytab", clientKeytab.getAbsolutePath());
+    kerberosInfo.put("rm_principal", conf.get(YarnConfiguration.RM_PRINCIPAL));
+    kerberosInfo.put("rm_keytab", rmKeytab.getAbsolutePath());
+    kerberosInfo.put("nm_principal", "nm/localhost@" + realm);
+    kerberosInfo.put("nm_host_principal", "nm/" + host + "@" + realm);
+    kerberosInfo.put("nm_keytab", nmKeytab.getAbsolutePath());
+    kerberosInfo.put("rpc_protection", conf.get("hadoop.rpc.protection"));
   }
 
   /**
@@ -215,6 +311,9 @@ final class YarnRmMode implements Mode {
     r.put("am_conf_dir", amConfDir.toString());
     r.put("am_conf_scheduler_address", amConfSchedulerAddress);
     r.put("am_conf_has_bound_ports", amConfHasBoundPorts);
+    if (kerberos) {
+      r.put("kerberos", kerberosInfo);
+    }
     return r;
   }
 
@@ -237,11 +336,17 @@ final class YarnRmMode implements Mode {
     for (Map.Entry<String, String> e : profileKeys.entrySet()) {
       y.put(e.getKey(), conf.get(e.getKey()));
     }
+    Map<String, String> core = new LinkedHashMap<>();
+    if (kerberos) {
+      core.put("hadoop.security.authentication", "kerberos");
+      core.put("hadoop.rpc.protection", conf.get("hadoop.rpc.protection"));
+      y.put(YarnConfiguration.RM_PRINCIPAL, conf.get(YarnConfiguration.RM_PRINCIPAL));
+    }
     for (String[] kv : args.sets) {
       y.put(kv[0], kv[1]);
     }
     SiteXml.write(confDir.resolve("yarn-site.xml"), y);
-    SiteXml.write(confDir.resolve("core-site.xml"), Map.of());
+    SiteXml.write(confDir.resolve("core-site.xml"), core);
   }
 
   @Override
@@ -450,6 +555,9 @@ final class YarnRmMode implements Mode {
     }
     if (cluster != null) {
       cluster.stop();
+    }
+    if (kdc != null) {
+      kdc.stop();
     }
   }
 }
