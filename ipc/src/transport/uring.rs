@@ -265,6 +265,8 @@ fn map_anon(len: usize) -> io::Result<NonNull<u8>> {
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
+    // The ring page is pinned by the kernel: not copied into forked children (see the pool).
+    super::pool::exclude_from_fork(p, len);
     NonNull::new(p.cast()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
 }
 
