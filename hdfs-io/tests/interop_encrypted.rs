@@ -58,7 +58,18 @@ fn client(peer: &Peer, io: BackendChoice, aes: bool) -> DfsClient {
     cfg.io = io;
     cfg.retry_window_base = Duration::from_millis(200);
     cfg.max_block_acquire_failures = 1;
-    DfsClient::new(nn, cfg, LocalNode::default(), RackMap::default(), None)
+    // Every block has a replica on each of the 3 DataNodes (replication 3): pretending to be
+    // DataNode 0's host makes it every read's first choice, so that a read finds the
+    // connection an earlier one left in the cache (the NameNode shuffles equal distances).
+    assert_eq!(peer.ready()["replication"], 3);
+    let dn0 = peer.datanodes().expect("datanodes")[0].host.clone();
+    DfsClient::new(
+        nn,
+        cfg,
+        LocalNode::with_names([dn0]),
+        RackMap::default(),
+        None,
+    )
 }
 
 fn write(peer: &mut Peer, path: &str, bytes: u64) -> Value {
