@@ -503,6 +503,8 @@ fn an_observer_that_comes_back_is_found_after_the_probe_period() {
     // (at or before the client asks the roles)
     let asked = Instant::now();
     nn.get_file_info(&paths[0]).expect("read").expect("exists");
+    // (at or after it)
+    let answered = Instant::now();
     assert!(!knows_an_observer(&nn), "{:?}", nn.nodes());
     peer.command(&format!("transition {obs} observer"))
         .expect("standby to observer");
@@ -526,9 +528,15 @@ fn an_observer_that_comes_back_is_found_after_the_probe_period() {
         "the active served the reads"
     );
     // after it, the next read asks the roles again and goes to the observer
-    std::thread::sleep((period + Duration::from_millis(200)).saturating_sub(asked.elapsed()));
+    std::thread::sleep((period + Duration::from_millis(100)).saturating_sub(answered.elapsed()));
     let (o, _) = observer_reads(&mut peer, &nn, &paths);
-    assert!(knows_an_observer(&nn), "{:?}", nn.nodes());
+    assert!(
+        knows_an_observer(&nn),
+        "{:?} {:?} {}",
+        nn.nodes(),
+        asked.elapsed(),
+        peer.command("namenodes").unwrap()
+    );
     assert!(
         o >= 5,
         "the observer served {o} of 5 reads after the probe period"
