@@ -56,8 +56,9 @@ import org.apache.hadoop.security.UserGroupInformation;
  * {@code namenode_principal}, {@code service_keytab}, {@code rpc_protection}.
  *
  * <p>{@code hdfs-ha --kerberos true}: the same for the three NameNodes (each
- * {@code hdfs/localhost@REALM}; no journal nodes: they share an edits directory). Command
- * {@code failover TO}: the active to standby, NameNode TO to active.
+ * {@code hdfs/localhost@REALM}; no journal nodes: they share an edits directory). Commands
+ * {@code failover TO} (the active to standby, NameNode TO to active) and
+ * {@code transition I standby|observer} (any HA mode).
  */
 final class HdfsMode implements Mode {
   private static final String NS = "hotpath-ns";
