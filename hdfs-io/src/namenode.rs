@@ -8,7 +8,10 @@
 //!   `hdfs://<nameservice>` names the ones of `dfs.ha.namenodes.<nameservice>` at
 //!   `dfs.namenode.rpc-address.<nameservice>.<id>`.
 //! - **Roles**: with several NameNodes, each one's role is asked once (`getHAServiceState`) and
-//!   again after a StandbyException or a broken connection. Writes, `msync` and `reportBadBlocks`
+//!   again after a StandbyException or a broken connection; with observer reads on and no
+//!   observer among the answers, again before a read once
+//!   `dfs.client.failover.observer.probe.retry.period` (10 min) has passed (as Java's
+//!   `ObserverReadProxyProvider` probes again). Writes, `msync` and `reportBadBlocks`
 //!   go to the active; with `dfs.client.failover.proxy.provider.<ns>` =
 //!   `…ObserverReadProxyProvider`, reads (`getFileInfo`, `getBlockLocations`) go to an observer.
 //! - **stateId**: one [`StateIdCell`] per client, shared by every connection to every
@@ -66,12 +69,15 @@ use ipc::kerberos::{canonical_host_name, MitGss};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `HdfsConstants.CLIENT_NAMENODE_PROTOCOL_NAME`.
 pub use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
+/// How long reads go to the active when no observer was found (see
+/// [`NameNodeConfig::observer_probe_period`]).
+pub const OBSERVER_PROBE_PERIOD_KEY: &str = "dfs.client.failover.observer.probe.retry.period";
 /// Default NameNode RPC port.
 pub const DEFAULT_PORT: u16 = 8020;
 
@@ -139,6 +145,12 @@ pub struct NameNodeConfig {
     /// `ha-hdfs:<nameservice>` when the NameNodes form a nameservice: the service of the tokens
     /// this client gets, and a second choice when selecting one.
     pub logical_token_service: Option<String>,
+    /// With observer reads on and no NameNode known to be an observer (none answered as one
+    /// when the roles were last asked: none configured, one restarting, or one that refused the
+    /// connection, e.g. a delegation token it had not tailed yet), how long reads go to the
+    /// active before the roles are asked again
+    /// (`dfs.client.failover.observer.probe.retry.period`, Java's default 10 min).
+    pub observer_probe_period: Duration,
 }
 
 /// The Kerberos side of a NameNode client.
@@ -171,6 +183,7 @@ impl Default for NameNodeConfig {
             kerberos: None,
             credentials: None,
             logical_token_service: None,
+            observer_probe_period: Duration::from_secs(600),
         }
     }
 }
@@ -240,6 +253,9 @@ pub struct NameNodeClient {
     msynced: AtomicBool,
     /// The highest stateId seen, shared by every connection (see the module docs).
     state_id: StateIdCell,
+    /// When the roles were last asked: ms since `created`, plus one (0: never).
+    probed_at: AtomicU64,
+    created: Instant,
 }
 
 impl std::fmt::Debug for NameNodeClient {
@@ -466,6 +482,8 @@ impl NameNodeClient {
             roles_known: AtomicBool::new(single),
             msynced: AtomicBool::new(false),
             state_id,
+            probed_at: AtomicU64::new(0),
+            created: Instant::now(),
         })
     }
 
@@ -516,6 +534,10 @@ impl NameNodeClient {
             credentials,
             logical_token_service,
             observer_reads: observer,
+            observer_probe_period: match conf.get(OBSERVER_PROBE_PERIOD_KEY) {
+                Some(_) => Duration::from_millis(conf.get_duration_ms(OBSERVER_PROBE_PERIOD_KEY)?),
+                None => base.observer_probe_period,
+            },
             connect_timeout: Duration::from_millis(
                 conf.get_duration_ms("ipc.client.connect.timeout")
                     .unwrap_or(20_000),
@@ -587,7 +609,26 @@ impl NameNodeClient {
         if let Some(a) = active {
             self.active.store(a, Ordering::Release);
         }
+        let ms = u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.probed_at.store(ms + 1, Ordering::Release);
         self.roles_known.store(true, Ordering::Release);
+    }
+
+    fn knows_an_observer(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| Role::from_u8(n.role.load(Ordering::Acquire)) == Role::Observer)
+    }
+
+    /// Whether [`NameNodeConfig::observer_probe_period`] has passed since the roles were asked.
+    fn probe_due(&self) -> bool {
+        match self.probed_at.load(Ordering::Acquire) {
+            0 => true,
+            at => {
+                let since = Duration::from_millis(at - 1);
+                self.created.elapsed().saturating_sub(since) >= self.cfg.observer_probe_period
+            }
+        }
     }
 
     fn ensure_roles(&self) {
@@ -749,6 +790,9 @@ impl NameNodeClient {
     fn read_call(&self, method: &'static str, req: &[u8]) -> Result<Response, Error> {
         if self.cfg.observer_reads && self.nodes.len() > 1 {
             self.ensure_roles();
+            if !self.knows_an_observer() && self.probe_due() {
+                self.discover_roles();
+            }
             if !self.msynced.load(Ordering::Acquire) {
                 self.msync()?;
             }

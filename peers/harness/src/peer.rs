@@ -3,7 +3,7 @@
 //! The launcher (`peers/hadoop`, class `hotpath.peer.Launcher`) takes `MODE --conf-dir DIR
 //! [--work-dir DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...` plus:
 //! `hdfs`/`hdfs-ha`: `--datanodes N` (3), `--block-size BYTES` (1 MiB), `--racks /a,/b,..`,
-//! `--shared-ip true` (all DataNodes on 127.0.0.1), `--kerberos true` (`hdfs` only: a MiniKdc and a
+//! `--shared-ip true` (all DataNodes on 127.0.0.1), `--kerberos true` (a MiniKdc and a
 //! Kerberized cluster, see [`Kerberos`]); `yarn-rm`: `--nms K` (0), `--profile agents`
 //! (defaults for running apps on external NodeManagers, each overridable by `--set`: FifoScheduler,
 //! `yarn.scheduler.minimum-allocation-mb` 128, `yarn.resourcemanager.am.max-attempts` 2,
@@ -38,6 +38,8 @@
 //! | | `dn-restart I` | (stop and) start DataNode I again, same address and xfer/ipc ports |
 //! | | `corrupt PATH BLOCK REPLICA` | flips bytes of that replica's block file; says which DataNode |
 //! | | `namenodes` | each NameNode's state, addresses, `rpc_requests` (client port total) |
+//! | hdfs-ha | `failover TO` | the active NameNode to standby, then standby NameNode TO to active: `from`, `to`, `namenodes` |
+//! | | `transition I standby\|observer` | NameNode I (not the active) to that state: `namenodes` |
 //! | yarn-rm | `nodes` | the RM context's nodes: id, state, memory/vcores, `last_heartbeat_ms_ago`, `response_id`, launched/completed containers; `inactive` nodes too |
 //! | | `nm-stop I` | stops in-JVM NodeManager I (it unregisters) |
 //! | | `app-submit KEY=VALUE...` | submits the `hotpath.peer.ShellAm` app through `YarnClient` (keys: `mode` shell\|bench, `containers` (1), `exit` `I:CODE,...`, `stop` `I,...` (runs `sleep 600`, stopped by the AM: −105), `sleep` `I:SECS,...`, `am_mb` (256), `container_mb` (128), `container_vcores` (1), `fail_attempt` (0: attempts ≤ N exit 3), `result` FILE (required), `shared` DIR (default under the app dir), `queue` (default), `per_node` (bench, 4), `timeout_s` (AM, 300), `heartbeat_ms` (AM→RM, 200), `name`): `app_id`, `app_dir`, `shared`, `result`, `am_command`, `am_classpath`, `local_resources` {name: `path`, `size`, `timestamp`, `type`, `visibility`} |
@@ -68,7 +70,7 @@
 //! `rm_principal`, `rm_keytab`, `nm_principal`, `nm_host_principal`, `nm_keytab`,
 //! `rpc_protection`.
 //!
-//! `hdfs --kerberos true` READY also has `kerberos` ([`Peer::kerberos`]): a MiniKdc (realm
+//! `hdfs --kerberos true` (and `hdfs-ha`: all three NameNodes alike) READY also has `kerberos` ([`Peer::kerberos`]): a MiniKdc (realm
 //! `EXAMPLE.COM`, TCP) holding `hdfs/localhost` + `HTTP/localhost` (service keytab) and `client`
 //! (client keytab); NameNode and DataNodes run as `hdfs/localhost@REALM` with
 //! `hadoop.security.authentication=kerberos`, service authorization, block access tokens, SASL
@@ -105,7 +107,7 @@ use crate::build::{ensure_built, Build};
 use crate::driver::{self, Driver};
 use crate::error::{tail, PeerError};
 
-/// READY `kerberos` of `hdfs --kerberos true`.
+/// READY `kerberos` of `hdfs` / `hdfs-ha --kerberos true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kerberos {
     /// `EXAMPLE.COM`.
@@ -417,7 +419,7 @@ impl Peer {
         self.addr("namenode")
     }
 
-    /// `hdfs --kerberos true`: the KDC, the principals and keytabs.
+    /// `hdfs` / `hdfs-ha --kerberos true`: the KDC, the principals and keytabs.
     pub fn kerberos(&self) -> Result<Kerberos, PeerError> {
         let k = self
             .ready

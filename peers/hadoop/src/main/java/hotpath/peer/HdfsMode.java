@@ -54,6 +54,11 @@ import org.apache.hadoop.security.UserGroupInformation;
  * as {@code hdfs/localhost}. READY then carries {@code kerberos}: {@code realm}, {@code kdc},
  * {@code krb5_conf}, {@code client_principal}, {@code client_keytab},
  * {@code namenode_principal}, {@code service_keytab}, {@code rpc_protection}.
+ *
+ * <p>{@code hdfs-ha --kerberos true}: the same for the three NameNodes (each
+ * {@code hdfs/localhost@REALM}; no journal nodes: they share an edits directory). Commands
+ * {@code failover TO} (the active to standby, NameNode TO to active) and
+ * {@code transition I standby|observer} (any HA mode).
  */
 final class HdfsMode implements Mode {
   private static final String NS = "hotpath-ns";
@@ -110,9 +115,6 @@ final class HdfsMode implements Mode {
     this.blockSize = args.getLong("block-size", 1 << 20);
     this.distinctIps = !Boolean.parseBoolean(args.get("shared-ip", "false"));
     this.kerberos = Boolean.parseBoolean(args.get("kerberos", "false"));
-    if (kerberos && ha) {
-      throw new IllegalArgumentException("--kerberos is for hdfs, not hdfs-ha");
-    }
     if (numDn < 1 || numDn > 200) {
       throw new IllegalArgumentException("--datanodes must be 1..200");
     }
@@ -427,11 +429,55 @@ final class HdfsMode implements Mode {
       case "token-stat":
         need(a, 2, "token-stat FILE PATH");
         return HdfsTokens.tokenStat(fs().getUri(), conf, a[0], a[1]);
+      case "failover":
+        need(a, 1, "failover TO (hdfs-ha: the active becomes standby, nn TO active)");
+        return failover(Integer.parseInt(a[0]));
+      case "transition":
+        need(a, 2, "transition I standby|observer (hdfs-ha: NameNode I, not the active)");
+        return transition(Integer.parseInt(a[0]), a[1]);
       default:
         throw new IllegalArgumentException("unknown command " + name + " (" + (ha ? "hdfs-ha" : "hdfs")
             + ": write, mkfiles, delete, block-locations, datanodes, dn-stop, dn-dead,"
             + " dn-restart, corrupt, namenodes, ping)");
     }
+  }
+
+  /**
+   * {@code failover TO}: a manual failover as {@code hdfs haadmin -failover} makes it, the
+   * active NameNode to standby first, then NameNode {@code TO} (a standby) to active.
+   */
+  private Map<String, Object> failover(int to) throws Exception {
+    if (!ha) {
+      throw new IllegalArgumentException("failover is for hdfs-ha");
+    }
+    if (to < 0 || to >= cluster.getNumNameNodes()
+        || !cluster.getNameNode(to).getState().equalsIgnoreCase("standby")) {
+      throw new IllegalArgumentException("failover: no standby NameNode " + to);
+    }
+    int from = active;
+    cluster.transitionToStandby(from);
+    cluster.transitionToActive(to);
+    cluster.waitActive(to);
+    active = to;
+    return Json.obj("from", from, "to", to, "namenodes", namenodes());
+  }
+
+  /** {@code transition I STATE}: a NameNode other than the active to standby or observer. */
+  private Map<String, Object> transition(int i, String state) throws Exception {
+    if (!ha || i < 0 || i >= cluster.getNumNameNodes() || i == active) {
+      throw new IllegalArgumentException("transition: no non-active NameNode " + i);
+    }
+    switch (state) {
+      case "standby":
+        cluster.transitionToStandby(i);
+        break;
+      case "observer":
+        cluster.transitionToObserver(i);
+        break;
+      default:
+        throw new IllegalArgumentException("transition: standby or observer, not " + state);
+    }
+    return Json.obj("namenodes", namenodes());
   }
 
   private static void need(String[] a, int n, String usage) {
