@@ -89,6 +89,16 @@ fn fetchdt_then_stat_with_the_token_alone_renew_print_cancel() {
     // no ticket: refused; with the token file: served
     let out = run(&empty, &["stat", "/fetchdt/f"]).output().unwrap();
     assert!(!out.status.success(), "no credentials at all");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "no HDFS_DELEGATION_TOKEN for the NameNode {} in no credentials (neither \
+             HADOOP_TOKEN_FILE_LOCATION nor hadoop.token.files names a Credentials file), and \
+             the Kerberos login failed",
+            peer.namenode_addr().unwrap()
+        )),
+        "{err}"
+    );
     let out = ok(
         run(&empty, &["stat", "--json", "/fetchdt/f"])
             .env("HADOOP_TOKEN_FILE_LOCATION", &file)

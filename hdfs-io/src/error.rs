@@ -223,6 +223,16 @@ pub enum Error {
     /// keytab, a KDC that refuses); `reason` names the principal and the keytab.
     #[error("{reason}")]
     Login { reason: String },
+    /// A Kerberized NameNode was called without a delegation token for it (`credentials` says
+    /// which credentials were looked in) and the Kerberos login that was tried instead failed
+    /// (`reason`: no ticket, an expired one, ...). Not retried.
+    #[error("{namenode}: no HDFS_DELEGATION_TOKEN for the NameNode {addr} in {credentials}, and the Kerberos login failed: {reason}")]
+    NoToken {
+        namenode: String,
+        addr: std::net::SocketAddr,
+        credentials: String,
+        reason: String,
+    },
     /// A NameNode refused the delegation token this client authenticated with (Java's
     /// `InvalidToken`: cancelled, expired, or not issued by it). `token` describes it as Java's
     /// `formatTokenId` does; [`Error::remote_kind`] is [`RemoteKind::InvalidToken`].

@@ -202,6 +202,9 @@ struct Node {
     /// The delegation token its connections authenticate with, as Java's `formatTokenId`
     /// prints it (for the error when the NameNode refuses it).
     token: Option<String>,
+    /// Without a token for it on a Kerberized cluster: the credentials that hold none (for the
+    /// error when the Kerberos login tried instead fails).
+    missing_token: Option<String>,
     client: Client,
     role: AtomicU8,
     /// Connections for direct calls.
@@ -414,6 +417,19 @@ impl NameNodeClient {
                         token = Some(crate::tokens::describe(t));
                     }
                 }
+                let missing_token = match (&token, &cfg.kerberos, cfg.credentials.as_deref()) {
+                    (None, Some(_), Some(c)) => Some(format!(
+                        "the client's credentials ({} token{})",
+                        c.tokens.len(),
+                        if c.tokens.len() == 1 { "" } else { "s" }
+                    )),
+                    (None, Some(_), None) => Some(format!(
+                        "no credentials (neither {} nor {} names a Credentials file)",
+                        crate::tokens::TOKEN_FILE_ENV,
+                        crate::tokens::TOKEN_FILES_KEY
+                    )),
+                    _ => None,
+                };
                 if let (Some(k), Some(login)) = (&cfg.kerberos, &login) {
                     let host = canonical_host_name(ep.addr.ip());
                     auth.kerberos = Some(KerberosClient {
@@ -466,6 +482,7 @@ impl NameNodeClient {
                     direct,
                     sasl,
                     token,
+                    missing_token,
                     ep,
                     role: AtomicU8::new(if single {
                         Role::Active as u8
@@ -657,6 +674,18 @@ impl NameNodeClient {
             match n.client.call_timeout(method, req, self.cfg.call_timeout) {
                 Ok(r) => return Ok(r),
                 Err(e) => {
+                    let e = match (e, &n.missing_token) {
+                        // The login tried instead of a token failed: not retried.
+                        (ClientError::Auth { class, message }, Some(credentials)) => {
+                            return Err(Error::NoToken {
+                                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                                addr: n.ep.addr,
+                                credentials: credentials.clone(),
+                                reason: format!("{class}: {message}"),
+                            });
+                        }
+                        (e, _) => e,
+                    };
                     let e = match (remote(e, &n.ep), &n.token) {
                         (Error::Remote(r), Some(token)) if r.kind == RemoteKind::InvalidToken => {
                             Error::TokenRefused {

@@ -194,9 +194,25 @@ impl GssContextFactory for MitGss {
             | CtxFlags::GSS_C_INTEG_FLAG
             | CtxFlags::GSS_C_REPLAY_FLAG
             | CtxFlags::GSS_C_SEQUENCE_FLAG;
+        // Named in a failure: an expired ticket in a cache nobody refreshes is the usual one.
+        let login = match &self.keytab {
+            Some(k) => format!(
+                "{} from keytab {}",
+                self.client_principal.as_deref().unwrap_or_default(),
+                k.path.display()
+            ),
+            None => format!(
+                "{} from the ticket cache KRB5CCNAME={}",
+                self.client_principal
+                    .as_deref()
+                    .unwrap_or("the ticket cache's principal"),
+                env("KRB5CCNAME")
+            ),
+        };
         Ok(Box::new(MitContext {
             ctx: ClientCtx::new(Some(cred), target_name, flags, Some(GSS_MECH_KRB5)),
             target: target.to_string(),
+            login,
             started: false,
         }))
     }
@@ -205,6 +221,8 @@ impl GssContextFactory for MitGss {
 struct MitContext {
     ctx: ClientCtx,
     target: String,
+    /// Whose credential, from where (for errors).
+    login: String,
     started: bool,
 }
 
@@ -216,8 +234,9 @@ impl GssContext for MitContext {
             Ok(Some(tok)) => Ok(tok.to_vec()),
             Ok(None) => Ok(Vec::new()),
             Err(e) => Err(SaslError::Sasl(format!(
-                "GSSAPI init_sec_context for {}: {}",
+                "GSSAPI init_sec_context for {} as {}: {}",
                 self.target,
+                self.login,
                 e.to_string().trim()
             ))),
         }

@@ -54,6 +54,7 @@ import org.apache.hadoop.security.UserGroupInformation;
  * as {@code hdfs/localhost}. READY then carries {@code kerberos}: {@code realm}, {@code kdc},
  * {@code krb5_conf}, {@code client_principal}, {@code client_keytab},
  * {@code namenode_principal}, {@code service_keytab}, {@code rpc_protection}.
+ * {@code --ticket-lifetime S} (with {@code --kerberos}): the KDC's tickets last S seconds.
  *
  * <p>{@code hdfs-ha --kerberos true}: the same for the three NameNodes (each
  * {@code hdfs/localhost@REALM}; no journal nodes: they share an edits directory). Commands
@@ -157,7 +158,19 @@ final class HdfsMode implements Mode {
     if (!kdcDir.mkdirs() && !kdcDir.isDirectory()) {
       throw new IllegalStateException("cannot create " + kdcDir);
     }
-    kdc = new MiniKdc(MiniKdc.createConf(), kdcDir);
+    java.util.Properties kdcConf = MiniKdc.createConf();
+    // --ticket-lifetime S: tickets (renewable ones too) last S seconds, so that clients' logins
+    // expire during a test; Java's own clients may then log in again from their keytabs at once.
+    if (args.has("ticket-lifetime")) {
+      long lifetime = args.getLong("ticket-lifetime", 0);
+      if (lifetime < 5) {
+        throw new IllegalArgumentException("--ticket-lifetime must be at least 5 (seconds)");
+      }
+      kdcConf.setProperty(MiniKdc.MAX_TICKET_LIFETIME, Long.toString(lifetime));
+      kdcConf.setProperty(MiniKdc.MAX_RENEWABLE_LIFETIME, Long.toString(lifetime));
+      conf.setLong("hadoop.kerberos.min.seconds.before.relogin", 1);
+    }
+    kdc = new MiniKdc(kdcConf, kdcDir);
     kdc.start();
     String realm = kdc.getRealm();
     File serviceKeytab = new File(kdcDir, "hdfs.keytab");
