@@ -12,7 +12,7 @@
 //! `CAP_IPC_LOCK`; when the kernel refuses it the backend keeps the pool unregistered (plain
 //! user-memory sends) and logs one warning per process. See [`PoolConfig`] for the defaults.
 //!
-//! The mapping is `MADV_DONTFORK` ([`exclude_from_fork`]): a process that forks children (the
+//! The mapping is `MADV_DONTFORK` (`exclude_from_fork`): a process that forks children (the
 //! agent spawns every container) would otherwise copy every pinned page of it into each child
 //! at `fork`, since the kernel cannot share a page pinned for DMA copy-on-write (measured: half
 //! of the agent's CPU per container launch went to copying its pools into children that
