@@ -8,14 +8,12 @@
 //!
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::NameNodeClient;
 use hdfs_io::topology::{LocalNode, RackMap};
-use peer_harness::{Kerberos, Mode, Shared};
+use peer_harness::{Mode, Shared};
 use sha2::{Digest, Sha256};
 
 static HDFS: Shared = Shared::new(
@@ -39,22 +37,6 @@ static HDFS: Shared = Shared::new(
     ],
 );
 
-fn kinit(k: &Kerberos, dir: &Path) {
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
-}
-
 fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
         .iter()
@@ -68,7 +50,7 @@ fn block_reads_with_each_data_transfer_protection() {
     let k = peer.kerberos().expect("READY kerberos");
     let w = peer.command("write /kerberos/dt/f 2500000").expect("write");
     let dir = tempfile::tempdir().unwrap();
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     // (protection, offer AES, reads through the DIGEST stream layer)
     for (protection, aes, layer) in [

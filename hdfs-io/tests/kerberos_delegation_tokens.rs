@@ -8,8 +8,6 @@
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,33 +34,6 @@ static HDFS: Shared = Shared::new(
         "org.apache.hadoop.ipc.Server=DEBUG",
     ],
 );
-
-/// A ticket cache holding the client's TGT (MIT `kinit -kt`).
-fn kinit(k: &Kerberos, dir: &Path) {
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    std::env::remove_var(TOKEN_FILE_ENV);
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
-}
-
-/// No Kerberos credentials: an empty ticket cache, no client keytab.
-fn no_kerberos(dir: &Path) {
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("empty-ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-}
 
 fn log_count(peer: &Peer, needle: &str) -> usize {
     std::fs::read_to_string(peer.log_path())
@@ -93,7 +64,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
 
     // 1. over KERBEROS
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t0 = krb
         .get_delegation_token("client")
@@ -116,7 +87,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     write_credentials_file(&file, &creds).unwrap();
 
     // 2. without Kerberos: the token alone
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     let none = token_client(&conf, Credentials::new());
     let e = none.get_file_info("/dtok/f").unwrap_err().to_string();
     assert!(e.contains("Kerberos login"), "no token, no ticket: {e}");
@@ -166,7 +137,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
         e.contains("Delegation Token can be renewed only with kerberos or web authentication"),
         "{e}"
     );
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let e1 = krb.renew_delegation_token(&t0).expect("renew");
     std::thread::sleep(Duration::from_millis(20));
     let e2 = krb.renew_delegation_token(&t0).expect("renew again");
@@ -175,7 +146,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
 
     // 4. cancel: the token is refused from then on
     krb.cancel_delegation_token(&t0).expect("cancel");
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     let fresh = token_client(&conf, read_credentials_file(&file).unwrap());
     let refused = log_count(&peer, "Auth failed for");
     let t = Instant::now();
@@ -195,7 +166,7 @@ fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     assert!(took < Duration::from_secs(10), "{took:?}");
     // one connection attempt, refused once: no retries of a token the NameNode does not know
     assert_eq!(log_count(&peer, "Auth failed for"), refused + 1);
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let e = krb.renew_delegation_token(&t0).unwrap_err();
     assert_eq!(e.remote_kind(), Some(RemoteKind::InvalidToken), "{e}");
 }
@@ -227,9 +198,9 @@ fn a_token_file_written_by_java_fetchdt() {
         j["tokens"][0]["sequence_number"].as_i64().unwrap()
     );
 
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     std::env::set_var(TOKEN_FILE_ENV, &file);
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     let tok = NameNodeClient::from_conf(&conf).expect("namenode client");
     std::env::remove_var(TOKEN_FILE_ENV);
     let st = tok
@@ -239,10 +210,10 @@ fn a_token_file_written_by_java_fetchdt() {
     assert_eq!(st.length, 77);
 
     // its renewer (us, over KERBEROS) renews it; its owner cancels it over the token itself
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     assert!(krb.renew_delegation_token(&t).expect("renew") > id.issue_date());
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     tok.cancel_delegation_token(&t)
         .expect("the owner cancels over its token's connection");
     let e = token_client(&conf, creds)

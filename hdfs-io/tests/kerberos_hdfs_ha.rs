@@ -17,15 +17,12 @@
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 //! The tests find the NameNodes by role (a failover moves the active).
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hadoop_wire::token::{Credentials, DelegationTokenIdentifier, TokenIdentifier as _};
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, Role, OBSERVER_PROBE_PERIOD_KEY};
-use hdfs_io::tokens::TOKEN_FILE_ENV;
 use hdfs_io::topology::{LocalNode, RackMap};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 use sha2::{Digest, Sha256};
@@ -54,33 +51,6 @@ static HA: Shared = Shared::new(
 );
 
 const NS: &str = "hotpath-ns";
-
-/// A ticket cache holding the client's TGT (MIT `kinit -kt`).
-fn kinit(k: &Kerberos, dir: &Path) {
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    std::env::remove_var(TOKEN_FILE_ENV);
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
-}
-
-/// No Kerberos credentials: an empty ticket cache, no client keytab.
-fn no_kerberos(dir: &Path) {
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("empty-ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-}
 
 fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
@@ -166,7 +136,7 @@ fn get_file_info_and_observer_reads_over_kerberos() {
     peer.command("mkfiles /kha 10").expect("mkfiles");
     peer.command("write /kha/len 4242").expect("write");
     let dir = tempfile::tempdir().unwrap();
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     assert_eq!(conf.get("fs.defaultFS"), Some("hdfs://hotpath-ns"));
     let paths: Vec<String> = (0..10).map(|i| format!("/kha/f{i}")).collect();
@@ -269,7 +239,7 @@ fn block_reads_with_and_without_aes_located_by_the_observer() {
     let w = peer.command("write /kha/blocks 3500000").expect("write");
     let want = w["sha256"].as_str().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     conf.set("hadoop.rpc.protection", "privacy");
     // (data transfer protection, offer AES, reads through the DIGEST stream layer)
@@ -332,7 +302,7 @@ fn a_nameservice_token_without_kerberos_and_a_failover() {
     conf.set(OBSERVER_PROBE_PERIOD_KEY, "200");
 
     // over KERBEROS, on the active: a token for the nameservice
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t = krb
         .get_delegation_token("client")
@@ -346,7 +316,7 @@ fn a_nameservice_token_without_kerberos_and_a_failover() {
     let creds = Arc::new(creds);
 
     // without Kerberos: the token alone, picked by the nameservice for every NameNode
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     let token_client = || {
         NameNodeClient::from_conf_with(
             &conf,
@@ -415,7 +385,7 @@ fn a_nameservice_token_without_kerberos_and_a_failover() {
     assert_eq!(sha256_hex(&out), want);
 
     // a failover: the active to standby, the standby to active
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let (old, new) = (
         index_of(&mut peer, "active"),
         index_of(&mut peer, "standby"),
@@ -446,7 +416,7 @@ fn a_nameservice_token_without_kerberos_and_a_failover() {
         .unwrap()
         .is_some());
     // the token client (no Kerberos): the new active knows the token from the edits
-    no_kerberos(dir.path());
+    Kerberos::clear_process_credentials(dir.path());
     assert!(tok
         .mkdirs("/kha/after-failover/tok", 0o755)
         .unwrap_or_else(|e| panic!(
@@ -486,7 +456,7 @@ fn an_observer_that_comes_back_is_found_after_the_probe_period() {
     let k = peer.kerberos().expect("READY kerberos");
     peer.command("mkfiles /kha/probe 5").expect("mkfiles");
     let dir = tempfile::tempdir().unwrap();
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     let period = Duration::from_millis(1500);
     conf.set(

@@ -9,14 +9,12 @@
 //!
 //! MIT's environment variables are process-wide: the test sets them under the peer's lock.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::NameNodeClient;
 use hdfs_io::topology::{LocalNode, RackMap};
-use peer_harness::{Kerberos, Mode, Peer, Shared};
+use peer_harness::{Mode, Peer, Shared};
 use sha2::{Digest, Sha256};
 
 static HA: Shared = Shared::new(
@@ -40,22 +38,6 @@ static HA: Shared = Shared::new(
         "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
     ],
 );
-
-fn kinit(k: &Kerberos, dir: &Path) {
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.join("ccache").display()),
-    );
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
-}
 
 fn sha256_hex(data: &[u8]) -> String {
     Sha256::digest(data)
@@ -120,7 +102,7 @@ fn encrypted_reads_with_and_without_aes_across_a_failover() {
     let w = peer.command("write /khe/f 2500000").expect("write");
     let want = w["sha256"].as_str().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
-    kinit(&k, dir.path());
+    k.kinit_process(dir.path()).expect("kinit");
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     conf.set("hadoop.rpc.protection", "privacy");
 

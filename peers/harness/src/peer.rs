@@ -95,7 +95,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -125,6 +125,51 @@ pub struct Kerberos {
     pub service_keytab: PathBuf,
     /// The cluster's `hadoop.rpc.protection`.
     pub rpc_protection: String,
+}
+
+impl Kerberos {
+    /// Makes this process a Kerberos client of the peer's realm, the MIT way: `KRB5_CONFIG` =
+    /// the KDC's krb5.conf, `KRB5CCNAME` = `FILE:<dir>/ccache` holding the client's TGT
+    /// (`kinit -kt client_keytab client_principal`), and neither `KRB5_CLIENT_KTNAME` nor
+    /// `HADOOP_TOKEN_FILE_LOCATION`, so the ticket is the process's only credential. MIT's
+    /// environment is process-wide: call it under the peer's lock. Returns the cache's path.
+    pub fn kinit_process(&self, dir: &Path) -> Result<PathBuf, PeerError> {
+        let cache = dir.join("ccache");
+        std::env::set_var("KRB5_CONFIG", &self.krb5_conf);
+        std::env::set_var("KRB5CCNAME", format!("FILE:{}", cache.display()));
+        std::env::remove_var("KRB5_CLIENT_KTNAME");
+        std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+        let out = Command::new("kinit")
+            .arg("-kt")
+            .arg(&self.client_keytab)
+            .arg(&self.client_principal)
+            .output()
+            .map_err(|e| PeerError::Io {
+                what: "running kinit (krb5-user, installed by scripts/setup.sh)".into(),
+                source: e,
+            })?;
+        if !out.status.success() {
+            return Err(PeerError::Command {
+                command: format!(
+                    "kinit -kt {:?} {}",
+                    self.client_keytab, self.client_principal
+                ),
+                error: String::from_utf8_lossy(&out.stderr).into_owned(),
+            });
+        }
+        Ok(cache)
+    }
+
+    /// Leaves this process without Kerberos credentials: `KRB5CCNAME` names an empty cache
+    /// (`FILE:<dir>/empty-ccache`, so MIT does not fall back to `/tmp/krb5cc_UID`) and no
+    /// `KRB5_CLIENT_KTNAME`. `KRB5_CONFIG` stays.
+    pub fn clear_process_credentials(dir: &Path) {
+        std::env::set_var(
+            "KRB5CCNAME",
+            format!("FILE:{}", dir.join("empty-ccache").display()),
+        );
+        std::env::remove_var("KRB5_CLIENT_KTNAME");
+    }
 }
 
 /// What the launcher runs (its first argument).
