@@ -66,6 +66,12 @@ pub struct NmLaunchArgs {
     /// container's timestamp.
     #[arg(long, value_name = "DIR")]
     pub timestamps: Option<PathBuf>,
+    /// Put both sides' `yarn.nodemanager.local-dirs` and `log-dirs` under DIR (default: the
+    /// system temp dir), e.g. a tmpfs such as `/dev/shm` to leave the disk's file system out of
+    /// the figures (on this machine the root ext4 has no journal, so every inode allocation
+    /// scans past recently deleted inodes).
+    #[arg(long, value_name = "DIR")]
+    pub node_dirs: Option<PathBuf>,
     /// Print the figures as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -112,7 +118,10 @@ fn proc_status_kib(pid: u32, key: &str) -> Result<u64> {
 
 /// A node process of either kind.
 enum Node {
-    Java(Box<Peer>),
+    Java {
+        peer: Box<Peer>,
+        _dir: Option<tempfile::TempDir>,
+    },
     Agent {
         child: Child,
         _dir: tempfile::TempDir,
@@ -122,7 +131,7 @@ enum Node {
 impl Node {
     fn pid(&self) -> u32 {
         match self {
-            Node::Java(p) => p.pid(),
+            Node::Java { peer, .. } => peer.pid(),
             Node::Agent { child, .. } => child.id(),
         }
     }
@@ -153,7 +162,7 @@ const NODE_VCORES: &str = "8";
 
 fn start_agent(bin: &Path, rt: &str, ip: &str, args: &NmLaunchArgs) -> Result<Node> {
     let logs = args.agent_logs.as_deref();
-    let dir = tempfile::tempdir()?;
+    let dir = node_dir(args)?;
     let d = dir.path();
     let sets = [
         format!("yarn.resourcemanager.resource-tracker.address={rt}"),
@@ -199,7 +208,32 @@ fn start_agent(bin: &Path, rt: &str, ip: &str, args: &NmLaunchArgs) -> Result<No
     Ok(Node::Agent { child, _dir: dir })
 }
 
-fn start_java_nm(rt: &str) -> Result<Node> {
+/// A fresh directory for one node's local and log dirs (under `--node-dirs`, if given).
+fn node_dir(args: &NmLaunchArgs) -> Result<tempfile::TempDir> {
+    Ok(match &args.node_dirs {
+        Some(root) => tempfile::tempdir_in(root)
+            .with_context(|| format!("a node dir in {}", root.display()))?,
+        None => tempfile::tempdir()?,
+    })
+}
+
+fn start_java_nm(rt: &str, args: &NmLaunchArgs) -> Result<Node> {
+    let dir = match &args.node_dirs {
+        Some(_) => Some(node_dir(args)?),
+        None => None,
+    };
+    let dirs: Vec<String> = dir.as_ref().map_or(Vec::new(), |d| {
+        vec![
+            format!(
+                "yarn.nodemanager.local-dirs={}",
+                d.path().join("local").display()
+            ),
+            format!(
+                "yarn.nodemanager.log-dirs={}",
+                d.path().join("logs").display()
+            ),
+        ]
+    });
     let sets = [
         format!("yarn.nodemanager.resource.memory-mb={NODE_MB}"),
         format!("yarn.nodemanager.resource.cpu-vcores={NODE_VCORES}"),
@@ -209,12 +243,15 @@ fn start_java_nm(rt: &str) -> Result<Node> {
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage=100".into(),
     ];
     let mut args: Vec<&str> = vec!["--rm", rt];
-    for s in &sets {
+    for s in sets.iter().chain(&dirs) {
         args.push("--set");
         args.push(s);
     }
     let p = Peer::start(Mode::YarnNm, &args).map_err(|e| anyhow!("yarn-nm: {e}"))?;
-    Ok(Node::Java(Box::new(p)))
+    Ok(Node::Java {
+        peer: Box::new(p),
+        _dir: dir,
+    })
 }
 
 fn registered(rm: &mut Peer, n: usize) -> Result<bool> {
@@ -233,7 +270,7 @@ fn run_side(side: Side, round: usize, args: &NmLaunchArgs, hotpath: &Path) -> Re
         .ok_or_else(|| anyhow!("no resource_tracker in READY"))?
         .to_string();
     let nodes = match side {
-        Side::Java => vec![start_java_nm(&rt)?, start_java_nm(&rt)?],
+        Side::Java => vec![start_java_nm(&rt, args)?, start_java_nm(&rt, args)?],
         Side::Hotpath => vec![
             start_agent(hotpath, &rt, "127.0.0.61", args)?,
             start_agent(hotpath, &rt, "127.0.0.62", args)?,
