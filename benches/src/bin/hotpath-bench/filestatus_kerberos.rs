@@ -22,6 +22,13 @@
 //! 3. Java's `FileStatusDriver` (`FileSystem.getFileStatus`, T threads, 2 s warm-up, then
 //!    `--seconds`; process CPU over the measured window): a second Java figure without the
 //!    busy-waiting thread.
+//! 4. After `privacy`: ours and FileStatusDriver again at `authentication`, each offered its own
+//!    privacy ops/s (`--rate`): privacy's extra CPU per call at the same call rate, apart from
+//!    what a lower rate costs by itself (fewer responses per wake-up of the waiting threads).
+//!
+//! With SASL our getFileInfo calls go over the shared `ipc::client` connection (its reader
+//! thread hands each response to the caller), as Java's do: hdfs-io's direct-call pool speaks
+//! SIMPLE only.
 //!
 //! The NameNode runs with `dfs.permissions.enabled=false` (NNThroughputBenchmark calls
 //! `setSafeMode`, which otherwise needs a superuser, and creates its files under `/`) and
@@ -269,12 +276,18 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The median; of an even count, the mean of the middle two.
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let n = v.len();
+    if n % 2 == 0 {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    }
 }
 
 fn median_row<'a>(qop: &str, rows: impl Iterator<Item = &'a Row> + Clone) -> Row {
