@@ -62,6 +62,20 @@ pub fn run(
     duration: Duration,
     rate: Option<f64>,
 ) -> Result<FileStatusReport, Error> {
+    run_warm(nn, paths, threads, Duration::ZERO, duration, rate)
+}
+
+/// [`run`] after `warmup`: the threads call for `warmup` first (each opens its connection then,
+/// Kerberos and SASL handshakes included), and the calls, CPU and time of `duration` after it
+/// are reported. Errors and missing paths count over both.
+pub fn run_warm(
+    nn: &NameNodeClient,
+    paths: &[String],
+    threads: usize,
+    warmup: Duration,
+    duration: Duration,
+    rate: Option<f64>,
+) -> Result<FileStatusReport, Error> {
     if paths.is_empty() {
         return Err(Error::Config("no paths to stat".into()));
     }
@@ -72,8 +86,9 @@ pub fn run(
     let errors = AtomicU64::new(0);
     let missing = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let cpu0 = process_cpu_ns();
-    let t0 = Instant::now();
+    let mut cpu0 = None;
+    let mut t0 = Instant::now();
+    let mut ops0 = 0;
     std::thread::scope(|s| {
         for t in 0..threads {
             let (ops, errors, missing, stop) = (&ops, &errors, &missing, &stop);
@@ -108,15 +123,19 @@ pub fn run(
                 }
             });
         }
+        std::thread::sleep(warmup);
+        ops0 = ops.load(Ordering::Relaxed);
+        cpu0 = process_cpu_ns();
+        t0 = Instant::now();
         std::thread::sleep(duration);
         stop.store(true, Ordering::Relaxed);
     });
     let secs = t0.elapsed().as_secs_f64();
     let cpu = match (cpu0, process_cpu_ns()) {
-        (Some(a), Some(b)) => Some((b - a) as f64),
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64),
         _ => None,
     };
-    let ops = ops.load(Ordering::Relaxed);
+    let ops = ops.load(Ordering::Relaxed) - ops0;
     Ok(FileStatusReport {
         threads,
         files: paths.len(),

@@ -431,6 +431,8 @@ struct Conn {
     table: Mutex<CallTable>,
     broken: AtomicBool,
     why: Mutex<String>,
+    /// The reader thread, joined when the client is dropped.
+    reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Conn {
@@ -471,7 +473,11 @@ struct Inner {
 }
 
 impl Drop for Inner {
-    /// The last clone of a client closes its connection (the reader thread sees it and ends).
+    /// The last clone of a client closes its connection and waits for the reader thread to end
+    /// (at once: the socket is shut down). The thread owns the connection's security layer, a
+    /// GSS-API context with Kerberos: released on a thread that outlived the client, it could
+    /// race the process's exit, where MIT krb5's destructors have already torn down its locks
+    /// (`k5_mutex_lock` assertion, SIGABRT).
     fn drop(&mut self) {
         let conn = self
             .conn
@@ -480,6 +486,12 @@ impl Drop for Inner {
             .take();
         if let Some(c) = conn {
             c.fail("client dropped");
+            let reader = lock(&c.reader).take();
+            if let Some(h) = reader {
+                if h.thread().id() != std::thread::current().id() {
+                    let _ = h.join();
+                }
+            }
         }
     }
 }
@@ -867,6 +879,7 @@ impl Client {
             table: Mutex::new(CallTable::new(cfg.call_slots)),
             broken: AtomicBool::new(false),
             why: Mutex::new(String::new()),
+            reader: Mutex::new(None),
         });
         let c = conn.clone();
         let ctx = ReaderContext {
@@ -909,8 +922,9 @@ impl Client {
             conn.fail(&why);
             Opened::Thread(ClientError::ReaderThread(why))
         };
-        if let Err(e) = spawned {
-            return Err(thread_error(format!("spawning the reader thread: {e}")));
+        match spawned {
+            Ok(h) => *lock(&conn.reader) = Some(h),
+            Err(e) => return Err(thread_error(format!("spawning the reader thread: {e}"))),
         }
         match pinned_rx.recv() {
             Ok(Ok(())) => Ok(conn),

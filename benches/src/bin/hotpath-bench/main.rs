@@ -3,6 +3,7 @@
 //! keys are the ones `hotpath bench …`, `hotpath hdfs bench filestatus` and `hotpath loadgen …`
 //! had.
 
+mod filestatus_kerberos;
 mod ipc_large;
 mod loadgen;
 mod loopback_floor;
@@ -53,6 +54,10 @@ enum Cmd {
     /// DIR/f0 .. DIR/f{N-1} (the peer's `mkfiles DIR N` creates them); fs.defaultFS from
     /// core-site.xml.
     Filestatus(FilestatusArgs),
+    /// HDFS-14277 on a Kerberized NameNode: fileStatus ops/s and client CPU per call of Hadoop's
+    /// NNThroughputBenchmark, of Java's FileStatusDriver and of ours (`filestatus`), each in its
+    /// own process, at hadoop.rpc.protection = authentication, integrity and privacy.
+    FilestatusKerberos(filestatus_kerberos::Args),
     /// Load generators: `loadgen heartbeats` simulates N NodeManagers against a ResourceTracker.
     Loadgen(loadgen::LoadgenArgs),
     /// SASL (TOKEN, DIGEST-MD5) at authentication / integrity / privacy: connection setup ours vs
@@ -101,6 +106,7 @@ fn main() -> Result<()> {
         Cmd::DnSelect(args) => dn_select(args),
         Cmd::Heartbeat(args) => heartbeat(args),
         Cmd::Filestatus(args) => filestatus(args),
+        Cmd::FilestatusKerberos(args) => filestatus_kerberos::run(args),
         Cmd::Loadgen(args) => loadgen::run(args),
         Cmd::Sasl(args) => sasl::run(args),
         Cmd::NmLaunch(args) => nm_launch::run(args),
@@ -208,9 +214,15 @@ struct FilestatusArgs {
     files: usize,
     #[arg(long, default_value = "/bench/filestatus")]
     dir: String,
+    /// The files' name before their number: DIR/PREFIX0 .. DIR/PREFIX{N-1}.
+    #[arg(long, default_value = "f")]
+    prefix: String,
     /// Seconds to run.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
+    /// Seconds of calls before the measured ones (connections are opened then).
+    #[arg(long, default_value_t = 0.0)]
+    warmup: f64,
     /// Fixed offered rate in calls/s (all threads together); closed loop when absent.
     #[arg(long)]
     rate: Option<f64>,
@@ -224,12 +236,13 @@ fn filestatus(args: FilestatusArgs) -> Result<()> {
         .context("reading the Hadoop configuration")?;
     let nn = NameNodeClient::from_conf(&conf)?;
     let paths: Vec<String> = (0..args.files)
-        .map(|i| format!("{}/f{i}", args.dir))
+        .map(|i| format!("{}/{}{i}", args.dir, args.prefix))
         .collect();
-    let r = benches::filestatus::run(
+    let r = benches::filestatus::run_warm(
         &nn,
         &paths,
         args.threads,
+        Duration::from_secs_f64(args.warmup.max(0.0)),
         Duration::from_secs_f64(args.duration),
         args.rate,
     )?;

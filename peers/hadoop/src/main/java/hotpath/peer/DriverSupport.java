@@ -36,6 +36,23 @@ final class DriverSupport {
     return conf;
   }
 
+  /**
+   * With {@code --principal P --keytab K} (and {@code --krb5-conf F}, MIT's krb5.conf for the
+   * JDK): logs the process in from the keytab ({@code UserGroupInformation.loginUserFromKeytab})
+   * under {@code conf}'s security settings. Without {@code --keytab}: nothing, the usual login.
+   */
+  static void loginIfAsked(Args args, Configuration conf) throws java.io.IOException {
+    if (!args.has("keytab")) {
+      return;
+    }
+    if (args.has("krb5-conf")) {
+      System.setProperty("java.security.krb5.conf", args.get("krb5-conf", null));
+    }
+    org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf);
+    org.apache.hadoop.security.UserGroupInformation.loginUserFromKeytab(
+        args.require("principal"), args.get("keytab", null));
+  }
+
   /** CPU time of the whole process (all threads: workers, IPC, GC, JIT), in nanoseconds. */
   static long processCpuNanos() {
     return ((com.sun.management.OperatingSystemMXBean)

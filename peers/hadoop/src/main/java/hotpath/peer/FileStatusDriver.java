@@ -16,11 +16,13 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * {@code FileStatusDriver --threads T --files N --dir D [--rate OPS_PER_S] [--duration S]
- * [--warmup S] [--conf-dir DIR]}: T threads call {@code FileSystem.getFileStatus(D/f<i>)} over
- * the files made by {@code mkfiles D N} (NNThroughputBenchmark's remote "fileStatus" idea) and
- * print one JSON line: ops, ops/s, client CPU, latency quantiles. With {@code --rate} each thread
- * offers rate/T calls per second on a fixed schedule, and latency counts from the scheduled start.
+ * {@code FileStatusDriver --threads T --files N --dir D [--prefix F] [--rate OPS_PER_S]
+ * [--duration S] [--warmup S] [--conf-dir DIR] [--principal P --keytab K [--krb5-conf F]]}: T
+ * threads call {@code FileSystem.getFileStatus(D/<F><i>)} (F default {@code f}) over the files
+ * made by {@code mkfiles D N} (NNThroughputBenchmark's remote "fileStatus" idea) and print one JSON
+ * line: ops, ops/s, client CPU, latency quantiles. With {@code --rate} each thread offers rate/T
+ * calls per second on a fixed schedule, and latency counts from the scheduled start. With
+ * {@code --keytab} the JVM first logs in from it ({@link DriverSupport#loginIfAsked}).
  */
 public final class FileStatusDriver {
   private FileStatusDriver() {}
@@ -39,6 +41,7 @@ public final class FileStatusDriver {
     int threads = args.getInt("threads", 1);
     int files = args.getInt("files", 1);
     String dir = args.require("dir");
+    String prefix = args.get("prefix", "f");
     double rate = Double.parseDouble(args.get("rate", "0"));
     double duration = Double.parseDouble(args.get("duration", "10"));
     double warmup = Double.parseDouble(args.get("warmup", "2"));
@@ -46,10 +49,11 @@ public final class FileStatusDriver {
       throw new IllegalArgumentException("--threads, --files and --duration must be positive");
     }
     Configuration conf = DriverSupport.conf(args);
+    DriverSupport.loginIfAsked(args, conf);
     FileSystem fs = FileSystem.get(conf);
     Path[] paths = new Path[files];
     for (int i = 0; i < files; i++) {
-      paths[i] = new Path(dir, "f" + i);
+      paths[i] = new Path(dir, prefix + i);
     }
     // one call first: fails fast on a wrong directory and opens the connection
     fs.getFileStatus(paths[0]);
