@@ -361,6 +361,25 @@ public final class ShellAm {
             + containers + " containers finished");
       }
     }
+    // A stopped container's completion can reach the AM (through the RM) before
+    // NMClientAsync's stop callback does: wait for the callbacks (bounded) so that the result
+    // records whether each stop was acknowledged.
+    long stopDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (System.nanoTime() < stopDeadline) {
+      boolean waiting = false;
+      synchronized (this) {
+        for (Launch l : launches.values()) {
+          if (l.stopRequested && !l.stopAcknowledged && l.stopError == null) {
+            waiting = true;
+            break;
+          }
+        }
+      }
+      if (!waiting) {
+        break;
+      }
+      Thread.sleep(20);
+    }
     FinalApplicationStatus status;
     synchronized (this) {
       status = unexpected.isEmpty() ? FinalApplicationStatus.SUCCEEDED
