@@ -19,7 +19,9 @@
 //! AES/CTR/NoPadding, and both clients read through the AES streams; `--encrypt-3des` /
 //! `--encrypt-rc4`: encrypted data transfer without AES, so both clients read through the
 //! DIGEST-MD5 stream layer with that cipher (`dfs.encrypt.data.transfer.algorithm`); ours then
-//! runs only its blocking receive, the only path of that layer)
+//! runs only its blocking receive, the only path of that layer; `--kerberos`, with `read`
+//! only: the peer's Kerberized MiniDFSCluster (MiniKdc, `hdfs --kerberos true`), ours reading
+//! with the client's TGT from a ticket cache, Java's driver logged in from the client keytab)
 //! (defaults 3 runs, 1000 calls/s, 10,000 files, 10 s). Prints JSON lines, then one summary
 //! line per measurement with the medians over the runs. The NameNode and DataNodes share the machine: compare CPU, not only speed.
 
@@ -98,6 +100,7 @@ const DIGEST_SETS: [&str; 4] = [
 fn main() {
     let all: Vec<String> = std::env::args().skip(1).collect();
     let encrypt = all.iter().any(|a| a == "--encrypt");
+    let kerberos = all.iter().any(|a| a == "--kerberos");
     let digest: Option<&str> = if all.iter().any(|a| a == "--encrypt-3des") {
         Some("3des")
     } else if all.iter().any(|a| a == "--encrypt-rc4") {
@@ -110,6 +113,9 @@ fn main() {
     } else {
         Vec::new()
     };
+    if kerberos {
+        sets.extend_from_slice(&["--kerberos", "true"]);
+    }
     if let Some(c) = digest {
         sets.extend_from_slice(&DIGEST_SETS);
         if c == "rc4" {
@@ -121,15 +127,44 @@ fn main() {
         (true, None) => "aes",
         (false, None) => "none",
     };
-    let mut args = all
-        .into_iter()
-        .filter(|a| !matches!(a.as_str(), "--encrypt" | "--encrypt-3des" | "--encrypt-rc4"));
+    let mut args = all.into_iter().filter(|a| {
+        !matches!(
+            a.as_str(),
+            "--encrypt" | "--encrypt-3des" | "--encrypt-rc4" | "--kerberos"
+        )
+    });
     let what = args.next().unwrap_or_else(|| "all".into());
+    assert!(
+        !kerberos || what == "read",
+        "--kerberos is for `read` (filestatus-kerberos is `hotpath-bench filestatus-kerberos`)"
+    );
     let runs: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(3);
     let rate: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000.0);
     let files: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
     let mut peer = Peer::start(Mode::Hdfs, &sets).expect("hdfs peer");
+    // --kerberos: this process reads with the client's TGT from a ticket cache (MIT's
+    // environment, set before any client exists), Java's ReadDriver logs in from the keytab.
+    let krb_dir = tempfile::tempdir().expect("a temp dir for the ticket cache");
+    let mut java_login: Vec<String> = Vec::new();
+    if kerberos {
+        let k = peer.kerberos().expect("the peer's Kerberos facts");
+        k.kinit_process(krb_dir.path()).expect("kinit");
+        java_login = vec![
+            "--principal".into(),
+            k.client_principal.clone(),
+            "--keytab".into(),
+            k.client_keytab.display().to_string(),
+            "--krb5-conf".into(),
+            k.krb5_conf.display().to_string(),
+        ];
+    }
+    let java_args = |a: &[&'static str]| -> Vec<String> {
+        a.iter()
+            .map(|s| s.to_string())
+            .chain(java_login.iter().cloned())
+            .collect()
+    };
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("conf");
     let nn = NameNodeClient::from_conf(&conf).expect("nn");
     let client = DfsClient::new(
@@ -168,8 +203,9 @@ fn main() {
             c.read("/vs/big", 0, None, &mut Count(0))
                 .expect("warm read");
         }
-        peer.run_driver(Driver::Read, &["--path", "/vs/big", "--runs", "1"])
-            .expect("warm java");
+        let warm = java_args(&["--path", "/vs/big", "--runs", "1"]);
+        let warm: Vec<&str> = warm.iter().map(String::as_str).collect();
+        peer.run_driver(Driver::Read, &warm).expect("warm java");
         let peer_pid = peer.pid();
         // per client: gb/s, cpu s/GB, DataNode cpu s/GB
         let mut m: Vec<[Vec<f64>; 3]> = vec![Default::default(); ours.len() + 1];
@@ -199,12 +235,9 @@ fn main() {
                 m[i][2].push(dn_cpu / gb);
             }
             let p0 = pid_cpu_ns(peer_pid).unwrap_or(0);
-            let j = peer
-                .run_driver(
-                    Driver::Read,
-                    &["--path", "/vs/big", "--warmup-runs", "1", "--runs", "1"],
-                )
-                .expect("java read");
+            let ja = java_args(&["--path", "/vs/big", "--warmup-runs", "1", "--runs", "1"]);
+            let ja: Vec<&str> = ja.iter().map(String::as_str).collect();
+            let j = peer.run_driver(Driver::Read, &ja).expect("java read");
             let dn_cpu = (pid_cpu_ns(peer_pid).unwrap_or(0) - p0) as f64 / 1e9;
             let bytes = j["bytes"].as_f64().unwrap_or(0.0);
             // the driver's warm-up read and its measured read
@@ -237,7 +270,7 @@ fn main() {
             })
             .collect();
         println!(
-            "{{\"summary\":\"read\",\"encrypted\":{},\"layer\":\"{layer}\",\"runs\":{runs},{}}}",
+            "{{\"summary\":\"read\",\"encrypted\":{},\"kerberos\":{kerberos},\"layer\":\"{layer}\",\"runs\":{runs},{}}}",
             encrypt || digest.is_some(),
             parts.join(",")
         );

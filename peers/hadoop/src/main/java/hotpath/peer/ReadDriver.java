@@ -12,7 +12,8 @@ import org.apache.hadoop.fs.Path;
 
 /**
  * {@code ReadDriver --path P [--buffer BYTES] [--runs N] [--warmup-runs W] [--sha256 true]
- * [--verify-checksum false] [--conf-dir DIR]}: reads P sequentially through
+ * [--verify-checksum false] [--conf-dir DIR] [--principal P --keytab K [--krb5-conf F]]}:
+ * (logged in from the keytab first on a Kerberized cluster) reads P sequentially through
  * {@code FileSystem.open} N times after W unmeasured runs, and prints one JSON line with bytes,
  * seconds, throughput and the process CPU per GB (10^9 bytes) over the measured runs.
  */
@@ -36,6 +37,7 @@ public final class ReadDriver {
     int warmupRuns = args.getInt("warmup-runs", 0);
     boolean sha = Boolean.parseBoolean(args.get("sha256", "false"));
     Configuration conf = DriverSupport.conf(args);
+    DriverSupport.loginIfAsked(args, conf);
     FileSystem fs = FileSystem.get(conf);
     fs.setVerifyChecksum(Boolean.parseBoolean(args.get("verify-checksum", "true")));
     byte[] buf = new byte[bufSize];
