@@ -22,8 +22,9 @@
 //!    keytab) runs on two Kerberized agents at privacy: the RM's AMLauncher and the AM reach
 //!    the agents' ContainerManagementProtocol with their tokens (TOKEN only, as in Java).
 //!
-//! MIT's `KRB5_CONFIG` is process-wide: the tests of this binary run one at a time, each
-//! setting it for its peer.
+//! MIT's environment is process-wide: the tests of this binary run one at a time, each making
+//! the process a client of its peer's realm without credentials (`KRB5_CONFIG`, an empty
+//! `KRB5CCNAME`: the agents log in from their keytabs).
 
 mod support;
 
@@ -38,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use agent::node::config::{AgentConfig, RmSecurity};
 use agent::node::{Agent, ExitReason};
-use peer_harness::{Mode, Peer};
+use peer_harness::{Kerberos, Mode, Peer};
 use serde_json::Value;
 
 struct Krb {
@@ -47,8 +48,11 @@ struct Krb {
     rm_keytab: PathBuf,
     nm_keytab: PathBuf,
     nm_host_principal: String,
+    /// Where `KRB5CCNAME` points (an empty cache).
+    _env: tempfile::TempDir,
 }
 
+/// The peer's Kerberos READY; makes this process a client of its realm without credentials.
 fn krb(peer: &Peer) -> Krb {
     let k = &peer.ready()["kerberos"];
     let s = |f: &str| {
@@ -56,12 +60,16 @@ fn krb(peer: &Peer) -> Krb {
             .unwrap_or_else(|| panic!("kerberos.{f} in READY {}", peer.ready()))
             .to_string()
     };
+    let env = tempfile::tempdir().unwrap();
+    let krb5_conf = PathBuf::from(s("krb5_conf"));
+    Kerberos::realm_process(&krb5_conf, env.path());
     Krb {
-        krb5_conf: s("krb5_conf").into(),
+        krb5_conf,
         realm: s("realm"),
         rm_keytab: s("rm_keytab").into(),
         nm_keytab: s("nm_keytab").into(),
         nm_host_principal: s("nm_host_principal"),
+        _env: env,
     }
 }
 
@@ -90,7 +98,6 @@ fn start_rm(protection: &str) -> (Peer, Krb) {
         "{}",
         rm.ready()
     );
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
     (rm, k)
 }
 
@@ -167,7 +174,6 @@ fn a_yarn_application_runs_on_kerberized_agents() {
     )
     .unwrap_or_else(|e| panic!("the Kerberized yarn-rm peer must start (mvn, JDK): {e}"));
     let k = krb(&rm);
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
     let rt = rm.resource_tracker_addr().unwrap();
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let agents: Vec<Agent> = ["127.0.0.41", "127.0.0.42"]

@@ -25,7 +25,7 @@ use hadoop_wire::token::{Credentials, Format};
 use hadoop_wire::yarn::cmp;
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, AttemptId, ContainerId};
-use peer_harness::{Mode, Peer};
+use peer_harness::{Kerberos, Mode, Peer};
 
 #[path = "support/cmp.rs"]
 mod cmp_support;
@@ -104,11 +104,7 @@ fn a_container_reads_kerberized_hdfs_with_its_delegation_token_alone() {
     // The agent's process (and so its containers): the cluster's krb5.conf and configuration,
     // no ticket (an empty cache of the test's own, not the default /tmp/krb5cc_UID), no keytab.
     let dir = tempfile::tempdir().unwrap();
-    let no_ticket = dir.path().join("no-ccache");
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var("KRB5CCNAME", format!("FILE:{}", no_ticket.display()));
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+    Kerberos::realm_process(&k.krb5_conf, dir.path());
     std::env::set_var("HADOOP_CONF_DIR", peer.conf_dir());
 
     // The application's token, as a submitting client gets it: over Kerberos, from its keytab.

@@ -737,6 +737,47 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
 
 /// After an agent restart, the empty cgroups of containers no agent tracks go (those left by
 /// an agent killed −9); kept names, other dirs, cgroups with processes and young ones stay.
+/// The same walk removes the empty cgroups of zygote pools whose agent is gone (and only
+/// those: a live agent's pool and a busy cgroup stay).
+#[test]
+fn stale_zygote_cgroups_are_removed_in_the_same_walk() {
+    use agent::node::cgroups::Cgroups;
+    use std::collections::HashSet;
+    let name = format!("hotpath-stale-zygotes-{}", std::process::id());
+    let cg = match Cgroups::probe(&name) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED stale_zygote_cgroups_are_removed_in_the_same_walk: {why}");
+            return;
+        }
+    };
+    // a pid that ran and is gone
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let dead = format!("zygote-{gone_pid}-1-0");
+    let live = format!("zygote-{}-1-0", std::process::id());
+    let stale_container = "container_1700000000000_0001_01_000002";
+    for n in [&dead, &live, stale_container] {
+        for b in cg.base_dirs() {
+            fs::create_dir(b.join(n)).unwrap();
+        }
+    }
+    let exists = |n: &str| cg.base_dirs().iter().any(|d| d.join(n).exists());
+    let n = cg.remove_stale_containers(&HashSet::new(), Duration::ZERO);
+    assert_eq!(
+        n,
+        2 * cg.base_dirs().len(),
+        "the dead pool's and the container's"
+    );
+    assert!(!exists(&dead) && !exists(stale_container));
+    assert!(exists(&live), "this process's pool");
+    for b in cg.base_dirs() {
+        fs::remove_dir(b.join(&live)).unwrap();
+        fs::remove_dir(&b).unwrap();
+    }
+}
+
 #[test]
 fn stale_container_cgroups_are_removed_at_restart() {
     use agent::node::cgroups::Cgroups;

@@ -8,8 +8,8 @@
 //! is never used for an application's resource.
 //!
 //! With `yarn.nodemanager.keytab` the agent's login reads its key from that keytab itself, with
-//! no `KRB5CCNAME` or `KRB5_CLIENT_KTNAME` in the process; a keytab without the principal, or
-//! one without its key, fails with a message naming both.
+//! no ticket in the process's `KRB5CCNAME` (an empty cache) and no `KRB5_CLIENT_KTNAME`; a
+//! keytab without the principal, or one without its key, fails with a message naming both.
 //!
 //! The reader thread runs in this process, as the agent runs it. MIT's environment is
 //! process-wide: the tests set it under the peer's lock.
@@ -34,7 +34,7 @@ use hadoop_wire::token::{Credentials, Format, Token};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
-use peer_harness::{Mode, Peer, Shared};
+use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
@@ -131,13 +131,7 @@ fn app_resources_with_the_apps_token_public_ones_with_the_nodes_login() {
     let k = peer.kerberos().expect("READY kerberos");
     let dir = tempfile::tempdir().unwrap();
     // The agent's login: its keytab (the MiniKdc's client keytab stands in for nm's).
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", dir.path().join("agent-ccache").display()),
-    );
-    std::env::set_var("KRB5_CLIENT_KTNAME", &k.client_keytab);
-    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+    Kerberos::client_keytab_process(&k.krb5_conf, &k.client_keytab, dir.path());
 
     let mut files = std::collections::HashMap::new();
     for (name, len) in [
@@ -396,10 +390,8 @@ fn public_resources_with_the_nodes_keytab_and_no_mit_environment() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
     let k = peer.kerberos().expect("READY kerberos");
     let dir = tempfile::tempdir().unwrap();
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::remove_var("KRB5CCNAME");
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+    // no ticket (an empty cache, not the default /tmp/krb5cc_UID), no client keytab
+    Kerberos::realm_process(&k.krb5_conf, dir.path());
     let w = peer.command("write /lk/keytab.bin 70001").expect("write");
     let sum = w["sha256"].as_str().unwrap().to_string();
     let conf = conf::Configuration::load_dir(peer.conf_dir()).unwrap();

@@ -17,8 +17,10 @@
 //!    and without Kerberos is refused ("SIMPLE authentication is not enabled").
 //! 4. A keytab without the RM's principal: `hotpath rm` does not start and says why.
 //!
-//! MIT's environment (`KRB5_CONFIG`, `KRB5CCNAME`, `KRB5_CLIENT_KTNAME`) is process-wide; only
-//! case 3 sets it in this process, and the cases run in one test, in order.
+//! MIT's environment (`KRB5_CONFIG`, `KRB5CCNAME`, `KRB5_CLIENT_KTNAME`) is process-wide (and
+//! inherited by the `hotpath rm` processes): the process is a client of the peer's realm
+//! without credentials, until case 3 gives it the client keytab; the cases run in one test, in
+//! order.
 
 mod support;
 
@@ -33,7 +35,7 @@ use hadoop_wire::sasl::gssapi::{GssContext, GssContextFactory, KerberosClient};
 use hadoop_wire::sasl::{Qop, SaslError};
 use ipc::client::{Client, ClientConfig};
 use ipc::kerberos::MitGss;
-use peer_harness::{Mode, Peer};
+use peer_harness::{Kerberos, Mode, Peer};
 use support::RmChild;
 
 struct Krb {
@@ -94,7 +96,6 @@ fn start_rm(k: &Krb, extra: &[String], protection: &str) -> Rm {
     let log = dir.path().join("rm.log");
     let mut sets = krb_sets(k, &k.rm_keytab, protection);
     sets.extend_from_slice(extra);
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
     let child = support::start_rm(
         dir.path(),
         &sets,
@@ -185,6 +186,8 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
     )
     .unwrap_or_else(|e| panic!("the Kerberized yarn-nm peer must start (mvn, JDK): {e}"));
     let k = krb(&nm);
+    let env = tempfile::tempdir().unwrap();
+    Kerberos::realm_process(&k.krb5_conf, env.path());
 
     // 1. every level; privacy also through an auth_to_local RULE and the ACL
     nm_at_level(&mut nm, &k, "authentication", Qop::Auth, &[], "");
@@ -266,12 +269,7 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
 
     // 3. a ticket for another service principal
     let rm = start_rm(&k, &[], "authentication");
-    let ccache = tempfile::tempdir().unwrap();
-    std::env::set_var("KRB5_CLIENT_KTNAME", &k.client_keytab);
-    std::env::set_var(
-        "KRB5CCNAME",
-        format!("FILE:{}", ccache.path().join("cc").display()),
-    );
+    Kerberos::client_keytab_process(&k.krb5_conf, &k.client_keytab, env.path());
     let client = Client::new(
         rm.child.tracker.parse().unwrap(),
         ClientConfig {

@@ -65,7 +65,7 @@ use hadoop_wire::token::{Credentials, Token};
 use hadoop_wire::view::hdfs::LocatedBlocksView;
 use hadoop_wire::writer::{Encode, Sink, Writer};
 use ipc::client::{Client, ClientConfig, ClientError, Response, StateIdCell};
-use ipc::kerberos::{canonical_host_name, MitGss};
+use ipc::kerberos::{canonical_host_name, LoginError, MitGss};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::ops::Range;
 use std::path::PathBuf;
@@ -389,19 +389,20 @@ impl NameNodeClient {
         let state_id = StateIdCell::new();
         // One login for every NameNode: from the keytab when one is named, else MIT's.
         let login = match &cfg.kerberos {
-            Some(k) => Some(Arc::new(match (&k.keytab, &k.client_principal) {
-                (Some(kt), Some(p)) => MitGss::from_keytab(p, kt).map_err(|e| Error::Login {
-                    reason: e.to_string(),
-                })?,
-                (Some(kt), None) => {
-                    return Err(Error::Config(format!(
-                        "a Kerberos keytab ({}) is named for the NameNode client but no client \
-                         principal to log in as with it",
-                        kt.display()
-                    )))
-                }
-                (None, p) => MitGss::new(p.clone()),
-            })),
+            Some(k) => Some(Arc::new(
+                MitGss::login(k.client_principal.clone(), k.keytab.as_deref()).map_err(
+                    |e| match e {
+                        LoginError::MissingPrincipal { keytab } => Error::Config(format!(
+                            "a Kerberos keytab ({}) is named for the NameNode client but no \
+                             client principal to log in as with it",
+                            keytab.display()
+                        )),
+                        e @ LoginError::Keytab { .. } => Error::Login {
+                            reason: e.to_string(),
+                        },
+                    },
+                )?,
+            )),
             None => None,
         };
         let nodes = endpoints

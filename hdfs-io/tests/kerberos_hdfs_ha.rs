@@ -17,6 +17,10 @@
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 //! The tests find the NameNodes by role (a failover moves the active).
 
+#[macro_use]
+#[path = "support/kerberos_ha.rs"]
+mod kerberos_ha;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,25 +33,7 @@ use sha2::{Digest, Sha256};
 
 static HA: Shared = Shared::new(
     Mode::HdfsHa,
-    &[
-        // connections stay reusable however slow this machine is between reads
-        "--set",
-        "dfs.client.socketcache.expiryMsec=120000",
-        "--set",
-        "dfs.datanode.socket.reuse.keepalive=120000",
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--set",
-        "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
-        "--log-level",
-        "org.apache.hadoop.ipc.Server=DEBUG",
-    ],
+    kerberos_ha_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
 );
 
 const NS: &str = "hotpath-ns";

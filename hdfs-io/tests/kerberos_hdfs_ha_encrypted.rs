@@ -9,6 +9,10 @@
 //!
 //! MIT's environment variables are process-wide: the test sets them under the peer's lock.
 
+#[macro_use]
+#[path = "support/kerberos_ha.rs"]
+mod kerberos_ha;
+
 use std::time::Duration;
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
@@ -19,24 +23,7 @@ use sha2::{Digest, Sha256};
 
 static HA: Shared = Shared::new(
     Mode::HdfsHa,
-    &[
-        "--set",
-        "dfs.client.socketcache.expiryMsec=120000",
-        "--set",
-        "dfs.datanode.socket.reuse.keepalive=120000",
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--set",
-        "dfs.encrypt.data.transfer=true",
-        "--set",
-        "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
-    ],
+    kerberos_ha_args!("--set", "dfs.encrypt.data.transfer=true"),
 );
 
 fn sha256_hex(data: &[u8]) -> String {

@@ -78,12 +78,11 @@ impl MitGss {
     /// and the keytab. Every context acquires the credential again from the same ticket cache:
     /// MIT reuses the tickets in it and, once the ticket is half-way to its expiry, gets a new
     /// one from the keytab (Java's `reloginFromKeytab`).
-    pub fn from_keytab(principal: &str, keytab: &Path) -> Result<Self, SaslError> {
-        let fail = |why: String| {
-            SaslError::Config(format!(
-                "Kerberos login as {principal} from keytab {} failed: {why}",
-                keytab.display()
-            ))
+    pub fn from_keytab(principal: &str, keytab: &Path) -> Result<Self, LoginError> {
+        let fail = |reason: String| LoginError::Keytab {
+            principal: principal.to_string(),
+            keytab: keytab.to_path_buf(),
+            reason,
         };
         if let Err(e) = std::fs::File::open(keytab) {
             return Err(fail(format!("cannot read the keytab: {e}")));
@@ -92,16 +91,31 @@ impl MitGss {
             .map_err(|_| fail("the keytab path holds a NUL byte".into()))?;
         let ccache = CString::new(format!("MEMORY:hotpath:{principal}:{}", keytab.display()))
             .map_err(|_| fail("the principal holds a NUL byte".into()))?;
-        let gss = Self {
-            client_principal: Some(principal.to_string()),
-            keytab: Some(ClientKeytab {
-                path: keytab.to_path_buf(),
-                path_c,
-                ccache,
-            }),
+        let k = ClientKeytab {
+            path: keytab.to_path_buf(),
+            path_c,
+            ccache,
         };
-        gss.keytab_cred()?;
-        Ok(gss)
+        acquire_keytab_cred(principal, &k)?;
+        Ok(Self {
+            client_principal: Some(principal.to_string()),
+            keytab: Some(k),
+        })
+    }
+
+    /// A client's login as configured: `principal` with its key from `keytab` when a keytab
+    /// is named ([`MitGss::from_keytab`], which asks the KDC now), else MIT's environment as
+    /// `principal` or the ticket cache's ([`MitGss::new`], nothing asked yet). A keytab without
+    /// a principal is refused ([`LoginError::MissingPrincipal`]): a keytab may hold the keys of
+    /// several principals, and which one to log in as is not guessed.
+    pub fn login(principal: Option<String>, keytab: Option<&Path>) -> Result<Self, LoginError> {
+        match (keytab, principal) {
+            (Some(keytab), Some(principal)) => Self::from_keytab(&principal, keytab),
+            (Some(keytab), None) => Err(LoginError::MissingPrincipal {
+                keytab: keytab.to_path_buf(),
+            }),
+            (None, principal) => Ok(Self::new(principal)),
+        }
     }
 
     /// The keytab this login reads its keys from (`None`: MIT's environment decides).
@@ -121,25 +135,7 @@ impl MitGss {
                 "a Kerberos keytab login needs a keytab and a principal".into(),
             ));
         };
-        acquire_cred_from(
-            principal,
-            Usage::Initiate,
-            &[
-                (c"client_keytab", k.path_c.as_c_str()),
-                (c"ccache", k.ccache.as_c_str()),
-            ],
-        )
-        .map_err(|e| {
-            let why = if e.minor as i32 == KRB5_FCC_NOFILE {
-                format!("the keytab holds no key for {principal} ({})", e.text)
-            } else {
-                e.text
-            };
-            SaslError::Config(format!(
-                "Kerberos login as {principal} from keytab {} failed: {why}",
-                k.path.display()
-            ))
-        })
+        acquire_keytab_cred(principal, k).map_err(|e| SaslError::Config(e.to_string()))
     }
 
     /// The initiator credential from MIT's environment.
@@ -177,6 +173,50 @@ fn env(name: &str) -> String {
 
 fn gss_err(what: &str, e: libgssapi::error::Error) -> SaslError {
     SaslError::Sasl(format!("GSSAPI {what}: {}", e.to_string().trim()))
+}
+
+/// `principal`'s initiator credential from the keytab `k` into `k`'s in-memory ticket cache
+/// (see [`MitGss::from_keytab`]).
+fn acquire_keytab_cred(principal: &str, k: &ClientKeytab) -> Result<Cred, LoginError> {
+    acquire_cred_from(
+        principal,
+        Usage::Initiate,
+        &[
+            (c"client_keytab", k.path_c.as_c_str()),
+            (c"ccache", k.ccache.as_c_str()),
+        ],
+    )
+    .map_err(|e| {
+        let reason = if e.minor as i32 == KRB5_FCC_NOFILE {
+            format!("the keytab holds no key for {principal} ({})", e.text)
+        } else {
+            e.text
+        };
+        LoginError::Keytab {
+            principal: principal.to_string(),
+            keytab: k.path.clone(),
+            reason,
+        }
+    })
+}
+
+/// Why a client's Kerberos login ([`MitGss::login`], [`MitGss::from_keytab`]) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoginError {
+    /// A keytab is named but no principal to log in as with it.
+    #[error(
+        "a Kerberos keytab ({}) is named but no principal to log in as with it",
+        keytab.display()
+    )]
+    MissingPrincipal { keytab: PathBuf },
+    /// The login as `principal` from `keytab` failed: `reason` says why (the keytab cannot be
+    /// read or holds no key for the principal, the KDC refused, ...).
+    #[error("Kerberos login as {principal} from keytab {} failed: {reason}", keytab.display())]
+    Keytab {
+        principal: String,
+        keytab: PathBuf,
+        reason: String,
+    },
 }
 
 impl GssContextFactory for MitGss {
@@ -664,6 +704,41 @@ mod tests {
         file.extend_from_slice(&(e.len() as i32).to_be_bytes());
         file.extend_from_slice(&e);
         std::fs::write(path, file).unwrap();
+    }
+
+    #[test]
+    fn a_login_takes_the_keytab_when_named_and_refuses_one_without_a_principal() {
+        let dir = tempfile::tempdir().unwrap();
+        let keytab = dir.path().join("client.keytab");
+        keytab_for(&keytab, "client@EXAMPLE.COM");
+        let e = MitGss::login(None, Some(&keytab)).unwrap_err();
+        assert_eq!(
+            e,
+            LoginError::MissingPrincipal {
+                keytab: keytab.clone()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "a Kerberos keytab ({}) is named but no principal to log in as with it",
+                keytab.display()
+            )
+        );
+        // a keytab and a principal: the keytab login (which fails here: no such key)
+        let e = MitGss::login(Some("other@EXAMPLE.COM".into()), Some(&keytab)).unwrap_err();
+        assert!(
+            matches!(&e, LoginError::Keytab { principal, keytab: k, reason }
+                if principal == "other@EXAMPLE.COM" && k == &keytab
+                    && reason.starts_with("the keytab holds no key for other@EXAMPLE.COM")),
+            "{e:?}"
+        );
+        // no keytab: MIT's environment, as the principal named or the ticket cache's
+        let g = MitGss::login(Some("client@EXAMPLE.COM".into()), None).unwrap();
+        assert_eq!(g.client_principal(), Some("client@EXAMPLE.COM"));
+        assert!(g.keytab().is_none());
+        let g = MitGss::login(None, None).unwrap();
+        assert!(g.client_principal().is_none() && g.keytab().is_none());
     }
 
     #[test]

@@ -311,11 +311,16 @@ impl Cgroups {
         }
     }
 
-    /// Removes the empty cgroups of containers (`container_…` dirs) that are not in `keep` and
-    /// were created more than `min_age` ago: those of containers that ended while no agent
-    /// watched them (an agent killed −9 whose successor has no record of them). A cgroup with
-    /// processes is refused by the kernel and stays; the age guard leaves alone a cgroup
-    /// another agent on this host has just created and not yet filled. Returns how many went.
+    /// Removes the stale empty cgroups agents left, in one walk of [`Cgroups::base_dirs`]:
+    ///
+    /// - of containers (`container_…` dirs) that are not in `keep` and were created more than
+    ///   `min_age` ago: those of containers that ended while no agent watched them (an agent
+    ///   killed −9 whose successor has no record of them); the age guard leaves alone a cgroup
+    ///   another agent on this host has just created and not yet filled;
+    /// - of zygote pools (`zygote-<pid>-…`, see [`super::zygote`]) whose agent is no longer
+    ///   running.
+    ///
+    /// A cgroup with processes is refused by the kernel and stays. Returns how many went.
     pub fn remove_stale_containers(
         &self,
         keep: &std::collections::HashSet<String>,
@@ -332,14 +337,15 @@ impl Cgroups {
                 let Some(name) = name.to_str() else {
                     continue;
                 };
-                if !name.starts_with("container_") || keep.contains(name) {
-                    continue;
-                }
-                let old = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .is_ok_and(|t| now.duration_since(t).is_ok_and(|a| a >= min_age));
-                if old && fs::remove_dir(e.path()).is_ok() {
+                let stale = if name.starts_with("container_") {
+                    !keep.contains(name)
+                        && e.metadata()
+                            .and_then(|m| m.modified())
+                            .is_ok_and(|t| now.duration_since(t).is_ok_and(|a| a >= min_age))
+                } else {
+                    super::zygote::is_stale_cgroup(name)
+                };
+                if stale && fs::remove_dir(e.path()).is_ok() {
                     removed += 1;
                 }
             }

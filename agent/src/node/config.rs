@@ -162,31 +162,20 @@ impl RmSecurity {
         let Some(k) = &self.kerberos else {
             return Ok(auth);
         };
-        let gss = match (&k.keytab, &k.node_principal) {
-            (Some(keytab), Some(principal)) => {
-                ipc::kerberos::MitGss::from_keytab(principal, keytab).map_err(|e| {
-                    // the login's own text names both again: keep only why
-                    let e = e.to_string();
-                    let prefix = format!(
-                        "Kerberos login as {principal} from keytab {} failed: ",
-                        keytab.display()
-                    );
-                    AgentError::Config(format!(
-                        "the agent's Kerberos login (yarn.nodemanager.principal = {principal}, \
-                         yarn.nodemanager.keytab = {}) failed: {}",
-                        keytab.display(),
-                        e.strip_prefix(&prefix).unwrap_or(&e)
-                    ))
-                })?
-            }
-            (Some(keytab), None) => {
-                return Err(AgentError::Config(format!(
-                    "yarn.nodemanager.keytab is set ({}) but yarn.nodemanager.principal is not",
+        let gss = ipc::kerberos::MitGss::login(k.node_principal.clone(), k.keytab.as_deref())
+            .map_err(|e| match e {
+                ipc::kerberos::LoginError::Keytab {
+                    principal,
+                    keytab,
+                    reason,
+                } => AgentError::Config(format!(
+                    "the agent's Kerberos login (yarn.nodemanager.principal = {principal}, \
+                     yarn.nodemanager.keytab = {}) failed: {reason}",
                     keytab.display()
-                )))
-            }
-            (None, p) => ipc::kerberos::MitGss::new(p.clone()),
-        };
+                )),
+                // `from_conf` refuses a keytab without a principal (`localize::node_keytab`)
+                e => AgentError::Config(format!("the agent's Kerberos login: {e}")),
+            })?;
         let host = ipc::kerberos::canonical_host_name(rm.ip());
         auth.kerberos = Some(hadoop_wire::sasl::gssapi::KerberosClient {
             server_principal: hadoop_wire::sasl::gssapi::replace_host(&k.rm_principal, &host),

@@ -683,13 +683,16 @@ memory by RLIMIT_DATA",
     }
 
     /// After recovery: removes the empty cgroups of containers this agent does not track
-    /// (`keep`, the recovered running ones), created over a minute ago. See
+    /// (`keep`, the recovered running ones), created over a minute ago, and those of the
+    /// zygote pools of agents that are gone, in one walk. See
     /// [`Cgroups::remove_stale_containers`].
     pub fn remove_stale_cgroups(&self, keep: &std::collections::HashSet<String>) {
         if let Some(c) = &self.cgroups {
             let n = c.remove_stale_containers(keep, Duration::from_secs(60));
             if n > 0 {
-                tracing::info!("removed {n} empty cgroup(s) of containers no agent tracks");
+                tracing::info!(
+                    "removed {n} empty cgroup(s) of containers or zygote pools no agent tracks"
+                );
             }
         }
     }

@@ -25,7 +25,8 @@
 //!
 //! The same thread removes finished containers' cgroups ([`Reaper::discard`]), so no
 //! launch or completion waits behind an `rmdir` either. Zygotes left by an agent killed −9 see
-//! their pipe close and exit; their empty cgroups are removed by the next agent's pool.
+//! their pipe close and exit; their empty cgroups are removed when the next agent starts, in the
+//! same walk as containers' stale cgroups ([`Cgroups::remove_stale_containers`]).
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -143,12 +144,10 @@ pub struct ZygotePool {
 const REMOVE_RETRY_FOR: Duration = Duration::from_secs(30);
 
 impl ZygotePool {
-    /// Starts the pool's thread (pinned like the launch workers, to `worker_cpu` if given),
-    /// after removing the empty pool cgroups of agents that are gone.
+    /// Starts the pool's thread (pinned like the launch workers, to `worker_cpu` if given).
+    /// The empty pool cgroups of agents that are gone are removed by the agent's start-up
+    /// sweep of stale cgroups ([`Cgroups::remove_stale_containers`]), not here.
     pub fn start(spec: ZygoteSpec, worker_cpu: Option<u32>) -> std::io::Result<ZygotePool> {
-        if let Some(cg) = &spec.cgroups {
-            remove_stale(cg);
-        }
         let inner = Arc::new(Inner {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
@@ -365,27 +364,18 @@ fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
     }
 }
 
-/// Removes the empty pool cgroups (`zygote-<pid>-…`) whose agent is no longer running.
-fn remove_stale(cg: &Cgroups) {
-    for base in cg.base_dirs() {
-        let Ok(rd) = std::fs::read_dir(&base) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(rest) = name.strip_prefix(PREFIX) else {
-                continue;
-            };
-            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-                continue;
-            };
-            // SAFETY: kill with signal 0 only checks for existence.
-            let alive = pid > 0
-                && (unsafe { libc::kill(pid, 0) } == 0
-                    || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
-            if !alive {
-                let _ = std::fs::remove_dir(e.path());
-            }
-        }
-    }
+/// Whether `name` is a pool cgroup (`zygote-<pid>-…`) whose agent is no longer running; the
+/// start-up sweep removes it when empty ([`Cgroups::remove_stale_containers`]).
+pub(super) fn is_stale_cgroup(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
+        return false;
+    };
+    let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks for existence.
+    let alive = pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+    !alive
 }

@@ -170,6 +170,29 @@ impl Kerberos {
         );
         std::env::remove_var("KRB5_CLIENT_KTNAME");
     }
+
+    /// Makes this process a Kerberos client of the realm whose krb5.conf is `krb5_conf` (from
+    /// any peer's READY) without credentials: `KRB5_CONFIG` = `krb5_conf`, no
+    /// `HADOOP_TOKEN_FILE_LOCATION`, and [`Kerberos::clear_process_credentials`]; only a login
+    /// from a keytab of its own (`ipc::kerberos::MitGss::from_keytab`) gets a ticket. MIT's
+    /// environment is process-wide: call it under the peer's lock.
+    pub fn realm_process(krb5_conf: &Path, dir: &Path) {
+        std::env::set_var("KRB5_CONFIG", krb5_conf);
+        std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+        Self::clear_process_credentials(dir);
+    }
+
+    /// [`Kerberos::realm_process`], then MIT's client keytab: `KRB5_CLIENT_KTNAME` = `keytab`
+    /// and `KRB5CCNAME` = `FILE:<dir>/ccache`, empty until a context needs a ticket and MIT
+    /// gets it from the keytab (for the principal named, or the keytab's first). Returns the
+    /// cache's path.
+    pub fn client_keytab_process(krb5_conf: &Path, keytab: &Path, dir: &Path) -> PathBuf {
+        Self::realm_process(krb5_conf, dir);
+        let cache = dir.join("ccache");
+        std::env::set_var("KRB5CCNAME", format!("FILE:{}", cache.display()));
+        std::env::set_var("KRB5_CLIENT_KTNAME", keytab);
+        cache
+    }
 }
 
 /// What the launcher runs (its first argument).
