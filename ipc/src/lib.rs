@@ -40,8 +40,8 @@
 //! - [`metrics`]: the Prometheus text renderer and the `/metrics` HTTP endpoint every service
 //!   (RM core, agent) serves its counters with.
 //!
-//! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`; the codec's
-//! are `hadoop_wire::Error` and its parts.
+//! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`,
+//! `kerberos::LoginError`; the codec's are `hadoop_wire::Error` and its parts.
 
 pub mod authorize;
 pub mod buffer_protocol;
