@@ -224,7 +224,16 @@ impl ApplicationClient {
         user: &str,
         retry: &Retry,
     ) -> Result<ApplicationClient, YarnError> {
-        let mut auth = ipc::sasl::client_auth(conf, None)?;
+        // An insecure client speaks SIMPLE and reads no SASL settings (as Java's, which builds
+        // no SASL client then).
+        let simple = conf
+            .get("hadoop.security.authentication")
+            .is_none_or(|v| v.trim().eq_ignore_ascii_case("simple"));
+        let mut auth = if simple {
+            Default::default()
+        } else {
+            ipc::sasl::client_auth(conf, None)?
+        };
         if auth.security_enabled {
             let host = ipc::kerberos::canonical_host_name(addr.ip());
             auth.kerberos = Some(ipc::kerberos::kerberos_client(
