@@ -12,8 +12,9 @@
 //!    a ticket it fails naming the cause; as a SIMPLE client it is refused with Java's "SIMPLE
 //!    authentication is not enabled.  Available:[KERBEROS]"; a SIMPLE caller of the scheduler
 //!    port gets "...Available:[TOKEN]".
-//! 3. An RM whose `security.applicationclient.protocol.acl` excludes `client`: `hotpath app run`
-//!    gets Java's AuthorizationException text, at once.
+//! 3. An RM whose `hadoop.security.auth_to_local` maps `client@EXAMPLE.COM` to `alice` and whose
+//!    `security.applicationclient.protocol.acl` lists only `client`: `hotpath app run` gets
+//!    Java's AuthorizationException text, at once.
 //!
 //! MIT's environment (`KRB5_CONFIG`, `KRB5CCNAME`) is process-wide: everything runs in one
 //! test, in order.
@@ -401,10 +402,17 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     drop(agents);
     drop(rm);
 
-    // 3. an ACL without `client`
+    // 3. an ACL without the caller's user: auth_to_local maps client@REALM to `alice`, and the
+    // ACL lists `client` (the DEFAULT short name), so the mapped name is what it is checked on
     let rm = start_rm(
         &k,
-        &["security.applicationclient.protocol.acl=someone-else".into()],
+        &[
+            format!(
+                "hadoop.security.auth_to_local=RULE:[1:$1@$0](client@{})s/.*/alice/ DEFAULT",
+                k.realm
+            ),
+            "security.applicationclient.protocol.acl=client".into(),
+        ],
     );
     h.kinit_process(cc.path()).expect("kinit as client");
     let t0 = Instant::now();
