@@ -15,6 +15,11 @@
 //! then be readable by every NodeManager (a local path on a one-machine cluster, else a shared
 //! mount).
 //!
+//! On a Kerberized cluster (`hadoop.security.authentication=kerberos`,
+//! `yarn.resourcemanager.principal`) `app run` authenticates to the RM by KERBEROS as the
+//! principal of its ticket cache (`kinit`; `KRB5CCNAME`), and the application's user is that
+//! principal's short name; the AM needs no Kerberos credentials, only its AMRMToken.
+//!
 //! `app am` runs inside the AM container: it reads the AMRMToken from
 //! `HADOOP_TOKEN_FILE_LOCATION`, serves `GET /status` (JSON: counts and per-container node, state,
 //! exit status) on an ephemeral port of this host, registers `http://$NM_HOST:PORT/` as its
@@ -218,7 +223,9 @@ fn run_client(a: RunArgs) -> Result<i32> {
         connect_attempts: a.connect_attempts.max(1),
         ..Retry::default()
     };
-    let client = ApplicationClient::new(rm_addr, &current_user(), &retry);
+    // A Kerberized cluster: KERBEROS from the ticket cache (kinit), the RM by its principal.
+    let client = ApplicationClient::from_conf(rm_addr, &conf, &current_user(), &retry)
+        .context("the ResourceManager client's security settings")?;
     let new = client.new_application()?;
     if let Some(max) = &new.maximum_capability {
         let (m, v) = (

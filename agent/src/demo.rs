@@ -171,6 +171,7 @@ fn start_rm(cfg: &DemoConfig, dir: &Path, addr: SocketAddr) -> Result<RmService,
             scheduler: lo(SocketAddr::from(([127, 0, 0, 1], 0))),
             qops: hadoop_wire::sasl::parse_protection("authentication")
                 .map_err(|e| DemoError::Io(format!("hadoop.rpc.protection: {e}")))?,
+            security: Default::default(),
         })
     } else {
         None

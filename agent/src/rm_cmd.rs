@@ -9,7 +9,9 @@
 //! Applications (unless `hotpath.rm.applications.enabled=false`): ApplicationClientProtocol on
 //! `yarn.resourcemanager.address` (8032) and ApplicationMasterProtocol on
 //! `yarn.resourcemanager.scheduler.address` (8030), both overridable with `--set`; the READY
-//! line names them as `client` and `scheduler`.
+//! line names them as `client` and `scheduler`. With `hadoop.security.authentication=kerberos`
+//! the client port takes KERBEROS and the scheduler port TOKEN only, as a Kerberized Java RM's
+//! do ([`apps_security`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -104,12 +106,57 @@ fn apps_setup(conf: &conf::Configuration) -> Result<Option<rm_core::service::App
     if !on {
         return Ok(None);
     }
+    let client = rm_address(conf, "yarn.resourcemanager.address", 8032)?;
     Ok(Some(rm_core::service::AppsSetup {
         cfg: rm_core::apps::AppsConfig::from_conf(conf)?,
-        client: rm_address(conf, "yarn.resourcemanager.address", 8032)?,
+        client,
         scheduler: rm_address(conf, "yarn.resourcemanager.scheduler.address", 8030)?,
         qops: ipc::sasl::protection(conf).context("hadoop.rpc.protection")?,
+        security: apps_security(conf, client)?,
     }))
+}
+
+/// The application ports' security, as a Kerberized Java RM has it: with
+/// `hadoop.security.authentication=kerberos` ApplicationClientProtocol takes KERBEROS only
+/// (`yarn.resourcemanager.principal`, `_HOST` = the client port's bind host, keys from
+/// `yarn.resourcemanager.keytab`, callers named by `hadoop.security.auth_to_local`) at
+/// `hadoop.rpc.protection`, and ApplicationMasterProtocol TOKEN only (the AMRMToken); with
+/// `hadoop.security.authorization` the ACLs `security.applicationclient.protocol.acl` and
+/// `security.applicationmaster.protocol.acl` (groups from the name service).
+fn apps_security(
+    conf: &conf::Configuration,
+    client: SocketAddr,
+) -> Result<rm_core::service::AppsSecurity> {
+    let auth = ipc::sasl::daemon_server_auth(
+        conf,
+        None,
+        "yarn.resourcemanager.principal",
+        "yarn.resourcemanager.keytab",
+        || ipc::kerberos::server_host_name(client.ip()),
+    )
+    .context("ApplicationClientProtocol authentication")?;
+    let kerberos = auth
+        .methods()
+        .contains(&hadoop_wire::sasl::message::AuthMethod::Kerberos);
+    if kerberos {
+        tracing::info!(
+            "ApplicationClientProtocol: KERBEROS as {} ({}); ApplicationMasterProtocol: TOKEN",
+            conf.get("yarn.resourcemanager.principal").unwrap_or(""),
+            auth.methods_text()
+        );
+    }
+    let authorization = ipc::authorize::ServiceAuthorization::from_conf(
+        conf,
+        rm_core::service::APPS_SERVICE_ACLS,
+        Box::new(ipc::authorize::UnixGroups),
+    )
+    .map_err(anyhow::Error::msg)?
+    .map(Arc::new);
+    Ok(rm_core::service::AppsSecurity {
+        client_auth: kerberos.then(|| Arc::new(auth)),
+        master_token_only: kerberos,
+        authorization,
+    })
 }
 
 pub fn run(args: RmArgs) -> Result<()> {

@@ -67,6 +67,22 @@ pub const TRACKER_SERVICE_ACLS: &[ipc::authorize::ProtocolPolicy] = &[
     },
 ];
 
+/// The service-level ACL key of each application protocol (Java's `RMPolicyProvider`), for
+/// `ipc::authorize::ServiceAuthorization` on the client and scheduler ports. Under TOKEN the
+/// scheduler port's caller is the AMRMToken's user, the attempt id, as in Java.
+pub const APPS_SERVICE_ACLS: &[ipc::authorize::ProtocolPolicy] = &[
+    ipc::authorize::ProtocolPolicy {
+        protocol: hadoop_wire::yarn::APPLICATION_CLIENT_PROTOCOL,
+        acl_key: "security.applicationclient.protocol.acl",
+        client_principal_key: None,
+    },
+    ipc::authorize::ProtocolPolicy {
+        protocol: hadoop_wire::yarn::APPLICATION_MASTER_PROTOCOL,
+        acl_key: "security.applicationmaster.protocol.acl",
+        client_principal_key: None,
+    },
+];
+
 /// Admin protocol messages (written by us; field numbers are ours).
 pub mod admin {
     /// A request naming an application or container (`application_…`, `container_…`), or
@@ -104,13 +120,29 @@ fn bad_request(e: Error) -> CallError {
 /// What `hotpath rm` needs to run applications: the scheduler's settings and the addresses of
 /// ApplicationClientProtocol (`yarn.resourcemanager.address`) and ApplicationMasterProtocol
 /// (`yarn.resourcemanager.scheduler.address`), and the accepted `hadoop.rpc.protection` levels
-/// for the latter's TOKEN authentication.
+/// for the latter's TOKEN authentication, and what a secure cluster adds ([`AppsSecurity`]).
 #[derive(Debug, Clone)]
 pub struct AppsSetup {
     pub cfg: crate::apps::AppsConfig,
     pub client: SocketAddr,
     pub scheduler: SocketAddr,
     pub qops: Vec<hadoop_wire::sasl::Qop>,
+    pub security: AppsSecurity,
+}
+
+/// The application ports in a secure cluster. The default is an insecure RM's: SIMPLE on the
+/// client port, TOKEN then SIMPLE on the scheduler port, no ACLs.
+#[derive(Debug, Clone, Default)]
+pub struct AppsSecurity {
+    /// ApplicationClientProtocol's authentication (KERBEROS as the RM's principal when
+    /// `hadoop.security.authentication=kerberos`); `None`: SIMPLE.
+    pub client_auth: Option<Arc<hadoop_wire::sasl::server::ServerAuth>>,
+    /// ApplicationMasterProtocol accepts TOKEN (the AMRMToken) only: Java's
+    /// `ApplicationMasterService` forces its server's authentication to TOKEN, so neither
+    /// SIMPLE nor KERBEROS is offered there. Set on a Kerberized RM.
+    pub master_token_only: bool,
+    /// `hadoop.security.authorization`: [`APPS_SERVICE_ACLS`] on both ports.
+    pub authorization: Option<Arc<ipc::authorize::ServiceAuthorization>>,
 }
 
 /// The running RM.
@@ -355,8 +387,13 @@ fn start_apps(
         wall_ms(),
     )?));
     let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = amrm.clone();
+    let master_method = if setup.security.master_token_only {
+        hadoop_wire::sasl::message::AuthMethod::Token
+    } else {
+        hadoop_wire::sasl::message::AuthMethod::Simple
+    };
     let auth = hadoop_wire::sasl::server::ServerAuth::new(
-        hadoop_wire::sasl::message::AuthMethod::Simple,
+        master_method,
         Some(secrets),
         setup.qops.clone(),
     )
@@ -384,14 +421,22 @@ fn start_apps(
     app_service::register_client(&mut creg, &rt, tracker);
     let mut mreg = Registry::new();
     app_service::register_master(&mut mreg, &rt, tracker);
+    let defaults = ServerConfig::default();
     let client_cfg = ServerConfig {
         transport: transport("hp-rm-client", setup.cfg.client_io),
-        ..ServerConfig::default()
+        auth: setup
+            .security
+            .client_auth
+            .clone()
+            .unwrap_or_else(|| defaults.auth.clone()),
+        authorization: setup.security.authorization.clone(),
+        ..defaults.clone()
     };
     let master_cfg = ServerConfig {
         transport: transport("hp-rm-sched", setup.cfg.scheduler_io),
         auth: Arc::new(auth),
-        ..ServerConfig::default()
+        authorization: setup.security.authorization.clone(),
+        ..defaults
     };
     let started = Server::start(setup.client, client_cfg, creg)
         .map_err(|e| format!("ApplicationClientProtocol on {}: {e}", setup.client))

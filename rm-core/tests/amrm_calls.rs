@@ -70,6 +70,7 @@ fn each_connection_calls_as_the_attempt_it_authenticated_with() {
             client: any,
             scheduler: any,
             qops: vec![Qop::Auth],
+            security: Default::default(),
         }),
     )
     .unwrap();

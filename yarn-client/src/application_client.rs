@@ -1,5 +1,7 @@
 //! ApplicationClientProtocol (client → RM, `yarn.resourcemanager.address`), SIMPLE auth with
-//! the user name, as `YarnClient` speaks it on an insecure cluster.
+//! the user name, as `YarnClient` speaks it on an insecure cluster, or (with
+//! [`ApplicationClient::from_conf`] and `hadoop.security.authentication=kerberos`) KERBEROS from
+//! the ticket cache, the RM named by `yarn.resourcemanager.principal` (`ClientRMSecurityInfo`).
 //!
 //! [`ApplicationClient`] wraps one IPC connection and types the calls a submitting client
 //! needs: `getNewApplication`, `submitApplication`, `getApplicationReport`,
@@ -210,6 +212,47 @@ impl ApplicationClient {
                 retry,
             ),
         }
+    }
+
+    /// A client for the RM at `addr` with `conf`'s security: SIMPLE as `user` on an insecure
+    /// cluster; with `hadoop.security.authentication=kerberos`, KERBEROS as the ticket cache's
+    /// principal (`KRB5CCNAME`, after `kinit`) at `hadoop.rpc.protection`, accepting the RM
+    /// only as `yarn.resourcemanager.principal` (`_HOST` = the canonical name of `addr`).
+    pub fn from_conf(
+        addr: SocketAddr,
+        conf: &Configuration,
+        user: &str,
+        retry: &Retry,
+    ) -> Result<ApplicationClient, YarnError> {
+        // An insecure client speaks SIMPLE and reads no SASL settings (as Java's, which builds
+        // no SASL client then).
+        let simple = conf
+            .get("hadoop.security.authentication")
+            .is_none_or(|v| v.trim().eq_ignore_ascii_case("simple"));
+        let mut auth = if simple {
+            Default::default()
+        } else {
+            ipc::sasl::client_auth(conf, None)?
+        };
+        if auth.security_enabled {
+            let host = ipc::kerberos::canonical_host_name(addr.ip());
+            auth.kerberos = Some(ipc::kerberos::kerberos_client(
+                conf,
+                "yarn.resourcemanager.principal",
+                &host,
+                None,
+            )?);
+        }
+        Ok(ApplicationClient {
+            rpc: Rpc::new(
+                SERVICE,
+                addr,
+                APPLICATION_CLIENT_PROTOCOL,
+                user,
+                auth,
+                retry,
+            ),
+        })
     }
 
     /// The RM address of `conf` (`yarn.resourcemanager.address`, default port 8032), resolved.

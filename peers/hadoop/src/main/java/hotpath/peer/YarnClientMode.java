@@ -38,6 +38,10 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * {@code queue}, {@code new-app}) and Hadoop's command-line classes ({@code cli application
  * -list}, {@code cli node -list -all}: what {@code yarn application} and {@code yarn node} run).
  *
+ * <p>{@code --principal P --keytab K [--krb5-conf F]} (with {@code --set
+ * hadoop.security.authentication=kerberos} and {@code yarn.resourcemanager.principal}): the
+ * client logs in from the keytab first, so it talks to a Kerberized RM as P.
+ *
  * <p>Only the client's view is known here: an application has ended when its report says
  * FINISHED, FAILED or KILLED (unlike {@code yarn-rm}, which also waits for the RM's attempts).
  */
@@ -76,6 +80,7 @@ final class YarnClientMode implements Mode {
     }
     Files.move(tmp, amConfDir.resolve("yarn-site.xml"), StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
+    DriverSupport.loginIfAsked(args, conf);
     client = YarnClient.createYarnClient();
     client.init(conf);
     client.start();

@@ -1,0 +1,244 @@
+//! The application ports' security settings ([`AppsSecurity`]) without a KDC: a secure RM's
+//! scheduler port offers TOKEN only (Java's `ApplicationMasterService`), so a SIMPLE caller is
+//! refused at connection time with Java's text; `hadoop.security.authorization` puts
+//! `security.applicationclient.protocol.acl` on the client port and
+//! `security.applicationmaster.protocol.acl` on the scheduler port (under TOKEN the caller is
+//! the AMRMToken's user, the attempt id, as in Java). The KERBEROS side is
+//! `agent/tests/rm_apps_kerberos.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hadoop_wire::pb::hadoop::yarn::{AllocateRequestProto, ApplicationSubmissionContextProto};
+use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
+use hadoop_wire::sasl::Qop;
+use hadoop_wire::token::Token;
+use hadoop_wire::yarn::ids::AttemptId;
+use hadoop_wire::yarn::{
+    acp, amp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION, APPLICATION_MASTER_PROTOCOL,
+    APPLICATION_MASTER_VERSION,
+};
+use ipc::authorize::{GroupsMapping, ServiceAuthorization};
+use ipc::client::{Client, ClientConfig, ClientError};
+use ipc::server::ServerConfig;
+use prost::Message;
+use rm_core::apps::{AppsConfig, Res};
+use rm_core::dispatcher::Placement;
+use rm_core::service::{AppsSecurity, AppsSetup, RmService, APPS_SERVICE_ACLS};
+use rm_core::RmConfig;
+
+struct NoGroups;
+impl GroupsMapping for NoGroups {
+    fn groups(&self, _user: &str) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+fn start(security: AppsSecurity) -> (RmService, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = RmConfig {
+        completion_log_dir: dir.path().join("log"),
+        ..RmConfig::default()
+    };
+    let any = "127.0.0.1:0".parse().unwrap();
+    let rm = RmService::start_with_apps(
+        cfg,
+        any,
+        &Placement::Unpinned(1),
+        ServerConfig::default(),
+        Some(AppsSetup {
+            cfg: AppsConfig::default(),
+            client: any,
+            scheduler: any,
+            qops: vec![Qop::Auth],
+            security,
+        }),
+    )
+    .unwrap();
+    (rm, dir)
+}
+
+fn client(addr: std::net::SocketAddr, protocol: &str, user: &str, auth: ClientAuth) -> Client {
+    Client::new(
+        addr,
+        ClientConfig {
+            protocol: protocol.into(),
+            protocol_version: if protocol == APPLICATION_CLIENT_PROTOCOL {
+                APPLICATION_CLIENT_VERSION
+            } else {
+                APPLICATION_MASTER_VERSION
+            },
+            user: user.into(),
+            call_timeout: Duration::from_secs(10),
+            max_connect_attempts: 1,
+            auth,
+            ..ClientConfig::default()
+        },
+    )
+}
+
+fn token_auth(t: &Token) -> ClientAuth {
+    ClientAuth::token(
+        TokenCredential {
+            identifier: t.identifier.clone(),
+            password: t.password.clone(),
+        },
+        vec![Qop::Auth],
+    )
+}
+
+/// The error text of a refused call.
+fn refusal(c: &Client, method: &str) -> String {
+    let req = AllocateRequestProto::default().encode_to_vec();
+    let e = c.call(method, &req).expect_err("refused");
+    match &e {
+        ClientError::Remote { class, message, .. } => format!("{class}: {message}"),
+        other => other.to_string(),
+    }
+}
+
+/// An attempt waiting for its AM container, and an AMRMToken for it.
+fn attempt_token(rm: &RmService) -> Token {
+    let rt = rm.apps().unwrap().clone();
+    let app = rt.with(|a| {
+        let (id, _) = a.new_application().unwrap();
+        let ctx = ApplicationSubmissionContextProto {
+            application_id: Some(id.to_proto()),
+            am_container_spec: Some(Default::default()),
+            resource: Some(Res::new(1024, 1).to_proto()),
+            ..Default::default()
+        };
+        a.submit(ctx, "alice", 1).unwrap()
+    });
+    let t = rt
+        .amrm
+        .write()
+        .create_and_get_amrm_token(AttemptId { app, attempt: 1 })
+        .unwrap();
+    t
+}
+
+fn acls(client_acl: &str, master_acl: &str) -> Arc<ServiceAuthorization> {
+    let mut conf = conf::Configuration::new();
+    conf.set("hadoop.security.authorization", "true");
+    conf.set("security.applicationclient.protocol.acl", client_acl);
+    conf.set("security.applicationmaster.protocol.acl", master_acl);
+    Arc::new(
+        ServiceAuthorization::from_conf(&conf, APPS_SERVICE_ACLS, Box::new(NoGroups))
+            .unwrap()
+            .expect("authorization on"),
+    )
+}
+
+#[test]
+fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
+    let (rm, _d) = start(AppsSecurity {
+        client_auth: None,
+        master_token_only: true,
+        authorization: Some(acls("alice", "*")),
+    });
+    let sched = rm.scheduler_addr().unwrap();
+    let text = refusal(
+        &client(
+            sched,
+            APPLICATION_MASTER_PROTOCOL,
+            "alice",
+            ClientAuth::default(),
+        ),
+        amp::ALLOCATE,
+    );
+    assert!(
+        text.contains("SIMPLE authentication is not enabled.  Available:[TOKEN]"),
+        "{text}"
+    );
+    // the AMRMToken gets in (its attempt has no AM container yet: Java's not-found text)
+    let token = attempt_token(&rm);
+    let text = refusal(
+        &client(sched, APPLICATION_MASTER_PROTOCOL, "", token_auth(&token)),
+        amp::ALLOCATE,
+    );
+    assert!(
+        text.contains("ApplicationAttemptNotFoundException"),
+        "{text}"
+    );
+    // the client port: the ACL lists alice only
+    let cl = rm.client_addr().unwrap();
+    let ok = client(
+        cl,
+        APPLICATION_CLIENT_PROTOCOL,
+        "alice",
+        ClientAuth::default(),
+    );
+    ok.call(acp::GET_CLUSTER_METRICS, &[])
+        .expect("alice is on the ACL");
+    let text = refusal(
+        &client(
+            cl,
+            APPLICATION_CLIENT_PROTOCOL,
+            "bob",
+            ClientAuth::default(),
+        ),
+        acp::GET_CLUSTER_METRICS,
+    );
+    assert!(
+        text.contains("org.apache.hadoop.security.authorize.AuthorizationException")
+            && text.contains(
+                "User bob (auth:SIMPLE) is not authorized for protocol interface \
+                 org.apache.hadoop.yarn.api.ApplicationClientProtocolPB: denied by configured ACL"
+            ),
+        "{text}"
+    );
+    rm.shutdown();
+
+    // an ApplicationMasterProtocol ACL that lists no attempt refuses the AM's token user
+    let (rm, _d) = start(AppsSecurity {
+        client_auth: None,
+        master_token_only: true,
+        authorization: Some(acls("*", "yarn")),
+    });
+    let token = attempt_token(&rm);
+    let text = refusal(
+        &client(
+            rm.scheduler_addr().unwrap(),
+            APPLICATION_MASTER_PROTOCOL,
+            "",
+            token_auth(&token),
+        ),
+        amp::ALLOCATE,
+    );
+    assert!(
+        text.contains(
+            "(auth:TOKEN) is not authorized for protocol interface \
+             org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB: denied by configured ACL"
+        ),
+        "{text}"
+    );
+    rm.shutdown();
+}
+
+#[test]
+fn an_insecure_rm_keeps_simple_on_both_ports() {
+    let (rm, _d) = start(AppsSecurity::default());
+    let text = refusal(
+        &client(
+            rm.scheduler_addr().unwrap(),
+            APPLICATION_MASTER_PROTOCOL,
+            "mallory",
+            ClientAuth::default(),
+        ),
+        amp::ALLOCATE,
+    );
+    assert!(
+        text.contains("No AMRMToken found for user mallory"),
+        "{text}"
+    );
+    client(
+        rm.client_addr().unwrap(),
+        APPLICATION_CLIENT_PROTOCOL,
+        "anyone",
+        ClientAuth::default(),
+    )
+    .call(acp::GET_CLUSTER_METRICS, &[])
+    .expect("SIMPLE, no ACL");
+    rm.shutdown();
+}
