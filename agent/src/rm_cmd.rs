@@ -154,7 +154,6 @@ fn apps_security(
     .map(Arc::new);
     Ok(rm_core::service::AppsSecurity {
         client_auth: kerberos.then(|| Arc::new(auth)),
-        master_token_only: kerberos,
         authorization,
     })
 }

@@ -1,11 +1,12 @@
 //! ApplicationClientProtocol and ApplicationMasterProtocol on their own `ipc` servers, around
 //! [`Apps`]: the client protocol on `yarn.resourcemanager.address` (SIMPLE, as a non-secure
 //! Java RM), the master protocol on `yarn.resourcemanager.scheduler.address` with TOKEN
-//! authentication by AMRMToken ([`AmrmTokenSecrets`]) and SIMPLE offered after it; a call
-//! without an AMRMToken is refused with Java's "No AMRMToken found for user …". A secure RM
+//! authentication only, by AMRMToken ([`AmrmTokenSecrets`]), secure or not, as Java's
+//! `ApplicationMasterService` forces it: a SIMPLE caller is refused at connection time ("SIMPLE
+//! authentication is not enabled.  Available:[TOKEN]"), and a call whose token context carries
+//! no attempt with Java's "No AMRMToken found for user …". A secure RM
 //! ([`crate::service::AppsSecurity`]) takes KERBEROS on the client port (the caller's short
-//! name is the application's user) and TOKEN only on the master port. Errors are Java's
-//! exception classes ([`crate::apps::exc`]).
+//! name is the application's user). Errors are Java's exception classes ([`crate::apps::exc`]).
 //!
 //! [`AppsRt`] is the shared handle: every change to [`Apps`] goes through
 //! [`AppsRt::with`], which then hands the AM launches to the [`AmLauncher`] thread and the

@@ -131,16 +131,14 @@ pub struct AppsSetup {
 }
 
 /// The application ports in a secure cluster. The default is an insecure RM's: SIMPLE on the
-/// client port, TOKEN then SIMPLE on the scheduler port, no ACLs.
+/// client port, no ACLs. The scheduler port is TOKEN-only (the AMRMToken) either way: Java's
+/// `ApplicationMasterService` sets its server's authentication to TOKEN whatever the
+/// cluster's, so neither SIMPLE nor KERBEROS is offered there.
 #[derive(Debug, Clone, Default)]
 pub struct AppsSecurity {
     /// ApplicationClientProtocol's authentication (KERBEROS as the RM's principal when
     /// `hadoop.security.authentication=kerberos`); `None`: SIMPLE.
     pub client_auth: Option<Arc<hadoop_wire::sasl::server::ServerAuth>>,
-    /// ApplicationMasterProtocol accepts TOKEN (the AMRMToken) only: Java's
-    /// `ApplicationMasterService` forces its server's authentication to TOKEN, so neither
-    /// SIMPLE nor KERBEROS is offered there. Set on a Kerberized RM.
-    pub master_token_only: bool,
     /// `hadoop.security.authorization`: [`APPS_SERVICE_ACLS`] on both ports.
     pub authorization: Option<Arc<ipc::authorize::ServiceAuthorization>>,
 }
@@ -387,13 +385,8 @@ fn start_apps(
         wall_ms(),
     )?));
     let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = amrm.clone();
-    let master_method = if setup.security.master_token_only {
-        hadoop_wire::sasl::message::AuthMethod::Token
-    } else {
-        hadoop_wire::sasl::message::AuthMethod::Simple
-    };
     let auth = hadoop_wire::sasl::server::ServerAuth::new(
-        master_method,
+        hadoop_wire::sasl::message::AuthMethod::Token,
         Some(secrets),
         setup.qops.clone(),
     )

@@ -108,13 +108,21 @@ fn each_connection_calls_as_the_attempt_it_authenticated_with() {
         assert_eq!(allocate_error(&c1), not_found(first));
         assert_eq!(allocate_error(&c2), not_found(other));
     }
+    // Without a token: refused at connection time, as Java's TOKEN-only scheduler port does.
     let none = am_client(addr, None);
-    assert_eq!(
-        allocate_error(&none),
-        (
-            "org.apache.hadoop.yarn.exceptions.YarnException".to_string(),
-            "No AMRMToken found for user mallory".to_string()
+    let e = none
+        .call(
+            amp::ALLOCATE,
+            &AllocateRequestProto::default().encode_to_vec(),
         )
+        .expect_err("refused");
+    let text = match &e {
+        ClientError::Remote { class, message, .. } => format!("{class}: {message}"),
+        other => other.to_string(),
+    };
+    assert!(
+        text.contains("SIMPLE authentication is not enabled.  Available:[TOKEN]"),
+        "{text}"
     );
     // A finished attempt's token no longer authenticates a connection.
     rt.amrm.write().application_master_finished(&other);

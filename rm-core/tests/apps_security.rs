@@ -1,4 +1,4 @@
-//! The application ports' security settings ([`AppsSecurity`]) without a KDC: a secure RM's
+//! The application ports' security settings ([`AppsSecurity`]) without a KDC: every RM's
 //! scheduler port offers TOKEN only (Java's `ApplicationMasterService`), so a SIMPLE caller is
 //! refused at connection time with Java's text; `hadoop.security.authorization` puts
 //! `security.applicationclient.protocol.acl` on the client port and
@@ -134,7 +134,6 @@ fn acls(client_acl: &str, master_acl: &str) -> Arc<ServiceAuthorization> {
 fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
     let (rm, _d) = start(AppsSecurity {
         client_auth: None,
-        master_token_only: true,
         authorization: Some(acls("alice", "*")),
     });
     let sched = rm.scheduler_addr().unwrap();
@@ -193,7 +192,6 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
     // an ApplicationMasterProtocol ACL that lists no attempt refuses the AM's token user
     let (rm, _d) = start(AppsSecurity {
         client_auth: None,
-        master_token_only: true,
         authorization: Some(acls("*", "yarn")),
     });
     let token = attempt_token(&rm);
@@ -217,7 +215,7 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
 }
 
 #[test]
-fn an_insecure_rm_keeps_simple_on_both_ports() {
+fn an_insecure_rm_keeps_simple_on_the_client_port_and_token_only_on_the_scheduler_port() {
     let (rm, _d) = start(AppsSecurity::default());
     let text = refusal(
         &client(
@@ -229,7 +227,7 @@ fn an_insecure_rm_keeps_simple_on_both_ports() {
         amp::ALLOCATE,
     );
     assert!(
-        text.contains("No AMRMToken found for user mallory"),
+        text.contains("SIMPLE authentication is not enabled.  Available:[TOKEN]"),
         "{text}"
     );
     client(
