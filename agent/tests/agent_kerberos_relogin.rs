@@ -477,6 +477,7 @@ fn the_agents_keytab_login_localizes_and_heartbeats_across_ticket_expiry() {
     assert_eq!(m.registrations.load(Relaxed), 1);
     assert_eq!(m.registration_failures.load(Relaxed), 0);
     assert_eq!(m.localize.failed.load(Relaxed), 0);
+    assert_eq!(m.rpc_errors.load(Relaxed), 0, "IPC errors");
     eprintln!(
         "{logins} AS exchanges for {}; {} NameNode authentications; {} RM connections; {} \
          heartbeats ok, {} failed",
@@ -490,4 +491,104 @@ fn the_agents_keytab_login_localizes_and_heartbeats_across_ticket_expiry() {
     agent.stop();
     assert_eq!(agent.join(), ExitReason::Stopped);
     drop(rm);
+}
+
+fn running_rid(rm: &mut Peer, id: &str) -> Option<i64> {
+    let r = rm.command("nodes").expect("nodes");
+    let n = r["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["node_id"] == id)?
+        .clone();
+    (n["state"] == "RUNNING").then(|| n["response_id"].as_i64().unwrap_or(-1))
+}
+
+#[test]
+fn the_agents_rm_connection_reconnects_to_a_java_rm_after_its_ticket_expired() {
+    let _g = serial();
+    let lifetime = LIFETIME.to_string();
+    let mut rm = Peer::start(
+        Mode::YarnRm,
+        &[
+            "--kerberos",
+            "true",
+            "--ticket-lifetime",
+            &lifetime,
+            "--nms",
+            "0",
+            "--set",
+            "hadoop.rpc.protection=privacy",
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=500",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the Kerberized yarn-rm peer must start (mvn, JDK): {e}"));
+    let kr = &rm.ready()["kerberos"];
+    let s = |f: &str| {
+        kr[f]
+            .as_str()
+            .unwrap_or_else(|| panic!("kerberos.{f}"))
+            .to_string()
+    };
+    let (realm, nm_keytab) = (s("realm"), s("nm_keytab"));
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var("KRB5_CONFIG", s("krb5_conf"));
+    peer_harness::Kerberos::clear_process_credentials(dir.path());
+    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
+    let relay = Relay::start(rm.resource_tracker_addr().unwrap());
+    let principal = format!("nm/localhost@{realm}");
+    let keys = kerberos_keys(
+        &principal,
+        Path::new(&nm_keytab),
+        &format!("rm/_HOST@{realm}"),
+        "privacy",
+    );
+    let kdc_log = rm.log_path().to_path_buf();
+    let agent = Agent::start(agent_config(relay.addr, "127.0.0.52", dir.path(), &keys))
+        .expect("Kerberized agent");
+    let login_at = Instant::now();
+    let id = agent.node_id();
+    let mut rid = None;
+    wait_for("RUNNING at the Java RM", Duration::from_secs(60), || {
+        rid = running_rid(&mut rm, &id);
+        rid.is_some()
+    });
+    let logins0 = as_issued(&kdc_log, &principal);
+    assert!(logins0 >= 1, "the agent's login is in the KDC's log");
+
+    // past the first ticket's expiry the first connection still carries the heartbeats
+    while login_at.elapsed() < Duration::from_secs(LIFETIME + 4) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let rid1 = running_rid(&mut rm, &id).expect("RUNNING");
+    assert!(rid1 > rid.unwrap() + 10, "heartbeats: {rid:?} → {rid1}");
+    assert_eq!(relay.accepted.load(Relaxed), 1);
+
+    // cut: a new connection, a new GSSAPI exchange with a ticket from the keytab
+    relay.drop_connections();
+    let m = &agent.shared().metrics;
+    let ok0 = m.heartbeats_ok.load(Relaxed);
+    wait_for(
+        "heartbeats over a new connection after the cut",
+        Duration::from_secs(30),
+        || relay.accepted.load(Relaxed) >= 2 && m.heartbeats_ok.load(Relaxed) >= ok0 + 3,
+    );
+    let rid2 = running_rid(&mut rm, &id).expect("still RUNNING");
+    assert!(rid2 > rid1, "{rid1} → {rid2}");
+    let logins = as_issued(&kdc_log, &principal);
+    assert!(
+        logins > logins0,
+        "a new ticket from the keytab: {logins0} → {logins} AS exchanges"
+    );
+    assert_eq!(m.registrations.load(Relaxed), 1);
+    assert_eq!(m.registration_failures.load(Relaxed), 0);
+    assert_eq!(m.rpc_errors.load(Relaxed), 0, "IPC errors");
+    eprintln!(
+        "{} RM connections; {logins} AS exchanges for {principal}; {} heartbeats ok, {} failed",
+        relay.accepted.load(Relaxed),
+        m.heartbeats_ok.load(Relaxed),
+        m.heartbeat_failures.load(Relaxed)
+    );
+    agent.stop();
+    assert_eq!(agent.join(), ExitReason::Stopped);
 }
