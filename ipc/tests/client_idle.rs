@@ -1,7 +1,8 @@
 //! Idle close (`ClientConfig::max_idle`, Java's `ipc.client.connection.maxidletime`): a
 //! connection with no call in flight and nothing received or started for that long is closed
 //! by the client (the server reads EOF, nobody gets an error), not while a call is in flight or
-//! while calls keep coming, and the next call opens a new connection.
+//! while calls keep coming, and the next call opens a new connection (over SASL: a new
+//! authentication).
 
 mod server_support;
 
@@ -10,8 +11,14 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::message::AuthMethod;
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::sasl::Qop;
 use ipc::buffer_protocol as bench;
 use ipc::client::{Client, ClientConfig};
+use ipc::server::ServerConfig;
+use server_support::sasl::*;
 use server_support::*;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -229,4 +236,38 @@ fn calls_racing_the_idle_close_never_fail() {
         "idle closes happened: {accepted} connections"
     );
     eprintln!("{accepted} connections for {answered} calls");
+}
+
+#[test]
+fn the_next_call_negotiates_sasl_again() {
+    // TOKEN at privacy on our own server: every new connection is a new authentication.
+    for_each_backend(|backend| {
+        let auth = ServerAuth::new(
+            AuthMethod::Token,
+            Some(Arc::new(Secrets { key: KEY.to_vec() })),
+            vec![Qop::AuthConf],
+        )
+        .unwrap();
+        let server = start(backend, bench_registry(), |c: &mut ServerConfig| {
+            c.auth = Arc::new(auth);
+        });
+        let c = Client::new(
+            server.local_addr(),
+            ClientConfig {
+                auth: ClientAuth::token(token(KEY), vec![Qop::AuthConf]),
+                max_idle: Some(Duration::from_millis(200)),
+                ..client_config()
+            },
+        );
+        echo(&c, b"\x0a\x01A");
+        echo(&c, b"\x0a\x01B");
+        assert_eq!(server.metrics().auth_successes, 1);
+        wait_for("the idle close", Duration::from_secs(5), || {
+            !c.is_connected()
+        });
+        echo(&c, b"\x0a\x01C");
+        let m = server.metrics();
+        assert_eq!((m.auth_successes, m.auth_failures), (2, 0), "{backend:?}");
+        server.shutdown();
+    });
 }
