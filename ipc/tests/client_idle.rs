@@ -133,7 +133,8 @@ fn an_idle_connection_is_closed_and_the_next_call_reconnects() {
     });
     let quiet = when(&log, Event::Eof(0)).unwrap() - answered;
     assert!(
-        quiet >= idle - Duration::from_millis(20) && quiet < idle * 3,
+        // (the upper bound only catches a close that never came; a loaded machine is slow)
+        quiet >= idle - Duration::from_millis(20) && quiet < idle + Duration::from_secs(3),
         "closed {quiet:?} after the last response (max_idle {idle:?})"
     );
     assert!(!c.is_connected(), "the client knows it closed it");
@@ -172,7 +173,8 @@ fn not_while_a_call_is_in_flight_nor_while_calls_keep_coming() {
         || when(&log, Event::Eof(0)).is_some(),
     );
 
-    // Calls every idle/2 for five idle periods: one connection throughout, closed after.
+    // Calls every idle/5 for five idle periods: one connection throughout, closed after.
+    let idle = Duration::from_millis(500);
     let (addr, log) = server(Duration::ZERO);
     let c = idle_client(addr, idle);
     let t0 = Instant::now();
@@ -180,7 +182,7 @@ fn not_while_a_call_is_in_flight_nor_while_calls_keep_coming() {
     while t0.elapsed() < idle * 5 {
         echo(&c, b"\x0a\x01B");
         n += 1;
-        std::thread::sleep(idle / 2);
+        std::thread::sleep(idle / 5);
     }
     let ev = events(&log);
     assert_eq!(ev.len(), n + 1, "{ev:?}");
@@ -255,14 +257,14 @@ fn the_next_call_negotiates_sasl_again() {
             server.local_addr(),
             ClientConfig {
                 auth: ClientAuth::token(token(KEY), vec![Qop::AuthConf]),
-                max_idle: Some(Duration::from_millis(200)),
+                max_idle: Some(Duration::from_millis(1000)),
                 ..client_config()
             },
         );
         echo(&c, b"\x0a\x01A");
         echo(&c, b"\x0a\x01B");
         assert_eq!(server.metrics().auth_successes, 1);
-        wait_for("the idle close", Duration::from_secs(5), || {
+        wait_for("the idle close", Duration::from_secs(10), || {
             !c.is_connected()
         });
         echo(&c, b"\x0a\x01C");
