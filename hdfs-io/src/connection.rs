@@ -25,7 +25,7 @@ use ipc::client::StateIdCell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings of a [`Connections`] pool.
 #[derive(Debug, Clone)]
@@ -41,6 +41,9 @@ pub(crate) struct ConnConfig {
     pub max_response: u32,
     /// Idle connections kept.
     pub keep_idle: usize,
+    /// `ipc.client.connection.maxidletime`: a pooled connection unused this long is closed
+    /// instead of used (when the pool next reaches it: no timer); `None`: kept.
+    pub max_idle: Option<Duration>,
 }
 
 /// One connection: the socket and hadoop-wire's client state machine, which owns the reusable
@@ -51,6 +54,8 @@ pub(crate) struct Conn {
     /// Whether this connection has already answered a call (a failure on it may just be the
     /// server having closed it while idle).
     used: bool,
+    /// When it went back to the pool (with [`ConnConfig::max_idle`] only).
+    idle_since: Option<Instant>,
 }
 
 impl Conn {
@@ -140,21 +145,32 @@ impl Connections {
             stream: s,
             wire,
             used: false,
+            idle_since: None,
         };
         conn.flush()?;
         Ok(conn)
     }
 
     /// Takes an idle connection or opens one.
+    /// Connections idle longer than [`ConnConfig::max_idle`] are closed on the way.
     pub fn take(&self) -> Result<Conn, String> {
-        if let Some(c) = lock(&self.idle).pop() {
-            return Ok(c);
+        loop {
+            let Some(c) = lock(&self.idle).pop() else {
+                break;
+            };
+            match (self.cfg.max_idle, c.idle_since) {
+                (Some(max), Some(t)) if t.elapsed() >= max => drop(c),
+                _ => return Ok(c),
+            }
         }
         self.connect()
     }
 
     /// Returns a connection after a successful call or an ERROR response.
-    pub fn put(&self, c: Conn) {
+    pub fn put(&self, mut c: Conn) {
+        if self.cfg.max_idle.is_some() {
+            c.idle_since = Some(Instant::now());
+        }
         let mut idle = lock(&self.idle);
         if idle.len() < self.cfg.keep_idle {
             idle.push(c);
@@ -202,5 +218,80 @@ impl Connections {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A listener that reports each accepted connection, and its EOF, on a channel.
+    fn listener() -> (SocketAddr, mpsc::Receiver<(usize, &'static str)>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, s) in l.incoming().enumerate() {
+                let Ok(mut s) = s else { return };
+                let tx = tx.clone();
+                let _ = tx.send((n, "accepted"));
+                std::thread::spawn(move || {
+                    let mut b = [0u8; 256];
+                    while matches!(s.read(&mut b), Ok(k) if k > 0) {}
+                    let _ = tx.send((n, "eof"));
+                });
+            }
+        });
+        (addr, rx)
+    }
+
+    fn pool(addr: SocketAddr, max_idle: Option<Duration>) -> Connections {
+        Connections::new(
+            ConnConfig {
+                addr,
+                protocol: "p",
+                version: 1,
+                user: "u".into(),
+                client_id: [7; 16],
+                connect_timeout: Duration::from_secs(5),
+                call_timeout: Duration::from_secs(5),
+                max_response: 1 << 20,
+                keep_idle: 4,
+                max_idle,
+            },
+            StateIdCell::new(),
+        )
+    }
+
+    #[test]
+    fn a_pooled_connection_idle_too_long_is_closed_not_used() {
+        let t = Duration::from_secs(5);
+        let (addr, events) = listener();
+        let p = pool(addr, Some(Duration::from_millis(50)));
+        p.put(p.take().unwrap());
+        assert_eq!(events.recv_timeout(t).unwrap(), (0, "accepted"));
+        // used again within max_idle: the same connection
+        p.put(p.take().unwrap());
+        std::thread::sleep(Duration::from_millis(120));
+        // past it: closed (the server reads EOF) and a new one opened
+        let c = p.take().unwrap();
+        let mut got = vec![
+            events.recv_timeout(t).unwrap(),
+            events.recv_timeout(t).unwrap(),
+        ];
+        got.sort();
+        assert_eq!(got, [(0, "eof"), (1, "accepted")]);
+        drop(c);
+
+        // without max_idle the connection is kept however long it waits
+        let (addr, events) = listener();
+        let p = pool(addr, None);
+        p.put(p.take().unwrap());
+        std::thread::sleep(Duration::from_millis(120));
+        p.put(p.take().unwrap());
+        assert_eq!(events.recv_timeout(t).unwrap(), (0, "accepted"));
+        assert!(events.recv_timeout(Duration::from_millis(200)).is_err());
     }
 }
