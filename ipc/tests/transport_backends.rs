@@ -492,3 +492,39 @@ fn wake_batching_answers_every_call() {
         srv.shutdown();
     }
 }
+
+/// The idle sweep goes a slice of slots per busy turn: with 1,200 idle connections (more than
+/// two slices) and one connection calling back to back, so that no turn finds the loop quiet,
+/// every idle connection is still closed within a few ticks, and the busy one is not.
+#[test]
+fn idle_sweep_in_slices_reaches_every_connection() {
+    for b in backends() {
+        let srv = start(b, |c| {
+            c.idle_timeout = Some(Duration::from_millis(200));
+        });
+        let addr = srv.local_addr();
+        let idle: Vec<TcpStream> = (0..1200)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let mut busy = TcpStream::connect(addr).unwrap();
+        busy.set_nodelay(true).unwrap();
+        let mut buf = Vec::new();
+        let t0 = Instant::now();
+        let mut seed = 0u32;
+        while srv.metrics().idle_closed < 1200 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{b:?}: {} of 1200 idle connections closed",
+                srv.metrics().idle_closed
+            );
+            request(&mut busy, 16, seed);
+            read_check(&mut busy, 16, seed, &mut buf);
+            seed += 1;
+        }
+        assert_eq!(srv.metrics().idle_closed, 1200);
+        request(&mut busy, 16, 1);
+        read_check(&mut busy, 16, 1, &mut buf);
+        drop(idle);
+        srv.shutdown();
+    }
+}
