@@ -447,3 +447,84 @@ fn short_sends_deliver_every_byte_in_order() {
         srv.shutdown();
     }
 }
+
+/// Wake batching (io_uring; epoll ignores the setting) with a long bound: 24 connections
+/// calling back to back make the ring ask for several completions per wait, yet every call is
+/// answered, the whole run is not slowed to the bound per call, and a lone call on the then
+/// quiet server is answered without waiting for a batch that will not come.
+#[test]
+fn wake_batching_answers_every_call() {
+    for b in backends() {
+        let srv = start(b, |c| c.batch_wait = Duration::from_millis(10));
+        let addr = srv.local_addr();
+        let t0 = Instant::now();
+        let clients: Vec<_> = (0..24u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(addr).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    let mut buf = Vec::new();
+                    for i in 0..300u32 {
+                        request(&mut s, 40, t * 1000 + i);
+                        read_check(&mut s, 40, t * 1000 + i, &mut buf);
+                    }
+                })
+            })
+            .collect();
+        for c in clients {
+            c.join().unwrap();
+        }
+        // 7,200 calls; waiting out the 10 ms bound for each would take over a minute.
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+        std::thread::sleep(Duration::from_millis(100));
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut buf = Vec::new();
+        let t1 = Instant::now();
+        request(&mut s, 40, 7);
+        read_check(&mut s, 40, 7, &mut buf);
+        // The rate estimate needs up to one window (20 ms) plus the bound to come back to 1.
+        assert!(
+            t1.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t1.elapsed()
+        );
+        srv.shutdown();
+    }
+}
+
+/// The idle sweep goes a slice of slots per busy turn: with 1,200 idle connections (more than
+/// two slices) and one connection calling back to back, so that no turn finds the loop quiet,
+/// every idle connection is still closed within a few ticks, and the busy one is not.
+#[test]
+fn idle_sweep_in_slices_reaches_every_connection() {
+    for b in backends() {
+        let srv = start(b, |c| {
+            c.idle_timeout = Some(Duration::from_millis(200));
+        });
+        let addr = srv.local_addr();
+        let idle: Vec<TcpStream> = (0..1200)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let mut busy = TcpStream::connect(addr).unwrap();
+        busy.set_nodelay(true).unwrap();
+        let mut buf = Vec::new();
+        let t0 = Instant::now();
+        let mut seed = 0u32;
+        while srv.metrics().idle_closed < 1200 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{b:?}: {} of 1200 idle connections closed",
+                srv.metrics().idle_closed
+            );
+            request(&mut busy, 16, seed);
+            read_check(&mut busy, 16, seed, &mut buf);
+            seed += 1;
+        }
+        assert_eq!(srv.metrics().idle_closed, 1200);
+        request(&mut busy, 16, 1);
+        read_check(&mut busy, 16, 1, &mut buf);
+        drop(idle);
+        srv.shutdown();
+    }
+}

@@ -103,6 +103,9 @@ pub struct RmConfig {
     pub wake_depth: usize,
     pub dedup_retention_ms: u64,
     pub metrics_port: u16,
+    /// [`ipc::transport::BATCH_WAIT_KEY`] when set: the RM's servers' wake batching bound
+    /// (`None`: the transport's default). Applied by [`crate::service::RmService`].
+    pub ipc_batch_wait: Option<std::time::Duration>,
 }
 
 impl Default for RmConfig {
@@ -131,6 +134,7 @@ impl Default for RmConfig {
             wake_depth: 256,
             dedup_retention_ms: 1_200_000,
             metrics_port: 8098,
+            ipc_batch_wait: None,
         }
     }
 }
@@ -213,6 +217,8 @@ impl RmConfig {
                 let p = u64_or(conf, METRICS_PORT, d.metrics_port as u64)?;
                 u16::try_from(p).map_err(|_| Error::BadConfig(format!("{METRICS_PORT} = {p}")))?
             },
+            ipc_batch_wait: ipc::transport::batch_wait_from_conf(conf)
+                .map_err(|e| Error::BadConfig(e.to_string()))?,
         };
         cfg.check()?;
         Ok(cfg)

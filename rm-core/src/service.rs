@@ -174,9 +174,12 @@ impl RmService {
         cfg: RmConfig,
         listen: SocketAddr,
         placement: &Placement,
-        server_cfg: ServerConfig,
+        mut server_cfg: ServerConfig,
         apps: Option<AppsSetup>,
     ) -> Result<RmService, Error> {
+        if let Some(w) = cfg.ipc_batch_wait {
+            server_cfg.transport.batch_wait = w;
+        }
         let clock = Clock::default();
         let hosts = HostLists::load(cfg.include_path.as_deref(), cfg.exclude_path.as_deref())?;
         let (dispatcher, reports) = Dispatcher::start(&cfg, placement, clock)?;

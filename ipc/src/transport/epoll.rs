@@ -430,8 +430,12 @@ impl<S: Service> Loop<S> {
         }
     }
 
-    fn sweep(&mut self, now: Instant) {
-        sched::sweep(self, now);
+    /// The idle/linger sweep (a slice per turn, see [`sched::Sweep`]) and, once per tick, the
+    /// paused accept's retry.
+    fn sweep(&mut self, sweep: &mut sched::Sweep, now: Instant, quiet: bool) {
+        if !sweep.step(self, now, self.tick, quiet) {
+            return;
+        }
         if self.accept_paused_until.is_some_and(|t| now >= t) {
             self.accept_paused_until = None;
             self.accept_all();
@@ -444,7 +448,7 @@ impl<S: Service> Loop<S> {
 
     fn run(mut self) {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-        let mut last_sweep = Instant::now();
+        let mut sweep = sched::Sweep::new(Instant::now());
         loop {
             let timeout = if self.to_read.is_empty() && !self.queues.has_dirty() {
                 self.tick.as_millis() as i32
@@ -510,10 +514,7 @@ impl<S: Service> Loop<S> {
             }
             sched::run_dirty(&mut self);
             let now = Instant::now();
-            if now.duration_since(last_sweep) >= self.tick {
-                last_sweep = now;
-                self.sweep(now);
-            }
+            self.sweep(&mut sweep, now, n <= 0);
             self.sync_stats();
             if self.shared.shutdown.load(Ordering::Acquire) {
                 return;

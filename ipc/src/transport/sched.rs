@@ -165,12 +165,60 @@ pub(crate) fn run_dirty<L: EventLoop>(l: &mut L) {
     }
 }
 
-/// Closes connections idle past `idle_timeout` (and quiet) and those lingering past `linger`.
-pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant) {
+/// Connection slots one [`Sweep::step`] visits on a busy turn: a pass over 10,000
+/// connections in one go held the loop for about a millisecond twice a second, and every
+/// request that arrived meanwhile waited for it.
+pub(crate) const SWEEP_SLICE: u32 = 512;
+
+/// The periodic idle/linger sweep, spread over the loop's turns: a pass starts every `tick`
+/// and visits [`SWEEP_SLICE`] slots per turn, or all that are left when the turn found the
+/// loop quiet (its wait timed out), so that an idle loop still finishes a pass at once.
+#[derive(Debug)]
+pub(crate) struct Sweep {
+    last_start: Instant,
+    /// The next slot of the pass under way.
+    next: Option<u32>,
+}
+
+impl Sweep {
+    pub(crate) fn new(now: Instant) -> Self {
+        Self {
+            last_start: now,
+            next: None,
+        }
+    }
+
+    /// Starts a pass when `tick` has passed since the last one began, and continues the pass
+    /// under way. `quiet`: the turn had nothing else to do. Returns whether a pass started.
+    pub(crate) fn step<L: EventLoop>(
+        &mut self,
+        l: &mut L,
+        now: Instant,
+        tick: std::time::Duration,
+        quiet: bool,
+    ) -> bool {
+        let started = self.next.is_none() && now.duration_since(self.last_start) >= tick;
+        if started {
+            self.last_start = now;
+            self.next = Some(0);
+        }
+        if let Some(from) = self.next {
+            let max = if quiet { u32::MAX } else { SWEEP_SLICE };
+            self.next = sweep(l, now, from, max);
+        }
+        started
+    }
+}
+
+/// Closes connections idle past `idle_timeout` (and quiet) and those lingering past `linger`,
+/// among at most `max` slots from `from`. Returns the next slot to visit, `None` when the end
+/// of the table was reached.
+pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant, from: u32, max: u32) -> Option<u32> {
     let idle = l.shared().config.idle_timeout;
     let linger = l.shared().config.linger;
     let slots = l.parts().0.slot_count();
-    for idx in 0..slots {
+    let end = from.saturating_add(max).min(slots);
+    for idx in from..end {
         let Some(c) = l.parts().0.get_mut_any(idx) else {
             continue;
         };
@@ -191,6 +239,7 @@ pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant) {
             l.close(idx, gen);
         }
     }
+    (end < slots).then_some(end)
 }
 
 /// Publishes the pool's exhaustion count and peak use into the shared metrics.

@@ -32,6 +32,10 @@
 //!   enter again to wait (two enters per request). The wait therefore asks for one completion
 //!   more than the sends it submits, bounded by [`SEND_WAIT_BOUND`] instead of the tick: a
 //!   send that did not complete inline (a full socket) delays the next turn by at most that.
+//! - Wake batching (`TransportConfig::batch_wait`, [`super::BATCH_WAIT_KEY`]): under load the
+//!   wait asks for as many completions as the recent rate makes likely within the bound, with
+//!   the bound as `min_wait_usec` (kernel 6.12+), so several requests share a wake-up; see
+//!   [`WakeBatch`].
 
 use std::io;
 use std::os::fd::RawFd;
@@ -396,13 +400,84 @@ struct Conn<S> {
     marks: Marks,
     /// The SENDMSG header and iovecs (non-ZC connections); see [`MsgBuf`].
     msg: Box<MsgBuf>,
+    /// The last [`WakeBatch`] window in which this connection received data.
+    batch_epoch: u32,
 }
 
 static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
+static MIN_WAIT_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Longest a turn that submitted sends waits for completions beyond theirs (see the module
 /// docs): what a send that could not complete inline may add to the next turn's start.
 pub const SEND_WAIT_BOUND: Duration = Duration::from_millis(1);
+
+/// How often [`WakeBatch`] re-estimates the completion rate.
+const BATCH_WINDOW: Duration = Duration::from_millis(20);
+
+/// Most completions one batched wait asks for.
+const MAX_BATCH: u64 = 64;
+
+/// Wake batching ([`super::TransportConfig::batch_wait`]): how many completions the next wait
+/// asks for. With `k` > 1 the wait also carries the bound as `min_wait_usec`: the kernel
+/// (DEFER_TASKRUN) wakes the thread once `k` completions are queued, or at the bound if at
+/// least one is, or else at the first one after it.
+///
+/// `k` is what the last window's receive rate makes likely within the bound, but at most half
+/// the connections that sent anything in that window: a client that waits for each answer
+/// before its next call (one connection, or a few) can have only that many requests in flight,
+/// and waiting for more would hold every one of its calls for the whole bound.
+struct WakeBatch {
+    /// The bound in µs; 0 = off.
+    wait_us: u32,
+    /// Completions the next wait asks for (besides the sends'); 1 = no batching.
+    k: u32,
+    /// Which window this is: a connection counts once per window ([`Self::saw_conn`]).
+    epoch: u32,
+    window_start: Instant,
+    window_events: u64,
+    window_conns: u64,
+}
+
+impl WakeBatch {
+    fn new(wait: Duration, now: Instant) -> Self {
+        Self {
+            wait_us: u32::try_from(wait.as_micros()).unwrap_or(u32::MAX),
+            k: 1,
+            epoch: 1,
+            window_start: now,
+            window_events: 0,
+            window_conns: 0,
+        }
+    }
+
+    /// A connection received data; `seen` is its mark of the last window it did.
+    fn saw_conn(&mut self, seen: &mut u32) {
+        if *seen != self.epoch {
+            *seen = self.epoch;
+            self.window_conns += 1;
+        }
+    }
+
+    /// Counts a turn's request-side completions (receives, accepts) and, once a window has
+    /// passed, sets `k` for the next one.
+    fn record(&mut self, events: u64, now: Instant) {
+        if self.wait_us == 0 {
+            return;
+        }
+        self.window_events += events;
+        let dt = now.duration_since(self.window_start);
+        if dt >= BATCH_WINDOW {
+            let dt_us = u64::try_from(dt.as_micros()).unwrap_or(u64::MAX).max(1);
+            let expected = self.window_events.saturating_mul(u64::from(self.wait_us)) / dt_us;
+            let k = expected.min(self.window_conns / 2).min(MAX_BATCH);
+            self.k = k.max(1) as u32;
+            self.epoch = self.epoch.wrapping_add(1).max(1);
+            self.window_start = now;
+            self.window_events = 0;
+            self.window_conns = 0;
+        }
+    }
+}
 
 struct Loop<S: Service> {
     // Declared first so it is dropped first: the kernel lets go of the pool and buffer ring
@@ -428,6 +503,7 @@ struct Loop<S: Service> {
     /// Send operations (SEND, SEND_ZC, SENDMSG) pushed since the last wait: their completions
     /// do not count as the event the next wait is for.
     sends_pushed: u32,
+    batch: WakeBatch,
     stopping: bool,
     synced: super::PoolStats,
 }
@@ -496,6 +572,18 @@ impl<S: Service> Loop<S> {
             .map_or(Duration::from_secs(1), |t| t / 4)
             .min(cfg.linger / 2);
         tick = tick.clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let batch_wait = if cfg.batch_wait.is_zero() || ring.params().is_feature_min_timeout() {
+            cfg.batch_wait
+        } else {
+            if !MIN_WAIT_WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "io_uring without IORING_FEAT_MIN_TIMEOUT (kernel < 6.12): \
+                     {} ignored, every completion wakes the ring thread",
+                    super::BATCH_WAIT_KEY
+                );
+            }
+            Duration::ZERO
+        };
         let mut lp = Self {
             ring,
             bufs,
@@ -512,6 +600,7 @@ impl<S: Service> Loop<S> {
             cqes: Vec::with_capacity(1024),
             tick,
             sends_pushed: 0,
+            batch: WakeBatch::new(batch_wait, Instant::now()),
             stopping: false,
             synced: super::PoolStats::default(),
         };
@@ -818,6 +907,7 @@ impl<S: Service> Loop<S> {
                     zc,
                     marks: Marks::default(),
                     msg: MsgBuf::new(),
+                    batch_epoch: 0,
                 });
                 debug_assert_eq!(self.conns.get_mut(idx, gen).map(|c| c.gen), Some(gen));
                 self.shared.add(&self.shared.metrics.accepted, 1);
@@ -857,6 +947,7 @@ impl<S: Service> Loop<S> {
         if res > 0 {
             let n = res as usize;
             c.last_active = Instant::now();
+            self.batch.saw_conn(&mut c.batch_epoch);
             self.shared.add(&self.shared.metrics.bytes_in, n as u64);
             let b = bid.expect("recv completion with data names its buffer");
             if c.state == State::Open {
@@ -1002,8 +1093,12 @@ impl<S: Service> Loop<S> {
         }
     }
 
-    fn sweep(&mut self, now: Instant) {
-        sched::sweep(self, now);
+    /// The idle/linger sweep (a slice per turn, see [`sched::Sweep`]) and, once per tick, the
+    /// accept retry.
+    fn sweep(&mut self, sweep: &mut sched::Sweep, now: Instant, quiet: bool) {
+        if !sweep.step(self, now, self.tick, quiet) {
+            return;
+        }
         if let Some(t) = self.accept_retry {
             if now >= t {
                 self.accept_retry = None;
@@ -1018,20 +1113,32 @@ impl<S: Service> Loop<S> {
 
     fn run(mut self) {
         let ts = types::Timespec::from(self.tick);
-        let ts_sends = types::Timespec::from(SEND_WAIT_BOUND.min(self.tick));
-        let mut last_sweep = Instant::now();
+        let batch_bound = Duration::from_micros(u64::from(self.batch.wait_us));
+        let ts_sends = types::Timespec::from(SEND_WAIT_BOUND.max(batch_bound).min(self.tick));
+        let mut sweep = sched::Sweep::new(Instant::now());
         let stop_deadline = Duration::from_secs(2);
         let mut stop_at: Option<Instant> = None;
         loop {
             // Wait for one completion beyond those of the sends submitted now (see the module
-            // docs); with sends in the batch, for at most SEND_WAIT_BOUND.
+            // docs); with sends in the batch, for at most SEND_WAIT_BOUND. With wake batching,
+            // for `k` completions beyond the sends', or the batch bound (see `WakeBatch`).
             let sends = std::mem::take(&mut self.sends_pushed) as usize;
             let args = if sends == 0 {
                 types::SubmitArgs::new().timespec(&ts)
             } else {
                 types::SubmitArgs::new().timespec(&ts_sends)
             };
-            match self.ring.submitter().submit_with_args(1 + sends, &args) {
+            let k = self.batch.k;
+            let args = if k > 1 {
+                args.min_wait_usec(self.batch.wait_us)
+            } else {
+                args
+            };
+            match self
+                .ring
+                .submitter()
+                .submit_with_args(k as usize + sends, &args)
+            {
                 Ok(_) => {}
                 Err(e) => match e.raw_os_error() {
                     Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
@@ -1045,9 +1152,11 @@ impl<S: Service> Loop<S> {
             for cqe in self.ring.completion() {
                 self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
             }
+            let mut events = 0u64;
             for i in 0..self.cqes.len() {
                 let (u, res, flags) = self.cqes[i];
                 let (op, idx, gen, chunk) = ud_parts(u);
+                events += u64::from(op == OP_RECV || op == OP_ACCEPT);
                 match op {
                     OP_ACCEPT => self.on_accept(res, flags),
                     OP_WAKE => self.on_wake(),
@@ -1061,10 +1170,8 @@ impl<S: Service> Loop<S> {
             }
             sched::run_dirty(&mut self);
             let now = Instant::now();
-            if now.duration_since(last_sweep) >= self.tick {
-                last_sweep = now;
-                self.sweep(now);
-            }
+            self.batch.record(events, now);
+            self.sweep(&mut sweep, now, self.cqes.is_empty());
             self.sync_stats();
             if self.stopping {
                 let at = *stop_at.get_or_insert(now + stop_deadline);
@@ -1133,5 +1240,61 @@ impl<S: Service> EventLoop for Loop<S> {
     }
     fn close(&mut self, idx: u32, gen: u16) {
         self.close_now(idx, gen);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(b: &mut WakeBatch, start: Instant, events: u64, conns: u32, ms: u64) -> Instant {
+        let mut seen = vec![0u32; conns as usize];
+        for s in &mut seen {
+            b.saw_conn(s);
+            // A second receive on the same connection in the same window counts once.
+            b.saw_conn(s);
+        }
+        let end = start + Duration::from_millis(ms);
+        b.record(events, end);
+        end
+    }
+
+    #[test]
+    fn batch_follows_the_rate_within_the_bound() {
+        let t0 = Instant::now();
+        let mut b = WakeBatch::new(Duration::from_micros(500), t0);
+        assert_eq!(b.k, 1);
+        // 10,000 receives/s from 10,000 connections: 5 expected within 500 µs.
+        let t1 = window(&mut b, t0, 200, 200, 20);
+        assert_eq!(b.k, 5);
+        // Far more: capped.
+        let t2 = window(&mut b, t1, 200_000, 10_000, 20);
+        assert_eq!(b.k, MAX_BATCH as u32);
+        // Quiet: back to one at once.
+        let t3 = window(&mut b, t2, 1, 1, 500);
+        assert_eq!(b.k, 1);
+        // A window not yet over changes nothing.
+        b.record(1_000, t3 + Duration::from_millis(5));
+        assert_eq!(b.k, 1);
+    }
+
+    #[test]
+    fn closed_loop_clients_are_not_held() {
+        let t0 = Instant::now();
+        let mut b = WakeBatch::new(Duration::from_micros(500), t0);
+        // One connection calling back to back, 20,000 calls/s: never more than one in flight.
+        let t1 = window(&mut b, t0, 400, 1, 20);
+        assert_eq!(b.k, 1);
+        // Eight such connections: at most half of them.
+        window(&mut b, t1, 3_200, 8, 20);
+        assert_eq!(b.k, 4);
+    }
+
+    #[test]
+    fn off_stays_off() {
+        let t0 = Instant::now();
+        let mut b = WakeBatch::new(Duration::ZERO, t0);
+        window(&mut b, t0, 1_000_000, 10_000, 20);
+        assert_eq!(b.k, 1);
     }
 }

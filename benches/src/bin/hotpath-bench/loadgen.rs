@@ -130,6 +130,11 @@ pub struct HeartbeatArgs {
     /// The `hotpath` binary for --target rm (default: beside this one).
     #[arg(long)]
     hotpath_bin: Option<PathBuf>,
+    /// A configuration key for the server under test (`KEY=VALUE`, repeatable): passed as
+    /// `--set` to `hotpath rm` and to the raw server (which reads the transport's keys), e.g.
+    /// `hotpath.ipc.server.batch-wait-us=200`.
+    #[arg(long, value_name = "KEY=VALUE")]
+    server_set: Vec<String>,
     #[arg(long)]
     json: bool,
     /// Internal: this is load process N of --processes (prints its ProcFigures as JSON).
@@ -359,6 +364,7 @@ fn start_rm(a: &HeartbeatArgs, dir: &std::path::Path) -> Result<ServerChild> {
             "hotpath.rm.completion-log.dir={}",
             dir.join("completion-log").display()
         ))
+        .args(a.server_set.iter().flat_map(|kv| ["--set", kv.as_str()]))
         .env(
             "HOTPATH_LOG",
             std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "warn".into()),
@@ -429,6 +435,7 @@ fn against_raw(a: &HeartbeatArgs, captured_hex: Option<&str>) -> Result<Figures>
     };
     let mut child = Command::new(std::env::current_exe()?)
         .args(["storm-raw", "--ready-line", "--payload-hex", &hex])
+        .args(a.server_set.iter().flat_map(|kv| ["--set", kv.as_str()]))
         .env(
             "HOTPATH_LOG",
             std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "warn".into()),

@@ -37,6 +37,10 @@ pub struct RawArgs {
     /// Print `READY {json}` on stdout once serving.
     #[arg(long)]
     ready_line: bool,
+    /// A configuration key for the transport, as the RM takes it (`KEY=VALUE`, repeatable),
+    /// e.g. `hotpath.ipc.server.batch-wait-us=200`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 struct Raw {
@@ -199,6 +203,10 @@ pub fn run(a: RawArgs) -> Result<()> {
     }
     if let Some(t) = a.threads {
         cfg.threads = t.max(1);
+    }
+    let conf = conf::Configuration::from_flags(None, &a.set).context("--set")?;
+    if let Some(w) = ipc::transport::batch_wait_from_conf(&conf)? {
+        cfg.batch_wait = w;
     }
     let running = ipc::transport::start(a.address, cfg, Arc::new(Raw { payload }))
         .context("starting the raw server")?;

@@ -49,6 +49,10 @@ pub struct SweepArgs {
     /// Loopback source addresses for the connections (see `loadgen heartbeats`).
     #[arg(long, default_value_t = 1)]
     pub source_ips: u8,
+    /// A configuration key for our RM and the raw server (`KEY=VALUE`, repeatable; see
+    /// `loadgen heartbeats --server-set`).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub server_set: Vec<String>,
     /// Write the chart here (SVG).
     #[arg(long)]
     pub svg: Option<PathBuf>,
@@ -91,6 +95,11 @@ fn loadgen(args: &SweepArgs, target: &str, nodes: usize) -> Result<Value> {
         .args(["--duration", &args.duration.to_string()])
         .args(["--threads", &args.threads.to_string()])
         .args(["--source-ips", &args.source_ips.to_string()])
+        .args(
+            args.server_set
+                .iter()
+                .flat_map(|kv| ["--server-set", kv.as_str()]),
+        )
         .env(
             "HOTPATH_LOG",
             std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "warn".into()),
