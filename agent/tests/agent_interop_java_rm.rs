@@ -65,6 +65,7 @@ fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
             .unwrap()
             .nm,
         rm_security: Default::default(),
+        rm_max_idle: None,
     }
 }
 

@@ -25,7 +25,7 @@ use ipc::client::StateIdCell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings of a [`Connections`] pool.
 #[derive(Debug, Clone)]
@@ -41,6 +41,9 @@ pub(crate) struct ConnConfig {
     pub max_response: u32,
     /// Idle connections kept.
     pub keep_idle: usize,
+    /// `ipc.client.connection.maxidletime`: a pooled connection unused this long is closed
+    /// instead of used (when the pool next reaches it: no timer); `None`: kept.
+    pub max_idle: Option<Duration>,
 }
 
 /// One connection: the socket and hadoop-wire's client state machine, which owns the reusable
@@ -51,6 +54,8 @@ pub(crate) struct Conn {
     /// Whether this connection has already answered a call (a failure on it may just be the
     /// server having closed it while idle).
     used: bool,
+    /// When it went back to the pool (with [`ConnConfig::max_idle`] only).
+    idle_since: Option<Instant>,
 }
 
 impl Conn {
@@ -140,21 +145,32 @@ impl Connections {
             stream: s,
             wire,
             used: false,
+            idle_since: None,
         };
         conn.flush()?;
         Ok(conn)
     }
 
     /// Takes an idle connection or opens one.
+    /// Connections idle longer than [`ConnConfig::max_idle`] are closed on the way.
     pub fn take(&self) -> Result<Conn, String> {
-        if let Some(c) = lock(&self.idle).pop() {
-            return Ok(c);
+        loop {
+            let Some(c) = lock(&self.idle).pop() else {
+                break;
+            };
+            match (self.cfg.max_idle, c.idle_since) {
+                (Some(max), Some(t)) if t.elapsed() >= max => drop(c),
+                _ => return Ok(c),
+            }
         }
         self.connect()
     }
 
     /// Returns a connection after a successful call or an ERROR response.
-    pub fn put(&self, c: Conn) {
+    pub fn put(&self, mut c: Conn) {
+        if self.cfg.max_idle.is_some() {
+            c.idle_since = Some(Instant::now());
+        }
         let mut idle = lock(&self.idle);
         if idle.len() < self.cfg.keep_idle {
             idle.push(c);

@@ -151,6 +151,12 @@ pub struct NameNodeConfig {
     /// active before the roles are asked again
     /// (`dfs.client.failover.observer.probe.retry.period`, Java's default 10 min).
     pub observer_probe_period: Duration,
+    /// `ipc.client.connection.maxidletime` (`ipc::client::ClientConfig::max_idle`): every
+    /// NameNode connection with no call in flight for this long is closed, and the next call
+    /// opens a new one (a new SASL negotiation: a Kerberos login's credential is acquired
+    /// again). [`NameNodeClient::from_conf_with`] reads it (Hadoop's default 10 s); `None`:
+    /// kept open.
+    pub max_idle: Option<Duration>,
 }
 
 /// The Kerberos side of a NameNode client.
@@ -184,6 +190,7 @@ impl Default for NameNodeConfig {
             credentials: None,
             logical_token_service: None,
             observer_probe_period: Duration::from_secs(600),
+            max_idle: None,
         }
     }
 }
@@ -451,6 +458,7 @@ impl NameNodeClient {
                     backoff_max: Duration::from_secs(1),
                     state_id: Some(state_id.clone()),
                     reader_cpu: cfg.reader_cpu,
+                    max_idle: cfg.max_idle,
                     ..ClientConfig::default()
                 };
                 let icfg = match &cfg.reader_thread_name {
@@ -475,6 +483,7 @@ impl NameNodeClient {
                         call_timeout: cfg.call_timeout,
                         max_response: hadoop_wire::frame::DEFAULT_MAX_DATA_LENGTH,
                         keep_idle: 64,
+                        max_idle: cfg.max_idle,
                     },
                     state_id.clone(),
                 );
@@ -560,6 +569,7 @@ impl NameNodeClient {
                 conf.get_duration_ms("ipc.client.connect.timeout")
                     .unwrap_or(20_000),
             ),
+            max_idle: ipc::client::max_idle_from_conf(conf)?,
             ..base
         };
         NameNodeClient::new(eps, cfg)

@@ -49,6 +49,14 @@
 //!   ```
 //! - Response frames longer than `max_response_length` (`ipc.maximum.response.length`) close the
 //!   connection before anything is allocated for them.
+//! - **Idle close** ([`ClientConfig::max_idle`], `ipc.client.connection.maxidletime`): as Java's
+//!   `Client.Connection.waitForWork` does, a connection with no call in flight that has
+//!   received nothing and started no call for that long is closed by its reader thread: cleanly
+//!   (a FIN to the server, the thread ends, nobody gets an error), and the next call opens a
+//!   new one, with a new SASL negotiation (a Kerberos client acquires its credential again then,
+//!   so a keytab login takes a fresh ticket once the old one nears its expiry). It costs
+//!   nothing per call: the socket's receive timeout is set once, at connect, and the reader
+//!   tells whether a call started during the quiet spell from the callId counter.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -115,6 +123,10 @@ pub struct ClientConfig {
     /// client negotiate SASL, as Java's does, and wrap everything after SUCCESS at
     /// `auth-int` / `auth-conf`.
     pub auth: ClientAuth,
+    /// `ipc.client.connection.maxidletime` ([`max_idle_from_conf`]): a connection with no call
+    /// in flight that has received nothing and started no call for this long is closed (see
+    /// the module docs); the next call reconnects. `None` (the default): kept open.
+    pub max_idle: Option<Duration>,
 }
 
 impl Default for ClientConfig {
@@ -136,9 +148,22 @@ impl Default for ClientConfig {
             reader_thread_name: "hp-ipc-client".into(),
             reader_cpu: None,
             auth: ClientAuth::default(),
+            max_idle: None,
         }
     }
 }
+
+/// `ipc.client.connection.maxidletime` (milliseconds, Hadoop's default 10000) as
+/// [`ClientConfig::max_idle`]. Java reads it with `getInt`; a value of 0 or less, which makes
+/// Java's client close a connection as soon as no call is in flight, is taken here as "never
+/// close" (`None`).
+pub fn max_idle_from_conf(conf: &conf::Configuration) -> Result<Option<Duration>, conf::Error> {
+    let ms = conf.get_i64(MAX_IDLE_KEY)?;
+    Ok((ms > 0).then(|| Duration::from_millis(ms as u64)))
+}
+
+/// The key of [`max_idle_from_conf`].
+pub const MAX_IDLE_KEY: &str = "ipc.client.connection.maxidletime";
 
 /// Client errors.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -430,12 +455,40 @@ struct Conn {
     writer: Mutex<Writer>,
     table: Mutex<CallTable>,
     broken: AtomicBool,
+    /// Closed by its reader for being idle ([`ClientConfig::max_idle`]): a call that finds it
+    /// so opens a new connection instead of failing.
+    idle_closed: AtomicBool,
     why: Mutex<String>,
     /// The reader thread, joined when the client is dropped.
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Conn {
+    /// Closes the connection if no call is pending and none started since the counter read
+    /// `started` (`Caller::calls_started`); otherwise returns `false` with `started` updated.
+    /// Decided under the table's lock, where `start_call` registers its call and checks
+    /// `broken`: a call either is registered first (and the connection stays) or finds the
+    /// connection closed for idleness (and reconnects).
+    fn close_if_idle(&self, caller: &Caller, started: &mut i32) -> bool {
+        {
+            let table = lock(&self.table);
+            let now = caller.calls_started();
+            if !table.pending.is_empty() || now != *started {
+                *started = now;
+                return false;
+            }
+            let mut w = lock(&self.why);
+            if self.broken.load(Ordering::Acquire) {
+                return true;
+            }
+            *w = IDLE_CLOSED.to_string();
+            self.idle_closed.store(true, Ordering::Release);
+            self.broken.store(true, Ordering::Release);
+        }
+        let _ = lock(&self.writer).stream.shutdown(Shutdown::Both);
+        true
+    }
+
     /// Marks the connection broken and fails every pending call.
     fn fail(&self, why: &str) {
         {
@@ -465,8 +518,9 @@ struct Inner {
     addr: SocketAddr,
     cfg: ClientConfig,
     /// Client id, call ids and the highest stateId seen (the cell maybe shared with other
-    /// clients): the sending side of hadoop-wire's client state machine.
-    caller: Caller,
+    /// clients): the sending side of hadoop-wire's client state machine. Shared with the
+    /// reader threads, which read its callId counter to tell an idle connection.
+    caller: Arc<Caller>,
     conn: Mutex<Option<Arc<Conn>>>,
     backoff: Mutex<Backoff>,
     recycler: Arc<Recycler>,
@@ -633,7 +687,7 @@ impl Client {
             inner: Arc::new(Inner {
                 addr,
                 cfg,
-                caller: Caller::new(random_client_id(), state_id),
+                caller: Arc::new(Caller::new(random_client_id(), state_id)),
                 conn: Mutex::new(None),
                 backoff: Mutex::new(Backoff {
                     failures: 0,
@@ -711,20 +765,25 @@ impl Client {
         request: &[u8],
         timeout: Duration,
     ) -> Result<PendingCall, ClientError> {
-        let conn = self.conn()?;
         let caller = &self.inner.caller;
-        let call_id = caller.next_call_id();
-        let slot = {
+        let (conn, call_id, slot) = loop {
+            let conn = self.conn()?;
+            let call_id = caller.next_call_id();
             // Checked under the lock: `fail` marks the connection broken before it drains the
             // table, so a slot inserted here is either drained by it or refused here.
             let mut table = lock(&conn.table);
             if conn.broken.load(Ordering::Acquire) {
                 drop(table);
+                if conn.idle_closed.load(Ordering::Acquire) {
+                    // closed for idleness just now: not an error, open a new one
+                    continue;
+                }
                 return Err(ClientError::ConnectionLost(lock(&conn.why).clone()));
             }
             let slot = table.free.pop().unwrap_or_else(Slot::new);
             table.pending.insert(call_id, slot.clone());
-            slot
+            drop(table);
+            break (conn, call_id, slot);
         };
         let call = PendingCall {
             call_id,
@@ -839,7 +898,7 @@ impl Client {
             // The negotiation is bounded by the connect timeout.
             s.set_read_timeout(Some(cfg.connect_timeout))?;
             let outcome = sasl_connect(&mut s, &cfg.auth, &responses)?;
-            s.set_read_timeout(None)?;
+            s.set_read_timeout(cfg.max_idle)?;
             if outcome.method == AuthMethod::Token {
                 // The token says who we are; Java's TOKEN clients claim no user.
                 ctx.effective_user = None;
@@ -862,6 +921,9 @@ impl Client {
                 .caller
                 .hello(&mut hello, &ctx)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            if cfg.max_idle.is_some() {
+                s.set_read_timeout(cfg.max_idle)?;
+            }
         }
         let mut writer = Writer {
             stream: s.try_clone()?,
@@ -873,15 +935,26 @@ impl Client {
         };
         writer.write_out()?;
         writer.frame.clear();
-        let reader = BufReader::with_capacity(READ_BUFFER, s);
         let conn = Arc::new(Conn {
             writer: Mutex::new(writer),
             table: Mutex::new(CallTable::new(cfg.call_slots)),
             broken: AtomicBool::new(false),
+            idle_closed: AtomicBool::new(false),
             why: Mutex::new(String::new()),
             reader: Mutex::new(None),
         });
         let c = conn.clone();
+        let reader = BufReader::with_capacity(
+            READ_BUFFER,
+            IdleRead {
+                stream: s,
+                idle: cfg.max_idle.map(|_| Idle {
+                    conn: conn.clone(),
+                    caller: self.inner.caller.clone(),
+                    started: self.inner.caller.calls_started(),
+                }),
+            },
+        );
         let ctx = ReaderContext {
             responses,
             recycler: self.inner.recycler.clone(),
@@ -941,6 +1014,58 @@ const DELIVERY_GRACE: Duration = Duration::from_secs(1);
 const READ_BUFFER: usize = 64 << 10;
 /// Initial capacity of a connection's frame buffer.
 const FRAME_BUFFER: usize = 4 << 10;
+
+/// The reason recorded for a connection closed for idleness.
+const IDLE_CLOSED: &str = "closed by the client: idle";
+
+/// The socket as the reader thread reads it. With [`ClientConfig::max_idle`] the socket's
+/// receive timeout is that long: a `read` that times out asks the connection whether it is
+/// idle ([`Conn::close_if_idle`]) and reads on if not, so callers above never see the timeout
+/// (a frame read part-way is never cut); an idle connection is closed and the read fails,
+/// which ends the reader thread (the connection is already closed, so nobody is told).
+struct IdleRead {
+    stream: TcpStream,
+    idle: Option<Idle>,
+}
+
+struct Idle {
+    conn: Arc<Conn>,
+    caller: Arc<Caller>,
+    /// `Caller::calls_started` when the last quiet spell began.
+    started: i32,
+}
+
+impl Read for IdleRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.stream.read(buf) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    let Some(idle) = self.idle.as_mut() else {
+                        return Err(e);
+                    };
+                    if idle.conn.close_if_idle(&idle.caller, &mut idle.started) {
+                        tracing::debug!("idle IPC connection closed");
+                        return Err(io::Error::other(IDLE_CLOSED));
+                    }
+                }
+                Ok(n) => {
+                    if let Some(idle) = self.idle.as_mut() {
+                        // bytes came: the quiet spell starts again; calls started before now
+                        // are answered or pending
+                        idle.started = idle.caller.calls_started();
+                    }
+                    return Ok(n);
+                }
+                r => return r,
+            }
+        }
+    }
+}
 
 /// Why opening a connection failed: I/O is retried with backoff, the reader thread is not.
 enum Opened {

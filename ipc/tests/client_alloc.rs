@@ -100,7 +100,10 @@ fn sequential_calls_allocate_nothing_after_warm_up() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     for_each_backend(|b| {
         let srv = start(b, bench_registry(), |_| {});
-        let c = counted_client(srv.local_addr(), |_| {});
+        // with the idle close on (its receive timeout is set once, at connect)
+        let c = counted_client(srv.local_addr(), |cfg| {
+            cfg.max_idle = Some(Duration::from_secs(60))
+        });
         let big = get_buffer_request(1 << 20);
         for i in 0..50 {
             check_echo(&c.call(bench::ECHO, &echo_request(i)).unwrap(), i);

@@ -76,6 +76,10 @@ pub struct AgentConfig {
     pub nm: NmSettings,
     /// How the agent authenticates to the RM's resource tracker.
     pub rm_security: RmSecurity,
+    /// `ipc.client.connection.maxidletime` for the RM connection (`ipc::client::ClientConfig::
+    /// max_idle`; heartbeats keep it busy, so it closes only when they stop); the NameNode
+    /// connections of localization read the same key themselves.
+    pub rm_max_idle: Option<Duration>,
 }
 
 /// How the agent authenticates to the RM's resource tracker, as Java's NodeManager does: SIMPLE,
@@ -477,6 +481,7 @@ impl AgentConfig {
             },
             nm: NmSettings::from_conf(conf)?,
             rm_security: RmSecurity::from_conf(conf)?,
+            rm_max_idle: ipc::client::max_idle_from_conf(conf)?,
         })
     }
 }

@@ -567,6 +567,7 @@ fn ring_loop(
                 .map_or_else(|| "hp-ring0rx".to_string(), |c| format!("hp-ring0rx-{c}")),
             reader_cpu: ring_cpu,
             auth: rm_auth,
+            max_idle: cfg.rm_max_idle,
             ..ClientConfig::default()
         },
     );

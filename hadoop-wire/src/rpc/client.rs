@@ -115,6 +115,12 @@ impl Caller {
         self.next_call_id.fetch_add(1, Ordering::Relaxed) & i32::MAX
     }
 
+    /// How many call ids have been handed out (wrapping): a value that changes whenever a call
+    /// starts, for telling whether any call started between two looks.
+    pub fn calls_started(&self) -> i32 {
+        self.next_call_id.load(Ordering::Relaxed)
+    }
+
     /// Appends what a connection starts with: the SIMPLE-auth preamble (service class 0) and the
     /// connection-context frame. The server answers nothing to either. Returns the bytes added.
     pub fn hello<B: FrameBuf>(

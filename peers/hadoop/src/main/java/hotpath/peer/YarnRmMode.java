@@ -78,6 +78,7 @@ import org.apache.hadoop.yarn.util.AbstractLivelinessMonitor;
  * {@code kdc}, {@code krb5_conf}, {@code client_principal}, {@code client_keytab},
  * {@code rm_principal}, {@code rm_keytab}, {@code nm_principal}, {@code nm_host_principal},
  * {@code nm_keytab}, {@code rpc_protection}.
+ * {@code --ticket-lifetime S} (with {@code --kerberos}): the KDC's tickets last S seconds.
  */
 final class YarnRmMode implements Mode {
   private final Args args;
@@ -191,7 +192,19 @@ final class YarnRmMode implements Mode {
     if (!kdcDir.mkdirs() && !kdcDir.isDirectory()) {
       throw new IllegalStateException("cannot create " + kdcDir);
     }
-    kdc = new MiniKdc(MiniKdc.createConf(), kdcDir);
+    java.util.Properties kdcConf = MiniKdc.createConf();
+    // --ticket-lifetime S: tickets (renewable ones too) last S seconds, so that the logins of
+    // the NodeManagers that join expire during a test (as in HdfsMode)
+    if (args.has("ticket-lifetime")) {
+      long lifetime = args.getLong("ticket-lifetime", 0);
+      if (lifetime < 5) {
+        throw new IllegalArgumentException("--ticket-lifetime must be at least 5 (seconds)");
+      }
+      kdcConf.setProperty(MiniKdc.MAX_TICKET_LIFETIME, Long.toString(lifetime));
+      kdcConf.setProperty(MiniKdc.MAX_RENEWABLE_LIFETIME, Long.toString(lifetime));
+      conf.setLong("hadoop.kerberos.min.seconds.before.relogin", 1);
+    }
+    kdc = new MiniKdc(kdcConf, kdcDir);
     kdc.start();
     String realm = kdc.getRealm();
     File rmKeytab = new File(kdcDir, "rm.keytab");

@@ -1,0 +1,232 @@
+//! Idle close (`ClientConfig::max_idle`, Java's `ipc.client.connection.maxidletime`): a
+//! connection with no call in flight and nothing received or started for that long is closed
+//! by the client (the server reads EOF, nobody gets an error), not while a call is in flight or
+//! while calls keep coming, and the next call opens a new connection.
+
+mod server_support;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ipc::buffer_protocol as bench;
+use ipc::client::{Client, ClientConfig};
+use server_support::*;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    /// Connection `n` accepted.
+    Accepted(usize),
+    /// Connection `n` answered a call.
+    Answered(usize),
+    /// Connection `n` read EOF (the client closed it).
+    Eof(usize),
+}
+
+type Log = Arc<Mutex<Vec<(Instant, Event)>>>;
+
+/// A fake server: every connection on its own thread, each call echoed `delay` after it is
+/// read; what happens is logged.
+fn server(delay: Duration) -> (SocketAddr, Log) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let log: Log = Arc::default();
+    let lg = log.clone();
+    std::thread::spawn(move || {
+        for (n, s) in l.incoming().enumerate() {
+            let Ok(mut s) = s else { return };
+            let lg = lg.clone();
+            lg.lock()
+                .unwrap()
+                .push((Instant::now(), Event::Accepted(n)));
+            std::thread::spawn(move || {
+                let mut pre = [0u8; 7];
+                if std::io::Read::read_exact(&mut s, &mut pre).is_err() {
+                    return;
+                }
+                let _context = read_frame(&mut s);
+                while let Some(body) = read_frame(&mut s) {
+                    let f = hadoop_wire::frame::RequestFrame::split(&body).unwrap();
+                    let h = hadoop_wire::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
+                    let call_id = h.call_id().unwrap();
+                    std::thread::sleep(delay);
+                    let mut out = Vec::new();
+                    hadoop_wire::encode::success_response_frame(
+                        &mut out,
+                        &hadoop_wire::encode::RpcResponseHeader::success(
+                            call_id,
+                            h.client_id().unwrap(),
+                            0,
+                        ),
+                        f.payload.unwrap(),
+                    )
+                    .unwrap();
+                    if s.write_all(&out).is_err() {
+                        return;
+                    }
+                    lg.lock()
+                        .unwrap()
+                        .push((Instant::now(), Event::Answered(n)));
+                }
+                lg.lock().unwrap().push((Instant::now(), Event::Eof(n)));
+            });
+        }
+    });
+    (addr, log)
+}
+
+fn idle_client(addr: SocketAddr, idle: Duration) -> Client {
+    Client::new(
+        addr,
+        ClientConfig {
+            max_idle: Some(idle),
+            ..client_config()
+        },
+    )
+}
+
+fn events(log: &Log) -> Vec<Event> {
+    log.lock().unwrap().iter().map(|(_, e)| *e).collect()
+}
+
+fn when(log: &Log, e: Event) -> Option<Instant> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .find(|(_, x)| *x == e)
+        .map(|(t, _)| *t)
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn echo(c: &Client, what: &[u8]) {
+    let r = c
+        .call(bench::ECHO, what)
+        .unwrap_or_else(|e| panic!("echo: {e}"));
+    assert_eq!(r.payload(), what);
+}
+
+#[test]
+fn an_idle_connection_is_closed_and_the_next_call_reconnects() {
+    let (addr, log) = server(Duration::ZERO);
+    let idle = Duration::from_millis(300);
+    let c = idle_client(addr, idle);
+    echo(&c, b"\x0a\x01A");
+    let answered = when(&log, Event::Answered(0)).expect("answered");
+    assert!(c.is_connected());
+    wait_for("the server to read EOF", Duration::from_secs(5), || {
+        when(&log, Event::Eof(0)).is_some()
+    });
+    let quiet = when(&log, Event::Eof(0)).unwrap() - answered;
+    assert!(
+        quiet >= idle - Duration::from_millis(20) && quiet < idle * 3,
+        "closed {quiet:?} after the last response (max_idle {idle:?})"
+    );
+    assert!(!c.is_connected(), "the client knows it closed it");
+    // The next call opens a new connection, without an error.
+    echo(&c, b"\x0a\x01B");
+    assert_eq!(
+        events(&log),
+        [
+            Event::Accepted(0),
+            Event::Answered(0),
+            Event::Eof(0),
+            Event::Accepted(1),
+            Event::Answered(1)
+        ]
+    );
+    // Without max_idle the connection stays.
+    let (addr, log) = server(Duration::ZERO);
+    let c = Client::new(addr, client_config());
+    echo(&c, b"\x0a\x01C");
+    std::thread::sleep(idle * 3);
+    assert!(c.is_connected());
+    assert_eq!(events(&log), [Event::Accepted(0), Event::Answered(0)]);
+}
+
+#[test]
+fn not_while_a_call_is_in_flight_nor_while_calls_keep_coming() {
+    // A call answered after three idle periods: the connection stays until it is answered.
+    let idle = Duration::from_millis(200);
+    let (addr, log) = server(idle * 3);
+    let c = idle_client(addr, idle);
+    echo(&c, b"\x0a\x01A");
+    assert_eq!(events(&log), [Event::Accepted(0), Event::Answered(0)]);
+    wait_for(
+        "the close after the slow call",
+        Duration::from_secs(5),
+        || when(&log, Event::Eof(0)).is_some(),
+    );
+
+    // Calls every idle/2 for five idle periods: one connection throughout, closed after.
+    let (addr, log) = server(Duration::ZERO);
+    let c = idle_client(addr, idle);
+    let t0 = Instant::now();
+    let mut n = 0;
+    while t0.elapsed() < idle * 5 {
+        echo(&c, b"\x0a\x01B");
+        n += 1;
+        std::thread::sleep(idle / 2);
+    }
+    let ev = events(&log);
+    assert_eq!(ev.len(), n + 1, "{ev:?}");
+    assert!(
+        ev.iter()
+            .all(|e| matches!(e, Event::Accepted(0) | Event::Answered(0))),
+        "{ev:?}"
+    );
+    wait_for("the close once calls stop", Duration::from_secs(5), || {
+        when(&log, Event::Eof(0)).is_some()
+    });
+}
+
+#[test]
+fn calls_racing_the_idle_close_never_fail() {
+    // Rounds of calls from four threads at once, the rounds apart by gaps around max_idle
+    // (20..50 ms for 30 ms): some calls find the connection just closed for idleness and open
+    // another; none fails.
+    let (addr, log) = server(Duration::ZERO);
+    let idle = Duration::from_millis(30);
+    let c = idle_client(addr, idle);
+    let rounds = 40u64;
+    let barrier = Arc::new(std::sync::Barrier::new(4));
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let c = c.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                for i in 0..rounds {
+                    barrier.wait();
+                    // each thread a little later than the one before
+                    std::thread::sleep(Duration::from_millis(20 + (i * 7) % 30 + t));
+                    echo(&c, b"\x0a\x01R");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let ev = events(&log);
+    let answered = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Answered(_)))
+        .count();
+    let accepted = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Accepted(_)))
+        .count();
+    assert_eq!(answered as u64, rounds * 4);
+    assert!(
+        accepted >= 5,
+        "idle closes happened: {accepted} connections"
+    );
+    eprintln!("{accepted} connections for {answered} calls");
+}
