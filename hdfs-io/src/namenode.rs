@@ -81,6 +81,10 @@ pub use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
 /// How long reads go to the active when no observer was found (see
 /// [`NameNodeConfig::observer_probe_period`]).
 pub const OBSERVER_PROBE_PERIOD_KEY: &str = "dfs.client.failover.observer.probe.retry.period";
+/// `hotpath.hdfs.client.direct-calls` (hotpath's own key, like the `hotpath.rm.*` ones not in
+/// Hadoop's defaults table; unset means true): `false` turns [`NameNodeConfig::direct_calls`]
+/// off in [`NameNodeClient::from_conf_with`] (`--set` it on the command line).
+pub const DIRECT_CALLS_KEY: &str = "hotpath.hdfs.client.direct-calls";
 /// Default NameNode RPC port.
 pub const DEFAULT_PORT: u16 = 8020;
 
@@ -131,6 +135,7 @@ pub struct NameNodeConfig {
     pub observer_reads: bool,
     /// With one NameNode, send `getFileInfo` over pooled connections each used by one caller
     /// at a time (see the module docs) instead of the shared `ipc::client` connection.
+    /// [`DIRECT_CALLS_KEY`] = `false` turns it off in a configuration.
     pub direct_calls: bool,
     /// Name of each NameNode connection's `ipc::client` reader thread (`None`: the client's
     /// default, `hp-ipc-client`).
@@ -610,6 +615,12 @@ impl NameNodeClient {
                     .unwrap_or(20_000),
             ),
             max_idle: ipc::client::max_idle_from_conf(conf)?,
+            // the key only turns them off: a caller's `false` stays
+            direct_calls: base.direct_calls
+                && match conf.get(DIRECT_CALLS_KEY) {
+                    Some(_) => conf.get_bool(DIRECT_CALLS_KEY)?,
+                    None => true,
+                },
             ..base
         };
         NameNodeClient::new(eps, cfg)

@@ -315,3 +315,26 @@ fn a_tampered_wrap_fails_the_call_and_drops_the_connection() {
         s.shutdown();
     }
 }
+
+#[test]
+fn the_direct_calls_key_turns_them_off() {
+    let (s, _) = server();
+    let mut conf = conf::Configuration::new();
+    conf.set("fs.defaultFS", &format!("hdfs://{}", s.local_addr()));
+    for (value, direct) in [(None, true), (Some("false"), false), (Some("true"), true)] {
+        if let Some(v) = value {
+            conf.set(hdfs_io::namenode::DIRECT_CALLS_KEY, v);
+        }
+        let nn = NameNodeClient::from_conf(&conf).unwrap();
+        assert_eq!(nn.get_file_info("/f3").unwrap().unwrap().length, 3);
+        let st = nn.call_stats();
+        assert_eq!(
+            (st.direct_calls, st.shared_calls),
+            if direct { (1, 0) } else { (0, 1) },
+            "{value:?}"
+        );
+    }
+    conf.set(hdfs_io::namenode::DIRECT_CALLS_KEY, "maybe");
+    assert!(NameNodeClient::from_conf(&conf).is_err());
+    s.shutdown();
+}

@@ -5,7 +5,9 @@
 //! exchange, and at integrity / privacy wraps and unwraps with its own layer), shown by the
 //! client's call counters and the NameNode's log (one negotiation per direct connection, none
 //! on the shared connection); with a delegation token (SASL TOKEN, DIGEST-MD5, no Kerberos
-//! credentials at all); and the idle close of a direct SASL connection.
+//! credentials at all); the idle close of a direct SASL connection; and what a warm direct
+//! call at `privacy` allocates on the calling thread (nothing through Rust's allocator; MIT
+//! krb5's own `malloc`s inside `gss_wrap` / `gss_unwrap` are not counted).
 //!
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
@@ -16,6 +18,9 @@ use std::time::Duration;
 use hadoop_wire::token::Credentials;
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
+
+#[global_allocator]
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
@@ -188,4 +193,38 @@ fn an_idle_direct_sasl_connection_is_closed_and_a_new_one_negotiated() {
     let s = nn.call_stats();
     assert_eq!((s.direct_calls, s.direct_connections), (3, 2), "{s:?}");
     assert_eq!(s.shared_calls, 0, "{s:?}");
+}
+
+#[test]
+fn a_warm_direct_call_at_privacy_allocates_nothing() {
+    let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    peer.command("write /kdirect/alloc 321").expect("write");
+    let dir = tempfile::tempdir().unwrap();
+    k.kinit_process(dir.path()).expect("kinit");
+    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    conf.set("hadoop.rpc.protection", "privacy");
+    let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
+    let mut scratch = Vec::new();
+    let mut call = || {
+        nn.get_file_info_with("/kdirect/alloc", &mut scratch, |v| v.length)
+            .unwrap()
+            .unwrap()
+    };
+    for _ in 0..200 {
+        assert_eq!(call(), 321);
+    }
+    let (sum, c) = alloc_counter::thread(|| (0..300).map(|_| call()).sum::<u64>());
+    assert_eq!(sum, 300 * 321);
+    assert_eq!(
+        c.allocs, 0,
+        "{} allocations ({} bytes) in 300 warm calls at privacy",
+        c.allocs, c.bytes
+    );
+    let s = nn.call_stats();
+    assert_eq!(
+        (s.direct_calls, s.direct_wrapped_connections),
+        (500, 1),
+        "{s:?}"
+    );
 }

@@ -233,6 +233,11 @@ pub fn wrap_frames(
     out: &mut Vec<u8>,
 ) -> io::Result<()> {
     let piece = layer.max_wrap_input().max(1);
+    // Room to spare: frames that grow by a few bytes (longer callId and stateId varints) do not
+    // make the reused buffers grow again.
+    let packets = plain.len().div_ceil(piece).max(1);
+    reserve_spare(out, out.len() + plain.len() + packets * WRAP_OVERHEAD);
+    reserve_spare(token, piece.min(plain.len()) + WRAP_OVERHEAD);
     for part in plain.chunks(piece) {
         token.clear();
         layer
@@ -242,6 +247,20 @@ pub fn wrap_frames(
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     }
     Ok(())
+}
+
+/// Bytes a WRAP packet adds to its plaintext, at most (the mechanism's MAC, padding and
+/// header, the response header and SASL message around it), for sizing buffers only.
+const WRAP_OVERHEAD: usize = 128;
+
+/// Bytes of room a reused buffer gets past what it has to hold when it grows.
+const SPARE: usize = 256;
+
+/// Makes room for `want` bytes in `v`, and [`SPARE`] more, when it has less than `want`.
+fn reserve_spare(v: &mut Vec<u8>, want: usize) {
+    if v.capacity() < want {
+        v.reserve_exact(want + SPARE - v.len());
+    }
 }
 
 /// The receiving side of a security layer: reads the server's WRAP packets one at a time from a
@@ -303,6 +322,7 @@ impl Unwrapper {
                     ),
                 ));
             }
+            reserve_spare(&mut self.packet, n as usize);
             self.packet.resize(n as usize, 0);
             src.read_exact(&mut self.packet)?;
             let token = wrapped_token(&self.packet).ok_or_else(|| {
@@ -313,6 +333,8 @@ impl Unwrapper {
             })?;
             self.plain.clear();
             self.pos = 0;
+            // the plaintext is shorter than its packet
+            reserve_spare(&mut self.plain, n as usize);
             unwrap(token, &mut self.plain).map_err(|e| {
                 io::Error::new(io::ErrorKind::InvalidData, format!("SASL unwrap: {e}"))
             })?;
