@@ -37,7 +37,7 @@ use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::sasl::SecurityLayer;
 use ipc::client::{ClientError, StateIdCell};
 use ipc::sasl::{NegotiateError, Unwrapper};
-use std::io::{self, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,11 +82,18 @@ pub(crate) struct Conn {
 /// reuses.
 struct Layer {
     layer: Box<dyn SecurityLayer>,
+    /// The socket (a second handle) read through a buffer: a WRAP packet's length and body,
+    /// and often the whole response, in one `read`.
+    input: BufReader<TcpStream>,
     /// WRAP packets being written, and one wrapped token.
     wrapped: Vec<u8>,
     token: Vec<u8>,
     unwrapper: Unwrapper,
 }
+
+/// Bytes of a protected connection's read buffer (a few small responses; a larger packet body
+/// is read past it, straight into the packet buffer).
+const LAYER_READ_BUFFER: usize = 16 << 10;
 
 /// Why reading or writing failed: `broken` for the socket (a reused connection may just have
 /// been closed by the server while idle: worth another), else the bytes were wrong (a response
@@ -150,7 +157,7 @@ impl Conn {
                 Some(l) => {
                     let layer = &mut l.layer;
                     l.unwrapper
-                        .read(&mut self.stream, self.wire.recv_buf(), |t, out| {
+                        .read(&mut l.input, self.wire.recv_buf(), |t, out| {
                             layer.unwrap(t, out)
                         })
                 }
@@ -270,12 +277,19 @@ impl Connections {
                 NegotiateError::Io(e) => OpenFailure::Io(format!("SASL negotiation: {e}")),
                 e => OpenFailure::Auth(ClientError::from(e)),
             })?;
-            let mut layer = outcome.layer.take().map(|layer| Layer {
-                layer,
-                wrapped: Vec::new(),
-                token: Vec::new(),
-                unwrapper: Unwrapper::new(c.max_response),
-            });
+            let mut layer = match outcome.layer.take() {
+                None => None,
+                Some(layer) => Some(Layer {
+                    layer,
+                    input: BufReader::with_capacity(
+                        LAYER_READ_BUFFER,
+                        s.try_clone().map_err(io("socket setup"))?,
+                    ),
+                    wrapped: Vec::new(),
+                    token: Vec::new(),
+                    unwrapper: Unwrapper::new(c.max_response),
+                }),
+            };
             context.effective_user = ipc::sasl::context_user(&outcome, &c.user);
             let mut hello = Vec::with_capacity(256);
             hadoop_wire::encode::connection_context_frame(
