@@ -5,7 +5,8 @@
 //! exchange, and at integrity / privacy wraps and unwraps with its own layer), shown by the
 //! client's call counters and the NameNode's log (one negotiation per direct connection, none
 //! on the shared connection); with a delegation token (SASL TOKEN, DIGEST-MD5, no Kerberos
-//! credentials at all); the idle close of a direct SASL connection; and what a warm direct
+//! credentials at all); a login from a keytab of the client's own (MIT's in-memory ticket
+//! cache, shared by connections opened on several threads at once); the idle close of a direct SASL connection; and what a warm direct
 //! call at `privacy` allocates on the calling thread (nothing through Rust's allocator; MIT
 //! krb5's own `malloc`s inside `gss_wrap` / `gss_unwrap` are not counted).
 //!
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hadoop_wire::token::Credentials;
-use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
+use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 #[global_allocator]
@@ -227,4 +228,52 @@ fn a_warm_direct_call_at_privacy_allocates_nothing() {
         (500, 1),
         "{s:?}"
     );
+}
+
+#[test]
+fn a_keytab_login_opens_direct_connections_from_several_threads_at_once() {
+    let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    peer.command("write /kdirect/kt 555").expect("write");
+    let dir = tempfile::tempdir().unwrap();
+    // no process-wide credentials: the keytab login alone (krb5.conf still names the KDC)
+    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
+    Kerberos::clear_process_credentials(dir.path());
+    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    conf.set("hadoop.rpc.protection", "privacy");
+    let nn = NameNodeClient::from_conf_with(
+        &conf,
+        NameNodeConfig {
+            kerberos: Some(NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: Some(k.client_principal.clone()),
+                keytab: Some(k.client_keytab.clone()),
+            }),
+            ..NameNodeConfig::default()
+        },
+    )
+    .expect("keytab login");
+    let threads = 8;
+    // every thread's first call opens a connection at the same moment (a GSS context each,
+    // the credential acquired from the one in-memory cache)
+    let barrier = std::sync::Barrier::new(threads);
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            let (nn, barrier) = (&nn, &barrier);
+            sc.spawn(move || {
+                barrier.wait();
+                for _ in 0..20 {
+                    let st = nn.get_file_info("/kdirect/kt").unwrap().unwrap();
+                    assert_eq!(st.length, 555);
+                }
+            });
+        }
+    });
+    let s = nn.call_stats();
+    assert_eq!((s.direct_calls, s.shared_calls), (160, 0), "{s:?}");
+    assert!(
+        s.direct_connections >= 2,
+        "connections opened at once: {s:?}"
+    );
+    assert_eq!(s.direct_wrapped_connections, s.direct_connections, "{s:?}");
 }
