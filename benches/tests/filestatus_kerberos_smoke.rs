@@ -2,8 +2,9 @@
 //! few hundred files, one second): the Kerberized HDFS peer starts, Hadoop's
 //! NNThroughputBenchmark logs in from the client keytab, creates its files and stats each once
 //! at `privacy`, ours stats the same files over MIT Kerberos at `privacy` with no error and no
-//! missing file, then again at `authentication` paced to privacy's rate. The figures themselves
-//! are only checked to be there.
+//! missing file (direct calls, and with `--ab-shared` again over the shared connection), then
+//! again at `authentication` paced to privacy's rate. The figures themselves are only checked
+//! to be there.
 
 use std::process::Command;
 
@@ -18,6 +19,7 @@ fn filestatus_kerberos_runs_at_privacy() {
             "--qops",
             "privacy",
             "--no-driver",
+            "--ab-shared",
             "--json",
         ])
         .args(["--files", &files.to_string(), "--seconds", "1"])
@@ -40,6 +42,8 @@ fn filestatus_kerberos_runs_at_privacy() {
         &m["ours"]["ops_per_sec"],
         &m["ours"]["cpu_us_per_op"],
         &m["nntb"]["ops_per_sec"],
+        &m["ours_shared"]["ops_per_sec"],
+        &m["ours_shared"]["cpu_us_per_op"],
         &m["authentication_at_this_rate"]["ours"]["ops_per_sec"],
     ] {
         assert!(positive(f), "{f} in {v}");

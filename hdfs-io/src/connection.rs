@@ -17,13 +17,29 @@
 //! connections (every node's `ipc::client` and direct pool): each response header's stateId
 //! is folded into it, and every request carries its current value, the highest seen on any
 //! connection.
+//!
+//! **SASL** ([`ConnConfig::auth`]: Kerberos, a delegation token, security on): each connection
+//! negotiates on its own when it opens, exactly as `ipc::client` does (`ipc::sasl::negotiate`,
+//! bounded by the connect timeout; with Kerberos a GSS context of its own, so connections
+//! opened by several threads at once each run their own exchange with the KDC's tickets),
+//! then sends the connection context naming `ipc::sasl::context_user`. At `integrity` /
+//! `privacy` the negotiated security layer is the connection's alone: a call's frame is wrapped
+//! into WRAP packets of at most `max_wrap_input` bytes (`ipc::sasl::wrap_frames`) in a reused
+//! buffer, and the response's WRAP packets are unwrapped (`ipc::sasl::Unwrapper`, each packet
+//! refused over the response cap before it is read) into the state machine's receive buffer,
+//! where the response cap applies again. A packet the layer refuses (tampered, replayed) fails
+//! the call with the unwrap error and the connection is dropped.
 
 use crate::error::{RemoteException, RemoteKind};
 use hadoop_wire::encode::{ConnectionContext, RequestHeader};
-use hadoop_wire::rpc::client::{Caller, Connection};
-use ipc::client::StateIdCell;
-use std::io::{self, Read, Write};
+use hadoop_wire::rpc::client::{Caller, Connection, Responses};
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::SecurityLayer;
+use ipc::client::{ClientError, StateIdCell};
+use ipc::sasl::{NegotiateError, Unwrapper};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,6 +60,8 @@ pub(crate) struct ConnConfig {
     /// `ipc.client.connection.maxidletime`: a pooled connection unused this long is closed
     /// instead of used (when the pool next reaches it: no timer); `None`: kept.
     pub max_idle: Option<Duration>,
+    /// How each connection authenticates (SIMPLE by default; see the module docs).
+    pub auth: ClientAuth,
 }
 
 /// One connection: the socket and hadoop-wire's client state machine, which owns the reusable
@@ -51,11 +69,47 @@ pub(crate) struct ConnConfig {
 pub(crate) struct Conn {
     stream: TcpStream,
     wire: Connection,
+    /// The security layer at `integrity` / `privacy`, with its reused buffers.
+    layer: Option<Layer>,
     /// Whether this connection has already answered a call (a failure on it may just be the
     /// server having closed it while idle).
     used: bool,
     /// When it went back to the pool (with [`ConnConfig::max_idle`] only).
     idle_since: Option<Instant>,
+}
+
+/// A connection's security layer (its own: one caller at a time) and the buffers its framing
+/// reuses.
+struct Layer {
+    layer: Box<dyn SecurityLayer>,
+    /// The socket (a second handle) read through a buffer: a WRAP packet's length and body,
+    /// and often the whole response, in one `read`.
+    input: BufReader<TcpStream>,
+    /// WRAP packets being written, and one wrapped token.
+    wrapped: Vec<u8>,
+    token: Vec<u8>,
+    unwrapper: Unwrapper,
+}
+
+/// Bytes of a protected connection's read buffer (a few small responses; a larger packet body
+/// is read past it, straight into the packet buffer).
+const LAYER_READ_BUFFER: usize = 16 << 10;
+
+/// Why reading or writing failed: `broken` for the socket (a reused connection may just have
+/// been closed by the server while idle: worth another), else the bytes were wrong (a response
+/// over the cap, a WRAP packet the layer refused: not retried).
+struct IoFailure {
+    reason: String,
+    broken: bool,
+}
+
+impl IoFailure {
+    fn of(what: &str, e: io::Error) -> IoFailure {
+        IoFailure {
+            broken: e.kind() != io::ErrorKind::InvalidData,
+            reason: format!("{what}: {e}"),
+        }
+    }
 }
 
 impl Conn {
@@ -64,38 +118,94 @@ impl Conn {
         self.wire.payload()
     }
 
+    /// Writes `plain`: as it is, or wrapped by the security layer.
+    fn write_plain(
+        stream: &mut TcpStream,
+        layer: Option<&mut Layer>,
+        plain: &[u8],
+    ) -> Result<(), IoFailure> {
+        let written = match layer {
+            None => stream.write_all(plain),
+            Some(l) => {
+                l.wrapped.clear();
+                ipc::sasl::wrap_frames(&mut *l.layer, plain, &mut l.token, &mut l.wrapped)
+                    .map_err(|e| IoFailure {
+                        reason: e.to_string(),
+                        broken: false,
+                    })?;
+                stream.write_all(&l.wrapped)
+            }
+        };
+        written.map_err(|e| IoFailure::of("write", e))
+    }
+
     /// Writes everything the state machine has queued.
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), IoFailure> {
         let out = self.wire.transmit();
         let n = out.len();
-        self.stream
-            .write_all(out)
-            .map_err(|e| format!("write: {e}"))?;
+        Self::write_plain(&mut self.stream, self.layer.as_mut(), out)?;
         self.wire.sent(n);
         Ok(())
     }
 
-    /// Reads as much as the socket has (usually a whole response in one `read`) into the state
-    /// machine's receive buffer.
-    fn fill(&mut self) -> Result<(), String> {
+    /// Reads as much as the socket has (usually a whole response in one `read`; with a layer,
+    /// one WRAP packet's plaintext) into the state machine's receive buffer.
+    fn fill(&mut self) -> Result<(), IoFailure> {
         loop {
-            match self.stream.read(self.wire.recv_buf()) {
-                Ok(0) => return Err("closed by the server".to_string()),
+            let got = match self.layer.as_mut() {
+                None => self.stream.read(self.wire.recv_buf()),
+                Some(l) => {
+                    let layer = &mut l.layer;
+                    l.unwrapper
+                        .read(&mut l.input, self.wire.recv_buf(), |t, out| {
+                            layer.unwrap(t, out)
+                        })
+                }
+            };
+            match got {
+                Ok(0) => {
+                    return Err(IoFailure {
+                        reason: "closed by the server".to_string(),
+                        broken: true,
+                    })
+                }
                 Ok(k) => {
                     self.wire.received(k);
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("read: {e}")),
+                Err(e) => return Err(IoFailure::of("read", e)),
             }
         }
     }
 }
 
+/// Why a connection could not be opened.
+pub(crate) enum OpenFailure {
+    /// The socket failed (connect, or during the negotiation): worth another attempt.
+    Io(String),
+    /// The negotiation failed otherwise (refused, a failed Kerberos login or context, a bad
+    /// reply): not retried. As `ipc::client` reports it.
+    Auth(ClientError),
+}
+
+/// What a [`Connections`] pool did so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DirectStats {
+    /// Calls answered over direct connections (SUCCESS, ERROR or FATAL).
+    pub calls: u64,
+    /// Connections opened (each with its own SASL negotiation when SASL is on).
+    pub opened: u64,
+    /// Of those, the ones with a security layer (`integrity` / `privacy`).
+    pub wrapped: u64,
+}
+
 /// Why a call failed.
 pub(crate) enum CallFailure {
-    /// The connection is unusable (drop it). `reused`: it had answered calls before.
-    Io { reason: String, reused: bool },
+    /// The connection is unusable (drop it). `retry`: it had answered calls before and the
+    /// socket failed (it may just have been closed by the server while idle), so the call is
+    /// worth another connection; not after bytes that were wrong (e.g. a refused WRAP packet).
+    Io { reason: String, retry: bool },
     /// An ERROR response; the connection stays usable.
     Remote(RemoteException),
     /// A FATAL response; the server closes the connection.
@@ -109,6 +219,9 @@ pub(crate) struct Connections {
     /// Client id, call ids (counted across the pool's connections) and the highest stateId
     /// seen, in a cell shared with the client's other connections.
     caller: Arc<Caller>,
+    calls: AtomicU64,
+    opened: AtomicU64,
+    wrapped: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -123,37 +236,98 @@ impl Connections {
             cfg,
             idle: Mutex::new(Vec::new()),
             caller,
+            calls: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            wrapped: AtomicU64::new(0),
         }
     }
 
-    fn connect(&self) -> Result<Conn, String> {
+    /// What the pool did so far.
+    pub fn stats(&self) -> DirectStats {
+        DirectStats {
+            calls: self.calls.load(Ordering::Relaxed),
+            opened: self.opened.load(Ordering::Relaxed),
+            wrapped: self.wrapped.load(Ordering::Relaxed),
+        }
+    }
+
+    fn connect(&self) -> Result<Conn, OpenFailure> {
         let c = &self.cfg;
-        let s = TcpStream::connect_timeout(&c.addr, c.connect_timeout)
-            .map_err(|e| format!("connect: {e}"))?;
-        let io = |e: io::Error| format!("socket setup: {e}");
-        s.set_nodelay(true).map_err(io)?;
-        s.set_read_timeout(Some(c.call_timeout)).map_err(io)?;
-        s.set_write_timeout(Some(c.call_timeout)).map_err(io)?;
-        let context = ConnectionContext {
+        let io = |what: &'static str| move |e: io::Error| OpenFailure::Io(format!("{what}: {e}"));
+        let mut s =
+            TcpStream::connect_timeout(&c.addr, c.connect_timeout).map_err(io("connect"))?;
+        s.set_nodelay(true).map_err(io("socket setup"))?;
+        s.set_write_timeout(Some(c.call_timeout))
+            .map_err(io("socket setup"))?;
+        let mut context = ConnectionContext {
             effective_user: Some(&c.user),
             real_user: None,
             protocol: Some(c.protocol),
         };
-        let wire = Connection::new(self.caller.clone(), &context, c.max_response)
-            .map_err(|e| format!("encoding the connection context: {e}"))?;
+        let encoding = |e: hadoop_wire::error::EncodeError| {
+            OpenFailure::Io(format!("encoding the connection context: {e}"))
+        };
+        let mut outcome;
+        let (wire, layer) = if c.auth.uses_sasl() {
+            // The negotiation is bounded by the connect timeout.
+            s.set_read_timeout(Some(c.connect_timeout))
+                .map_err(io("socket setup"))?;
+            let responses = Responses::new(c.max_response, self.caller.state_id().clone());
+            outcome = ipc::sasl::negotiate(&mut s, &c.auth, &responses).map_err(|e| match e {
+                NegotiateError::Io(e) => OpenFailure::Io(format!("SASL negotiation: {e}")),
+                e => OpenFailure::Auth(ClientError::from(e)),
+            })?;
+            let mut layer = match outcome.layer.take() {
+                None => None,
+                Some(layer) => Some(Layer {
+                    layer,
+                    input: BufReader::with_capacity(
+                        LAYER_READ_BUFFER,
+                        s.try_clone().map_err(io("socket setup"))?,
+                    ),
+                    wrapped: Vec::new(),
+                    token: Vec::new(),
+                    unwrapper: Unwrapper::new(c.max_response),
+                }),
+            };
+            context.effective_user = ipc::sasl::context_user(&outcome, &c.user);
+            let mut hello = Vec::with_capacity(256);
+            hadoop_wire::encode::connection_context_frame(
+                &mut hello,
+                self.caller.client_id(),
+                &context,
+            )
+            .map_err(encoding)?;
+            Conn::write_plain(&mut s, layer.as_mut(), &hello)
+                .map_err(|e| OpenFailure::Io(e.reason))?;
+            let wire = Connection::negotiated(self.caller.clone(), c.max_response);
+            (wire, layer)
+        } else {
+            let wire =
+                Connection::new(self.caller.clone(), &context, c.max_response).map_err(encoding)?;
+            (wire, None)
+        };
+        s.set_read_timeout(Some(c.call_timeout))
+            .map_err(io("socket setup"))?;
+        let wraps = layer.is_some();
         let mut conn = Conn {
             stream: s,
             wire,
+            layer,
             used: false,
             idle_since: None,
         };
-        conn.flush()?;
+        conn.flush().map_err(|e| OpenFailure::Io(e.reason))?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        if wraps {
+            self.wrapped.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(conn)
     }
 
     /// Takes an idle connection or opens one.
     /// Connections idle longer than [`ConnConfig::max_idle`] are closed on the way.
-    pub fn take(&self) -> Result<Conn, String> {
+    pub fn take(&self) -> Result<Conn, OpenFailure> {
         loop {
             let Some(c) = lock(&self.idle).pop() else {
                 break;
@@ -181,15 +355,21 @@ impl Connections {
     /// After [`CallFailure::Io`] or [`CallFailure::Fatal`], drop `c`.
     pub fn call(&self, c: &mut Conn, method: &str, request: &[u8]) -> Result<(), CallFailure> {
         let reused = c.used;
-        let io = |reason: String| CallFailure::Io { reason, reused };
+        let io = |e: IoFailure| CallFailure::Io {
+            reason: e.reason,
+            retry: reused && e.broken,
+        };
         let rh = RequestHeader {
             method_name: method,
             declaring_class_protocol_name: self.cfg.protocol,
             client_protocol_version: self.cfg.version,
         };
-        c.wire
-            .call(&rh, request)
-            .map_err(|e| io(format!("encoding the call: {e}")))?;
+        c.wire.call(&rh, request).map_err(|e| {
+            io(IoFailure {
+                reason: format!("encoding the call: {e}"),
+                broken: false,
+            })
+        })?;
         c.flush().map_err(io)?;
         // Responses to other call ids cannot come (one call at a time); the state machine
         // skips them, and answers this call with a FATAL whatever id it names.
@@ -197,10 +377,16 @@ impl Connections {
             match c.wire.poll() {
                 Ok(Some(a)) => break a,
                 Ok(None) => c.fill().map_err(io)?,
-                Err(e) => return Err(io(e.to_string())),
+                Err(e) => {
+                    return Err(io(IoFailure {
+                        reason: e.to_string(),
+                        broken: false,
+                    }))
+                }
             }
         };
         c.used = true;
+        self.calls.fetch_add(1, Ordering::Relaxed);
         match answer.result {
             Ok(()) => Ok(()),
             Err(r) => {

@@ -30,6 +30,9 @@
 //!   handoff per call, and the request and response buffers are reused. Threads calling at once
 //!   use one connection each ([`NameNodeConfig::direct_calls`]; Java shares one connection).
 //!   A reused connection that turns out closed is replaced and the (idempotent) call resent.
+//!   With SASL (Kerberos or a token) each direct connection negotiates on its own, as the
+//!   shared connection does, and at `integrity` / `privacy` wraps and unwraps its own calls
+//!   with its own security layer. [`NameNodeClient::call_stats`] tells which path calls took.
 //! - **Security**: `hadoop.security.authentication=kerberos` makes every NameNode connection
 //!   negotiate SASL KERBEROS (GSSAPI, `ipc::kerberos` on MIT krb5) at `hadoop.rpc.protection`:
 //!   the NameNode's principal is `dfs.namenode.kerberos.principal`, `_HOST` replaced per
@@ -38,7 +41,7 @@
 //!   `KRB5_CLIENT_KTNAME`), or, with [`NameNodeKerberos::keytab`], as that principal with its
 //!   key from that keytab and its tickets in memory (`ipc::kerberos::MitGss::from_keytab`; the
 //!   MIT environment is not used, so clients in one process may log in as different
-//!   principals). With SASL the direct-call pool is not used (it speaks SIMPLE only).
+//!   principals). Direct calls (above) authenticate the same way, a GSS context per connection.
 //! - **Delegation tokens** (`crate::tokens`): [`NameNodeClient::get_delegation_token`],
 //!   [`renew_delegation_token`](NameNodeClient::renew_delegation_token) and
 //!   [`cancel_delegation_token`](NameNodeClient::cancel_delegation_token) (`ClientProtocol`, on
@@ -51,7 +54,7 @@
 //!   NameNode (reads fall back from the observer to the active; active calls re-discover the
 //!   active). Anything else is returned as [`Error::Remote`].
 
-use crate::connection::{CallFailure, ConnConfig, Connections};
+use crate::connection::{CallFailure, ConnConfig, Connections, DirectStats, OpenFailure};
 use crate::error::{Error, RemoteException, RemoteKind};
 use crate::file_status::{FileStatus, FileStatusView};
 use crate::tokens::{
@@ -78,6 +81,10 @@ pub use hadoop_wire::hdfs::{CLIENT_PROTOCOL, CLIENT_PROTOCOL_VERSION};
 /// How long reads go to the active when no observer was found (see
 /// [`NameNodeConfig::observer_probe_period`]).
 pub const OBSERVER_PROBE_PERIOD_KEY: &str = "dfs.client.failover.observer.probe.retry.period";
+/// `hotpath.hdfs.client.direct-calls` (hotpath's own key, like the `hotpath.rm.*` ones not in
+/// Hadoop's defaults table; unset means true): `false` turns [`NameNodeConfig::direct_calls`]
+/// off in [`NameNodeClient::from_conf_with`] (`--set` it on the command line).
+pub const DIRECT_CALLS_KEY: &str = "hotpath.hdfs.client.direct-calls";
 /// Default NameNode RPC port.
 pub const DEFAULT_PORT: u16 = 8020;
 
@@ -128,6 +135,7 @@ pub struct NameNodeConfig {
     pub observer_reads: bool,
     /// With one NameNode, send `getFileInfo` over pooled connections each used by one caller
     /// at a time (see the module docs) instead of the shared `ipc::client` connection.
+    /// [`DIRECT_CALLS_KEY`] = `false` turns it off in a configuration.
     pub direct_calls: bool,
     /// Name of each NameNode connection's `ipc::client` reader thread (`None`: the client's
     /// default, `hp-ipc-client`).
@@ -157,6 +165,20 @@ pub struct NameNodeConfig {
     /// again). [`NameNodeClient::from_conf_with`] reads it (Hadoop's default 10 s); `None`:
     /// kept open.
     pub max_idle: Option<Duration>,
+}
+
+/// Which path a [`NameNodeClient`]'s calls took ([`NameNodeClient::call_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallStats {
+    /// Calls answered over direct connections.
+    pub direct_calls: u64,
+    /// Direct connections opened (each negotiated SASL on its own when SASL is on).
+    pub direct_connections: u64,
+    /// Of those, the ones with a security layer (`integrity` / `privacy`).
+    pub direct_wrapped_connections: u64,
+    /// Calls started on the shared `ipc::client` connections (the role probes, writes, and
+    /// every call when direct calls are off or there are several NameNodes).
+    pub shared_calls: u64,
 }
 
 /// The Kerberos side of a NameNode client.
@@ -204,8 +226,6 @@ pub fn default_user() -> String {
 
 struct Node {
     ep: Endpoint,
-    /// Its connections negotiate SASL (so the SIMPLE-only direct calls are not used).
-    sasl: bool,
     /// The delegation token its connections authenticate with, as Java's `formatTokenId`
     /// prints it (for the error when the NameNode refuses it).
     token: Option<String>,
@@ -377,6 +397,32 @@ fn remote(e: ClientError, node: &Endpoint) -> Error {
     }
 }
 
+/// A failed call's (or connection's) error on node `n`, with the token's or credentials'
+/// story when the SASL negotiation failed for want of a token, or the token was refused.
+fn node_error(n: &Node, e: ClientError) -> Error {
+    let e = match (e, &n.missing_token) {
+        (ClientError::Auth { class, message }, Some(credentials)) => {
+            return Error::NoToken {
+                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                addr: n.ep.addr,
+                credentials: credentials.clone(),
+                reason: format!("{class}: {message}"),
+            };
+        }
+        (e, _) => e,
+    };
+    match (remote(e, &n.ep), &n.token) {
+        (Error::Remote(r), Some(token)) if r.kind == RemoteKind::InvalidToken => {
+            Error::TokenRefused {
+                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
+                token: token.clone(),
+                remote: r,
+            }
+        }
+        (e, _) => e,
+    }
+}
+
 /// What to do after a failed call.
 fn is_failover(e: &Error) -> bool {
     matches!(e, Error::Connection { .. })
@@ -445,9 +491,8 @@ impl NameNodeClient {
                         contexts: login.clone(),
                     });
                 }
-                let sasl = auth.uses_sasl();
                 let icfg = ClientConfig {
-                    auth,
+                    auth: auth.clone(),
                     protocol: CLIENT_PROTOCOL.to_string(),
                     protocol_version: CLIENT_PROTOCOL_VERSION,
                     user: cfg.user.clone(),
@@ -484,13 +529,13 @@ impl NameNodeClient {
                         max_response: hadoop_wire::frame::DEFAULT_MAX_DATA_LENGTH,
                         keep_idle: 64,
                         max_idle: cfg.max_idle,
+                        auth,
                     },
                     state_id.clone(),
                 );
                 Node {
                     client,
                     direct,
-                    sasl,
                     token,
                     missing_token,
                     ep,
@@ -570,6 +615,12 @@ impl NameNodeClient {
                     .unwrap_or(20_000),
             ),
             max_idle: ipc::client::max_idle_from_conf(conf)?,
+            // the key only turns them off: a caller's `false` stays
+            direct_calls: base.direct_calls
+                && match conf.get(DIRECT_CALLS_KEY) {
+                    Some(_) => conf.get_bool(DIRECT_CALLS_KEY)?,
+                    None => true,
+                },
             ..base
         };
         NameNodeClient::new(eps, cfg)
@@ -685,27 +736,10 @@ impl NameNodeClient {
             match n.client.call_timeout(method, req, self.cfg.call_timeout) {
                 Ok(r) => return Ok(r),
                 Err(e) => {
-                    let e = match (e, &n.missing_token) {
+                    let e = match node_error(n, e) {
                         // The login tried instead of a token failed: not retried.
-                        (ClientError::Auth { class, message }, Some(credentials)) => {
-                            return Err(Error::NoToken {
-                                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
-                                addr: n.ep.addr,
-                                credentials: credentials.clone(),
-                                reason: format!("{class}: {message}"),
-                            });
-                        }
-                        (e, _) => e,
-                    };
-                    let e = match (remote(e, &n.ep), &n.token) {
-                        (Error::Remote(r), Some(token)) if r.kind == RemoteKind::InvalidToken => {
-                            Error::TokenRefused {
-                                namenode: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
-                                token: token.clone(),
-                                remote: r,
-                            }
-                        }
-                        (e, _) => e,
+                        e @ Error::NoToken { .. } => return Err(e),
+                        e => e,
                     };
                     if e.remote_kind() == Some(RemoteKind::Retriable) && attempt < retries {
                         attempt += 1;
@@ -737,7 +771,8 @@ impl NameNodeClient {
         loop {
             let mut c = match pool.take() {
                 Ok(c) => c,
-                Err(reason) => {
+                Err(OpenFailure::Auth(e)) => return Err(node_error(n, e)),
+                Err(OpenFailure::Io(reason)) => {
                     connect_failures += 1;
                     if connect_failures >= self.cfg.connect_attempts.max(1) {
                         return Err(Error::Connection {
@@ -756,7 +791,7 @@ impl NameNodeClient {
                     return r;
                 }
                 // an idle connection the server closed: take another (each failure drops one)
-                Err(CallFailure::Io { reused: true, .. }) => continue,
+                Err(CallFailure::Io { retry: true, .. }) => continue,
                 Err(CallFailure::Io { reason, .. }) => {
                     return Err(Error::Connection {
                         target: format!("NameNode {} ({})", n.ep.id, n.ep.addr),
@@ -860,6 +895,26 @@ impl NameNodeClient {
         Ok(())
     }
 
+    /// Which path calls took so far: the direct-call pool's counters (summed over the
+    /// NameNodes) and the calls started on the shared `ipc::client` connections.
+    pub fn call_stats(&self) -> CallStats {
+        let mut direct = DirectStats::default();
+        let mut shared = 0u64;
+        for n in &self.nodes {
+            let d = n.direct.stats();
+            direct.calls += d.calls;
+            direct.opened += d.opened;
+            direct.wrapped += d.wrapped;
+            shared += u64::try_from(n.client.calls_started()).unwrap_or(0);
+        }
+        CallStats {
+            direct_calls: direct.calls,
+            direct_connections: direct.opened,
+            direct_wrapped_connections: direct.wrapped,
+            shared_calls: shared,
+        }
+    }
+
     /// `getFileInfo`: the status of `path`, or `None` when it does not exist.
     pub fn get_file_info(&self, path: &str) -> Result<Option<FileStatus>, Error> {
         self.get_file_info_with(path, &mut Vec::new(), |v| v.to_owned())
@@ -875,11 +930,7 @@ impl NameNodeClient {
     ) -> Result<Option<R>, Error> {
         scratch.clear();
         encode_get_file_info(path, scratch);
-        if self.cfg.direct_calls
-            && self.nodes.len() == 1
-            && !self.nodes[0].sasl
-            && self.cfg.kerberos.is_none()
-        {
+        if self.cfg.direct_calls && self.nodes.len() == 1 {
             return self.direct_call(0, "getFileInfo", scratch, |payload| {
                 match field_range(payload, 1, "GetFileInfoResponseProto")? {
                     None => Ok(None),

@@ -76,11 +76,8 @@ use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
 /// as it always was.
 pub use hadoop_wire::rpc::client::StateIdCell;
 use hadoop_wire::rpc::client::{Caller, RemoteError, Responses};
-use hadoop_wire::sasl::client::{ClientAuth, ClientNegotiation, ClientOutcome, ClientStep};
-use hadoop_wire::sasl::message::{self as sasl_message, AuthMethod, SaslMessageView};
+use hadoop_wire::sasl::client::{ClientAuth, ClientOutcome};
 use hadoop_wire::sasl::SecurityLayer;
-
-use crate::entropy::OsEntropy;
 
 /// Client configuration.
 #[derive(Debug, Clone)]
@@ -211,6 +208,18 @@ impl From<RemoteError> for ClientError {
             class: e.class,
             message: e.message,
             detail: e.detail,
+        }
+    }
+}
+
+impl From<crate::sasl::NegotiateError> for ClientError {
+    fn from(e: crate::sasl::NegotiateError) -> Self {
+        use crate::sasl::NegotiateError as N;
+        match e {
+            N::Io(e) => ClientError::ConnectionLost(format!("SASL negotiation: {e}")),
+            N::Auth { class, message } => ClientError::Auth { class, message },
+            N::Protocol(m) => ClientError::Protocol(m),
+            N::Remote(r) => ClientError::from(r),
         }
     }
 }
@@ -430,17 +439,12 @@ impl Writer {
             return self.stream.write_all(&self.frame);
         };
         self.wrapped.clear();
-        {
-            let mut l = lock(layer);
-            let piece = l.max_wrap_input().max(1);
-            for part in self.frame.chunks(piece) {
-                self.token.clear();
-                l.wrap(part, &mut self.token)
-                    .map_err(|e| io::Error::other(format!("SASL wrap: {e}")))?;
-                sasl_message::client_wrap_frame(&mut self.wrapped, &self.token)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            }
-        }
+        crate::sasl::wrap_frames(
+            &mut **lock(layer),
+            &self.frame,
+            &mut self.token,
+            &mut self.wrapped,
+        )?;
         let r = self.stream.write_all(&self.wrapped);
         if self.wrapped.capacity() > self.keep {
             self.wrapped = Vec::new();
@@ -723,6 +727,12 @@ impl Client {
         self.inner.caller.state_id()
     }
 
+    /// Calls started through this client so far (its callId counter: every call, answered or
+    /// not, on any of its connections).
+    pub fn calls_started(&self) -> i32 {
+        self.inner.caller.calls_started()
+    }
+
     /// Whether a connection is open now.
     pub fn is_connected(&self) -> bool {
         lock(&self.inner.conn)
@@ -886,7 +896,7 @@ impl Client {
             cfg.max_response_length,
             self.inner.caller.state_id().clone(),
         );
-        let kerberos_user: String;
+        let mut outcome: ClientOutcome;
         let mut ctx = ConnectionContext {
             effective_user: Some(&cfg.user),
             real_user: None,
@@ -897,19 +907,10 @@ impl Client {
         if cfg.auth.uses_sasl() {
             // The negotiation is bounded by the connect timeout.
             s.set_read_timeout(Some(cfg.connect_timeout))?;
-            let outcome = sasl_connect(&mut s, &cfg.auth, &responses)?;
+            outcome = crate::sasl::negotiate(&mut s, &cfg.auth, &responses).map_err(opened)?;
             s.set_read_timeout(cfg.max_idle)?;
-            if outcome.method == AuthMethod::Token {
-                // The token says who we are; Java's TOKEN clients claim no user.
-                ctx.effective_user = None;
-            }
-            if let (AuthMethod::Kerberos, Some(principal)) = (outcome.method, &outcome.user) {
-                // Java claims ugi.getUserName(), the whole principal; another name would be a
-                // proxy-user request.
-                kerberos_user = principal.clone();
-                ctx.effective_user = Some(&kerberos_user);
-            }
-            layer = outcome.layer.map(|l| Arc::new(Mutex::new(l)));
+            layer = outcome.layer.take().map(|l| Arc::new(Mutex::new(l)));
+            ctx.effective_user = crate::sasl::context_user(&outcome, &cfg.user);
             hadoop_wire::encode::connection_context_frame(
                 &mut hello,
                 self.inner.caller.client_id(),
@@ -981,10 +982,7 @@ impl Client {
                         Unwrapped {
                             inner: reader,
                             layer,
-                            max_len,
-                            packet: Vec::new(),
-                            plain: Vec::new(),
-                            pos: 0,
+                            unwrapper: crate::sasl::Unwrapper::new(max_len),
                         },
                         c,
                         ctx,
@@ -1073,132 +1071,27 @@ enum Opened {
     Thread(ClientError),
 }
 
-/// Reads the unwrapped bytes of a protected connection: the server's WRAP packets, one at a
-/// time, unwrapped into a buffer the response frames are then read from.
+/// Reads the unwrapped bytes of a protected connection ([`crate::sasl::Unwrapper`]), locking
+/// the shared layer for each packet's unwrap only.
 struct Unwrapped<R> {
     inner: R,
     layer: SharedLayer,
-    max_len: u32,
-    packet: Vec<u8>,
-    plain: Vec<u8>,
-    pos: usize,
+    unwrapper: crate::sasl::Unwrapper,
 }
 
 impl<R: Read> Read for Unwrapped<R> {
     fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.plain.len() {
-            let mut len = [0u8; 4];
-            match self.inner.read_exact(&mut len) {
-                Ok(()) => {}
-                // A clean end between packets is a clean end of the stream.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                Err(e) => return Err(e),
-            }
-            let n = u32::from_be_bytes(len);
-            if n > self.max_len || n > i32::MAX as u32 {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "WRAP packet of {n} bytes exceeds the limit of {}",
-                        self.max_len
-                    ),
-                ));
-            }
-            self.packet.resize(n as usize, 0);
-            self.inner.read_exact(&mut self.packet)?;
-            let token = wrapped_token(&self.packet).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "Server sent non-wrapped response",
-                )
-            })?;
-            self.plain.clear();
-            self.pos = 0;
-            lock(&self.layer)
-                .unwrap(token, &mut self.plain)
-                .map_err(|e| {
-                    io::Error::new(io::ErrorKind::InvalidData, format!("SASL unwrap: {e}"))
-                })?;
-        }
-        let n = dst.len().min(self.plain.len() - self.pos);
-        dst[..n].copy_from_slice(&self.plain[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        let layer = &self.layer;
+        self.unwrapper
+            .read(&mut self.inner, dst, |t, out| lock(layer).unwrap(t, out))
     }
 }
 
-/// The token of a server WRAP packet (a response frame for callId −33 whose message is a WRAP).
-fn wrapped_token(body: &[u8]) -> Option<&[u8]> {
-    let frame = hadoop_wire::frame::ResponseFrame::split(body).ok()?;
-    let h = hadoop_wire::view::rpc::RpcResponseHeaderView::new(frame.header)
-        .summary()
-        .ok()?;
-    if h.call_id_i32() != hadoop_wire::rpc::SASL_CALL_ID || h.status != RpcStatusProto::Success {
-        return None;
-    }
-    let v = SaslMessageView::read(frame.payload?).ok()?;
-    v.is_wrap().then_some(v.token.unwrap_or(&[]))
-}
-
-/// Runs SASL on a fresh socket: the SASL preamble and NEGOTIATE in one write, then one reply
-/// at a time until the negotiation says done.
-fn sasl_connect(
-    s: &mut TcpStream,
-    auth: &ClientAuth,
-    responses: &Responses,
-) -> Result<ClientOutcome, Opened> {
-    let local = |e: hadoop_wire::sasl::SaslError| {
-        Opened::Thread(ClientError::Auth {
-            class: e.java_class().to_string(),
-            message: e.to_string(),
-        })
-    };
-    let encode_err = |e: hadoop_wire::error::EncodeError| {
-        Opened::Io(io::Error::new(io::ErrorKind::InvalidInput, e))
-    };
-    let mut neg = ClientNegotiation::new(auth.clone());
-    let mut buf = Vec::with_capacity(64);
-    hadoop_wire::encode::sasl_preamble(&mut buf, 0);
-    sasl_message::client_frame(&mut buf, &neg.start()).map_err(encode_err)?;
-    s.write_all(&buf)?;
-    // Checked against the 4-byte length before the body is read: a server cannot make a
-    // client that is still negotiating buffer more than this.
-    let limit = sasl_message::max_negotiation_frame(auth.max_message) as usize;
-    let mut body = Vec::new();
-    loop {
-        let mut len = [0u8; 4];
-        s.read_exact(&mut len)?;
-        let n = responses
-            .frame_len(len)
-            .map_err(|e| Opened::Thread(ClientError::Protocol(e.to_string())))?;
-        if n > limit {
-            return Err(Opened::Thread(ClientError::Protocol(format!(
-                "SASL reply of {n} bytes exceeds the limit of {limit}"
-            ))));
-        }
-        body.resize(n, 0);
-        s.read_exact(&mut body)?;
-        let reply = responses
-            .reply(&body)
-            .map_err(|e| Opened::Thread(ClientError::Protocol(e.to_string())))?;
-        let payload = match reply.result {
-            Ok(p) => p,
-            Err(remote) => return Err(Opened::Thread(ClientError::from(remote))),
-        };
-        let step = neg
-            .on_reply(reply.call_id, payload, &mut OsEntropy)
-            .map_err(local)?;
-        let (msg, done) = match step {
-            ClientStep::Done(o) => return Ok(o),
-            ClientStep::Send(m) => (m, None),
-            ClientStep::SendThenDone(m, o) => (m, Some(o)),
-        };
-        buf.clear();
-        sasl_message::client_frame(&mut buf, &msg).map_err(encode_err)?;
-        s.write_all(&buf)?;
-        if let Some(o) = done {
-            return Ok(o);
-        }
+/// A failed negotiation as the client reports it: socket errors are retried, the rest not.
+fn opened(e: crate::sasl::NegotiateError) -> Opened {
+    match e {
+        crate::sasl::NegotiateError::Io(e) => Opened::Io(e),
+        e => Opened::Thread(ClientError::from(e)),
     }
 }
 

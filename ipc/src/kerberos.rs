@@ -16,6 +16,15 @@
 //! Kerberos principal names (`GSS_KRB5_NT_PRINCIPAL_NAME`), so no DNS canonicalisation or realm
 //! mapping of a host happens: the server principal is exactly the one the server advertised
 //! and the client expected (see [`hadoop_wire::sasl::gssapi::check_server_principal`]).
+//!
+//! Threads: one [`MitGss`] serves every connection of a client, opened on any thread at once
+//! (`hdfs-io`'s direct NameNode calls open one per calling thread). It holds only names and
+//! paths; each connection acquires its own credential handle and builds its own GSS context
+//! (MIT's GSS-API keeps no state shared between contexts beyond the ticket caches, FILE or
+//! MEMORY, which lock themselves), and each context is used by one thread at a time (the
+//! security layer it becomes sits behind a lock in [`crate::client`], and is its caller's alone
+//! on a direct connection). `hdfs-io/tests/kerberos_direct_calls.rs` opens connections from
+//! several threads at once: four with a kinit cache, eight with a keytab login.
 
 use std::ffi::{CStr, CString};
 use std::net::{IpAddr, SocketAddr};

@@ -312,19 +312,28 @@ impl Connection {
         context: &ConnectionContext<'_>,
         max_response_length: u32,
     ) -> Result<Self, EncodeError> {
-        let mut out = Vec::with_capacity(256);
-        caller.hello(&mut out, context)?;
+        let mut c = Self::negotiated(caller, max_response_length);
+        let caller = c.caller.clone();
+        caller.hello(&mut c.out, context)?;
+        Ok(c)
+    }
+
+    /// A connection whose preamble, SASL negotiation and connection context its owner has
+    /// already sent (a SASL connection: see `ipc::sasl::negotiate`): nothing is queued, calls
+    /// come next. With a security layer the owner wraps what [`transmit`](Self::transmit)
+    /// returns and unwraps what it puts into [`recv_buf`](Self::recv_buf).
+    pub fn negotiated(caller: Arc<Caller>, max_response_length: u32) -> Self {
         let responses = Responses::new(max_response_length, caller.state_id().clone());
-        Ok(Self {
+        Self {
             caller,
             responses,
-            out,
+            out: Vec::with_capacity(256),
             buf: vec![0; RECV_BUFFER],
             filled: 0,
             pos: 0,
             payload: 0..0,
             in_flight: Vec::with_capacity(4),
-        })
+        }
     }
 
     /// The caller this connection sends for.

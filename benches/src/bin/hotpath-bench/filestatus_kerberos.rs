@@ -26,9 +26,12 @@
 //!    privacy ops/s (`--rate`): privacy's extra CPU per call at the same call rate, apart from
 //!    what a lower rate costs by itself (fewer responses per wake-up of the waiting threads).
 //!
-//! With SASL our getFileInfo calls go over the shared `ipc::client` connection (its reader
-//! thread hands each response to the caller), as Java's do: hdfs-io's direct-call pool speaks
-//! SIMPLE only.
+//! With SASL our getFileInfo calls go, as without, over hdfs-io's direct-call pool (each
+//! calling thread writes its call and reads its response on a connection of its own, which
+//! negotiated Kerberos and wraps at its level by itself). `--ab-shared` also runs ours with
+//! `hotpath.hdfs.client.direct-calls=false` at each level (every call over the shared
+//! `ipc::client` connection, whose reader thread hands each response to the caller, as Java's
+//! client does), the two in alternating order per round: the A/B of the direct calls.
 //!
 //! The NameNode runs with `dfs.permissions.enabled=false` (NNThroughputBenchmark calls
 //! `setSafeMode`, which otherwise needs a superuser, and creates its files under `/`) and
@@ -79,6 +82,10 @@ pub struct Args {
     /// Leave out Java's FileStatusDriver.
     #[arg(long)]
     no_driver: bool,
+    /// Also run ours with direct calls off (`hotpath.hdfs.client.direct-calls=false`) at each
+    /// level, alternating which of the two runs first.
+    #[arg(long)]
+    ab_shared: bool,
     /// One JSON object (every run and the medians) instead of the table.
     #[arg(long)]
     json: bool,
@@ -97,6 +104,8 @@ struct Figure {
 struct Row {
     qop: String,
     ours: Figure,
+    /// `--ab-shared`: ours with direct calls off.
+    ours_shared: Option<Figure>,
     /// NNThroughputBenchmark without its busy-waiting main thread.
     nntb: Figure,
     /// NNThroughputBenchmark's whole process CPU per call, µs.
@@ -124,6 +133,7 @@ impl Row {
                 )
             })
         };
+        let shared = fig(self.ours_shared);
         let same = self.auth_same_rate.map_or("null".into(), |(o, d)| {
             format!(
                 "{{\"ours\":{},\"filestatus_driver\":{}}}",
@@ -132,7 +142,7 @@ impl Row {
             )
         });
         format!(
-            "{{\"qop\":\"{}\",\"ours\":{{\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2}}},\"nntb\":{{\"ops\":{},\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2},\"cpu_us_per_op_with_main_thread\":{:.2}}},\"filestatus_driver\":{d},\"ops_ratio\":{:.2},\"cpu_ratio\":{:.2},\"authentication_at_this_rate\":{same}}}",
+            "{{\"qop\":\"{}\",\"ours\":{{\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2}}},\"ours_shared\":{shared},\"nntb\":{{\"ops\":{},\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2},\"cpu_us_per_op_with_main_thread\":{:.2}}},\"filestatus_driver\":{d},\"ops_ratio\":{:.2},\"cpu_ratio\":{:.2},\"authentication_at_this_rate\":{same}}}",
             self.qop,
             self.ours.ops_per_sec,
             self.ours.cpu_us,
@@ -198,8 +208,21 @@ pub fn run(args: Args) -> Result<()> {
             )
             .with_context(|| format!("NNThroughputBenchmark at {qop}"))?;
             created = true;
-            let ours = run_ours(peer.conf_dir(), &k, qop, &args, tmp.path(), None)
-                .with_context(|| format!("ours at {qop}"))?;
+            let run = |direct: bool| {
+                run_ours(peer.conf_dir(), &k, qop, &args, tmp.path(), None, direct)
+                    .with_context(|| format!("ours at {qop} (direct calls {direct})"))
+            };
+            let (ours, ours_shared) = match (args.ab_shared, round % 2) {
+                (false, _) => (run(true)?, None),
+                (true, 0) => {
+                    let d = run(true)?;
+                    (d, Some(run(false)?))
+                }
+                (true, _) => {
+                    let s = run(false)?;
+                    (run(true)?, Some(s))
+                }
+            };
             let driver = if args.no_driver {
                 None
             } else {
@@ -219,6 +242,7 @@ pub fn run(args: Args) -> Result<()> {
                     &args,
                     tmp.path(),
                     Some(ours.ops_per_sec),
+                    true,
                 )
                 .context("ours at authentication, paced")?;
                 let d = match driver {
@@ -242,6 +266,7 @@ pub fn run(args: Args) -> Result<()> {
             let row = Row {
                 qop: qop.clone(),
                 ours,
+                ours_shared,
                 nntb,
                 nntb_cpu_all_us,
                 nntb_ops,
@@ -299,6 +324,13 @@ fn median_row<'a>(qop: &str, rows: impl Iterator<Item = &'a Row> + Clone) -> Row
             ops_per_sec: m(&|r| r.ours.ops_per_sec),
             cpu_us: m(&|r| r.ours.cpu_us),
         },
+        ours_shared: rows
+            .clone()
+            .all(|r| r.ours_shared.is_some())
+            .then(|| Figure {
+                ops_per_sec: m(&|r| r.ours_shared.map_or(f64::NAN, |f| f.ops_per_sec)),
+                cpu_us: m(&|r| r.ours_shared.map_or(f64::NAN, |f| f.cpu_us)),
+            }),
         nntb: Figure {
             ops_per_sec: m(&|r| r.nntb.ops_per_sec),
             cpu_us: m(&|r| r.nntb.cpu_us),
@@ -370,6 +402,27 @@ fn print_table(args: &Args, rows: &[Row], medians: &[Row], before: &str, after: 
             p.nntb.cpu_us / a.nntb.cpu_us,
             p.nntb.ops_per_sec / a.nntb.ops_per_sec,
         );
+    }
+    for r in medians {
+        if let Some(s) = r.ours_shared {
+            println!(
+                "{}: ours with direct calls off: {:.0} ops/s, {:.1} µs/op; direct / shared: ops/s {:.2}×, CPU per op {:.2}×",
+                r.qop,
+                s.ops_per_sec,
+                s.cpu_us,
+                r.ours.ops_per_sec / s.ops_per_sec,
+                r.ours.cpu_us / s.cpu_us,
+            );
+        }
+    }
+    if let (Some(a), Some(p)) = (find("authentication"), find("privacy")) {
+        if let (Some(a), Some(p)) = (a.ours_shared, p.ours_shared) {
+            println!(
+                "privacy / authentication client CPU per op, ours with direct calls off: {:.2}× (ops/s {:.2}×)",
+                p.cpu_us / a.cpu_us,
+                p.ops_per_sec / a.ops_per_sec
+            );
+        }
     }
     if let Some(p) = find("privacy") {
         if let Some((o, d)) = p.auth_same_rate {
@@ -582,7 +635,7 @@ fn nntb(
     ))
 }
 
-/// Ours: `hotpath-bench filestatus` as a child process at `qop`.
+/// Ours: `hotpath-bench filestatus` as a child process at `qop`, with direct calls on or off.
 fn run_ours(
     conf_dir: &Path,
     k: &Kerberos,
@@ -590,12 +643,16 @@ fn run_ours(
     args: &Args,
     tmp: &Path,
     rate: Option<f64>,
+    direct: bool,
 ) -> Result<Figure> {
     let exe = std::env::current_exe().context("locating hotpath-bench")?;
     let mut cmd = Command::new(exe);
     cmd.arg("filestatus");
     if let Some(r) = rate {
         cmd.args(["--rate", &format!("{r:.0}")]);
+    }
+    if !direct {
+        cmd.args(["--set", "hotpath.hdfs.client.direct-calls=false"]);
     }
     let out = cmd
         .arg("--conf-dir")

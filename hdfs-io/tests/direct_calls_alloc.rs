@@ -1,0 +1,120 @@
+//! A warm direct `getFileInfo` call allocates nothing on the calling thread, also over SASL
+//! TOKEN (DIGEST-MD5) at `integrity` and `privacy`: the request, the WRAP packets, the unwrapped
+//! response and the state machine's buffers are all reused (the alloc-counter allocator counts
+//! this thread only; the in-process `ipc::server` runs on threads of its own).
+
+use hadoop_wire::pb::hadoop::hdfs::{
+    FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
+};
+use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
+use hadoop_wire::sasl::message::AuthMethod;
+use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
+use hadoop_wire::sasl::{Qop, SaslError};
+use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
+use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
+
+struct OneToken;
+
+const ID: &[u8] = b"alloc-token";
+const PASSWORD: &[u8] = b"fedcba9876543210";
+
+impl TokenSecrets for OneToken {
+    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+        if identifier != ID {
+            return Err(SaslError::InvalidToken("unknown token".into()));
+        }
+        Ok(TokenPassword {
+            password: PASSWORD.to_vec(),
+            user: "tokenuser".into(),
+        })
+    }
+}
+
+/// Every path is a file of 4096 bytes.
+fn server(auth: ServerAuth) -> Server {
+    let mut reg = Registry::new();
+    reg.register(
+        CLIENT_PROTOCOL,
+        1,
+        "getFileInfo",
+        move |_: &Call<'_>, reply: &mut Reply<'_, '_>| -> Result<(), CallError> {
+            reply.message(&GetFileInfoResponseProto {
+                fs: Some(HdfsFileStatusProto {
+                    file_type: 2,
+                    length: 4096,
+                    permission: FsPermissionProto { perm: 0o644 },
+                    owner: "tokenuser".into(),
+                    group: "supergroup".into(),
+                    ..Default::default()
+                }),
+            })?;
+            Ok(())
+        },
+    );
+    let config = ServerConfig {
+        auth: Arc::new(auth),
+        ..ServerConfig::default()
+    };
+    Server::start("127.0.0.1:0".parse().unwrap(), config, reg).unwrap()
+}
+
+fn client(addr: std::net::SocketAddr, auth: ClientAuth) -> NameNodeClient {
+    NameNodeClient::new(
+        vec![Endpoint {
+            id: addr.to_string(),
+            addr,
+        }],
+        NameNodeConfig {
+            user: "alice".into(),
+            retry_wait: Duration::from_millis(1),
+            auth,
+            ..NameNodeConfig::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn warm_direct_calls_allocate_nothing_at_every_level() {
+    let mut cases = vec![(None, ServerAuth::simple(), ClientAuth::default())];
+    for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
+        let token = TokenCredential {
+            identifier: ID.to_vec(),
+            password: PASSWORD.to_vec(),
+        };
+        cases.push((
+            Some(qop),
+            ServerAuth::new(AuthMethod::Token, Some(Arc::new(OneToken)), vec![qop]).unwrap(),
+            ClientAuth::token(token, vec![qop]),
+        ));
+    }
+    for (qop, sauth, cauth) in cases {
+        let s = server(sauth);
+        let nn = client(s.local_addr(), cauth);
+        let mut scratch = Vec::new();
+        let path = "/bench/filestatus/f12345";
+        let mut call = || {
+            nn.get_file_info_with(path, &mut scratch, |v| v.length)
+                .unwrap()
+                .unwrap()
+        };
+        for _ in 0..50 {
+            assert_eq!(call(), 4096);
+        }
+        let (sum, c) = alloc_counter::thread(|| (0..500).map(|_| call()).sum::<u64>());
+        assert_eq!(sum, 500 * 4096);
+        assert_eq!(
+            c.allocs, 0,
+            "{qop:?}: {} allocations ({} bytes) in 500 warm calls",
+            c.allocs, c.bytes
+        );
+        let st = nn.call_stats();
+        assert_eq!((st.direct_calls, st.shared_calls), (550, 0), "{qop:?}");
+        s.shutdown();
+    }
+}
