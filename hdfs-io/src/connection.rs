@@ -181,6 +181,7 @@ impl Conn {
 }
 
 /// Why a connection could not be opened.
+#[derive(Debug)]
 pub(crate) enum OpenFailure {
     /// The socket failed (connect, or during the negotiation): worth another attempt.
     Io(String),
@@ -446,6 +447,7 @@ mod tests {
                 max_response: 1 << 20,
                 keep_idle: 4,
                 max_idle,
+                auth: ClientAuth::default(),
             },
             StateIdCell::new(),
         )

@@ -2,8 +2,8 @@
 //! [`Apps`]: the client protocol on `yarn.resourcemanager.address` (SIMPLE, as a non-secure
 //! Java RM), the master protocol on `yarn.resourcemanager.scheduler.address` with TOKEN
 //! authentication only, by AMRMToken ([`AmrmTokenSecrets`]), secure or not, as Java's
-//! `ApplicationMasterService` forces it: a SIMPLE caller is refused at connection time ("SIMPLE
-//! authentication is not enabled.  Available:[TOKEN]"), and a call whose token context carries
+//! `ApplicationMasterService` forces it: a SIMPLE caller is refused at connection time (`SIMPLE
+//! authentication is not enabled.  Available:[TOKEN]`), and a call whose token context carries
 //! no attempt with Java's "No AMRMToken found for user …". A secure RM
 //! ([`crate::service::AppsSecurity`]) takes KERBEROS on the client port (the caller's short
 //! name is the application's user). Errors are Java's exception classes ([`crate::apps::exc`]).

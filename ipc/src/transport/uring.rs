@@ -35,7 +35,7 @@
 //! - Wake batching (`TransportConfig::batch_wait`, [`super::BATCH_WAIT_KEY`]): under load the
 //!   wait asks for as many completions as the recent rate makes likely within the bound, with
 //!   the bound as `min_wait_usec` (kernel 6.12+), so several requests share a wake-up; see
-//!   [`WakeBatch`].
+//!   `WakeBatch`.
 
 use std::io;
 use std::os::fd::RawFd;
