@@ -7,9 +7,10 @@
 //!    realm (the RM runs as the peer's `hdfs/localhost` from its service keytab), the RM reached
 //!    through a TCP relay. The agent localizes a PUBLIC `hdfs:` resource for a container (its
 //!    own login, `auth:KERBEROS` in the NameNode's audit log); its NameNode connection, idle
-//!    for `ipc.client.connection.maxidletime` (10 s), is closed by the agent; after the
+//!    for `ipc.client.connection.maxidletime` (10 s), is closed by the agent (the shared
+//!    connection by its reader; an idle direct-call connection when next taken); after the
 //!    first ticket has expired it localizes a second one over a new connection, authenticated
-//!    anew (the NameNode logs a second "Auth successful"; the KDC another AS exchange). Its RM
+//!    anew (the NameNode logs another "Auth successful"; the KDC another AS exchange). Its RM
 //!    connection, busy with heartbeats, stays up across the expiry; cut by the relay, it
 //!    reconnects (a new GSSAPI exchange, logged by the RM) and keeps heartbeating.
 //! 2. The Java ResourceManager (`yarn-rm --kerberos true --ticket-lifetime`): the agent's RM
@@ -415,13 +416,19 @@ fn the_agents_keytab_login_localizes_and_heartbeats_across_ticket_expiry() {
     let auths0 = nn_auths(&peer);
     run(0, 2);
     assert_eq!(opened(&peer, &files[0].0), 1, "read as {kerberos_ugi}");
-    assert_eq!(
-        nn_auths(&peer),
-        auths0 + 1,
-        "one authenticated NameNode connection"
+    // The shared connection and, for the idempotent calls, the direct-call pool's: one or two
+    // connections, each authenticated once (up unless the container took longer than the idle
+    // time to run).
+    let auths1 = nn_auths(&peer);
+    assert!(
+        (auths0 + 1..=auths0 + 2).contains(&auths1),
+        "one or two authenticated NameNode connections: {} new",
+        auths1 - auths0
     );
-    // (up unless the container took longer than the idle time to run)
-    assert!(connections_to(nn.port()) <= 1, "one NameNode connection");
+    assert!(
+        connections_to(nn.port()) <= 2,
+        "at most two NameNode connections"
+    );
     let logins1 = as_issued(&kdc_log, &k.client_principal);
     assert!(logins1 > logins0, "the agent logged in from its keytab");
 
@@ -431,10 +438,11 @@ fn the_agents_keytab_login_localizes_and_heartbeats_across_ticket_expiry() {
     while login_at.elapsed() < past {
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(
-        connections_to(nn.port()),
-        0,
-        "the idle NameNode connection was closed (ipc.client.connection.maxidletime)"
+    // The shared connection's reader closed it (ipc.client.connection.maxidletime); an idle
+    // direct-pool connection is dropped at its next use instead.
+    assert!(
+        connections_to(nn.port()) <= 1,
+        "the idle shared NameNode connection was closed (ipc.client.connection.maxidletime)"
     );
     assert_eq!(relay.accepted.load(Relaxed), 1, "one RM connection so far");
     let ok0 = m.heartbeats_ok.load(Relaxed);
@@ -447,10 +455,9 @@ fn the_agents_keytab_login_localizes_and_heartbeats_across_ticket_expiry() {
     // 3. the second resource: a new connection, authenticated with a ticket from the keytab
     run(1, 3);
     assert_eq!(opened(&peer, &files[1].0), 1, "read as {kerberos_ugi}");
-    assert_eq!(
-        nn_auths(&peer),
-        auths0 + 2,
-        "a second authenticated NameNode connection"
+    assert!(
+        nn_auths(&peer) > auths1,
+        "a new authenticated NameNode connection after the expiry"
     );
     let logins = as_issued(&kdc_log, &k.client_principal) - logins0;
     assert!(
