@@ -25,7 +25,7 @@ use server_support::*;
 enum Event {
     /// Connection `n` accepted.
     Accepted(usize),
-    /// Connection `n` answered a call.
+    /// Connection `n` answered a call (logged as the answer is written).
     Answered(usize),
     /// Connection `n` read EOF (the client closed it).
     Eof(usize),
@@ -69,12 +69,14 @@ fn server(delay: Duration) -> (SocketAddr, Log) {
                         f.payload.unwrap(),
                     )
                     .unwrap();
-                    if s.write_all(&out).is_err() {
-                        return;
-                    }
+                    // Logged before the write, so a client holding the answer always finds it
+                    // in the log.
                     lg.lock()
                         .unwrap()
                         .push((Instant::now(), Event::Answered(n)));
+                    if s.write_all(&out).is_err() {
+                        return;
+                    }
                 }
                 lg.lock().unwrap().push((Instant::now(), Event::Eof(n)));
             });
