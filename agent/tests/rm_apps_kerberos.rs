@@ -32,7 +32,7 @@ use serde_json::Value;
 mod app_run;
 #[path = "support/daemon.rs"]
 mod daemon;
-use daemon::{set_args, Daemon};
+use daemon::{agent_command, Daemon};
 
 const PROTECTION: &str = "privacy";
 
@@ -130,33 +130,7 @@ fn start_rm(k: &Krb, extra: &[String]) -> Daemon {
 /// the ResourceTracker `rt`; the containers' JVMs get the realm's krb5.conf (Hadoop's UGI in a
 /// Java AM wants the default realm, though it authenticates by token).
 fn start_agent(k: &Krb, rt: &str, ip: &str) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let mut cmd = Command::new(support::hotpath_exe());
-    cmd.arg("agent").arg("--ready-line");
-    cmd.args(set_args(&[
-        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
-        ("yarn.nodemanager.address", format!("{ip}:0")),
-        ("yarn.nodemanager.webapp.address", format!("{ip}:0")),
-        ("hotpath.agent.ipc.address", format!("{ip}:0")),
-        (
-            "yarn.nodemanager.local-dirs",
-            d.join("local").display().to_string(),
-        ),
-        (
-            "yarn.nodemanager.log-dirs",
-            d.join("logs").display().to_string(),
-        ),
-        ("yarn.nodemanager.resource.memory-mb", "4096".into()),
-        ("yarn.nodemanager.resource.cpu-vcores", "8".into()),
-        (
-            "hotpath.agent.control-socket",
-            d.join("agent.sock").display().to_string(),
-        ),
-        (
-            "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
-            "100".into(),
-        ),
+    let extra = [
         ("hadoop.security.authentication", "kerberos".into()),
         ("hadoop.rpc.protection", PROTECTION.into()),
         (
@@ -172,7 +146,8 @@ fn start_agent(k: &Krb, rt: &str, ip: &str) -> Daemon {
                 k.krb5_conf.display()
             ),
         ),
-    ]));
+    ];
+    let (mut cmd, dir) = agent_command(rt, ip, &extra);
     cmd.env("KRB5_CONFIG", &k.krb5_conf);
     Daemon::spawn(cmd, dir)
 }

@@ -87,6 +87,13 @@ impl Drop for Daemon {
 /// `hotpath agent` on `ip` (every port ephemeral) registering with the ResourceTracker `rt`:
 /// 4 GiB and 8 vcores, its local and log dirs and control socket in a fresh temp dir.
 pub fn start_agent(rt: &str, ip: &str) -> Daemon {
+    let (cmd, dir) = agent_command(rt, ip, &[]);
+    Daemon::spawn(cmd, dir)
+}
+
+/// The command [`start_agent`] runs, with `extra` `--set`s after its own, and the temp dir
+/// that holds the agent's dirs (to pass to [`Daemon::spawn`]).
+pub fn agent_command(rt: &str, ip: &str, extra: &[(&str, String)]) -> (Command, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
@@ -115,7 +122,8 @@ pub fn start_agent(rt: &str, ip: &str) -> Daemon {
             "100".into(),
         ),
     ]));
-    Daemon::spawn(cmd, dir)
+    cmd.args(set_args(extra));
+    (cmd, dir)
 }
 
 /// Containers RUNNING on an agent started by [`start_agent`], from its control socket.
