@@ -56,14 +56,17 @@
 //!   new one, with a new SASL negotiation (a Kerberos client acquires its credential again then,
 //!   so a keytab login takes a fresh ticket once the old one nears its expiry). It costs
 //!   nothing per call: the socket's receive timeout is set once, at connect, and the reader
-//!   tells whether a call started during the quiet spell from the callId counter.
+//!   tells whether a call started during the quiet spell from the callId counter. A ping
+//!   ([`Client::ping`]) counts as activity too, as Java's `sendPing` sets `lastActivity`: the
+//!   connection is closed `max_idle` after the last ping, call or response, whichever came
+//!   last (the reader then waits out the rest of the time with a shorter receive timeout).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -465,6 +468,21 @@ struct Conn {
     why: Mutex<String>,
     /// The reader thread, joined when the client is dropped.
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// When the connection opened: the origin of [`Conn::pinged`].
+    opened: Instant,
+    /// When the last ping was sent, in nanoseconds after `opened` plus one (0: none): a ping
+    /// is activity for the idle close, as Java's `sendPing` sets `lastActivity`.
+    pinged: AtomicU64,
+}
+
+/// What the reader finds when its receive timeout passes ([`Conn::close_if_idle`]).
+enum IdleCheck {
+    /// Closed for idleness.
+    Closed,
+    /// A call is in flight or one started during the quiet spell: wait `max_idle` again.
+    Busy,
+    /// A ping went out during the quiet spell: idle, unless something happens in this long.
+    PingedRecently(Duration),
 }
 
 impl Conn {
@@ -473,24 +491,39 @@ impl Conn {
     /// Decided under the table's lock, where `start_call` registers its call and checks
     /// `broken`: a call either is registered first (and the connection stays) or finds the
     /// connection closed for idleness (and reconnects).
-    fn close_if_idle(&self, caller: &Caller, started: &mut i32) -> bool {
+    /// A ping sent less than `max_idle` ago keeps it open for the rest of that time.
+    fn close_if_idle(&self, caller: &Caller, started: &mut i32, max_idle: Duration) -> IdleCheck {
         {
             let table = lock(&self.table);
             let now = caller.calls_started();
             if !table.pending.is_empty() || now != *started {
                 *started = now;
-                return false;
+                return IdleCheck::Busy;
+            }
+            let pinged = self.pinged.load(Ordering::Acquire);
+            if pinged != 0 {
+                let at = self.opened + Duration::from_nanos(pinged - 1);
+                let left = (at + max_idle).saturating_duration_since(Instant::now());
+                if !left.is_zero() {
+                    return IdleCheck::PingedRecently(left);
+                }
             }
             let mut w = lock(&self.why);
             if self.broken.load(Ordering::Acquire) {
-                return true;
+                return IdleCheck::Closed;
             }
             *w = IDLE_CLOSED.to_string();
             self.idle_closed.store(true, Ordering::Release);
             self.broken.store(true, Ordering::Release);
         }
         let _ = lock(&self.writer).stream.shutdown(Shutdown::Both);
-        true
+        IdleCheck::Closed
+    }
+
+    /// Records a ping as activity (see [`Conn::pinged`]).
+    fn touch_ping(&self) {
+        let nanos = u64::try_from(self.opened.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.pinged.store(nanos + 1, Ordering::Release);
     }
 
     /// Marks the connection broken and fails every pending call.
@@ -821,10 +854,28 @@ impl Client {
         }
     }
 
-    /// Sends a ping frame (callId −4); the server answers nothing.
+    /// Sends a ping frame (callId −4); the server answers nothing. With
+    /// [`ClientConfig::max_idle`] the ping counts as activity: the connection stays open at
+    /// least `max_idle` after it, as Java's `sendPing` does.
     pub fn ping(&self) -> Result<(), ClientError> {
-        let conn = self.conn()?;
         let caller = &self.inner.caller;
+        let conn = loop {
+            let conn = self.conn()?;
+            // Recorded under the table's lock, where the reader decides the connection is
+            // idle: the reader either sees the ping or has closed the connection, and then
+            // the ping goes on a new one (as a call does).
+            let table = lock(&conn.table);
+            if conn.broken.load(Ordering::Acquire) {
+                drop(table);
+                if conn.idle_closed.load(Ordering::Acquire) {
+                    continue;
+                }
+                return Err(ClientError::ConnectionLost(lock(&conn.why).clone()));
+            }
+            conn.touch_ping();
+            drop(table);
+            break conn;
+        };
         let r = lock(&conn.writer).send(|f| caller.ping_frame(f))?;
         r.map_err(|e| {
             conn.fail(&format!("write failed: {e}"));
@@ -943,16 +994,20 @@ impl Client {
             idle_closed: AtomicBool::new(false),
             why: Mutex::new(String::new()),
             reader: Mutex::new(None),
+            opened: Instant::now(),
+            pinged: AtomicU64::new(0),
         });
         let c = conn.clone();
         let reader = BufReader::with_capacity(
             READ_BUFFER,
             IdleRead {
                 stream: s,
-                idle: cfg.max_idle.map(|_| Idle {
+                idle: cfg.max_idle.map(|max_idle| Idle {
                     conn: conn.clone(),
                     caller: self.inner.caller.clone(),
                     started: self.inner.caller.calls_started(),
+                    max_idle,
+                    shortened: false,
                 }),
             },
         );
@@ -1031,6 +1086,20 @@ struct Idle {
     caller: Arc<Caller>,
     /// `Caller::calls_started` when the last quiet spell began.
     started: i32,
+    max_idle: Duration,
+    /// The receive timeout is shorter than `max_idle` (the rest of a ping's time).
+    shortened: bool,
+}
+
+impl IdleRead {
+    /// Sets the socket's receive timeout to `max_idle` again after a shortened one.
+    fn restore_timeout(&mut self) -> io::Result<()> {
+        if let Some(idle) = self.idle.as_mut().filter(|i| i.shortened) {
+            idle.shortened = false;
+            self.stream.set_read_timeout(Some(idle.max_idle))?;
+        }
+        Ok(())
+    }
 }
 
 impl Read for IdleRead {
@@ -1046,9 +1115,21 @@ impl Read for IdleRead {
                     let Some(idle) = self.idle.as_mut() else {
                         return Err(e);
                     };
-                    if idle.conn.close_if_idle(&idle.caller, &mut idle.started) {
-                        tracing::debug!("idle IPC connection closed");
-                        return Err(io::Error::other(IDLE_CLOSED));
+                    match idle
+                        .conn
+                        .close_if_idle(&idle.caller, &mut idle.started, idle.max_idle)
+                    {
+                        IdleCheck::Closed => {
+                            tracing::debug!("idle IPC connection closed");
+                            return Err(io::Error::other(IDLE_CLOSED));
+                        }
+                        IdleCheck::Busy => self.restore_timeout()?,
+                        IdleCheck::PingedRecently(left) => {
+                            idle.shortened = true;
+                            // (never zero: that would mean no timeout)
+                            let left = left.max(Duration::from_millis(1));
+                            self.stream.set_read_timeout(Some(left))?;
+                        }
                     }
                 }
                 Ok(n) => {
@@ -1057,6 +1138,7 @@ impl Read for IdleRead {
                         // are answered or pending
                         idle.started = idle.caller.calls_started();
                     }
+                    self.restore_timeout()?;
                     return Ok(n);
                 }
                 r => return r,

@@ -2,7 +2,7 @@
 //! connection with no call in flight and nothing received or started for that long is closed
 //! by the client (the server reads EOF, nobody gets an error), not while a call is in flight or
 //! while calls keep coming, and the next call opens a new connection (over SASL: a new
-//! authentication).
+//! authentication). A ping keeps it open `max_idle` longer, as Java's `sendPing` does.
 
 mod server_support;
 
@@ -29,6 +29,8 @@ enum Event {
     Answered(usize),
     /// Connection `n` read EOF (the client closed it).
     Eof(usize),
+    /// Connection `n` read a ping (answered with nothing).
+    Pinged(usize),
 }
 
 type Log = Arc<Mutex<Vec<(Instant, Event)>>>;
@@ -57,6 +59,10 @@ fn server(delay: Duration) -> (SocketAddr, Log) {
                     let f = hadoop_wire::frame::RequestFrame::split(&body).unwrap();
                     let h = hadoop_wire::view::rpc::RpcRequestHeaderView::new(f.rpc_header);
                     let call_id = h.call_id().unwrap();
+                    if call_id == -4 {
+                        lg.lock().unwrap().push((Instant::now(), Event::Pinged(n)));
+                        continue;
+                    }
                     std::thread::sleep(delay);
                     let mut out = Vec::new();
                     hadoop_wire::encode::success_response_frame(
@@ -274,4 +280,47 @@ fn the_next_call_negotiates_sasl_again() {
         assert_eq!((m.auth_successes, m.auth_failures), (2, 0), "{backend:?}");
         server.shutdown();
     });
+}
+
+#[test]
+fn a_ping_keeps_the_connection_open_max_idle_longer() {
+    // Java's `sendPing` sets `lastActivity`: the idle close counts from the last ping.
+    let (addr, log) = server(Duration::ZERO);
+    let idle = Duration::from_millis(400);
+    let c = idle_client(addr, idle);
+    echo(&c, b"\x0a\x01A");
+    // pings at 250 and 500 ms: without them the connection would close at 400 ms
+    std::thread::sleep(Duration::from_millis(250));
+    c.ping().unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    c.ping().unwrap();
+    let last_ping = Instant::now();
+    wait_for("the server to read EOF", Duration::from_secs(5), || {
+        when(&log, Event::Eof(0)).is_some()
+    });
+    let eof = when(&log, Event::Eof(0)).unwrap();
+    let after = eof.saturating_duration_since(last_ping);
+    assert!(
+        // (the upper bound only catches a close that waited a whole max_idle more)
+        after >= idle - Duration::from_millis(20) && after < idle * 2,
+        "closed {after:?} after the last ping (max_idle {idle:?}): {:?}",
+        events(&log)
+    );
+    assert_eq!(
+        events(&log),
+        [
+            Event::Accepted(0),
+            Event::Answered(0),
+            Event::Pinged(0),
+            Event::Pinged(0),
+            Event::Eof(0)
+        ]
+    );
+    // A ping on a connection just closed for idleness opens a new one, without an error.
+    c.ping().unwrap();
+    wait_for(
+        "the ping on a new connection",
+        Duration::from_secs(5),
+        || when(&log, Event::Pinged(1)).is_some(),
+    );
 }
