@@ -29,6 +29,16 @@
 //! refused over the response cap before it is read) into the state machine's receive buffer,
 //! where the response cap applies again. A packet the layer refuses (tampered, replayed) fails
 //! the call with the unwrap error and the connection is dropped.
+//!
+//! **Idle close** ([`ConnConfig::max_idle`], `ipc.client.connection.maxidletime`): a pooled
+//! connection nobody has taken for that long is closed (the NameNode reads EOF and frees the
+//! socket), as Java's client closes a connection with no call in flight after that long. A
+//! sweeper thread of the pool's own (started by the first [`Connections::put`]) sleeps until
+//! the oldest pooled connection's time is up and closes what has expired; with nothing pooled
+//! it waits until a `put` wakes it (the only call-path cost: a flag read under the pool's lock,
+//! and a wake once per sweep at most). [`Connections::take`] skips an expired connection the
+//! sweeper has not reached yet. Dropping the pool stops the sweeper and waits for it (it may
+//! hold a connection's GSS-API context, which must not outlive the process's krb5 state).
 
 use crate::error::{RemoteException, RemoteKind};
 use hadoop_wire::encode::{ConnectionContext, RequestHeader};
@@ -40,7 +50,7 @@ use ipc::sasl::{NegotiateError, Unwrapper};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Settings of a [`Connections`] pool.
@@ -57,8 +67,8 @@ pub(crate) struct ConnConfig {
     pub max_response: u32,
     /// Idle connections kept.
     pub keep_idle: usize,
-    /// `ipc.client.connection.maxidletime`: a pooled connection unused this long is closed
-    /// instead of used (when the pool next reaches it: no timer); `None`: kept.
+    /// `ipc.client.connection.maxidletime`: a pooled connection unused this long is closed by
+    /// the pool's sweeper (see the module docs); `None`: kept.
     pub max_idle: Option<Duration>,
     /// How each connection authenticates (SIMPLE by default; see the module docs).
     pub auth: ClientAuth,
@@ -199,6 +209,9 @@ pub struct DirectStats {
     pub opened: u64,
     /// Of those, the ones with a security layer (`integrity` / `privacy`).
     pub wrapped: u64,
+    /// Connections closed for having been idle [`ConnConfig::max_idle`] (by the sweeper, or
+    /// skipped by [`Connections::take`]).
+    pub idle_closed: u64,
 }
 
 /// Why a call failed.
@@ -216,7 +229,9 @@ pub(crate) enum CallFailure {
 /// A pool of [`Conn`]s to one NameNode.
 pub(crate) struct Connections {
     cfg: ConnConfig,
-    idle: Mutex<Vec<Conn>>,
+    idle: Arc<IdlePool>,
+    /// The sweeper thread (with [`ConnConfig::max_idle`], once a connection was put back).
+    sweeper: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Client id, call ids (counted across the pool's connections) and the highest stateId
     /// seen, in a cell shared with the client's other connections.
     caller: Arc<Caller>,
@@ -229,13 +244,92 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The pooled connections, shared with the sweeper thread.
+struct IdlePool {
+    state: Mutex<IdleState>,
+    /// Wakes the sweeper: a connection was put back while it waited with nothing to watch, or
+    /// the pool is being dropped.
+    wake: Condvar,
+    idle_closed: AtomicU64,
+}
+
+struct IdleState {
+    /// Most recently returned last (taken first); the oldest towards the front.
+    conns: Vec<Conn>,
+    /// The sweeper is started (or could not be: then `take` alone closes expired ones).
+    sweeper_started: bool,
+    /// The sweeper waits with no deadline (nothing was pooled): the next `put` wakes it.
+    parked: bool,
+    /// The pool is being dropped: the sweeper ends.
+    stop: bool,
+}
+
+/// The sweeper: closes pooled connections idle `max` or longer, sleeping until the oldest
+/// one's time is up (or, with none pooled, until a `put` wakes it).
+fn sweep(pool: &IdlePool, max: Duration) {
+    let mut st = lock(&pool.state);
+    while !st.stop {
+        let now = Instant::now();
+        let expired_at = |c: &Conn| c.idle_since.map(|t| t + max);
+        let mut expired = Vec::new();
+        let mut i = 0;
+        while i < st.conns.len() {
+            if expired_at(&st.conns[i]).is_some_and(|t| t <= now) {
+                // (`remove`, not `swap_remove`: the order of use is kept)
+                expired.push(st.conns.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        if !expired.is_empty() {
+            drop(st);
+            pool.idle_closed
+                .fetch_add(expired.len() as u64, Ordering::Relaxed);
+            tracing::debug!(
+                "{} idle direct NameNode connection(s) closed",
+                expired.len()
+            );
+            // Closes the sockets (the server reads EOF) outside the pool's lock.
+            drop(expired);
+            st = lock(&pool.state);
+            continue;
+        }
+        let next = st.conns.iter().filter_map(expired_at).min();
+        st = match next {
+            Some(t) => {
+                let wait = t.saturating_duration_since(now);
+                pool.wake
+                    .wait_timeout(st, wait)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+            None => {
+                st.parked = true;
+                let mut st = pool.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                st.parked = false;
+                st
+            }
+        };
+    }
+}
+
 impl Connections {
     /// A pool whose calls fold response stateIds into `state_id` and send its value.
     pub fn new(cfg: ConnConfig, state_id: StateIdCell) -> Connections {
         let caller = Arc::new(Caller::new(cfg.client_id, state_id));
         Connections {
             cfg,
-            idle: Mutex::new(Vec::new()),
+            idle: Arc::new(IdlePool {
+                state: Mutex::new(IdleState {
+                    conns: Vec::new(),
+                    sweeper_started: false,
+                    parked: false,
+                    stop: false,
+                }),
+                wake: Condvar::new(),
+                idle_closed: AtomicU64::new(0),
+            }),
+            sweeper: Mutex::new(None),
             caller,
             calls: AtomicU64::new(0),
             opened: AtomicU64::new(0),
@@ -249,6 +343,29 @@ impl Connections {
             calls: self.calls.load(Ordering::Relaxed),
             opened: self.opened.load(Ordering::Relaxed),
             wrapped: self.wrapped.load(Ordering::Relaxed),
+            idle_closed: self.idle.idle_closed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Connections in the pool now (not taken by a caller).
+    #[cfg(test)]
+    fn pooled(&self) -> usize {
+        lock(&self.idle.state).conns.len()
+    }
+
+    /// Starts the sweeper thread (once; with [`ConnConfig::max_idle`] only).
+    fn start_sweeper(&self, max: Duration) {
+        let pool = self.idle.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hp-nn-idle".into())
+            .spawn(move || sweep(&pool, max));
+        match spawned {
+            Ok(h) => *lock(&self.sweeper) = Some(h),
+            // Expired connections are still closed when `take` reaches them.
+            Err(e) => tracing::warn!(
+                "no idle sweeper for the direct NameNode connections to {}: {e}",
+                self.cfg.addr
+            ),
         }
     }
 
@@ -330,11 +447,14 @@ impl Connections {
     /// Connections idle longer than [`ConnConfig::max_idle`] are closed on the way.
     pub fn take(&self) -> Result<Conn, OpenFailure> {
         loop {
-            let Some(c) = lock(&self.idle).pop() else {
+            let Some(c) = lock(&self.idle.state).conns.pop() else {
                 break;
             };
             match (self.cfg.max_idle, c.idle_since) {
-                (Some(max), Some(t)) if t.elapsed() >= max => drop(c),
+                (Some(max), Some(t)) if t.elapsed() >= max => {
+                    self.idle.idle_closed.fetch_add(1, Ordering::Relaxed);
+                    drop(c)
+                }
                 _ => return Ok(c),
             }
         }
@@ -343,12 +463,32 @@ impl Connections {
 
     /// Returns a connection after a successful call or an ERROR response.
     pub fn put(&self, mut c: Conn) {
-        if self.cfg.max_idle.is_some() {
-            c.idle_since = Some(Instant::now());
+        let Some(max) = self.cfg.max_idle else {
+            let mut st = lock(&self.idle.state);
+            if st.conns.len() < self.cfg.keep_idle {
+                st.conns.push(c);
+            }
+            return;
+        };
+        c.idle_since = Some(Instant::now());
+        let mut st = lock(&self.idle.state);
+        // Over `keep_idle`: dropped (closed) after the lock is released.
+        let extra = if st.conns.len() < self.cfg.keep_idle {
+            st.conns.push(c);
+            None
+        } else {
+            Some(c)
+        };
+        let start = !st.sweeper_started;
+        st.sweeper_started = true;
+        if st.parked {
+            st.parked = false;
+            self.idle.wake.notify_one();
         }
-        let mut idle = lock(&self.idle);
-        if idle.len() < self.cfg.keep_idle {
-            idle.push(c);
+        drop(st);
+        drop(extra);
+        if start {
+            self.start_sweeper(max);
         }
     }
 
@@ -404,6 +544,23 @@ impl Connections {
                     CallFailure::Remote(e)
                 })
             }
+        }
+    }
+}
+
+impl Drop for Connections {
+    /// Stops the sweeper and waits for it: it may be closing a connection, whose GSS-API
+    /// context must be released before the process's exit tears down MIT krb5's state.
+    fn drop(&mut self) {
+        lock(&self.idle.state).stop = true;
+        self.idle.wake.notify_all();
+        let h = self
+            .sweeper
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = h {
+            let _ = h.join();
         }
     }
 }
@@ -481,5 +638,60 @@ mod tests {
         p.put(p.take().unwrap());
         assert_eq!(events.recv_timeout(t).unwrap(), (0, "accepted"));
         assert!(events.recv_timeout(Duration::from_millis(200)).is_err());
+    }
+
+    #[test]
+    fn the_sweeper_closes_a_pooled_connection_with_no_further_call() {
+        let t = Duration::from_secs(5);
+        let idle = Duration::from_millis(200);
+        let (addr, events) = listener();
+        let p = pool(addr, Some(idle));
+        let (a, b) = (p.take().unwrap(), p.take().unwrap());
+        let mut got = vec![
+            events.recv_timeout(t).unwrap(),
+            events.recv_timeout(t).unwrap(),
+        ];
+        got.sort();
+        assert_eq!(got, [(0, "accepted"), (1, "accepted")]);
+        // Taken (a call in flight, as far as the pool knows): never closed, however long.
+        std::thread::sleep(idle * 2);
+        assert!(events.try_recv().is_err());
+        p.put(a);
+        let put_a = Instant::now();
+        std::thread::sleep(idle / 2);
+        p.put(b);
+        let put_b = Instant::now();
+        // Each closed `idle` after it came back, with no call on the pool to trigger it.
+        assert_eq!(events.recv_timeout(t).unwrap(), (0, "eof"));
+        let waited = put_a.elapsed();
+        assert!(
+            waited >= idle && waited < idle + Duration::from_secs(2),
+            "{waited:?}"
+        );
+        assert_eq!(events.recv_timeout(t).unwrap(), (1, "eof"));
+        let waited = put_b.elapsed();
+        assert!(
+            waited >= idle && waited < idle + Duration::from_secs(2),
+            "{waited:?}"
+        );
+        assert_eq!(p.pooled(), 0);
+        assert_eq!(p.stats().idle_closed, 2);
+        // The sweeper waits for the next one put back (woken from its wait with nothing to
+        // watch), and closes it too.
+        std::thread::sleep(idle);
+        p.put(p.take().unwrap());
+        assert_eq!(events.recv_timeout(t).unwrap(), (2, "accepted"));
+        assert_eq!(events.recv_timeout(t).unwrap(), (2, "eof"));
+        assert_eq!(p.stats().idle_closed, 3);
+
+        // Dropping the pool stops the sweeper and closes what is pooled, at once.
+        let (addr, events) = listener();
+        let p = pool(addr, Some(Duration::from_secs(3600)));
+        p.put(p.take().unwrap());
+        assert_eq!(events.recv_timeout(t).unwrap(), (0, "accepted"));
+        let t0 = Instant::now();
+        drop(p);
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(events.recv_timeout(t).unwrap(), (0, "eof"));
     }
 }

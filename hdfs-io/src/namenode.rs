@@ -160,7 +160,8 @@ pub struct NameNodeConfig {
     /// (`dfs.client.failover.observer.probe.retry.period`, Java's default 10 min).
     pub observer_probe_period: Duration,
     /// `ipc.client.connection.maxidletime` (`ipc::client::ClientConfig::max_idle`): every
-    /// NameNode connection with no call in flight for this long is closed, and the next call
+    /// NameNode connection with no call in flight for this long is closed (a direct one by its
+    /// pool's sweeper thread, with no further call needed), and the next call
     /// opens a new one (a new SASL negotiation: a Kerberos login's credential is acquired
     /// again). [`NameNodeClient::from_conf_with`] reads it (Hadoop's default 10 s); `None`:
     /// kept open.
@@ -176,6 +177,8 @@ pub struct CallStats {
     pub direct_connections: u64,
     /// Of those, the ones with a security layer (`integrity` / `privacy`).
     pub direct_wrapped_connections: u64,
+    /// Direct connections closed for having been idle [`NameNodeConfig::max_idle`].
+    pub direct_idle_closed: u64,
     /// Calls started on the shared `ipc::client` connections (the role probes, writes, and
     /// every call when direct calls are off or there are several NameNodes).
     pub shared_calls: u64,
@@ -905,12 +908,14 @@ impl NameNodeClient {
             direct.calls += d.calls;
             direct.opened += d.opened;
             direct.wrapped += d.wrapped;
+            direct.idle_closed += d.idle_closed;
             shared += u64::try_from(n.client.calls_started()).unwrap_or(0);
         }
         CallStats {
             direct_calls: direct.calls,
             direct_connections: direct.opened,
             direct_wrapped_connections: direct.wrapped,
+            direct_idle_closed: direct.idle_closed,
             shared_calls: shared,
         }
     }

@@ -161,6 +161,67 @@ fn a_namenode_gone_is_a_connection_error() {
     assert!(matches!(e, Error::Connection { .. }), "{e}");
 }
 
+#[test]
+fn idle_direct_connections_close_with_no_further_call() {
+    // `ipc.client.connection.maxidletime`: the pool's connections, left idle, are closed by
+    // its sweeper; the server sees its sockets go, with no call on the client to trigger it.
+    let (s, _) = server();
+    let addr = s.local_addr();
+    let idle = Duration::from_millis(400);
+    let nn = NameNodeClient::new(
+        vec![Endpoint {
+            id: addr.to_string(),
+            addr,
+        }],
+        NameNodeConfig {
+            user: "alice".into(),
+            max_idle: Some(idle),
+            ..NameNodeConfig::default()
+        },
+    )
+    .unwrap();
+    let open = || s.metrics().transport.open_connections;
+    // threads calling at once: several connections
+    let barrier = std::sync::Barrier::new(4);
+    std::thread::scope(|sc| {
+        for _ in 0..4 {
+            sc.spawn(|| {
+                barrier.wait();
+                for _ in 0..50 {
+                    assert_eq!(nn.get_file_info("/f9").unwrap().unwrap().length, 9);
+                }
+            });
+        }
+    });
+    let done = std::time::Instant::now();
+    let st = nn.call_stats();
+    assert_eq!((st.direct_calls, st.shared_calls), (200, 0), "{st:?}");
+    let opened = st.direct_connections;
+    assert!(opened >= 1, "{st:?}");
+    assert_eq!(open(), opened, "all open while younger than max_idle");
+    while open() > 0 {
+        assert!(
+            done.elapsed() < idle + Duration::from_secs(3),
+            "{} of {opened} still open {:?} after the last call (max_idle {idle:?})",
+            open(),
+            done.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        done.elapsed() >= idle - Duration::from_millis(50),
+        "closed after {:?}, before max_idle {idle:?}",
+        done.elapsed()
+    );
+    assert_eq!(nn.call_stats().direct_idle_closed, opened);
+    // The next call opens a new one.
+    assert_eq!(nn.get_file_info("/f5").unwrap().unwrap().length, 5);
+    assert_eq!(nn.call_stats().direct_connections, opened + 1);
+    assert_eq!(open(), 1);
+    drop(nn);
+    s.shutdown();
+}
+
 /// One token: identifier `ID` with password `PASSWORD`, standing for `TOKEN_USER`.
 struct OneToken;
 
