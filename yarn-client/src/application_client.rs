@@ -200,7 +200,8 @@ pub struct ApplicationClient {
 }
 
 impl ApplicationClient {
-    /// A client for the RM at `addr` as `user` (SIMPLE auth).
+    /// A client for the RM at `addr` as `user` (SIMPLE auth; idle connections closed after
+    /// Hadoop's default `ipc.client.connection.maxidletime`).
     pub fn new(addr: SocketAddr, user: &str, retry: &Retry) -> ApplicationClient {
         ApplicationClient {
             rpc: Rpc::new(
@@ -210,6 +211,7 @@ impl ApplicationClient {
                 user,
                 Default::default(),
                 retry,
+                crate::rpc::default_max_idle(),
             ),
         }
     }
@@ -217,7 +219,8 @@ impl ApplicationClient {
     /// A client for the RM at `addr` with `conf`'s security: SIMPLE as `user` on an insecure
     /// cluster; with `hadoop.security.authentication=kerberos`, KERBEROS as the ticket cache's
     /// principal (`KRB5CCNAME`, after `kinit`) at `hadoop.rpc.protection`, accepting the RM
-    /// only as `yarn.resourcemanager.principal` (`_HOST` = the canonical name of `addr`).
+    /// only as `yarn.resourcemanager.principal` (`_HOST` = the canonical name of `addr`). An
+    /// idle connection is closed after `ipc.client.connection.maxidletime`.
     pub fn from_conf(
         addr: SocketAddr,
         conf: &Configuration,
@@ -251,6 +254,7 @@ impl ApplicationClient {
                 user,
                 auth,
                 retry,
+                crate::rpc::max_idle(conf)?,
             ),
         })
     }

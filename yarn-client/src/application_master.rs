@@ -85,7 +85,7 @@ pub struct ApplicationMaster {
 
 impl ApplicationMaster {
     /// A client for the scheduler at `addr` with `token`; `conf` gives the SASL settings
-    /// (`hadoop.rpc.protection`, ...).
+    /// (`hadoop.rpc.protection`, ...) and `ipc.client.connection.maxidletime`.
     pub fn new(
         addr: SocketAddr,
         token: Token,
@@ -131,6 +131,7 @@ impl ApplicationMaster {
             "",
             auth,
             retry,
+            crate::rpc::max_idle(conf)?,
         ))
     }
 

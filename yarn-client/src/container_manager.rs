@@ -127,8 +127,8 @@ pub struct ContainerManager {
 }
 
 impl ContainerManager {
-    /// `conf` gives the SASL settings (`hadoop.rpc.protection`, ...); `retry` the connect rules
-    /// for every node.
+    /// `conf` gives the SASL settings (`hadoop.rpc.protection`, ...) and
+    /// `ipc.client.connection.maxidletime`; `retry` the connect rules for every node.
     pub fn new(conf: &Configuration, retry: &Retry) -> ContainerManager {
         ContainerManager {
             conf: conf.clone(),
@@ -160,6 +160,7 @@ impl ContainerManager {
             "",
             auth,
             &self.retry,
+            crate::rpc::max_idle(&self.conf)?,
         ));
         if let Some(old) = nodes.insert(
             node.to_string(),

@@ -22,7 +22,8 @@
 //! ```
 //!
 //! All I/O goes through `ipc::client::Client` (blocking, SASL TOKEN/DIGEST-MD5 when a token is
-//! held); [`rpc`] holds the shared connect/retry settings ([`rpc::Retry`]). Every error is a
+//! held); [`rpc`] holds the shared connect/retry settings ([`rpc::Retry`]) and closes every
+//! connection idle for `ipc.client.connection.maxidletime`, as Java does. Every error is a
 //! [`YarnError`] with its source kept (a Java exception keeps its class name).
 
 pub mod application_client;

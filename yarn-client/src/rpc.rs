@@ -1,9 +1,19 @@
-//! What the three protocol clients share: resolving an address, the connect/retry settings, and
-//! one typed call (encode with prost, call, decode).
+//! What the three protocol clients share: resolving an address, the connect/retry settings, the
+//! idle close, and one typed call (encode with prost, call, decode).
+//!
+//! **Idle close**: every connection is closed once idle for `ipc.client.connection.maxidletime`
+//! (10 s by default: no call in flight, nothing received, no call or ping sent), as Java's
+//! `Client.Connection` closes its connections to the RM and to NodeManagers
+//! (`ipc::client::ClientConfig::max_idle`); the next call opens a new one and authenticates
+//! again. The clients built from a configuration read the key from it; [`ApplicationClient::new`]
+//! (no configuration) takes Hadoop's default.
+//!
+//! [`ApplicationClient::new`]: crate::application_client::ApplicationClient::new
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use conf::Configuration;
 use hadoop_wire::sasl::client::ClientAuth;
 use ipc::client::{Client, ClientConfig};
 use prost::Message;
@@ -53,6 +63,18 @@ pub fn resolve(what: &'static str, addr: &str) -> Result<SocketAddr, YarnError> 
         .ok_or_else(|| err("no address".into()))
 }
 
+/// `ipc.client.connection.maxidletime` of `conf` (Hadoop's default 10 s when unset; 0 or less:
+/// never closed).
+pub fn max_idle(conf: &Configuration) -> Result<Option<Duration>, YarnError> {
+    Ok(ipc::client::max_idle_from_conf(conf)?)
+}
+
+/// Hadoop's default `ipc.client.connection.maxidletime`, for clients built without a
+/// configuration.
+pub fn default_max_idle() -> Option<Duration> {
+    max_idle(&Configuration::new()).unwrap_or(Some(Duration::from_secs(10)))
+}
+
 /// An IPC client of one protocol at one server, and the names its errors carry.
 pub(crate) struct Rpc {
     pub client: Client,
@@ -61,7 +83,8 @@ pub(crate) struct Rpc {
 }
 
 impl Rpc {
-    /// A client of `protocol` at `addr` (connects lazily, on the first call).
+    /// A client of `protocol` at `addr` (connects lazily, on the first call), its connection
+    /// closed after `max_idle` idle ([`max_idle`]; `None`: kept open).
     pub fn new(
         service: &'static str,
         addr: SocketAddr,
@@ -69,6 +92,7 @@ impl Rpc {
         user: &str,
         auth: ClientAuth,
         retry: &Retry,
+        max_idle: Option<Duration>,
     ) -> Rpc {
         let client = Client::new(
             addr,
@@ -84,6 +108,7 @@ impl Rpc {
                 reader_thread_name: "hp-yarn-client".to_string(),
                 call_slots: 4,
                 auth,
+                max_idle,
                 ..ClientConfig::default()
             },
         );
