@@ -26,15 +26,17 @@
 //! the process a client of its peer's realm without credentials (`KRB5_CONFIG`, an empty
 //! `KRB5CCNAME`: the agents log in from their keytabs).
 
+#[path = "support/relay.rs"]
+mod relay;
 mod support;
+use relay::Relay;
 
 use std::io::{BufRead, BufReader};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use agent::node::config::{AgentConfig, RmSecurity};
@@ -257,57 +259,6 @@ fn running_rid(rm: &mut Peer, id: &str) -> Option<i64> {
     let r = rm.command("nodes").expect("nodes");
     let n = node(&r["nodes"], id)?;
     (n["state"] == "RUNNING").then(|| n["response_id"].as_i64().unwrap_or(-1))
-}
-
-/// A TCP relay to `upstream` whose connections can be dropped at once.
-struct Relay {
-    addr: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Relay {
-    fn start(upstream: SocketAddr) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (a, c) = (accepted.clone(), conns.clone());
-        std::thread::spawn(move || {
-            for down in listener.incoming() {
-                let Ok(down) = down else { return };
-                let Ok(up) = TcpStream::connect(upstream) else {
-                    continue;
-                };
-                a.fetch_add(1, Relaxed);
-                {
-                    let mut g = c.lock().unwrap();
-                    g.push(down.try_clone().unwrap());
-                    g.push(up.try_clone().unwrap());
-                }
-                for (mut from, mut to) in [
-                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
-                    (up, down),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(Shutdown::Both);
-                    });
-                }
-            }
-        });
-        Relay {
-            addr,
-            accepted,
-            conns,
-        }
-    }
-
-    fn drop_connections(&self) {
-        for s in self.conns.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
 }
 
 /// Two agents register and heartbeat over KERBEROS at `protection`; at privacy the second one

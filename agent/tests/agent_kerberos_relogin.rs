@@ -19,14 +19,16 @@
 //!
 //! MIT's environment is process-wide: the tests of this binary run one at a time.
 
+#[path = "support/relay.rs"]
+mod relay;
 mod support;
+use relay::Relay;
 
 use std::fs;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use agent::node::config::{AgentConfig, RmSecurity};
@@ -98,57 +100,6 @@ fn connections_to(port: u16) -> usize {
                 && mine.contains(f[9])
         })
         .count()
-}
-
-/// A TCP relay to `upstream` whose connections can be dropped at once.
-struct Relay {
-    addr: SocketAddr,
-    accepted: Arc<AtomicUsize>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Relay {
-    fn start(upstream: SocketAddr) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (a, c) = (accepted.clone(), conns.clone());
-        std::thread::spawn(move || {
-            for down in listener.incoming() {
-                let Ok(down) = down else { return };
-                let Ok(up) = TcpStream::connect(upstream) else {
-                    continue;
-                };
-                a.fetch_add(1, Relaxed);
-                {
-                    let mut g = c.lock().unwrap();
-                    g.push(down.try_clone().unwrap());
-                    g.push(up.try_clone().unwrap());
-                }
-                for (mut from, mut to) in [
-                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
-                    (up, down),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
-                        let _ = to.shutdown(Shutdown::Both);
-                    });
-                }
-            }
-        });
-        Relay {
-            addr,
-            accepted,
-            conns,
-        }
-    }
-
-    fn drop_connections(&self) {
-        for s in self.conns.lock().unwrap().drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
 }
 
 /// The agent's Kerberos keys: `principal` from `keytab`, the RM as `rm_principal`.
