@@ -6,9 +6,11 @@
 //! client's call counters and the NameNode's log (one negotiation per direct connection, none
 //! on the shared connection); with a delegation token (SASL TOKEN, DIGEST-MD5, no Kerberos
 //! credentials at all); a login from a keytab of the client's own (MIT's in-memory ticket
-//! cache, shared by connections opened on several threads at once); the idle close of a direct SASL connection; and what a warm direct
-//! call at `privacy` allocates on the calling thread (nothing through Rust's allocator; MIT
-//! krb5's own `malloc`s inside `gss_wrap` / `gss_unwrap` are not counted).
+//! cache, shared by connections opened on several threads at once); the idle close of direct
+//! SASL connections (by the pool's sweeper, with no further call: the NameNode's sockets go
+//! too); and what a warm direct call at `privacy` allocates on the calling thread (nothing
+//! through Rust's allocator; MIT krb5's own `malloc`s inside `gss_wrap` / `gss_unwrap` are not
+//! counted).
 //!
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
@@ -194,6 +196,103 @@ fn an_idle_direct_sasl_connection_is_closed_and_a_new_one_negotiated() {
     let s = nn.call_stats();
     assert_eq!((s.direct_calls, s.direct_connections), (3, 2), "{s:?}");
     assert_eq!(s.shared_calls, 0, "{s:?}");
+}
+
+/// `/proc/net/tcp` and `tcp6` rows: (local port, remote port, state, inode).
+fn tcp_rows() -> Vec<(u16, u16, String, String)> {
+    let port = |a: &str| {
+        a.rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    let rows = std::fs::read_to_string("/proc/self/net/tcp").unwrap()
+        + &std::fs::read_to_string("/proc/self/net/tcp6").unwrap_or_default();
+    rows.lines()
+        .skip(1)
+        .filter_map(|row| {
+            let f: Vec<&str> = row.split_whitespace().collect();
+            if f.len() <= 9 {
+                return None;
+            }
+            Some((port(f[1])?, port(f[2])?, f[3].to_string(), f[9].to_string()))
+        })
+        .collect()
+}
+
+/// The local ports of this process's ESTABLISHED connections to `port` (rows whose socket
+/// inode is one of this process's file descriptors).
+fn my_ports_to(port: u16) -> Vec<u16> {
+    let mine: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    tcp_rows()
+        .into_iter()
+        .filter(|(_, remote, state, inode)| {
+            *remote == port && state == "01" && mine.contains(inode)
+        })
+        .map(|(local, ..)| local)
+        .collect()
+}
+
+#[test]
+fn idle_direct_connections_close_at_the_namenode_with_no_further_call() {
+    // The pool's sweeper closes them after ipc.client.connection.maxidletime; the NameNode
+    // reads EOF and closes its side: its sockets from our ports leave /proc/net/tcp.
+    let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    peer.command("write /kdirect/sweep 77").expect("write");
+    let nn_port = peer.namenode_addr().expect("namenode address").port();
+    let dir = tempfile::tempdir().unwrap();
+    k.kinit_process(dir.path()).expect("kinit");
+    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    conf.set("hadoop.rpc.protection", "privacy");
+    let idle = Duration::from_millis(1500);
+    conf.set("ipc.client.connection.maxidletime", "1500");
+    let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
+    let got = hammer(&nn, "/kdirect/sweep", 3, 20);
+    let done = std::time::Instant::now();
+    assert!(got.iter().all(|&l| l == 77));
+    let s = nn.call_stats();
+    assert_eq!((s.direct_calls, s.shared_calls), (60, 0), "{s:?}");
+    let ports = my_ports_to(nn_port);
+    assert_eq!(ports.len() as u64, s.direct_connections, "{s:?}: {ports:?}");
+    // the NameNode's side of each, ESTABLISHED
+    let nn_side = |state: Option<&str>| {
+        tcp_rows()
+            .into_iter()
+            .filter(|(local, remote, st, _)| {
+                *local == nn_port && ports.contains(remote) && state.is_none_or(|x| x == st)
+            })
+            .count()
+    };
+    assert_eq!(nn_side(Some("01")), ports.len());
+    while nn_side(None) > 0 || !my_ports_to(nn_port).is_empty() {
+        assert!(
+            done.elapsed() < idle + Duration::from_secs(5),
+            "{} NameNode-side sockets and {} of ours left {:?} after the last call (maxidletime {idle:?})",
+            nn_side(None),
+            my_ports_to(nn_port).len(),
+            done.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        done.elapsed() >= idle - Duration::from_millis(100),
+        "closed after {:?}, before maxidletime {idle:?}",
+        done.elapsed()
+    );
+    assert_eq!(nn.call_stats().direct_idle_closed, s.direct_connections);
+    // and the next call authenticates a new connection
+    assert_eq!(
+        nn.get_file_info("/kdirect/sweep").unwrap().unwrap().length,
+        77
+    );
+    assert_eq!(nn.call_stats().direct_connections, s.direct_connections + 1);
 }
 
 #[test]
