@@ -11,7 +11,7 @@
 //! `yarn.resourcemanager.scheduler.address` (8030), both overridable with `--set`; the READY
 //! line names them as `client` and `scheduler`. With `hadoop.security.authentication=kerberos`
 //! the client port takes KERBEROS and the scheduler port TOKEN only, as a Kerberized Java RM's
-//! do ([`apps_security`]).
+//! do ([`apps_security`]). `yarn.acl.enable=true` turns on the application ACLs ([`app_acls`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;

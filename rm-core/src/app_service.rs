@@ -7,6 +7,8 @@
 //! no attempt with Java's "No AMRMToken found for user …". A secure RM
 //! ([`crate::service::AppsSecurity`]) takes KERBEROS on the client port (the caller's short
 //! name is the application's user). Errors are Java's exception classes ([`crate::apps::exc`]).
+//! With `yarn.acl.enable` the client protocol's application calls check the caller's access
+//! ([`crate::app_acls`]: Java's refusal on kill, the reduced report on reports and lists).
 //!
 //! [`AppsRt`] is the shared handle: every change to [`Apps`] goes through
 //! [`AppsRt::with`], which then hands the AM launches to the [`AmLauncher`] thread and the
