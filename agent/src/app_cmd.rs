@@ -8,6 +8,12 @@
 //! 3 KILLED, 4 any other final status, 2 when the client itself failed (RM unreachable, bad
 //! arguments).
 //!
+//! `app kill APP_ID` kills an application (as `yarn application -kill`, calling again until the
+//! RM says the kill is complete) and `app status APP_ID` prints its report, both as the current
+//! user. An RM with application ACLs (`yarn.acl.enable`) may refuse the caller: the refusal is
+//! printed as such (who, which operation, which application) and the exit code is 5; `status`
+//! then shows the reduced report the RM gives (its fields "N/A").
+//!
 //! The AM container runs the binary by its absolute path (`std::env::current_exe()`): every node
 //! must have it at the same path (in the tests every node is on this machine). With
 //! `--ship-binary` the binary is instead shipped as a `file:` LocalResource (size and
@@ -52,6 +58,8 @@ use yarn_client::shell_am::{self, AmSettings, StatusBoard};
 
 /// Exit code when the client itself failed.
 pub const EXIT_CLIENT_ERROR: i32 = 2;
+/// Exit code when the RM refused the caller (`AccessControlException`: an application ACL).
+pub const EXIT_REFUSED: i32 = 5;
 
 #[derive(Args)]
 pub struct AppArgs {
@@ -65,6 +73,24 @@ enum AppCmd {
     Run(RunArgs),
     /// The ApplicationMaster (started by `app run` in the AM container, not by hand).
     Am(AmArgs),
+    /// Kill an application (as the current user).
+    Kill(TargetArgs),
+    /// Print an application's report (what the RM lets the current user see).
+    Status(TargetArgs),
+}
+
+#[derive(Args)]
+struct TargetArgs {
+    #[command(flatten)]
+    conf: ConfArgs,
+    /// The RM's client address (overrides `yarn.resourcemanager.address`).
+    #[arg(long, value_name = "HOST:PORT")]
+    rm: Option<String>,
+    /// Connect attempts to the RM before giving up.
+    #[arg(long, default_value_t = 6)]
+    connect_attempts: u32,
+    /// The application, `application_<cluster timestamp>_<sequence>`.
+    app_id: String,
 }
 
 #[derive(Args)]
@@ -172,6 +198,8 @@ pub fn run(args: AppArgs) -> i32 {
     let r = match args.cmd {
         AppCmd::Run(a) => run_client(a),
         AppCmd::Am(a) => run_am(a),
+        AppCmd::Kill(a) => kill_or_status(a, true),
+        AppCmd::Status(a) => kill_or_status(a, false),
     };
     match r {
         Ok(code) => code,
@@ -180,6 +208,90 @@ pub fn run(args: AppArgs) -> i32 {
             EXIT_CLIENT_ERROR
         }
     }
+}
+
+/// The `AccessControlException` text of an RM's refusal, if `e` is one (the RM wraps it in a
+/// `YarnException` whose message starts with the class, as Java's `RPCUtil` does).
+fn refusal(e: &yarn_client::YarnError) -> Option<&str> {
+    const ACE: &str = "org.apache.hadoop.security.AccessControlException";
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(ipc::client::ClientError::Remote { class, message, .. }) =
+            s.downcast_ref::<ipc::client::ClientError>()
+        {
+            return if class == ACE {
+                Some(message.as_str())
+            } else {
+                message.strip_prefix(ACE).and_then(|m| m.strip_prefix(": "))
+            };
+        }
+        src = s.source();
+    }
+    None
+}
+
+fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
+    let app = hadoop_wire::yarn::ids::AppId::parse(a.app_id.trim())
+        .with_context(|| format!("{:?} is not an application id", a.app_id))?;
+    let mut conf = load_conf(&a.conf)?;
+    if let Some(rm) = &a.rm {
+        conf.set(RM_ADDRESS_KEY, rm);
+    }
+    let rm_addr = ApplicationClient::address_from_conf(&conf)?;
+    let retry = Retry {
+        connect_attempts: a.connect_attempts.max(1),
+        ..Retry::default()
+    };
+    let user = current_user();
+    let client = ApplicationClient::from_conf(rm_addr, &conf, &user, &retry)
+        .context("the ResourceManager client's security settings")?;
+    let what = if kill { "kill" } else { "status" };
+    let refused = |e: &yarn_client::YarnError| {
+        refusal(e).map(|text| {
+            eprintln!(
+                "hotpath app {what}: the RM at {rm_addr} refused {user}: {text} \
+                 (application ACLs, yarn.acl.enable)"
+            );
+            EXIT_REFUSED
+        })
+    };
+    if !kill {
+        let r = match client.report(app) {
+            Ok(r) => r,
+            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
+        };
+        println!("application      {}", r.app);
+        println!("state            {}", r.state.as_str());
+        println!("final status     {}", r.final_status.as_str());
+        println!("progress         {:.0}%", r.progress * 100.0);
+        println!(
+            "current attempt  {}",
+            r.current_attempt.map_or("-".into(), |n| n.to_string())
+        );
+        println!("AM host:port     {}:{}", r.host, r.rpc_port);
+        println!(
+            "tracking URL     {}",
+            r.original_tracking_url.as_deref().unwrap_or("N/A")
+        );
+        println!("diagnostics      {}", r.diagnostics);
+        return Ok(0);
+    }
+    let t0 = Instant::now();
+    loop {
+        match client.kill(
+            app,
+            &format!("Application killed by user {user} (hotpath app kill)"),
+        ) {
+            Ok(true) => break,
+            Ok(false) if t0.elapsed() < Duration::from_secs(30) => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Ok(false) => bail!("{app}: the RM did not complete the kill within 30 s"),
+            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
+        }
+    }
+    println!("Killed application {app}");
+    Ok(0)
 }
 
 fn load_conf(c: &ConfArgs) -> Result<conf::Configuration> {

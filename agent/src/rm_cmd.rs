@@ -11,7 +11,7 @@
 //! `yarn.resourcemanager.scheduler.address` (8030), both overridable with `--set`; the READY
 //! line names them as `client` and `scheduler`. With `hadoop.security.authentication=kerberos`
 //! the client port takes KERBEROS and the scheduler port TOKEN only, as a Kerberized Java RM's
-//! do ([`apps_security`]).
+//! do ([`apps_security`]). `yarn.acl.enable=true` turns on the application ACLs ([`app_acls`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -107,13 +107,59 @@ fn apps_setup(conf: &conf::Configuration) -> Result<Option<rm_core::service::App
         return Ok(None);
     }
     let client = rm_address(conf, "yarn.resourcemanager.address", 8032)?;
+    let cfg = rm_core::apps::AppsConfig::from_conf(conf)?;
+    let mut security = apps_security(conf, client)?;
+    security.app_acls = app_acls(conf, &cfg.queues, security.client_auth.is_some(), client)?;
     Ok(Some(rm_core::service::AppsSetup {
-        cfg: rm_core::apps::AppsConfig::from_conf(conf)?,
+        cfg,
         client,
         scheduler: rm_address(conf, "yarn.resourcemanager.scheduler.address", 8030)?,
         qops: ipc::sasl::protection(conf).context("hadoop.rpc.protection")?,
-        security: apps_security(conf, client)?,
+        security,
     }))
+}
+
+/// `yarn.acl.enable`: the application ACLs ([`rm_core::app_acls`]), with `yarn.admin.acl`, the
+/// queues' `acl_administer_queue` keys and groups from the name service. The RM's own user is
+/// an admin, as Java's `AdminACLsManager` adds its login user: the short name of
+/// `yarn.resourcemanager.principal` (by `auth_to_local`) when Kerberized, else
+/// `HADOOP_USER_NAME` / the process's user.
+fn app_acls(
+    conf: &conf::Configuration,
+    queues: &[String],
+    kerberos: bool,
+    client: SocketAddr,
+) -> Result<Option<Arc<rm_core::app_acls::AclPolicy>>> {
+    let daemon_user = if kerberos {
+        conf.get("yarn.resourcemanager.principal").and_then(|p| {
+            let host = ipc::kerberos::server_host_name(client.ip());
+            let p = hadoop_wire::sasl::gssapi::replace_host(p.trim(), &host);
+            let realm = p.rsplit_once('@').map(|(_, r)| r).unwrap_or("");
+            let rules = conf
+                .get("hadoop.security.auth_to_local")
+                .unwrap_or("DEFAULT");
+            hadoop_wire::sasl::kerberos_name::AuthToLocal::new(rules, realm)
+                .and_then(|m| m.short_name(&p))
+                .ok()
+        })
+    } else {
+        Some(yarn_client::application_client::current_user())
+    };
+    let policy = rm_core::app_acls::AclPolicy::from_conf(
+        conf,
+        queues,
+        daemon_user.clone(),
+        Box::new(ipc::authorize::UnixGroups),
+    )?;
+    if policy.is_some() {
+        tracing::info!(
+            "application ACLs on (yarn.acl.enable): admins {:?} and the RM's user {:?}",
+            conf.get(rm_core::app_acls::ADMIN_ACL)
+                .unwrap_or(rm_core::app_acls::DEFAULT_ADMIN_ACL),
+            daemon_user.unwrap_or_default()
+        );
+    }
+    Ok(policy.map(Arc::new))
 }
 
 /// The application ports' security, as a Kerberized Java RM has it: with
@@ -155,6 +201,7 @@ fn apps_security(
     Ok(rm_core::service::AppsSecurity {
         client_auth: kerberos.then(|| Arc::new(auth)),
         authorization,
+        app_acls: None,
     })
 }
 

@@ -7,6 +7,8 @@
 //! no attempt with Java's "No AMRMToken found for user …". A secure RM
 //! ([`crate::service::AppsSecurity`]) takes KERBEROS on the client port (the caller's short
 //! name is the application's user). Errors are Java's exception classes ([`crate::apps::exc`]).
+//! With `yarn.acl.enable` the client protocol's application calls check the caller's access
+//! ([`crate::app_acls`]: Java's refusal on kill, the reduced report on reports and lists).
 //!
 //! [`AppsRt`] is the shared handle: every change to [`Apps`] goes through
 //! [`AppsRt::with`], which then hands the AM launches to the [`AmLauncher`] thread and the
@@ -16,14 +18,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use hadoop_wire::pb::hadoop::yarn::{
-    AllocateRequestProto, FinishApplicationMasterRequestProto,
-    FinishApplicationMasterResponseProto, GetApplicationReportRequestProto,
-    GetApplicationReportResponseProto, GetApplicationsRequestProto, GetApplicationsResponseProto,
-    GetClusterMetricsResponseProto, GetClusterNodesRequestProto, GetClusterNodesResponseProto,
-    GetNewApplicationResponseProto, GetQueueInfoRequestProto, GetQueueInfoResponseProto,
-    KillApplicationRequestProto, KillApplicationResponseProto, NodeReportProto, NodeStateProto,
-    QueueInfoProto, QueueStateProto, RegisterApplicationMasterRequestProto,
-    SubmitApplicationRequestProto, SubmitApplicationResponseProto, YarnClusterMetricsProto,
+    AllocateRequestProto, ApplicationReportProto, ApplicationsRequestScopeProto,
+    FinishApplicationMasterRequestProto, FinishApplicationMasterResponseProto,
+    GetApplicationReportRequestProto, GetApplicationReportResponseProto,
+    GetApplicationsRequestProto, GetApplicationsResponseProto, GetClusterMetricsResponseProto,
+    GetClusterNodesRequestProto, GetClusterNodesResponseProto, GetNewApplicationResponseProto,
+    GetQueueInfoRequestProto, GetQueueInfoResponseProto, KillApplicationRequestProto,
+    KillApplicationResponseProto, NodeReportProto, NodeStateProto, QueueInfoProto, QueueStateProto,
+    RegisterApplicationMasterRequestProto, SubmitApplicationRequestProto,
+    SubmitApplicationResponseProto, YarnClusterMetricsProto,
 };
 use hadoop_wire::token::{AmrmTokenIdentifier, TokenIdentifier};
 use hadoop_wire::yarn::ids::{AppId, AttemptId};
@@ -36,8 +39,10 @@ use prost::Message;
 
 use crate::am_launcher::{AmLauncher, LaunchHost};
 use crate::amrm_token::{AmrmCaller, AmrmTokenSecrets};
+use crate::app_acls::{denied_message, AccessType, AclPolicy, Caller};
 use crate::apps::{
-    exc, report, AmLaunch, AppError, Apps, Cleanup, Res, TokenKeys, DEFAULT_QUEUE, DEFAULT_RACK,
+    exc, reduced_report, report, AmLaunch, AppError, Apps, Cleanup, Res, RmApp, TokenKeys,
+    DEFAULT_QUEUE, DEFAULT_RACK,
 };
 use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
@@ -548,8 +553,41 @@ fn node_reports(
         .collect()
 }
 
-/// ApplicationClientProtocolPB.
-pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<ResourceTracker>>) {
+/// Runs `f` (which takes the applications' lock itself) for `user`; when one of its ACL checks
+/// needed the caller's groups, looks them up with no lock held and runs `f` again.
+fn with_caller<R>(policy: &AclPolicy, user: &str, mut f: impl FnMut(&Caller<'_>) -> R) -> R {
+    let mut who = Caller::new(user);
+    let r = f(&who);
+    if !who.wants_groups() {
+        return r;
+    }
+    policy.resolve_groups(&mut who);
+    f(&who)
+}
+
+fn may(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp, access: AccessType) -> bool {
+    policy.check(who, &app.user, &app.queue, &app.acls, access)
+}
+
+/// The report `who` may see of `app`: the whole one with VIEW_APP access, else Java's reduced
+/// one.
+fn report_for(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp) -> ApplicationReportProto {
+    if may(policy, who, app, AccessType::ViewApp) {
+        report(app)
+    } else {
+        reduced_report(app)
+    }
+}
+
+/// ApplicationClientProtocolPB. With `acls` (`yarn.acl.enable=true`) the application calls
+/// check the caller's access as Java's `ClientRMService` does ([`crate::app_acls`]); without,
+/// they check nothing.
+pub fn register_client(
+    reg: &mut Registry,
+    rt: &AppsRt,
+    tracker: &Arc<Mutex<ResourceTracker>>,
+    acls: Option<Arc<AclPolicy>>,
+) {
     let p = APPLICATION_CLIENT_PROTOCOL;
     let v = APPLICATION_CLIENT_VERSION;
     let r = rt.clone();
@@ -587,7 +625,7 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -595,7 +633,16 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let req: GetApplicationReportRequestProto = decode(c)?;
             let id = app_id(req.application_id.as_ref())?;
-            let rep = lock(&r.apps).report(id).map_err(call_error)?;
+            let rep = match &policy {
+                None => lock(&r.apps).report(id),
+                Some(pol) => with_caller(pol, c.user.unwrap_or("dr.who"), |who| {
+                    let apps = lock(&r.apps);
+                    apps.app(id)
+                        .map(|a| report_for(pol, who, a))
+                        .ok_or_else(|| Apps::not_found(id))
+                }),
+            }
+            .map_err(call_error)?;
             reply
                 .message(&GetApplicationReportResponseProto {
                     application_report: Some(rep),
@@ -603,7 +650,7 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -616,29 +663,52 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .iter()
                 .map(|t| t.to_lowercase())
                 .collect();
-            let apps = lock(&r.apps);
-            let list: Vec<_> = apps
-                .apps()
-                .filter(|a| {
-                    req.application_states.is_empty()
-                        || req
-                            .application_states
-                            .contains(&(a.state.yarn_state() as i32))
-                })
-                .filter(|a| types.is_empty() || types.contains(&a.app_type.to_lowercase()))
-                .filter(|a| req.queues.is_empty() || req.queues.contains(&a.queue))
-                .filter(|a| req.users.is_empty() || req.users.contains(&a.user))
-                .filter(|a| req.name.as_ref().is_none_or(|n| *n == a.name))
-                .take(limit)
-                .map(report)
-                .collect();
-            drop(apps);
+            let matching = |a: &&RmApp| {
+                (req.application_states.is_empty()
+                    || req
+                        .application_states
+                        .contains(&(a.state.yarn_state() as i32)))
+                    && (types.is_empty() || types.contains(&a.app_type.to_lowercase()))
+                    && (req.queues.is_empty() || req.queues.contains(&a.queue))
+                    && (req.users.is_empty() || req.users.contains(&a.user))
+                    && req.name.as_ref().is_none_or(|n| *n == a.name)
+            };
+            let list: Vec<_> = match &policy {
+                None => lock(&r.apps)
+                    .apps()
+                    .filter(matching)
+                    .take(limit)
+                    .map(report)
+                    .collect(),
+                Some(pol) => {
+                    // Java's scope VIEWABLE leaves out what the caller may not view; ALL (the
+                    // default) lists it with the reduced report.
+                    let viewable_only =
+                        req.scope == Some(ApplicationsRequestScopeProto::Viewable as i32);
+                    with_caller(pol, c.user.unwrap_or("dr.who"), |who| {
+                        lock(&r.apps)
+                            .apps()
+                            .filter(matching)
+                            .filter_map(|a| {
+                                if may(pol, who, a, AccessType::ViewApp) {
+                                    Some(report(a))
+                                } else if viewable_only {
+                                    None
+                                } else {
+                                    Some(reduced_report(a))
+                                }
+                            })
+                            .take(limit)
+                            .collect()
+                    })
+                }
+            };
             reply
                 .message(&GetApplicationsResponseProto { applications: list })
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -646,6 +716,23 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let req: KillApplicationRequestProto = decode(c)?;
             let id = app_id(req.application_id.as_ref())?;
+            if let Some(pol) = &policy {
+                let user = c.user.unwrap_or("dr.who");
+                let allowed = with_caller(pol, user, |who| {
+                    let apps = lock(&r.apps);
+                    apps.app(id).map(|a| may(pol, who, a, AccessType::ModifyApp))
+                });
+                // (an unknown application: the kill below answers Java's not-found)
+                if allowed == Some(false) {
+                    tracing::info!(
+                        "Kill Application Request for {id} refused: User {user} doesn't have permissions to MODIFY_APP"
+                    );
+                    return Err(CallError::application(
+                        exc::YARN,
+                        denied_message(user, AccessType::ModifyApp, id),
+                    ));
+                }
+            }
             let done = r
                 .with(|a| a.kill(id, req.diagnostics.as_deref(), wall_ms()))
                 .map_err(call_error)?;
@@ -697,7 +784,7 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls);
     reg.register(
         p,
         v,
@@ -721,15 +808,28 @@ pub fn register_client(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
             } else {
                 0.0
             };
-            let list = if req.include_applications.unwrap_or(false) {
-                apps.apps()
+            let list = if !req.include_applications.unwrap_or(false) {
+                drop(apps);
+                Vec::new()
+            } else if let Some(pol) = &policy {
+                // Java leaves out the applications the caller may not view.
+                drop(apps);
+                with_caller(pol, c.user.unwrap_or("dr.who"), |who| {
+                    lock(&r.apps)
+                        .apps()
+                        .filter(|a| a.queue == name && may(pol, who, a, AccessType::ViewApp))
+                        .map(report)
+                        .collect()
+                })
+            } else {
+                let list = apps
+                    .apps()
                     .filter(|a| a.queue == name)
                     .map(report)
-                    .collect()
-            } else {
-                Vec::new()
+                    .collect();
+                drop(apps);
+                list
             };
-            drop(apps);
             reply
                 .message(&GetQueueInfoResponseProto {
                     queue_info: Some(QueueInfoProto {

@@ -59,9 +59,10 @@ use std::sync::Arc;
 
 use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, AllocateResponseProto, ApplicationReportProto,
-    ApplicationSubmissionContextProto, ContainerLaunchContextProto, ContainerProto,
-    ContainerStateProto, ContainerStatusProto, ContainerTypeProto, ExecutionTypeProto,
-    FinalApplicationStatusProto, FinishApplicationMasterRequestProto, NmTokenProto, PriorityProto,
+    ApplicationResourceUsageReportProto, ApplicationSubmissionContextProto,
+    ContainerLaunchContextProto, ContainerProto, ContainerStateProto, ContainerStatusProto,
+    ContainerTypeProto, ExecutionTypeProto, FinalApplicationStatusProto,
+    FinishApplicationMasterRequestProto, NmTokenProto, PriorityProto,
     RegisterApplicationMasterRequestProto, RegisterApplicationMasterResponseProto, ResourceProto,
     YarnApplicationStateProto,
 };
@@ -562,6 +563,8 @@ pub struct RmApp {
     pub tags: Vec<String>,
     pub priority: i32,
     am_spec: ContainerLaunchContextProto,
+    /// The submission's `application_ACLs` (kept after the launch context is dropped).
+    pub acls: crate::app_acls::AppAcls,
     pub am_res: Res,
     pub max_attempts: i32,
     pub state: AppState,
@@ -842,6 +845,11 @@ fn app_ended(app: &RmApp) -> AppEndedRec {
 /// still uses of the original (ids, names, queue, type, tags, priority, AM resource and,
 /// while it runs, its launch context).
 fn kept_context(app: &RmApp) -> ApplicationSubmissionContextProto {
+    let mut am_spec = app.am_spec.clone();
+    if am_spec.application_ac_ls.is_empty() {
+        // A finished application's launch context is gone, its ACLs still apply.
+        am_spec.application_ac_ls = app.acls.to_protos();
+    }
     ApplicationSubmissionContextProto {
         application_id: Some(app.id.to_proto()),
         application_name: Some(app.name.clone()),
@@ -849,7 +857,7 @@ fn kept_context(app: &RmApp) -> ApplicationSubmissionContextProto {
         priority: Some(PriorityProto {
             priority: Some(app.priority),
         }),
-        am_container_spec: Some(app.am_spec.clone()),
+        am_container_spec: Some(am_spec),
         resource: Some(app.am_res.to_proto()),
         application_type: Some(app.app_type.clone()),
         application_tags: app.tags.clone(),
@@ -1074,6 +1082,7 @@ impl Apps {
                 .unwrap_or_else(|| "YARN".into()),
             tags: ctx.application_tags.clone(),
             priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
+            acls: crate::app_acls::AppAcls::from_protos(&am_spec.application_ac_ls),
             am_spec,
             am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
             max_attempts: match ctx.max_app_attempts.unwrap_or(0) {
@@ -1977,7 +1986,7 @@ impl Apps {
         Err(err(exc::INVALID_RESOURCE_REQUEST, text))
     }
 
-    fn not_found(id: AppId) -> AppError {
+    pub(crate) fn not_found(id: AppId) -> AppError {
         err(
             exc::APP_NOT_FOUND,
             format!(
@@ -2640,6 +2649,42 @@ pub fn report(app: &RmApp) -> ApplicationReportProto {
         launch_time: Some(app.launch_ms as i64),
         submit_time: Some(app.submit_ms as i64),
         ..Default::default()
+    }
+}
+
+/// The report of a caller without VIEW_APP access: `RMAppImpl.createAndGetApplicationReport`
+/// with `allowAccess=false`. The id, user, queue, name, states, times, type, tags and priority
+/// stay; the attempt id is the dummy `-1`, host, tracking URLs and diagnostics are "N/A", the
+/// RPC port -1, progress 0, no tokens, and the usage is Java's dummy report (-1 containers,
+/// resources of -1).
+pub fn reduced_report(app: &RmApp) -> ApplicationReportProto {
+    let na = || Some("N/A".to_string());
+    let minus_one = || Some(Res::new(-1, -1).to_proto());
+    ApplicationReportProto {
+        host: na(),
+        rpc_port: Some(-1),
+        client_to_am_token: None,
+        tracking_url: na(),
+        original_tracking_url: na(),
+        diagnostics: na(),
+        current_application_attempt_id: Some(attempt_to_proto(&AttemptId {
+            app: app.id,
+            attempt: -1,
+        })),
+        progress: Some(0.0),
+        am_rm_token: None,
+        app_resource_usage: Some(ApplicationResourceUsageReportProto {
+            num_used_containers: Some(-1),
+            num_reserved_containers: Some(-1),
+            used_resources: minus_one(),
+            reserved_resources: minus_one(),
+            needed_resources: minus_one(),
+            memory_seconds: Some(0),
+            vcore_seconds: Some(0),
+            ..Default::default()
+        }),
+        log_aggregation_status: None,
+        ..report(app)
     }
 }
 
@@ -3431,6 +3476,69 @@ mod tests {
             res: Res::new(1024, 1),
             priority: 0,
         }
+    }
+
+    #[test]
+    fn a_finished_applications_acls_survive_compaction_and_recovery() {
+        use crate::app_acls::AppAcls;
+        use crate::state_store::Recovered;
+        use hadoop_wire::pb::hadoop::yarn::{ApplicationAccessTypeProto, ApplicationAclMapProto};
+        let m =
+            AmrmTokenSecretManager::new(&mut SeededEntropy(7), 0, 86_400_000, 1000, 100).unwrap();
+        let amrm = Arc::new(AmrmTokenSecrets::new(m));
+        let mut a = Apps::new(AppsConfig::default(), TS, amrm.clone());
+        a.enable_store(0);
+        let (id, _) = a.new_application().unwrap();
+        let mut c = ctx(id, 512, "default");
+        let entries = vec![
+            ApplicationAclMapProto {
+                access_type: Some(ApplicationAccessTypeProto::AppaccessViewApp as i32),
+                acl: Some("bob".into()),
+            },
+            ApplicationAclMapProto {
+                access_type: Some(ApplicationAccessTypeProto::AppaccessModifyApp as i32),
+                acl: Some(" ops".into()),
+            },
+        ];
+        c.am_container_spec.as_mut().unwrap().application_ac_ls = entries.clone();
+        a.submit(c, "alice", 10).unwrap();
+        a.kill(id, None, 20).unwrap();
+        let want = AppAcls::from_protos(&entries);
+        assert_eq!(a.app(id).unwrap().acls, want);
+        // Compaction writes the kept applications anew: the finished one has no launch
+        // context left, its ACLs are written all the same.
+        let mut rec = Recovered::default();
+        for op in a.store_snapshot() {
+            rec.apply(op);
+        }
+        let mut b = Apps::new(AppsConfig::default(), TS + 1, amrm);
+        b.enable_store(1);
+        assert_eq!(b.recover(&rec, 30), (0, 1));
+        let app = b.app(id).unwrap();
+        assert_eq!(app.state, AppState::Killed);
+        assert_eq!(app.acls, want);
+
+        // The reduced report keeps the identity, states and times, and blanks the rest.
+        let full = report(app);
+        let r = reduced_report(app);
+        assert_eq!(r.application_id, full.application_id);
+        assert_eq!(r.user.as_deref(), Some("alice"));
+        assert_eq!(r.yarn_application_state, full.yarn_application_state);
+        assert_eq!(r.final_application_status, full.final_application_status);
+        assert_eq!(r.start_time, full.start_time);
+        assert_eq!(r.finish_time, full.finish_time);
+        assert_eq!(r.diagnostics.as_deref(), Some("N/A"));
+        assert_ne!(full.diagnostics.as_deref(), Some("N/A"));
+        assert_eq!(r.host.as_deref(), Some("N/A"));
+        assert_eq!(r.rpc_port, Some(-1));
+        assert_eq!(r.progress, Some(0.0));
+        assert_eq!(
+            r.current_application_attempt_id.unwrap().attempt_id,
+            Some(-1)
+        );
+        let u = r.app_resource_usage.unwrap();
+        assert_eq!(u.num_used_containers, Some(-1));
+        assert_eq!(u.used_resources.unwrap().memory, Some(-1));
     }
 
     #[test]

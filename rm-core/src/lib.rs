@@ -59,6 +59,7 @@
 
 pub mod am_launcher;
 pub mod amrm_token;
+pub mod app_acls;
 pub mod app_service;
 pub mod apps;
 pub mod completion_log;

@@ -141,6 +141,9 @@ pub struct AppsSecurity {
     pub client_auth: Option<Arc<hadoop_wire::sasl::server::ServerAuth>>,
     /// `hadoop.security.authorization`: [`APPS_SERVICE_ACLS`] on both ports.
     pub authorization: Option<Arc<ipc::authorize::ServiceAuthorization>>,
+    /// `yarn.acl.enable`: the application ACLs the client protocol enforces
+    /// ([`crate::app_acls`]); `None`: none (Java's default).
+    pub app_acls: Option<Arc<crate::app_acls::AclPolicy>>,
 }
 
 /// The running RM.
@@ -414,7 +417,7 @@ fn start_apps(
         rt.compact_store(true);
     }
     let mut creg = Registry::new();
-    app_service::register_client(&mut creg, &rt, tracker);
+    app_service::register_client(&mut creg, &rt, tracker, setup.security.app_acls.clone());
     let mut mreg = Registry::new();
     app_service::register_master(&mut mreg, &rt, tracker);
     let defaults = ServerConfig::default();

@@ -135,6 +135,7 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
     let (rm, _d) = start(AppsSecurity {
         client_auth: None,
         authorization: Some(acls("alice", "*")),
+        app_acls: None,
     });
     let sched = rm.scheduler_addr().unwrap();
     let text = refusal(
@@ -193,6 +194,7 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
     let (rm, _d) = start(AppsSecurity {
         client_auth: None,
         authorization: Some(acls("*", "yarn")),
+        app_acls: None,
     });
     let token = attempt_token(&rm);
     let text = refusal(

@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Properties;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.ApplicationConstants;
+import org.apache.hadoop.yarn.api.records.ApplicationAccessType;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
@@ -39,7 +40,8 @@ final class ShellSubmit {
       "release", "", "bad_resource", "", "am_mb", "256",
       "container_mb", "128", "container_vcores", "1", "fail_attempt", "0", "result", null,
       "shared", null, "queue", "default", "per_node", "4", "timeout_s", "300",
-      "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0", "rm_retry_ms", "");
+      "heartbeat_ms", "200", "name", "hotpath-shell", "nm_proxies", "0", "rm_retry_ms", "",
+      "acl_view", null, "acl_modify", null);
 
   /**
    * {@code app-submit key=value...}: submits a {@link ShellAm} application. Its AM container gets
@@ -140,8 +142,16 @@ final class ShellSubmit {
     cmd.add("2>" + ApplicationConstants.LOG_DIR_EXPANSION_VAR + "/AppMaster.stderr");
     String command = String.join(" ", cmd);
 
+    // The application's ACLs (a value's '+' is the space between users and groups).
+    Map<ApplicationAccessType, String> acls = new LinkedHashMap<>();
+    if (o.containsKey("acl_view")) {
+      acls.put(ApplicationAccessType.VIEW_APP, o.get("acl_view").replace('+', ' '));
+    }
+    if (o.containsKey("acl_modify")) {
+      acls.put(ApplicationAccessType.MODIFY_APP, o.get("acl_modify").replace('+', ' '));
+    }
     ContainerLaunchContext am = ContainerLaunchContext.newInstance(resources, env,
-        List.of(command), null, null, null);
+        List.of(command), null, null, acls.isEmpty() ? null : acls);
     ctx.setApplicationName(o.get("name"));
     ctx.setApplicationType("HOTPATH-SHELL");
     ctx.setQueue(o.get("queue"));

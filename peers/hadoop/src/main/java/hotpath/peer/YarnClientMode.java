@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.security.PrivilegedExceptionAction;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
@@ -14,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.yarn.api.records.ApplicationAttemptReport;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ApplicationReport;
@@ -38,6 +40,9 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * {@code queue}, {@code new-app}) and Hadoop's command-line classes ({@code cli application
  * -list}, {@code cli node -list -all}: what {@code yarn application} and {@code yarn node} run).
  *
+ * <p>{@code as USER COMMAND ARGS...} runs a command as another SIMPLE user (its own YarnClient,
+ * under {@code UserGroupInformation.createRemoteUser(USER).doAs}).
+ *
  * <p>{@code --principal P --keytab K [--krb5-conf F]} (with {@code --set
  * hadoop.security.authentication=kerberos} and {@code yarn.resourcemanager.principal}): the
  * client logs in from the keytab first, so it talks to a Kerberized RM as P.
@@ -50,6 +55,7 @@ final class YarnClientMode implements Mode {
   private final Path workDir;
   private final YarnConfiguration conf;
   private YarnClient client;
+  private final Map<String, YarnClient> clients = new LinkedHashMap<>();
   private Path amConfDir;
 
   YarnClientMode(Args args, Path workDir) {
@@ -170,11 +176,42 @@ final class YarnClientMode implements Mode {
       case "cli":
         need(a, 1, "cli application|node ARGS...");
         return cli(a);
+      case "as":
+        need(a, 2, "as USER COMMAND ARGS...");
+        return as(a[0], a[1], Arrays.copyOfRange(a, 2, a.length));
       default:
         throw new IllegalArgumentException("unknown command " + name
             + " (yarn-client: ping, app-submit KEY=VALUE..., app-wait APP_ID [TIMEOUT_S],"
             + " app-kill APP_ID, app-report APP_ID, apps, nodes, metrics, queue [NAME], new-app,"
-            + " cli application|node ARGS...)");
+            + " cli application|node ARGS..., as USER COMMAND ARGS...)");
+    }
+  }
+
+  /**
+   * {@code as USER COMMAND ARGS...}: the command as another (SIMPLE) user, with a YarnClient of
+   * its own, made and used inside {@code UserGroupInformation.createRemoteUser(USER).doAs} (a
+   * YarnClient's connections keep the user it was started as).
+   */
+  private Map<String, Object> as(String user, String name, String[] rest) throws Exception {
+    UserGroupInformation ugi = UserGroupInformation.createRemoteUser(user);
+    YarnClient mine = clients.get(user);
+    if (mine == null) {
+      mine = ugi.doAs((PrivilegedExceptionAction<YarnClient>) () -> {
+        YarnClient c = YarnClient.createYarnClient();
+        c.init(conf);
+        c.start();
+        return c;
+      });
+      clients.put(user, mine);
+    }
+    YarnClient own = client;
+    client = mine;
+    try {
+      return ugi.doAs((PrivilegedExceptionAction<Map<String, Object>>) () -> command(name, rest));
+    } catch (java.lang.reflect.UndeclaredThrowableException e) {
+      throw e.getCause() instanceof Exception x ? x : e;
+    } finally {
+      client = own;
     }
   }
 
@@ -281,6 +318,9 @@ final class YarnClientMode implements Mode {
   public void close() {
     if (client != null) {
       client.stop();
+    }
+    for (YarnClient c : clients.values()) {
+      c.stop();
     }
   }
 }
