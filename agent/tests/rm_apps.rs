@@ -770,6 +770,7 @@ fn with_recovery_an_rm_restart_keeps_the_running_application_and_its_containers(
     let am_before = container_processes(&c);
     assert!(am_before >= 4, "AM and 3 shells: {am_before}");
     let sleepers = processes_with("sleep 27");
+    let t_sleepers = Instant::now();
     // The RM dies; shell 0 completes (exit 5) while none is up; a new one starts on the
     // same addresses and the same state store.
     let (rt, client) = (c._rm.field("resource_tracker"), c._rm.field("client"));
@@ -797,11 +798,14 @@ fn with_recovery_an_rm_restart_keeps_the_running_application_and_its_containers(
     };
     assert_ne!(report["state"], "FAILED", "{report}");
     assert_ne!(report["state"], "KILLED", "{report}");
-    // The shells were not killed by the restart.
-    assert_eq!(
-        processes_with("sleep 27"),
-        sleepers,
-        "the running shells survive"
+    // The shells were not killed by the restart: none has gone yet, unless the restart took
+    // so long (a loaded machine) that they may have ended by themselves; their exit statuses
+    // below (0, not a kill's) are the proof either way.
+    let now_sleeping = processes_with("sleep 27");
+    assert!(
+        now_sleeping == sleepers || t_sleepers.elapsed() > Duration::from_secs(20),
+        "the running shells survive: {now_sleeping} of {sleepers} after {:?}",
+        t_sleepers.elapsed()
     );
     let done = c
         .client
