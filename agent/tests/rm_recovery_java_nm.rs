@@ -371,3 +371,83 @@ fn a_container_that_completes_while_the_rm_is_down_reaches_the_am_after_the_rest
     let r = c.finish(&id, &result);
     assert_eq!(completions(&r), vec![(0, 9), (1, 6), (2, 0)], "{r}");
 }
+
+/// The application ends while its AM's NodeManager is frozen (SIGSTOP), so the RM's cleanup
+/// of it cannot reach that NM, and the RM dies. The NM comes back and registers with the new
+/// RM naming the application in `runningApplications` (and its AM container COMPLETE): the
+/// new RM, which recovered the application as FINISHED, has it cleaned up there, as Java's
+/// `handleRunningAppOnNode` does; without that the NM would keep it RUNNING.
+#[test]
+fn an_application_finished_before_the_restart_is_cleaned_up_on_the_nm_still_running_it() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Cluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("result.json");
+    // The 3 GiB shell cannot share the AM's NM (1 GiB used of 3).
+    let id = c.submit(&format!(
+        "containers=1 container_mb=3072 am_mb=1024 sleep=0:14 rm_retry_ms=500 result={}",
+        result.display()
+    ));
+    wait_for("the shell running", Duration::from_secs(120), || {
+        processes_with("sleep 14") >= 1
+    });
+    let used: Vec<(String, i64)> = c
+        .nodes()
+        .iter()
+        .map(|n| {
+            (
+                n["node_id"].as_str().unwrap_or("").to_string(),
+                n["used"]["memory_mb"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    let am_node = used
+        .iter()
+        .find(|(_, mb)| *mb == 1024)
+        .map(|(n, _)| n.clone())
+        .unwrap_or_else(|| panic!("the AM's node: {used:?}"));
+    let am_nm = c.nm_ids.iter().position(|n| *n == am_node).unwrap();
+    let pid = c.nms[am_nm].pid() as i32;
+    // SAFETY: kill(2) on the JVM this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+    }
+    // The shell ends on the other NM, the AM unregisters (the RM stores the application's
+    // end) and exits; its NM, frozen, hears nothing.
+    let t0 = Instant::now();
+    loop {
+        let r = c.client.command(&format!("app-report {id}")).unwrap();
+        if r["final_status"] == "SUCCEEDED" {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(90), "{r}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.restart_rm(|| {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid, libc::SIGCONT);
+        }
+    });
+    c.wait_nodes_running("both Java NMs RUNNING at the new RM");
+    let report = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(report["state"], "FINISHED", "{report}");
+    let t0 = Instant::now();
+    loop {
+        let st = c.nms[am_nm].command("status").unwrap();
+        assert!(st["applications"].is_object(), "{st}");
+        let state = st["applications"][id.as_str()].clone();
+        // Gone, or past RUNNING: FINISHING_CONTAINERS_WAIT, APPLICATION_RESOURCES_CLEANINGUP,
+        // FINISHED.
+        if !["NEW", "INITING", "RUNNING"].iter().any(|s| state == *s) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the AM's NM still has {id} {state}: {st}\n{}",
+            c.logs()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    c.wait_nms_empty();
+}
