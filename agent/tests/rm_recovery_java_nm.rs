@@ -9,6 +9,14 @@
 //! running. The AM's `allocate` gets `ApplicationMasterNotRegisteredException`, its
 //! `AMRMClient` registers again, and the same attempt finishes the job.
 //!
+//! Each exit status reaches the AM exactly once here because no shell completes within a
+//! heartbeat or two of the kill. One that does can reach it twice, in Java as with us: the NM
+//! keeps a completed container until the RM acknowledges it (`containers_to_be_removed_from_nm`,
+//! sent only after the AM has pulled the completion), so a completion delivered just before the
+//! crash is re-reported at registration, and the new RM (which keeps no record of delivered
+//! completions: `RMContainerRecoverEvent` of a COMPLETE container → `justFinishedContainers`)
+//! hands it to the AM again.
+//!
 //! Java's NMs retry the RM every `yarn.resourcemanager.connect.retry-interval.ms` (30 s by
 //! default); the NMs and the AM here use 500 ms so that the tests do not wait for it.
 
