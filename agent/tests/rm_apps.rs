@@ -7,14 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use peer_harness::{Mode, Peer};
 
 #[path = "support/daemon.rs"]
 mod daemon;
-use daemon::{agent_running, set_args, start_agent, Daemon};
+use daemon::{agent_running, processes_with, start_agent, start_rm_daemon, Daemon};
 use serde_json::Value;
 
 fn read_json(path: &Path) -> Value {
@@ -31,27 +30,7 @@ fn start_rm_at(rt: &str, client: &str, scheduler: &str) -> Daemon {
 }
 
 fn start_rm_with(rt: &str, client: &str, scheduler: &str, extra: &[(&str, String)]) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
-    cmd.arg("rm")
-        .arg("--ready-line")
-        .arg("--metrics-port")
-        .arg("0");
-    cmd.args(set_args(&[
-        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
-        ("yarn.resourcemanager.address", client.into()),
-        ("yarn.resourcemanager.scheduler.address", scheduler.into()),
-        (
-            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
-            "200".into(),
-        ),
-        (
-            "hotpath.rm.completion-log.dir",
-            dir.path().join("log").display().to_string(),
-        ),
-    ]));
-    cmd.args(set_args(extra));
-    Daemon::spawn(cmd, dir)
+    start_rm_daemon(rt, client, scheduler, extra)
 }
 
 fn http_get(addr: &str, path: &str) -> String {
@@ -238,23 +217,6 @@ fn yarn_client_runs_shell_am_on_hotpath_rm_and_agents_with_exact_exit_statuses()
             .iter()
             .all(|n| n["containers"] == 0 && n["used"]["memory_mb"] == 0)
     });
-}
-
-/// Processes whose command line mentions `needle` (from /proc).
-fn processes_with(needle: &str) -> usize {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    rd.flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains(needle))
-        .count()
 }
 
 /// A file named `name` in a directory named `parent` somewhere under `root`.

@@ -163,6 +163,18 @@ impl Entry {
         self.newest.clear();
     }
 
+    /// An application RUNNING on the node, once per entry (as [`Entry::fold_newest`] adds
+    /// those of RUNNING containers).
+    fn push_app(&mut self, app: AppKey) {
+        if !self.apps.contains(&app) {
+            self.apps.push(app);
+            self.ops.push(OP_APP);
+            self.ops
+                .extend_from_slice(&app.cluster_timestamp.to_le_bytes());
+            self.ops.extend_from_slice(&app.id.to_le_bytes());
+        }
+    }
+
     fn clear(&mut self) {
         self.newest.clear();
         self.has_newest = false;
@@ -245,6 +257,17 @@ impl Inbox {
         e.apps.clear();
         e.ops.push(OP_RESET);
         e.ops.push(kind as u8);
+    }
+
+    /// Applications the node says run there (a registration's `runningApplications`),
+    /// ordered after everything pending for it: each is adopted, or cleaned up there if it
+    /// is finished, as a RUNNING container of it would be.
+    pub fn push_apps(&mut self, node: u32, apps: &[AppKey], now_ns: u64) {
+        let (e, _) = self.entry(node, now_ns);
+        e.fold_newest();
+        for &app in apps {
+            e.push_app(app);
+        }
     }
 
     /// A broadcast (applied before the node entries of the same batch).
@@ -392,6 +415,16 @@ impl Mailbox {
             g.inbox.add_node(node, id);
         }
         g.inbox.push_reset(node, kind, now_ns);
+        let depth = g.inbox.depth();
+        g.parked = false;
+        drop(g);
+        self.note_depth(depth, true);
+    }
+
+    /// Control: applications a (re-)registering node runs ([`Inbox::push_apps`]).
+    pub fn push_apps(&self, node: u32, apps: &[AppKey], now_ns: u64) {
+        let mut g = self.lock();
+        g.inbox.push_apps(node, apps, now_ns);
         let depth = g.inbox.depth();
         g.parked = false;
         drop(g);

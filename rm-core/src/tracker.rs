@@ -13,9 +13,10 @@
 //! - [`ResourceTracker::register_node_manager`] (cold, prost): minimum NM version, host lists,
 //!   minimum allocation, node limit → SHUTDOWN with Java's diagnostics; else NORMAL with the
 //!   current master keys, `rm_identifier` (the RM's start time) and `rm_version`. The node's
-//!   shard gets a reset (a fresh incarnation), then the container statuses the NodeManager
-//!   re-reported (`NMContainerStatusProto`, trap 1) as a first status update, so completions
-//!   it still holds are recorded and acknowledged.
+//!   shard gets a reset (a fresh incarnation), its `runningApplications` (adopted, or cleaned
+//!   up there when finished), then the container statuses the NodeManager re-reported
+//!   (`NMContainerStatusProto`, trap 1) as a first status update, so completions it still
+//!   holds are recorded and acknowledged.
 //! - [`ResourceTracker::unregister_node_manager`]: the node leaves (SHUTDOWN) and its containers
 //!   are released.
 //! - [`ResourceTracker::tick`] (housekeeping, about once a second): the liveness monitor (a
@@ -631,6 +632,22 @@ impl ResourceTracker {
             ResetKind::Registered,
             now_ns,
         );
+        // Its running applications (Java's `handleRunningAppOnNode`): a finished one is
+        // cleaned up there even when no container of it is left to report, e.g. one that
+        // finished just before an RM restart; the others are adopted.
+        if !req.running_applications.is_empty() {
+            let apps: Vec<AppKey> = req
+                .running_applications
+                .iter()
+                .filter_map(|a| {
+                    Some(AppKey {
+                        cluster_timestamp: a.cluster_timestamp?,
+                        id: a.id?,
+                    })
+                })
+                .collect();
+            self.mailboxes[s].push_apps(l, &apps, now_ns);
+        }
         // Containers the NodeManager re-reports (trap 1) become the first status update.
         if !req.container_statuses.is_empty() {
             let first = NodeStatusProto {

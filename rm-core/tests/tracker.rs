@@ -552,6 +552,59 @@ fn keys_roll_and_are_sent_until_echoed() {
     assert!(rm.tracker.container_keys().next().is_none());
 }
 
+/// A NodeManager re-registering (after an RM restart, say) with an application in
+/// `runningApplications` that the RM has finished, and no container of it left to report
+/// RUNNING (its last one completed): the application is cleaned up there, as Java's
+/// `handleRunningAppOnNode` does, and its completion is acknowledged. A live application it
+/// names is adopted: its later end reaches the node although no container of it was ever
+/// reported there.
+#[test]
+fn registration_running_applications_finished_ones_are_cleaned_up_live_ones_adopted() {
+    let mut rm = Rm::new(RmConfig::default(), HostLists::default());
+    let n = node();
+    let app = |id| AppKey {
+        cluster_timestamp: CLUSTER_TS,
+        id,
+    };
+    rm.tracker.finish_app(app(1));
+    rm.drain();
+    let done = containers(1, 1)[0];
+    let req = RegisterNodeManagerRequestProto {
+        node_id: Some(n.to_proto()),
+        http_port: Some(8042),
+        resource: Some(benches::rm_heartbeat::capability(8192, 8)),
+        nm_version: Some("3.4.1".into()),
+        container_statuses: vec![NmContainerStatusProto {
+            container_id: Some(done.to_proto()),
+            container_state: Some(ContainerStateProto::CComplete as i32),
+            container_exit_status: Some(0),
+            ..Default::default()
+        }],
+        running_applications: vec![app(1).to_proto(), app(2).to_proto()],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    rm.register_raw(&req);
+    let (_, r, _) = rm.heartbeat(&n, 0, vec![], true);
+    assert_eq!(r.applications_to_cleanup, vec![app(1).to_proto()]);
+    assert_eq!(r.containers_to_be_removed_from_nm, vec![done.to_proto()]);
+    rm.drain();
+    // Once per registration.
+    let (_, r, _) = rm.heartbeat(&n, 1, vec![], true);
+    assert!(r.applications_to_cleanup.is_empty());
+    rm.drain();
+    rm.tracker.finish_app(app(2));
+    rm.drain();
+    let (_, r, _) = rm.heartbeat(&n, 2, vec![], true);
+    assert_eq!(r.applications_to_cleanup, vec![app(2).to_proto()]);
+    // Without runningApplications a registration cleans nothing up.
+    rm.drain();
+    let (_, r) = rm.register(&n);
+    assert_eq!(r.node_action, Some(NodeActionProto::Normal as i32));
+    let (_, r, _) = rm.heartbeat(&n, 0, vec![], true);
+    assert!(r.applications_to_cleanup.is_empty());
+}
+
 #[test]
 fn finish_app_and_kill_container() {
     let mut rm = Rm::new(RmConfig::default(), HostLists::default());

@@ -137,3 +137,52 @@ pub fn agent_running(a: &Daemon) -> u64 {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     v["containers"]["running"].as_u64().unwrap_or(0)
 }
+
+/// `hotpath rm` on the given ResourceTracker, client and scheduler addresses (`HOST:0` for an
+/// ephemeral port), NodeManager heartbeats every 200 ms, its completion log in a fresh temp
+/// dir, and `extra` `--set`s after those.
+pub fn start_rm_daemon(
+    rt: &str,
+    client: &str,
+    scheduler: &str,
+    extra: &[(&str, String)],
+) -> Daemon {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    cmd.arg("rm")
+        .arg("--ready-line")
+        .arg("--metrics-port")
+        .arg("0");
+    cmd.args(set_args(&[
+        ("yarn.resourcemanager.resource-tracker.address", rt.into()),
+        ("yarn.resourcemanager.address", client.into()),
+        ("yarn.resourcemanager.scheduler.address", scheduler.into()),
+        (
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
+            "200".into(),
+        ),
+        (
+            "hotpath.rm.completion-log.dir",
+            dir.path().join("log").display().to_string(),
+        ),
+    ]));
+    cmd.args(set_args(extra));
+    Daemon::spawn(cmd, dir)
+}
+
+/// Processes whose command line mentions `needle` (from /proc).
+pub fn processes_with(needle: &str) -> usize {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}

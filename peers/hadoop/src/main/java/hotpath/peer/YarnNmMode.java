@@ -143,6 +143,10 @@ final class YarnNmMode implements Mode {
     if (nm != null) {
       r.put("http_port", nm.getNMContext().getHttpPort());
       r.put("containers", nm.getNMContext().getContainers().size());
+      Map<String, Object> apps = new LinkedHashMap<>();
+      nm.getNMContext().getApplications().forEach(
+          (id, app) -> apps.put(id.toString(), app.getApplicationState().toString()));
+      r.put("applications", apps);
       r.put("healthy", nm.getNodeHealthChecker().isHealthy());
     }
     return r;
