@@ -402,7 +402,13 @@ impl Layer {
             return Layer::Mit;
         }
         match Self::own(ctx) {
-            Ok(c) => Layer::Own(Box::new(c)),
+            Ok((c, enctype, subkey)) => {
+                tracing::debug!(
+                    "Kerberos {side}: wrapping with our RFC 4121 layer (enctype {enctype}, \
+                     acceptor subkey: {subkey})"
+                );
+                Layer::Own(Box::new(c))
+            }
             Err(why) => {
                 static ONCE: std::sync::Once = std::sync::Once::new();
                 ONCE.call_once(|| {
@@ -415,7 +421,8 @@ impl Layer {
         }
     }
 
-    fn own(ctx: &gss::Context) -> Result<CfxContext, String> {
+    /// Our layer for `ctx`, its enctype and whether the acceptor asserted a subkey.
+    fn own(ctx: &gss::Context) -> Result<(CfxContext, i32, bool), String> {
         let l = ctx.lucid()?;
         if l.protocol != 1 {
             return Err(format!(
@@ -442,7 +449,8 @@ impl Layer {
             .map_err(|e| e.to_string())?;
         let c = CfxContext::new(&params, &seed).map_err(|e| e.to_string());
         seed.fill(0);
-        c
+        let base = params.acceptor_subkey.unwrap_or(params.ctx_key);
+        Ok((c?, base.enctype, params.acceptor_subkey.is_some()))
     }
 
     fn wrap(
