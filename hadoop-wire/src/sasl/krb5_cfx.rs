@@ -27,7 +27,11 @@
 //! directions and its flag is set on every token sent; a token from the acceptor without the
 //! flag is refused then. Every bad token is a [`SaslError::Integrity`] naming the cause.
 
-use aes::cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+use aes::cipher::consts::U16;
+use aes::cipher::{
+    BlockCipherDecBackend, BlockCipherDecClosure, BlockCipherDecrypt, BlockCipherEncBackend,
+    BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
+};
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use subtle::ConstantTimeEq;
@@ -137,16 +141,6 @@ impl Aes {
         }
         *b = block.into();
     }
-
-    #[inline]
-    fn decrypt(&self, b: &mut [u8; 16]) {
-        let mut block = aes::Block::from(*b);
-        match self {
-            Aes::A128(c) => c.decrypt_block(&mut block),
-            Aes::A256(c) => c.decrypt_block(&mut block),
-        }
-        *b = block.into();
-    }
 }
 
 /// RFC 3961 §5.1 `n-fold`: `input` folded (or stretched) to `out.len()` bytes. The input is
@@ -230,66 +224,119 @@ fn derive_with(base: &Aes, constant: &[u8], out: &mut [u8]) {
 /// zero-padded), the last two ciphertext blocks swapped and the (now) last one cut to the
 /// plaintext's length. `buf` is at least one block long.
 fn cts_encrypt(aes: &Aes, buf: &mut [u8]) {
-    let n = buf.len();
-    debug_assert!(n >= 16);
-    if n == 16 {
-        let b: &mut [u8; 16] = buf.try_into().expect("one block");
-        aes.encrypt(b);
-        return;
+    // The whole message inside one backend call: the `aes` crate's per-call dispatch costs
+    // several times one AES-NI block, and CBC encryption is one block at a time.
+    let f = CtsEncrypt { buf };
+    match aes {
+        Aes::A128(c) => c.encrypt_with_backend(f),
+        Aes::A256(c) => c.encrypt_with_backend(f),
     }
-    let blocks = n.div_ceil(16);
-    let last_len = n - 16 * (blocks - 1);
-    let mut prev = [0u8; 16];
-    for i in 0..blocks - 1 {
-        let b: &mut [u8; 16] = (&mut buf[i * 16..i * 16 + 16]).try_into().expect("block");
-        xor16(b, &prev);
-        aes.encrypt(b);
-        prev = *b;
-    }
-    // `prev` is C(n-1), the second-to-last CBC block; the last block, zero-padded.
-    let mut last = [0u8; 16];
-    last[..last_len].copy_from_slice(&buf[(blocks - 1) * 16..]);
-    xor16(&mut last, &prev);
-    aes.encrypt(&mut last);
-    buf[(blocks - 2) * 16..(blocks - 1) * 16].copy_from_slice(&last);
-    buf[(blocks - 1) * 16..].copy_from_slice(&prev[..last_len]);
 }
 
 /// The inverse of [`cts_encrypt`], in place. `buf` is at least one block long.
 fn cts_decrypt(aes: &Aes, buf: &mut [u8]) {
-    let n = buf.len();
-    debug_assert!(n >= 16);
-    if n == 16 {
-        let b: &mut [u8; 16] = buf.try_into().expect("one block");
-        aes.decrypt(b);
-        return;
+    let f = CtsDecrypt { buf };
+    match aes {
+        Aes::A128(c) => c.decrypt_with_backend(f),
+        Aes::A256(c) => c.decrypt_with_backend(f),
     }
-    let blocks = n.div_ceil(16);
-    let last_len = n - 16 * (blocks - 1);
-    let mut prev = [0u8; 16];
-    for i in 0..blocks - 2 {
-        let b: &mut [u8; 16] = (&mut buf[i * 16..i * 16 + 16]).try_into().expect("block");
-        let c = *b;
-        aes.decrypt(b);
-        xor16(b, &prev);
-        prev = c;
+}
+
+struct CtsEncrypt<'a> {
+    buf: &'a mut [u8],
+}
+
+impl BlockSizeUser for CtsEncrypt<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for CtsEncrypt<'_> {
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
+        let enc = |b: &mut [u8; 16]| {
+            let mut block = aes::Block::from(*b);
+            backend.encrypt_block((&mut block).into());
+            *b = block.into();
+        };
+        let buf = self.buf;
+        let n = buf.len();
+        debug_assert!(n >= 16);
+        if n == 16 {
+            let b: &mut [u8; 16] = buf.try_into().expect("one block");
+            enc(b);
+            return;
+        }
+        let blocks = n.div_ceil(16);
+        let last_len = n - 16 * (blocks - 1);
+        let mut prev = [0u8; 16];
+        for i in 0..blocks - 1 {
+            let b: &mut [u8; 16] = (&mut buf[i * 16..i * 16 + 16]).try_into().expect("block");
+            xor16(b, &prev);
+            enc(b);
+            prev = *b;
+        }
+        // `prev` is the second-to-last CBC block; now the last block, zero-padded.
+        let mut last = [0u8; 16];
+        last[..last_len].copy_from_slice(&buf[(blocks - 1) * 16..]);
+        xor16(&mut last, &prev);
+        enc(&mut last);
+        buf[(blocks - 2) * 16..(blocks - 1) * 16].copy_from_slice(&last);
+        buf[(blocks - 1) * 16..].copy_from_slice(&prev[..last_len]);
     }
-    // The swapped pair: A = the full last CBC block, B = the previous one, cut short.
-    let a_at = (blocks - 2) * 16;
-    let mut t: [u8; 16] = buf[a_at..a_at + 16].try_into().expect("block");
-    aes.decrypt(&mut t);
-    // D(A) = padded last plaintext XOR the full B; B's missing tail is D(A)'s (zero padding).
-    let mut b_full = t;
-    b_full[..last_len].copy_from_slice(&buf[a_at + 16..]);
-    // The last plaintext: D(A) ^ B over B's bytes.
-    for (p, k) in buf[a_at + 16..].iter_mut().zip(t) {
-        *p ^= k;
+}
+
+struct CtsDecrypt<'a> {
+    buf: &'a mut [u8],
+}
+
+impl BlockSizeUser for CtsDecrypt<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherDecClosure for CtsDecrypt<'_> {
+    fn call<B: BlockCipherDecBackend<BlockSize = U16>>(self, backend: &B) {
+        let dec = |b: &mut [u8; 16]| {
+            let mut block = aes::Block::from(*b);
+            backend.decrypt_block((&mut block).into());
+            *b = block.into();
+        };
+        let buf = self.buf;
+        let n = buf.len();
+        debug_assert!(n >= 16);
+        if n == 16 {
+            let b: &mut [u8; 16] = buf.try_into().expect("one block");
+            dec(b);
+            return;
+        }
+        let blocks = n.div_ceil(16);
+        let last_len = n - 16 * (blocks - 1);
+        // CBC decryption of every block but the swapped last pair (the blocks are independent,
+        // so the CPU overlaps their AES rounds).
+        let mut prev = [0u8; 16];
+        for i in 0..blocks - 2 {
+            let b: &mut [u8; 16] = (&mut buf[i * 16..i * 16 + 16]).try_into().expect("block");
+            let c = *b;
+            dec(b);
+            xor16(b, &prev);
+            prev = c;
+        }
+        // The swapped pair: A = the full last CBC block, B = the one before it, cut short.
+        let a_at = (blocks - 2) * 16;
+        let mut t: [u8; 16] = buf[a_at..a_at + 16].try_into().expect("block");
+        dec(&mut t);
+        // D(A) = the padded last plaintext XOR the full B; B's missing tail is D(A)'s (the
+        // padding was zeros).
+        let mut b_full = t;
+        b_full[..last_len].copy_from_slice(&buf[a_at + 16..]);
+        // The last plaintext: D(A) ^ B over B's bytes.
+        for (p, k) in buf[a_at + 16..].iter_mut().zip(t) {
+            *p ^= k;
+        }
+        // The one before: D(full B) ^ the ciphertext block before the pair (CBC).
+        let mut second = b_full;
+        dec(&mut second);
+        xor16(&mut second, &prev);
+        buf[a_at..a_at + 16].copy_from_slice(&second);
     }
-    // The one before: D(full B) ^ the ciphertext block before the pair (CBC).
-    let mut second = b_full;
-    aes.decrypt(&mut second);
-    xor16(&mut second, &prev);
-    buf[a_at..a_at + 16].copy_from_slice(&second);
 }
 
 #[inline]
@@ -351,11 +398,17 @@ fn mac12(mut mac: HmacSha1, parts: &[&[u8]]) -> [u8; MAC] {
     out
 }
 
+/// Confounders made per block-cipher call (the blocks are encrypted in parallel).
+const CONFOUNDER_BATCH: usize = 16;
+
 /// AES-128 in counter mode as a generator of confounders, keyed (and its counter started) from
 /// 32 random bytes the caller got from the OS.
 struct Confounders {
     aes: aes::Aes128,
     counter: u128,
+    /// Made and not used yet: blocks `used..`.
+    batch: [aes::Block; CONFOUNDER_BATCH],
+    used: usize,
 }
 
 impl Confounders {
@@ -365,14 +418,24 @@ impl Confounders {
         Confounders {
             aes: aes::Aes128::new(&key.into()),
             counter: u128::from_be_bytes(ctr),
+            batch: [aes::Block::default(); CONFOUNDER_BATCH],
+            used: CONFOUNDER_BATCH,
         }
     }
 
     fn next(&mut self) -> [u8; 16] {
-        let mut b = aes::Block::from(self.counter.to_be_bytes());
-        self.counter = self.counter.wrapping_add(1);
-        self.aes.encrypt_block(&mut b);
-        b.into()
+        if self.used == CONFOUNDER_BATCH {
+            for b in self.batch.iter_mut() {
+                *b = aes::Block::from(self.counter.to_be_bytes());
+                self.counter = self.counter.wrapping_add(1);
+            }
+            self.aes.encrypt_blocks(&mut self.batch);
+            self.used = 0;
+        }
+        let b: [u8; 16] = self.batch[self.used].into();
+        self.batch[self.used] = aes::Block::default();
+        self.used += 1;
+        b
     }
 }
 
