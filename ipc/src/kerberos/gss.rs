@@ -249,6 +249,9 @@ pub(crate) struct Context {
     ctx: sys::gss_ctx_id_t,
     established: bool,
     failed: Option<GssFailure>,
+    /// A copy of the token `gss_unwrap` is given: MIT's RFC 4121 unwrap rotates the token and
+    /// zeroes its EC and RRC in place (`k5unsealv3.c`), so it must not see the caller's `&[u8]`.
+    scratch: Vec<u8>,
 }
 
 // SAFETY: a context may move between threads; it is never used from two at once (every call
@@ -282,6 +285,12 @@ fn empty_buffer() -> sys::gss_buffer_desc_struct {
     }
 }
 
+/// The supplementary statuses of a token out of sequence (RFC 2744 §3.9.1).
+const SEQUENCE_PROBLEMS: u32 = sys::GSS_S_DUPLICATE_TOKEN
+    | sys::GSS_S_OLD_TOKEN
+    | sys::GSS_S_UNSEQ_TOKEN
+    | sys::GSS_S_GAP_TOKEN;
+
 fn input_buffer(b: &[u8]) -> sys::gss_buffer_desc_struct {
     sys::gss_buffer_desc_struct {
         length: b.len(),
@@ -296,6 +305,7 @@ impl Context {
             ctx: ptr::null_mut(),
             established: false,
             failed: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -461,12 +471,19 @@ impl Context {
 
     /// `gss_unwrap(token)`, appended to `out`.
     pub fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), GssFailure> {
-        let mut inb = input_buffer(token);
+        self.scratch.clear();
+        self.scratch.extend_from_slice(token);
+        let mut inb = sys::gss_buffer_desc_struct {
+            length: self.scratch.len(),
+            value: self.scratch.as_mut_ptr().cast(),
+        };
         let mut plain = empty_buffer();
         let mut minor = 0u32;
-        // GSS reads the token and writes a new buffer into `plain`, released below.
-        // SAFETY: `self.ctx` is a live context (or null: GSS fails); every pointer is to a
-        // live local or null.
+        // GSS reads (and may rewrite) the token copy in `self.scratch` and writes a new buffer
+        // into `plain`, released below.
+        // SAFETY: `self.ctx` is a live context (or null: GSS fails); `inb` points to
+        // `self.scratch`, writable for its length and not otherwise borrowed during the call;
+        // every other pointer is to a live local or null.
         let major = unsafe {
             sys::gss_unwrap(
                 &mut minor,
@@ -477,11 +494,14 @@ impl Context {
                 ptr::null_mut(),
             )
         };
-        if !is_error(major) {
+        // A replayed, old, out-of-order or skipped token is only a supplementary status to
+        // GSS; on a TCP connection it is an error, as in our own layer.
+        let bad = is_error(major) || major & SEQUENCE_PROBLEMS != 0;
+        if !bad {
             out.extend_from_slice(buffer_bytes(&plain).unwrap_or_default());
         }
         release_buffer(&mut plain);
-        if is_error(major) {
+        if bad {
             return Err(GssFailure { major, minor });
         }
         Ok(())
