@@ -153,6 +153,12 @@ fn nm_at_level(
         qop.sasl_name()
     );
     assert!(log.contains(&line), "no {line:?} in the RM log:\n{log}");
+    // Our RFC 4121 layer (not MIT's gss_wrap / gss_unwrap) wraps and unwraps the RM's side of
+    // the Java NM's connection, whose registration and heartbeats above went through it.
+    assert!(
+        log.contains("Kerberos server: wrapping with our RFC 4121 layer (enctype 17"),
+        "the RM's own RFC 4121 layer not in use:\n{log}"
+    );
     for l in log.lines().filter(|l| l.contains("SASL: ")) {
         eprintln!("{protection}: {l}");
     }

@@ -8,9 +8,9 @@
 //! credentials at all); a login from a keytab of the client's own (MIT's in-memory ticket
 //! cache, shared by connections opened on several threads at once); the idle close of direct
 //! SASL connections (by the pool's sweeper, with no further call: the NameNode's sockets go
-//! too); and what a warm direct call at `privacy` allocates on the calling thread (nothing
-//! through Rust's allocator; MIT krb5's own `malloc`s inside `gss_wrap` / `gss_unwrap` are not
-//! counted).
+//! too); and what a warm direct call at `privacy` allocates on the calling thread (nothing: the
+//! tokens are made and read by our own RFC 4121 layer, `ipc::kerberos::wrap_stats` shows it was
+//! ours and not MIT's `gss_wrap` / `gss_unwrap`, whose `malloc`s the counter would not see).
 //!
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
@@ -88,8 +88,10 @@ fn direct_calls_at_every_protection_level_from_several_threads() {
         conf.set("hadoop.rpc.protection", protection);
         let negotiated = format!("Negotiated QoP is {qop}.");
         let before = log_count(&peer, &negotiated);
+        let w0 = ipc::kerberos::wrap_stats();
         let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
         let got = hammer(&nn, "/kdirect/f", threads, calls);
+        let w1 = ipc::kerberos::wrap_stats();
         assert_eq!(got.len(), threads * calls);
         assert!(got.iter().all(|&l| l == 4242), "{protection}");
         let s = nn.call_stats();
@@ -112,6 +114,24 @@ fn direct_calls_at_every_protection_level_from_several_threads() {
             if wraps { s.direct_connections } else { 0 },
             "{protection}: {s:?}"
         );
+        // Our RFC 4121 layer (not MIT's gss_wrap / gss_unwrap) made every call's token and
+        // read every response's, which Java's NameNode took and made (at authentication only
+        // the SASL negotiation's last message of each connection is wrapped).
+        let (own_wraps, own_unwraps) =
+            (w1.own_wraps - w0.own_wraps, w1.own_unwraps - w0.own_unwraps);
+        assert_eq!(
+            (w1.mit_wraps - w0.mit_wraps, w1.mit_unwraps - w0.mit_unwraps),
+            (0, 0),
+            "{protection}: {w0:?} {w1:?}"
+        );
+        if wraps {
+            assert!(
+                own_wraps >= (threads * calls) as u64 && own_unwraps >= (threads * calls) as u64,
+                "{protection}: {w0:?} {w1:?}"
+            );
+        } else {
+            assert!(own_wraps + own_unwraps > 0, "{protection}: {w0:?} {w1:?}");
+        }
         // every direct connection negotiated Kerberos on its own, at the configured level
         assert_eq!(
             log_count(&peer, &negotiated) - before,
@@ -314,8 +334,15 @@ fn a_warm_direct_call_at_privacy_allocates_nothing() {
     for _ in 0..200 {
         assert_eq!(call(), 321);
     }
+    let w0 = ipc::kerberos::wrap_stats();
     let (sum, c) = alloc_counter::thread(|| (0..300).map(|_| call()).sum::<u64>());
     assert_eq!(sum, 300 * 321);
+    let w1 = ipc::kerberos::wrap_stats();
+    assert!(
+        w1.own_wraps - w0.own_wraps >= 300 && w1.own_unwraps - w0.own_unwraps >= 300,
+        "our RFC 4121 layer wrapped the calls: {w0:?} {w1:?}"
+    );
+    assert_eq!(w1.mit_wraps - w0.mit_wraps, 0, "{w0:?} {w1:?}");
     assert_eq!(
         c.allocs, 0,
         "{} allocations ({} bytes) in 300 warm calls at privacy",

@@ -36,10 +36,14 @@ use hadoop_wire::sasl::gssapi::{replace_host, GssContext, GssContextFactory, Ker
 use hadoop_wire::sasl::gssapi_server::{GssAcceptor, GssAcceptorFactory, KerberosServer};
 use hadoop_wire::sasl::kerberos_name::AuthToLocal;
 use hadoop_wire::sasl::SaslError;
-use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext, ServerCtx};
-use libgssapi::credential::{Cred, CredUsage};
-use libgssapi::name::Name;
-use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_KRB5_PRINCIPAL};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use hadoop_wire::entropy::Entropy;
+use hadoop_wire::sasl::krb5_cfx::{CfxContext, CfxKey, CfxParams};
+
+mod gss;
+use gss::{Cred, GssFailure, NameHandle, Usage};
 
 /// Contexts on MIT krb5 for one client principal (or the ticket cache's default one), with
 /// its keys from the process-wide MIT environment or from a keytab of its own
@@ -48,6 +52,8 @@ use libgssapi::oid::{OidSet, GSS_MECH_KRB5, GSS_NT_KRB5_PRINCIPAL};
 pub struct MitGss {
     client_principal: Option<String>,
     keytab: Option<ClientKeytab>,
+    /// Our RFC 4121 layer (`Some(true)`), MIT's (`Some(false)`), or as [`OWN_WRAP_ENV`] says.
+    own_wrap: Option<bool>,
 }
 
 /// A client login from an explicit keytab: the keytab and the in-memory ticket cache that
@@ -72,6 +78,7 @@ impl MitGss {
         Self {
             client_principal,
             keytab: None,
+            own_wrap: None,
         }
     }
 
@@ -109,6 +116,7 @@ impl MitGss {
         Ok(Self {
             client_principal: Some(principal.to_string()),
             keytab: Some(k),
+            own_wrap: None,
         })
     }
 
@@ -125,6 +133,14 @@ impl MitGss {
             }),
             (None, principal) => Ok(Self::new(principal)),
         }
+    }
+
+    /// Whether established contexts wrap and unwrap with our RFC 4121 layer (`true`, when the
+    /// enctype is one it implements) or MIT's `gss_wrap` / `gss_unwrap` (`false`), whatever
+    /// [`OWN_WRAP_ENV`] says.
+    pub fn with_own_wrap(mut self, own: bool) -> Self {
+        self.own_wrap = Some(own);
+        self
     }
 
     /// The keytab this login reads its keys from (`None`: MIT's environment decides).
@@ -149,18 +165,14 @@ impl MitGss {
 
     /// The initiator credential from MIT's environment.
     fn env_cred(&self) -> Result<Cred, SaslError> {
-        let mut mechs = OidSet::new();
-        mechs
-            .add(GSS_MECH_KRB5)
-            .map_err(|e| gss_err("OID set", e))?;
         let name = match &self.client_principal {
             Some(p) => Some(
-                Name::new(p.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
+                NameHandle::principal(p)
                     .map_err(|e| gss_err(&format!("client principal {p:?}"), e))?,
             ),
             None => None,
         };
-        Cred::acquire(name.as_ref(), None, CredUsage::Initiate, Some(&mechs)).map_err(|e| {
+        Cred::acquire(name.as_ref(), Usage::Initiate).map_err(|e| {
             SaslError::Sasl(format!(
                 "Kerberos login as {} failed (KRB5CCNAME={}, KRB5_CLIENT_KTNAME={}, \
                  KRB5_CONFIG={}): {}",
@@ -180,7 +192,7 @@ fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| "(unset)".into())
 }
 
-fn gss_err(what: &str, e: libgssapi::error::Error) -> SaslError {
+fn gss_err(what: &str, e: impl std::fmt::Display) -> SaslError {
     SaslError::Sasl(format!("GSSAPI {what}: {}", e.to_string().trim()))
 }
 
@@ -234,15 +246,11 @@ impl GssContextFactory for MitGss {
             Some(_) => self.keytab_cred()?,
             None => self.env_cred()?,
         };
-        let target_name = Name::new(target.as_bytes(), Some(GSS_NT_KRB5_PRINCIPAL))
+        let target_name = NameHandle::principal(target)
             .map_err(|e| gss_err(&format!("server principal {target:?}"), e))?;
-        // The JDK's GSSAPI client: mutual authentication (Hadoop sets server.authentication),
-        // confidentiality and integrity available, replay and sequence detection, no delegation.
-        let flags = CtxFlags::GSS_C_MUTUAL_FLAG
-            | CtxFlags::GSS_C_CONF_FLAG
-            | CtxFlags::GSS_C_INTEG_FLAG
-            | CtxFlags::GSS_C_REPLAY_FLAG
-            | CtxFlags::GSS_C_SEQUENCE_FLAG;
+        // The JDK's GSSAPI client's flags (`gss::INIT_FLAGS`): mutual authentication (Hadoop
+        // sets server.authentication), confidentiality and integrity available, replay and
+        // sequence detection, no delegation.
         // Named in a failure: an expired ticket in a cache nobody refreshes is the usual one.
         let login = match &self.keytab {
             Some(k) => format!(
@@ -259,45 +267,59 @@ impl GssContextFactory for MitGss {
             ),
         };
         Ok(Box::new(MitContext {
-            ctx: ClientCtx::new(Some(cred), target_name, flags, Some(GSS_MECH_KRB5)),
+            ctx: gss::Context::new(),
+            cred,
+            target_name,
             target: target.to_string(),
             login,
             started: false,
+            own_wrap: self.own_wrap.unwrap_or_else(own_wrap_enabled),
+            layer: Layer::Mit,
         }))
     }
 }
 
 struct MitContext {
-    ctx: ClientCtx,
+    ctx: gss::Context,
+    cred: Cred,
+    target_name: NameHandle,
     target: String,
     /// Whose credential, from where (for errors).
     login: String,
     started: bool,
+    own_wrap: bool,
+    /// Who makes and checks the per-message tokens once the context is established.
+    layer: Layer,
 }
 
 impl GssContext for MitContext {
     fn init_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
         let input = if self.started { Some(input) } else { None };
         self.started = true;
-        match self.ctx.step(input, None) {
-            Ok(Some(tok)) => Ok(tok.to_vec()),
-            Ok(None) => Ok(Vec::new()),
-            Err(e) => Err(SaslError::Sasl(format!(
-                "GSSAPI init_sec_context for {} as {}: {}",
-                self.target,
-                self.login,
-                e.to_string().trim()
-            ))),
+        let was = self.ctx.is_established();
+        let tok = self
+            .ctx
+            .init_step(&self.cred, &self.target_name, input)
+            .map_err(|e| {
+                SaslError::Sasl(format!(
+                    "GSSAPI init_sec_context for {} as {}: {e}",
+                    self.target, self.login,
+                ))
+            })?;
+        if !was && self.ctx.is_established() {
+            self.layer = Layer::for_context(&self.ctx, "client", self.own_wrap);
         }
+        Ok(tok)
     }
 
     fn is_established(&self) -> bool {
-        self.ctx.is_complete()
+        self.ctx.is_established()
     }
 
     fn initiator(&self) -> Result<String, SaslError> {
-        let info = self.ctx.info().map_err(|e| gss_err("inquire_context", e))?;
-        Ok(info.source_name.to_string())
+        self.ctx
+            .source_name()
+            .map_err(|e| gss_err("inquire_context", e))
     }
 
     fn wrap(
@@ -306,36 +328,191 @@ impl GssContext for MitContext {
         plain: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), SaslError> {
-        let t = self
-            .ctx
-            .wrap(confidential, plain)
-            .map_err(|e| gss_err("wrap", e))?;
-        out.extend_from_slice(&t);
-        Ok(())
+        self.layer
+            .wrap(&mut self.ctx, confidential, plain, out)
+            .map_err(|e| gss_err("wrap", e))
     }
 
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        let p = self.ctx.unwrap(token).map_err(|e| {
-            SaslError::Integrity(format!(
-                "GSSAPI unwrap from {}: {}",
-                self.target,
-                e.to_string().trim()
-            ))
-        })?;
-        out.extend_from_slice(&p);
-        Ok(())
+        self.layer
+            .unwrap(&mut self.ctx, token, out)
+            .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap from {}: {e}", self.target)))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-message layer: our RFC 4121 tokens (`hadoop_wire::sasl::krb5_cfx`) once the context is
+// established, or MIT's `gss_wrap` / `gss_unwrap`.
+
+/// `HOTPATH_GSS_OWN_WRAP`: `0`, `false`, `off` or `no` keeps MIT's `gss_wrap` / `gss_unwrap`
+/// for every context (for A/B measurements); anything else, or unset, uses our own RFC 4121
+/// layer whenever the context's enctype is one it implements.
+pub const OWN_WRAP_ENV: &str = "HOTPATH_GSS_OWN_WRAP";
+
+fn own_wrap_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !matches!(
+            std::env::var(OWN_WRAP_ENV)
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+                .as_str(),
+            "0" | "false" | "off" | "no"
+        )
+    })
+}
+
+static OWN_WRAPS: AtomicU64 = AtomicU64::new(0);
+static OWN_UNWRAPS: AtomicU64 = AtomicU64::new(0);
+static MIT_WRAPS: AtomicU64 = AtomicU64::new(0);
+static MIT_UNWRAPS: AtomicU64 = AtomicU64::new(0);
+
+/// How many Kerberos wrap / unwrap calls of this process went through our RFC 4121 layer and
+/// how many through MIT's (counted since the process started; the interop tests read it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WrapStats {
+    pub own_wraps: u64,
+    pub own_unwraps: u64,
+    pub mit_wraps: u64,
+    pub mit_unwraps: u64,
+}
+
+/// This process's [`WrapStats`] so far.
+pub fn wrap_stats() -> WrapStats {
+    WrapStats {
+        own_wraps: OWN_WRAPS.load(Ordering::Relaxed),
+        own_unwraps: OWN_UNWRAPS.load(Ordering::Relaxed),
+        mit_wraps: MIT_WRAPS.load(Ordering::Relaxed),
+        mit_unwraps: MIT_UNWRAPS.load(Ordering::Relaxed),
+    }
+}
+
+enum Layer {
+    Mit,
+    Own(Box<CfxContext>),
+}
+
+impl Layer {
+    /// Our layer for the just-established `ctx` when it is enabled and the context's keys are
+    /// ones it implements (RFC 4121 with aes128/aes256-cts-hmac-sha1-96); MIT's otherwise
+    /// (logged once per process at debug, naming why).
+    fn for_context(ctx: &gss::Context, side: &str, own_wrap: bool) -> Layer {
+        if !own_wrap {
+            return Layer::Mit;
+        }
+        match Self::own(ctx) {
+            Ok((c, enctype, subkey)) => {
+                tracing::debug!(
+                    "Kerberos {side}: wrapping with our RFC 4121 layer (enctype {enctype}, \
+                     acceptor subkey: {subkey})"
+                );
+                Layer::Own(Box::new(c))
+            }
+            Err(why) => {
+                static ONCE: std::sync::Once = std::sync::Once::new();
+                ONCE.call_once(|| {
+                    tracing::debug!(
+                        "Kerberos {side}: MIT's gss_wrap/gss_unwrap stay in use ({why})"
+                    )
+                });
+                Layer::Mit
+            }
+        }
+    }
+
+    /// Our layer for `ctx`, its enctype and whether the acceptor asserted a subkey.
+    fn own(ctx: &gss::Context) -> Result<(CfxContext, i32, bool), String> {
+        let l = ctx.lucid()?;
+        if l.protocol != 1 {
+            return Err(format!(
+                "RFC 1964 tokens (enctype {}), not RFC 4121",
+                l.ctx_key.enctype
+            ));
+        }
+        fn key(k: &gss::Key) -> CfxKey<'_> {
+            CfxKey {
+                enctype: k.enctype,
+                key: &k.bytes,
+            }
+        }
+        let params = CfxParams {
+            initiator: l.initiator,
+            ctx_key: key(&l.ctx_key),
+            acceptor_subkey: l.acceptor_subkey.as_ref().map(key),
+            send_seq: l.send_seq,
+            recv_seq: l.recv_seq,
+        };
+        let mut seed = [0u8; 32];
+        crate::entropy::OsEntropy
+            .fill(&mut seed)
+            .map_err(|e| e.to_string())?;
+        let c = CfxContext::new(&params, &seed).map_err(|e| e.to_string());
+        seed.fill(0);
+        let base = params.acceptor_subkey.unwrap_or(params.ctx_key);
+        Ok((c?, base.enctype, params.acceptor_subkey.is_some()))
+    }
+
+    fn wrap(
+        &mut self,
+        ctx: &mut gss::Context,
+        confidential: bool,
+        plain: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), GssFailure> {
+        match self {
+            Layer::Own(c) => {
+                OWN_WRAPS.fetch_add(1, Ordering::Relaxed);
+                c.wrap(confidential, plain, out);
+                Ok(())
+            }
+            Layer::Mit => {
+                MIT_WRAPS.fetch_add(1, Ordering::Relaxed);
+                ctx.wrap(confidential, plain, out)
+            }
+        }
+    }
+
+    fn unwrap(
+        &mut self,
+        ctx: &mut gss::Context,
+        token: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), UnwrapFailure> {
+        match self {
+            Layer::Own(c) => {
+                OWN_UNWRAPS.fetch_add(1, Ordering::Relaxed);
+                match c.unwrap(token, out) {
+                    Ok(_) => Ok(()),
+                    Err(SaslError::Integrity(m)) => Err(UnwrapFailure::Own(m)),
+                    Err(e) => Err(UnwrapFailure::Own(e.to_string())),
+                }
+            }
+            Layer::Mit => {
+                MIT_UNWRAPS.fetch_add(1, Ordering::Relaxed);
+                ctx.unwrap(token, out).map_err(UnwrapFailure::Mit)
+            }
+        }
+    }
+}
+
+/// Why an unwrap failed: our layer's text, or MIT's status.
+enum UnwrapFailure {
+    Own(String),
+    Mit(GssFailure),
+}
+
+impl std::fmt::Display for UnwrapFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnwrapFailure::Own(m) => f.write_str(m),
+            UnwrapFailure::Mit(e) => e.fmt(f),
+        }
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // The accepting side: a server's Kerberos identity from its own keytab.
-
-/// `1.2.840.113554.1.2.2.1`, `GSS_KRB5_NT_PRINCIPAL_NAME`: a name is a Kerberos principal as
-/// written, `svc/host@REALM`.
-const KRB5_NT_PRINCIPAL_OID: [u8; 10] =
-    [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x01];
-/// `1.2.840.113554.1.2.2`, the Kerberos V5 mechanism.
-const KRB5_MECH_OID: [u8; 9] = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02];
 
 /// A server's accepting credentials on MIT krb5: the keys of `principal` read from `keytab`
 /// (`gss_acquire_cred_from` with a `keytab` credential store, so nothing process-wide such as
@@ -344,6 +521,8 @@ const KRB5_MECH_OID: [u8; 9] = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 
 pub struct MitAcceptors {
     principal: String,
     cred: Cred,
+    /// Our RFC 4121 layer (`Some(true)`), MIT's (`Some(false)`), or as [`OWN_WRAP_ENV`] says.
+    own_wrap: Option<bool>,
 }
 
 impl std::fmt::Debug for MitAcceptors {
@@ -352,16 +531,6 @@ impl std::fmt::Debug for MitAcceptors {
             .field("principal", &self.principal)
             .finish_non_exhaustive()
     }
-}
-
-fn major_err(major: u32, minor: u32) -> String {
-    libgssapi::error::Error {
-        major: libgssapi::error::MajorFlags::from_bits_retain(major),
-        minor,
-    }
-    .to_string()
-    .trim()
-    .to_string()
 }
 
 impl MitAcceptors {
@@ -388,15 +557,16 @@ impl MitAcceptors {
         Ok(Self {
             principal: principal.to_string(),
             cred,
+            own_wrap: None,
         })
     }
-}
 
-/// What a credential acquired by [`acquire_cred_from`] is for.
-#[derive(Debug, Clone, Copy)]
-enum Usage {
-    Initiate,
-    Accept,
+    /// Whether accepted contexts wrap and unwrap with our RFC 4121 layer (`true`, when the
+    /// enctype is one it implements) or MIT's (`false`), whatever [`OWN_WRAP_ENV`] says.
+    pub fn with_own_wrap(mut self, own: bool) -> Self {
+        self.own_wrap = Some(own);
+        self
+    }
 }
 
 /// A failed [`acquire_cred_from`]: MIT's text and its minor (krb5) code.
@@ -409,88 +579,20 @@ struct AcquireFailure {
 /// `gss_acquire_cred_from` for the Kerberos principal `principal` (imported as
 /// `GSS_KRB5_NT_PRINCIPAL_NAME`) with an explicit credential store (`keytab`, `client_keytab`,
 /// `ccache`, ...), so nothing process-wide (`KRB5_KTNAME`, `KRB5_CLIENT_KTNAME`, `KRB5CCNAME`)
-/// is read or changed. The one place this module calls the GSS-API's C functions directly
-/// (`libgssapi` has no safe wrapper for it).
+/// is read or changed.
 fn acquire_cred_from(
     principal: &str,
     usage: Usage,
     store: &[(&CStr, &CStr)],
 ) -> Result<Cred, AcquireFailure> {
-    use libgssapi_sys as sys;
-    let mut name_oid = sys::gss_OID_desc_struct {
-        length: KRB5_NT_PRINCIPAL_OID.len() as u32,
-        elements: KRB5_NT_PRINCIPAL_OID.as_ptr() as *mut std::ffi::c_void,
-    };
-    let mut mech_oid = sys::gss_OID_desc_struct {
-        length: KRB5_MECH_OID.len() as u32,
-        elements: KRB5_MECH_OID.as_ptr() as *mut std::ffi::c_void,
-    };
-    let mut mechs = sys::gss_OID_set_desc_struct {
-        count: 1,
-        elements: &mut mech_oid,
-    };
-    let mut name_buf = sys::gss_buffer_desc_struct {
-        length: principal.len(),
-        value: principal.as_ptr() as *mut std::ffi::c_void,
-    };
-    let mut minor: u32 = 0;
-    let mut name: sys::gss_name_t = std::ptr::null_mut();
-    // GSS only reads the buffer and OID (their `*mut` is the C API's lack of const) and
-    // writes the new name into `name`, which is released below.
-    let (buf_p, oid_p) = (&mut name_buf, &mut name_oid);
-    // SAFETY: every pointer is to a live local of the type the C signature names.
-    let major = unsafe { sys::gss_import_name(&mut minor, buf_p, oid_p, &mut name) };
-    if major != 0 {
-        return Err(AcquireFailure {
-            text: format!("bad principal name: {}", major_err(major, minor)),
-            minor,
-        });
-    }
-    let mut elements: Vec<sys::gss_key_value_element_struct> = store
-        .iter()
-        .map(|(k, v)| sys::gss_key_value_element_struct {
-            key: k.as_ptr(),
-            value: v.as_ptr(),
-        })
-        .collect();
-    let set = sys::gss_key_value_set_struct {
-        count: elements.len() as u32,
-        elements: elements.as_mut_ptr(),
-    };
-    let usage = match usage {
-        Usage::Initiate => sys::GSS_C_INITIATE,
-        Usage::Accept => sys::GSS_C_ACCEPT,
-    };
-    let mut cred: sys::gss_cred_id_t = std::ptr::null_mut();
-    // `mechs`, `set` (and the `elements` and C strings it points to, all borrowed for this
-    // call) are only read; `cred` receives a new credential handle or stays null;
-    // actual-mechs and time are not asked for.
-    // SAFETY: `name` is the name imported above; every other pointer is to a live local.
-    let major = unsafe {
-        sys::gss_acquire_cred_from(
-            &mut minor,
-            name,
-            sys::_GSS_C_INDEFINITE,
-            &mut mechs,
-            usage as sys::gss_cred_usage_t,
-            &set,
-            &mut cred,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        )
-    };
-    let (mut m2, mut name) = (0u32, name);
-    // SAFETY: `name` was imported above and is released exactly once.
-    unsafe { sys::gss_release_name(&mut m2, &mut name) };
-    if major != 0 || cred.is_null() {
-        return Err(AcquireFailure {
-            text: major_err(major, minor),
-            minor,
-        });
-    }
-    // SAFETY: `cred` is a valid credential handle just acquired; `Cred` takes ownership and
-    // releases it once on drop.
-    Ok(unsafe { Cred::from_c(cred) })
+    let name = NameHandle::principal(principal).map_err(|e| AcquireFailure {
+        text: format!("bad principal name: {e}"),
+        minor: e.minor,
+    })?;
+    Cred::acquire_from(Some(&name), usage, store).map_err(|e| AcquireFailure {
+        text: e.to_string(),
+        minor: e.minor,
+    })
 }
 
 impl GssAcceptorFactory for MitAcceptors {
@@ -500,34 +602,43 @@ impl GssAcceptorFactory for MitAcceptors {
 
     fn acceptor(&self) -> Result<Box<dyn GssAcceptor>, SaslError> {
         Ok(Box::new(MitAccepting {
-            ctx: ServerCtx::new(Some(self.cred.clone())),
+            ctx: gss::Context::new(),
+            cred: self.cred.clone(),
+            own_wrap: self.own_wrap.unwrap_or_else(own_wrap_enabled),
+            layer: Layer::Mit,
         }))
     }
 }
 
 struct MitAccepting {
-    ctx: ServerCtx,
+    ctx: gss::Context,
+    cred: Cred,
+    own_wrap: bool,
+    /// Who makes and checks the per-message tokens once the context is established.
+    layer: Layer,
 }
 
 impl GssAcceptor for MitAccepting {
     fn accept_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
-        match self.ctx.step(input, None) {
-            Ok(Some(tok)) => Ok(tok.to_vec()),
-            Ok(None) => Ok(Vec::new()),
-            Err(e) => Err(SaslError::Sasl(format!(
-                "GSS initiate failed: {}",
-                e.to_string().trim()
-            ))),
+        let was = self.ctx.is_established();
+        let tok = self
+            .ctx
+            .accept_step(&self.cred, input)
+            .map_err(|e| SaslError::Sasl(format!("GSS initiate failed: {e}")))?;
+        if !was && self.ctx.is_established() {
+            self.layer = Layer::for_context(&self.ctx, "server", self.own_wrap);
         }
+        Ok(tok)
     }
 
     fn is_established(&self) -> bool {
-        self.ctx.is_complete()
+        self.ctx.is_established()
     }
 
     fn initiator(&self) -> Result<String, SaslError> {
-        let info = self.ctx.info().map_err(|e| gss_err("inquire_context", e))?;
-        Ok(info.source_name.to_string())
+        self.ctx
+            .source_name()
+            .map_err(|e| gss_err("inquire_context", e))
     }
 
     fn wrap(
@@ -536,20 +647,15 @@ impl GssAcceptor for MitAccepting {
         plain: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), SaslError> {
-        let t = self
-            .ctx
-            .wrap(confidential, plain)
-            .map_err(|e| gss_err("wrap", e))?;
-        out.extend_from_slice(&t);
-        Ok(())
+        self.layer
+            .wrap(&mut self.ctx, confidential, plain, out)
+            .map_err(|e| gss_err("wrap", e))
     }
 
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        let p = self.ctx.unwrap(token).map_err(|e| {
-            SaslError::Integrity(format!("GSSAPI unwrap: {}", e.to_string().trim()))
-        })?;
-        out.extend_from_slice(&p);
-        Ok(())
+        self.layer
+            .unwrap(&mut self.ctx, token, out)
+            .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap: {e}")))
     }
 }
 

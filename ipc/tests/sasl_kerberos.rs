@@ -332,3 +332,103 @@ fn our_kerberos_server_with_our_client_at_every_protection_level() {
     assert_eq!((m.auth_successes, m.auth_failures), (3, 0), "{m:?}");
     server.shutdown();
 }
+
+/// Our RFC 4121 layer (`hadoop_wire::sasl::krb5_cfx` on the keys of MIT's lucid context)
+/// against MIT's `gss_wrap` / `gss_unwrap` in one process, both ways: our initiator with MIT's
+/// acceptor and MIT's initiator with our acceptor (and ours with ours, MIT's with MIT's), every
+/// message sealed and not, of many lengths, both directions; a tampered or replayed token of
+/// ours is refused by MIT, and one of MIT's by ours (MIT's duplicate-token status, only
+/// supplementary to GSS, is an error here too). The process counters say which layer did each
+/// wrap.
+#[test]
+fn our_rfc4121_layer_interoperates_with_mits_in_process() {
+    use hadoop_wire::sasl::gssapi::GssContextFactory;
+    use hadoop_wire::sasl::gssapi_server::GssAcceptorFactory;
+    use hadoop_wire::sasl::SaslError;
+    use ipc::kerberos::{wrap_stats, MitAcceptors, MitGss};
+
+    let peer = HDFS.lock().expect("Kerberized hdfs peer");
+    let k = peer.kerberos().expect("READY kerberos");
+    let dir = tempfile::tempdir().unwrap();
+    login_env(&k, &k.client_keytab, dir.path());
+    let establish = |own_client: bool, own_server: bool| {
+        let mut c = MitGss::new(Some(k.client_principal.clone()))
+            .with_own_wrap(own_client)
+            .client_context(&k.namenode_principal)
+            .expect("client context");
+        let mut a = MitAcceptors::from_keytab(&k.namenode_principal, &k.service_keytab)
+            .expect("acceptor keys")
+            .with_own_wrap(own_server)
+            .acceptor()
+            .expect("acceptor");
+        let mut tok = c.init_step(&[]).expect("init");
+        while !(c.is_established() && a.is_established()) {
+            let back = a.accept_step(&tok).expect("accept");
+            tok = c.init_step(&back).expect("init");
+        }
+        assert_eq!(a.initiator().unwrap(), k.client_principal);
+        (c, a)
+    };
+    for (own_client, own_server) in [(true, false), (false, true), (true, true), (false, false)] {
+        let (mut c, mut a) = establish(own_client, own_server);
+        let s0 = wrap_stats();
+        let mut n = 0u64;
+        for len in [0usize, 1, 15, 16, 17, 31, 32, 33, 100, 1000, 65536] {
+            let msg: Vec<u8> = (0..len).map(|i| (i * 31 + len) as u8).collect();
+            for sealed in [true, false] {
+                let (mut tok, mut out) = (Vec::new(), Vec::new());
+                c.wrap(sealed, &msg, &mut tok).unwrap();
+                a.unwrap(&tok, &mut out).unwrap_or_else(|e| {
+                    panic!("client {own_client} -> server {own_server}, {len} {sealed}: {e}")
+                });
+                assert_eq!(out, msg);
+                let (mut tok, mut out) = (Vec::new(), Vec::new());
+                a.wrap(sealed, &msg, &mut tok).unwrap();
+                c.unwrap(&tok, &mut out).unwrap_or_else(|e| {
+                    panic!("server {own_server} -> client {own_client}, {len} {sealed}: {e}")
+                });
+                assert_eq!(out, msg);
+                n += 2;
+            }
+        }
+        // a tampered token, then a replayed one, each way
+        let mut tok = Vec::new();
+        c.wrap(true, b"tamper with me", &mut tok).unwrap();
+        let last = tok.len() - 1;
+        tok[last] ^= 0x40;
+        let e = a.unwrap(&tok, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, SaslError::Integrity(_)), "{e:?}");
+        let mut tok = Vec::new();
+        a.wrap(false, b"replay me", &mut tok).unwrap();
+        c.unwrap(&tok, &mut Vec::new()).unwrap();
+        let e = c.unwrap(&tok, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, SaslError::Integrity(_)), "{e:?}");
+        eprintln!("client own={own_client} server own={own_server}: replay refused: {e}");
+        let m = e.to_string();
+        assert!(
+            m.contains("sequence number") || m.contains("duplicate"),
+            "the replay named: {m}"
+        );
+        let s1 = wrap_stats();
+        let own = u64::from(own_client) + u64::from(own_server);
+        let mit = 2 - own;
+        // n/2 wraps and n/2 unwraps per side, the tamper (1 wrap, 1 unwrap) and replay (1
+        // wrap, 2 unwraps) exchanges
+        assert_eq!(
+            (s1.own_wraps - s0.own_wraps) + (s1.mit_wraps - s0.mit_wraps),
+            n + 2
+        );
+        assert!(
+            s1.own_wraps - s0.own_wraps >= own * (n / 2),
+            "{s0:?} {s1:?}"
+        );
+        assert!(
+            s1.mit_wraps - s0.mit_wraps >= mit * (n / 2),
+            "{s0:?} {s1:?}"
+        );
+        assert_eq!(
+            (s1.own_unwraps - s0.own_unwraps) + (s1.mit_unwraps - s0.mit_unwraps),
+            n + 3
+        );
+    }
+}

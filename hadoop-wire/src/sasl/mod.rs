@@ -19,6 +19,7 @@ pub mod digest;
 pub mod gssapi;
 pub mod gssapi_server;
 pub mod kerberos_name;
+pub mod krb5_cfx;
 pub mod message;
 pub mod server;
 

@@ -32,6 +32,9 @@
 //! `hotpath.hdfs.client.direct-calls=false` at each level (every call over the shared
 //! `ipc::client` connection, whose reader thread hands each response to the caller, as Java's
 //! client does), the two in alternating order per round: the A/B of the direct calls.
+//! `--ab-mit-wrap` also runs ours (direct calls) with `HOTPATH_GSS_OWN_WRAP=0`, MIT krb5's
+//! `gss_wrap` / `gss_unwrap` instead of our RFC 4121 layer, alternating which runs first: the
+//! A/B of the per-message layer.
 //!
 //! The NameNode runs with `dfs.permissions.enabled=false` (NNThroughputBenchmark calls
 //! `setSafeMode`, which otherwise needs a superuser, and creates its files under `/`) and
@@ -86,6 +89,10 @@ pub struct Args {
     /// level, alternating which of the two runs first.
     #[arg(long)]
     ab_shared: bool,
+    /// Also run ours (direct calls) with MIT's `gss_wrap` / `gss_unwrap`
+    /// (`HOTPATH_GSS_OWN_WRAP=0`) at each level, alternating which of the two runs first.
+    #[arg(long)]
+    ab_mit_wrap: bool,
     /// One JSON object (every run and the medians) instead of the table.
     #[arg(long)]
     json: bool,
@@ -106,6 +113,8 @@ struct Row {
     ours: Figure,
     /// `--ab-shared`: ours with direct calls off.
     ours_shared: Option<Figure>,
+    /// `--ab-mit-wrap`: ours with MIT's per-message layer.
+    ours_mit_wrap: Option<Figure>,
     /// NNThroughputBenchmark without its busy-waiting main thread.
     nntb: Figure,
     /// NNThroughputBenchmark's whole process CPU per call, µs.
@@ -134,6 +143,7 @@ impl Row {
             })
         };
         let shared = fig(self.ours_shared);
+        let mit_wrap = fig(self.ours_mit_wrap);
         let same = self.auth_same_rate.map_or("null".into(), |(o, d)| {
             format!(
                 "{{\"ours\":{},\"filestatus_driver\":{}}}",
@@ -142,7 +152,7 @@ impl Row {
             )
         });
         format!(
-            "{{\"qop\":\"{}\",\"ours\":{{\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2}}},\"ours_shared\":{shared},\"nntb\":{{\"ops\":{},\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2},\"cpu_us_per_op_with_main_thread\":{:.2}}},\"filestatus_driver\":{d},\"ops_ratio\":{:.2},\"cpu_ratio\":{:.2},\"authentication_at_this_rate\":{same}}}",
+            "{{\"qop\":\"{}\",\"ours\":{{\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2}}},\"ours_shared\":{shared},\"ours_mit_wrap\":{mit_wrap},\"nntb\":{{\"ops\":{},\"ops_per_sec\":{:.1},\"cpu_us_per_op\":{:.2},\"cpu_us_per_op_with_main_thread\":{:.2}}},\"filestatus_driver\":{d},\"ops_ratio\":{:.2},\"cpu_ratio\":{:.2},\"authentication_at_this_rate\":{same}}}",
             self.qop,
             self.ours.ops_per_sec,
             self.ours.cpu_us,
@@ -208,9 +218,25 @@ pub fn run(args: Args) -> Result<()> {
             )
             .with_context(|| format!("NNThroughputBenchmark at {qop}"))?;
             created = true;
-            let run = |direct: bool| {
-                run_ours(peer.conf_dir(), &k, qop, &args, tmp.path(), None, direct)
-                    .with_context(|| format!("ours at {qop} (direct calls {direct})"))
+            let run_with = |direct: bool, own_wrap: bool| {
+                run_ours(
+                    peer.conf_dir(),
+                    &k,
+                    qop,
+                    &args,
+                    tmp.path(),
+                    None,
+                    (direct, own_wrap),
+                )
+                .with_context(|| {
+                    format!("ours at {qop} (direct calls {direct}, own wrap {own_wrap})")
+                })
+            };
+            let run = |direct: bool| run_with(direct, true);
+            let ours_mit_wrap_first = if args.ab_mit_wrap && round % 2 == 1 {
+                Some(run_with(true, false)?)
+            } else {
+                None
             };
             let (ours, ours_shared) = match (args.ab_shared, round % 2) {
                 (false, _) => (run(true)?, None),
@@ -222,6 +248,11 @@ pub fn run(args: Args) -> Result<()> {
                     let s = run(false)?;
                     (run(true)?, Some(s))
                 }
+            };
+            let ours_mit_wrap = match ours_mit_wrap_first {
+                Some(f) => Some(f),
+                None if args.ab_mit_wrap => Some(run_with(true, false)?),
+                None => None,
             };
             let driver = if args.no_driver {
                 None
@@ -242,7 +273,7 @@ pub fn run(args: Args) -> Result<()> {
                     &args,
                     tmp.path(),
                     Some(ours.ops_per_sec),
-                    true,
+                    (true, true),
                 )
                 .context("ours at authentication, paced")?;
                 let d = match driver {
@@ -267,6 +298,7 @@ pub fn run(args: Args) -> Result<()> {
                 qop: qop.clone(),
                 ours,
                 ours_shared,
+                ours_mit_wrap,
                 nntb,
                 nntb_cpu_all_us,
                 nntb_ops,
@@ -330,6 +362,13 @@ fn median_row<'a>(qop: &str, rows: impl Iterator<Item = &'a Row> + Clone) -> Row
             .then(|| Figure {
                 ops_per_sec: m(&|r| r.ours_shared.map_or(f64::NAN, |f| f.ops_per_sec)),
                 cpu_us: m(&|r| r.ours_shared.map_or(f64::NAN, |f| f.cpu_us)),
+            }),
+        ours_mit_wrap: rows
+            .clone()
+            .all(|r| r.ours_mit_wrap.is_some())
+            .then(|| Figure {
+                ops_per_sec: m(&|r| r.ours_mit_wrap.map_or(f64::NAN, |f| f.ops_per_sec)),
+                cpu_us: m(&|r| r.ours_mit_wrap.map_or(f64::NAN, |f| f.cpu_us)),
             }),
         nntb: Figure {
             ops_per_sec: m(&|r| r.nntb.ops_per_sec),
@@ -421,6 +460,28 @@ fn print_table(args: &Args, rows: &[Row], medians: &[Row], before: &str, after: 
                 "privacy / authentication client CPU per op, ours with direct calls off: {:.2}× (ops/s {:.2}×)",
                 p.cpu_us / a.cpu_us,
                 p.ops_per_sec / a.ops_per_sec
+            );
+        }
+    }
+    for r in medians {
+        if let Some(m) = r.ours_mit_wrap {
+            println!(
+                "{}: ours with MIT's gss_wrap/gss_unwrap (HOTPATH_GSS_OWN_WRAP=0): {:.0} ops/s, {:.1} µs/op; own layer / MIT's: ops/s {:.2}×, CPU per op {:.2}×",
+                r.qop,
+                m.ops_per_sec,
+                m.cpu_us,
+                r.ours.ops_per_sec / m.ops_per_sec,
+                r.ours.cpu_us / m.cpu_us,
+            );
+        }
+    }
+    if let (Some(a), Some(p)) = (find("authentication"), find("privacy")) {
+        if let (Some(am), Some(pm)) = (a.ours_mit_wrap, p.ours_mit_wrap) {
+            println!(
+                "privacy / authentication client CPU per op, ours with MIT's layer: {:.2}× (ops/s {:.2}×); with our own layer: {:.2}×",
+                pm.cpu_us / am.cpu_us,
+                pm.ops_per_sec / am.ops_per_sec,
+                p.ours.cpu_us / a.ours.cpu_us,
             );
         }
     }
@@ -635,7 +696,8 @@ fn nntb(
     ))
 }
 
-/// Ours: `hotpath-bench filestatus` as a child process at `qop`, with direct calls on or off.
+/// Ours: `hotpath-bench filestatus` as a child process at `qop`, with direct calls on or off,
+/// and our RFC 4121 layer or MIT's `gss_wrap` / `gss_unwrap` (`own_wrap`).
 fn run_ours(
     conf_dir: &Path,
     k: &Kerberos,
@@ -643,7 +705,7 @@ fn run_ours(
     args: &Args,
     tmp: &Path,
     rate: Option<f64>,
-    direct: bool,
+    (direct, own_wrap): (bool, bool),
 ) -> Result<Figure> {
     let exe = std::env::current_exe().context("locating hotpath-bench")?;
     let mut cmd = Command::new(exe);
@@ -670,6 +732,10 @@ fn run_ours(
             format!("FILE:{}", tmp.join(format!("ccache-ours-{qop}")).display()),
         )
         .env("HOTPATH_LOG", "warn")
+        .env(
+            ipc::kerberos::OWN_WRAP_ENV,
+            if own_wrap { "1" } else { "0" },
+        )
         .stdin(Stdio::null())
         .output()
         .context("running hotpath-bench filestatus")?;
