@@ -333,7 +333,7 @@ impl GssContext for MitContext {
             .map_err(|e| gss_err("wrap", e))
     }
 
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
         self.layer
             .unwrap(&mut self.ctx, token, out)
             .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap from {}: {e}", self.target)))
@@ -478,12 +478,12 @@ impl Layer {
         ctx: &mut gss::Context,
         token: &[u8],
         out: &mut Vec<u8>,
-    ) -> Result<(), UnwrapFailure> {
+    ) -> Result<bool, UnwrapFailure> {
         match self {
             Layer::Own(c) => {
                 OWN_UNWRAPS.fetch_add(1, Ordering::Relaxed);
                 match c.unwrap(token, out) {
-                    Ok(_) => Ok(()),
+                    Ok(sealed) => Ok(sealed),
                     Err(SaslError::Integrity(m)) => Err(UnwrapFailure::Own(m)),
                     Err(e) => Err(UnwrapFailure::Own(e.to_string())),
                 }
@@ -652,7 +652,7 @@ impl GssAcceptor for MitAccepting {
             .map_err(|e| gss_err("wrap", e))
     }
 
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
         self.layer
             .unwrap(&mut self.ctx, token, out)
             .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap: {e}")))

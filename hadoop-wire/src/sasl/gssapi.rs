@@ -54,8 +54,9 @@ pub trait GssContext: Send {
         plain: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), SaslError>;
-    /// Appends `gss_unwrap(token)` to `out`; a bad token is an error, never silently empty.
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError>;
+    /// Appends `gss_unwrap(token)` to `out` and returns its `conf_state` (whether the token
+    /// was sealed); a bad token is an error, never silently empty.
+    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError>;
 }
 
 /// Makes the initiating context for one connection, given the target service principal.
@@ -303,8 +304,24 @@ impl SecurityLayer for GssLayer {
     }
 
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        self.ctx.unwrap(token, out)
+        let before = out.len();
+        let sealed = self.ctx.unwrap(token, out)?;
+        require_sealed(self.qop, sealed).inspect_err(|_| out.truncate(before))
     }
+}
+
+/// At `auth-conf` every token after the negotiation must be sealed: one that is only
+/// integrity-protected is refused (the JDK's `GssKrb5Base.unwrap` refuses it too), so a peer
+/// cannot fall back to sending in the clear what was negotiated as private.
+pub(crate) fn require_sealed(qop: Qop, sealed: bool) -> Result<(), SaslError> {
+    if qop == Qop::AuthConf && !sealed {
+        return Err(SaslError::Integrity(
+            "GSSAPI: a token without confidentiality on a connection that negotiated privacy \
+             (auth-conf)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -352,11 +369,11 @@ mod tests {
             out.extend(wrap_fake(conf, plain));
             Ok(())
         }
-        fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+        fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
             match token.split_first() {
-                Some((0 | 1, rest)) => {
+                Some((&conf, rest)) if conf <= 1 => {
                     out.extend(rest.iter().map(|b| b ^ 0x5a));
-                    Ok(())
+                    Ok(conf == 1)
                 }
                 _ => Err(SaslError::Integrity("bad token".into())),
             }
@@ -423,6 +440,17 @@ mod tests {
         out.clear();
         layer.wrap(b"", &mut out).unwrap();
         assert!(out.is_empty(), "nothing wrapped for nothing");
+        let mut plain = Vec::new();
+        layer.unwrap(&wrap_fake(true, b"resp"), &mut plain).unwrap();
+        assert_eq!(plain, b"resp");
+        let e = layer
+            .unwrap(&wrap_fake(false, b"clear"), &mut plain)
+            .unwrap_err();
+        assert!(
+            matches!(&e, SaslError::Integrity(m) if m.contains("without confidentiality")),
+            "an integrity-only token at privacy is refused: {e}"
+        );
+        assert_eq!(plain, b"resp", "nothing of it delivered");
 
         let (mut c, reply) = run(vec![Qop::Auth], [1, 1, 0, 0]).unwrap();
         assert_eq!(

@@ -43,8 +43,9 @@ pub trait GssAcceptor: Send {
         plain: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), SaslError>;
-    /// Appends `gss_unwrap(token)` to `out`; a bad token is an error.
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError>;
+    /// Appends `gss_unwrap(token)` to `out` and returns its `conf_state` (whether the token
+    /// was sealed); a bad token is an error.
+    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError>;
 }
 
 /// The server's Kerberos identity: its principal and accepting contexts made with its keytab.
@@ -279,7 +280,9 @@ impl SecurityLayer for AcceptorLayer {
     }
 
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        self.ctx.unwrap(token, out)
+        let before = out.len();
+        let sealed = self.ctx.unwrap(token, out)?;
+        super::gssapi::require_sealed(self.qop, sealed).inspect_err(|_| out.truncate(before))
     }
 }
 
@@ -356,11 +359,11 @@ pub(crate) mod tests {
             out.extend(wrap_fake(conf, plain));
             Ok(())
         }
-        fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+        fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
             match token.split_first() {
-                Some((0 | 1, rest)) => {
+                Some((&conf, rest)) if conf <= 1 => {
                     out.extend(rest.iter().map(|b| b ^ 0x5a));
-                    Ok(())
+                    Ok(conf == 1)
                 }
                 _ => Err(SaslError::Integrity("GSSAPI unwrap: bad token".into())),
             }
@@ -412,6 +415,9 @@ pub(crate) mod tests {
                     l.unwrap(&wrap_fake(true, b"call"), &mut plain).unwrap();
                     assert_eq!(plain, b"call");
                     assert!(l.unwrap(&[7, 7], &mut plain).is_err());
+                    // integrity-only: accepted at auth-int, refused at auth-conf
+                    let clear = l.unwrap(&wrap_fake(false, b"more"), &mut plain);
+                    assert_eq!(clear.is_ok(), qop == Qop::AuthInt, "{clear:?}");
                 }
             }
             assert!(s.evaluate_response(b"again").is_err());
@@ -542,11 +548,11 @@ pub(crate) mod tests {
             out.extend(wrap_fake(c, p));
             Ok(())
         }
-        fn unwrap(&mut self, t: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
+        fn unwrap(&mut self, t: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
             match t.split_first() {
-                Some((0 | 1, rest)) => {
+                Some((&conf, rest)) if conf <= 1 => {
                     out.extend(rest.iter().map(|b| b ^ 0x5a));
-                    Ok(())
+                    Ok(conf == 1)
                 }
                 _ => Err(SaslError::Integrity("bad".into())),
             }

@@ -469,8 +469,8 @@ impl Context {
         Ok(())
     }
 
-    /// `gss_unwrap(token)`, appended to `out`.
-    pub fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), GssFailure> {
+    /// `gss_unwrap(token)`, appended to `out`; returns its `conf_state` (the token was sealed).
+    pub fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, GssFailure> {
         self.scratch.clear();
         self.scratch.extend_from_slice(token);
         let mut inb = sys::gss_buffer_desc_struct {
@@ -479,6 +479,7 @@ impl Context {
         };
         let mut plain = empty_buffer();
         let mut minor = 0u32;
+        let mut conf_state: std::os::raw::c_int = 0;
         // GSS reads (and may rewrite) the token copy in `self.scratch` and writes a new buffer
         // into `plain`, released below.
         // SAFETY: `self.ctx` is a live context (or null: GSS fails); `inb` points to
@@ -490,7 +491,7 @@ impl Context {
                 self.ctx,
                 &mut inb,
                 &mut plain,
-                ptr::null_mut(),
+                &mut conf_state,
                 ptr::null_mut(),
             )
         };
@@ -504,7 +505,7 @@ impl Context {
         if bad {
             return Err(GssFailure { major, minor });
         }
-        Ok(())
+        Ok(conf_state != 0)
     }
 
     /// The established context's keys and sequence numbers (MIT's lucid context, version 1),
