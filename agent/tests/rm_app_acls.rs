@@ -19,36 +19,10 @@ use serde_json::Value;
 
 #[path = "support/daemon.rs"]
 mod daemon;
-use daemon::{set_args, start_agent, Daemon};
+use daemon::{start_agent, Daemon};
 
 fn start_rm(extra: &[(&str, String)]) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
-    cmd.arg("rm")
-        .arg("--ready-line")
-        .arg("--metrics-port")
-        .arg("0");
-    cmd.args(set_args(&[
-        (
-            "yarn.resourcemanager.resource-tracker.address",
-            "127.0.0.1:0".into(),
-        ),
-        ("yarn.resourcemanager.address", "127.0.0.1:0".into()),
-        (
-            "yarn.resourcemanager.scheduler.address",
-            "127.0.0.1:0".into(),
-        ),
-        (
-            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
-            "200".into(),
-        ),
-        (
-            "hotpath.rm.completion-log.dir",
-            dir.path().join("log").display().to_string(),
-        ),
-    ]));
-    cmd.args(set_args(extra));
-    Daemon::spawn(cmd, dir)
+    daemon::start_rm_daemon("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", extra)
 }
 
 fn client_for(rm: &Daemon) -> Peer {

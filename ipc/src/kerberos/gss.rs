@@ -140,9 +140,8 @@ pub(crate) struct Cred(Arc<CredHandle>);
 
 struct CredHandle(sys::gss_cred_id_t);
 
-// SAFETY: MIT's credential handles may be used from several threads at once (each context
-// only reads its credential; the ticket caches lock themselves); `libgssapi`'s `Cred` makes
-// the same promise.
+// SAFETY: MIT's credential handles may be used from several threads at once (contexts only
+// read them; ticket caches lock themselves), as `libgssapi`'s `Cred` also promises.
 unsafe impl Send for CredHandle {}
 // SAFETY: as above.
 unsafe impl Sync for CredHandle {}
@@ -482,9 +481,8 @@ impl Context {
         let mut conf_state: std::os::raw::c_int = 0;
         // GSS reads (and may rewrite) the token copy in `self.scratch` and writes a new buffer
         // into `plain`, released below.
-        // SAFETY: `self.ctx` is a live context (or null: GSS fails); `inb` points to
-        // `self.scratch`, writable for its length and not otherwise borrowed during the call;
-        // every other pointer is to a live local or null.
+        // SAFETY: `self.ctx` is live (or null: GSS fails); `inb` points to `self.scratch`, writable
+        // and unborrowed for the call; every other pointer is a live local or null.
         let major = unsafe {
             sys::gss_unwrap(
                 &mut minor,
@@ -551,9 +549,8 @@ impl Context {
             }
             p
         };
-        // SAFETY: `lctx` points to the v1 structure MIT allocated for us (its layout is
-        // `gss_krb5_lucid_context_v1_t` in gssapi_krb5.h, mirrored by `LucidV1`), alive until
-        // freed below; the key buffers it points to hold `length` bytes each.
+        // SAFETY: `lctx` is MIT's v1 struct (`gss_krb5_lucid_context_v1_t`, mirrored by
+        // `LucidV1`), alive until freed below; each key buffer it points to holds `length` bytes.
         let copied = unsafe {
             let l = &*lctx;
             if l.version != 1 {
