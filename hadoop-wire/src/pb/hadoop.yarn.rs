@@ -414,6 +414,63 @@ pub struct ApplicationReportProto {
     pub rm_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplicationAttemptReportProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub host: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "3")]
+    pub rpc_port: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "4")]
+    pub tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5", default = "N/A")]
+    pub diagnostics: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "YarnApplicationAttemptStateProto", optional, tag = "6")]
+    pub yarn_application_attempt_state: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "7")]
+    pub am_container_id: ::core::option::Option<ContainerIdProto>,
+    #[prost(string, optional, tag = "8")]
+    pub original_tracking_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "9")]
+    pub start_time: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "10")]
+    pub finish_time: ::core::option::Option<i64>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ContainerReportProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_id: ::core::option::Option<ContainerIdProto>,
+    #[prost(message, optional, tag = "2")]
+    pub resource: ::core::option::Option<ResourceProto>,
+    #[prost(message, optional, tag = "3")]
+    pub node_id: ::core::option::Option<NodeIdProto>,
+    #[prost(message, optional, tag = "4")]
+    pub priority: ::core::option::Option<PriorityProto>,
+    #[prost(int64, optional, tag = "5")]
+    pub creation_time: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "6")]
+    pub finish_time: ::core::option::Option<i64>,
+    #[prost(string, optional, tag = "7", default = "N/A")]
+    pub diagnostics_info: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "8")]
+    pub log_url: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "9")]
+    pub container_exit_status: ::core::option::Option<i32>,
+    #[prost(enumeration = "ContainerStateProto", optional, tag = "10")]
+    pub container_state: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "11")]
+    pub node_http_address: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(
+        enumeration = "ExecutionTypeProto",
+        optional,
+        tag = "12",
+        default = "Guaranteed"
+    )]
+    pub execution_type: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "13")]
+    pub exposed_ports: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct AppTimeoutsMapProto {
     #[prost(enumeration = "ApplicationTimeoutTypeProto", optional, tag = "1")]
     pub application_timeout_type: ::core::option::Option<i32>,
@@ -1424,6 +1481,59 @@ impl YarnApplicationStateProto {
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
+pub enum YarnApplicationAttemptStateProto {
+    AppAttemptNew = 1,
+    AppAttemptSubmitted = 2,
+    AppAttemptScheduled = 3,
+    AppAttemptAllocatedSaving = 4,
+    AppAttemptAllocated = 5,
+    AppAttemptLaunched = 6,
+    AppAttemptFailed = 7,
+    AppAttemptRunning = 8,
+    AppAttemptFinishing = 9,
+    AppAttemptFinished = 10,
+    AppAttemptKilled = 11,
+}
+impl YarnApplicationAttemptStateProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::AppAttemptNew => "APP_ATTEMPT_NEW",
+            Self::AppAttemptSubmitted => "APP_ATTEMPT_SUBMITTED",
+            Self::AppAttemptScheduled => "APP_ATTEMPT_SCHEDULED",
+            Self::AppAttemptAllocatedSaving => "APP_ATTEMPT_ALLOCATED_SAVING",
+            Self::AppAttemptAllocated => "APP_ATTEMPT_ALLOCATED",
+            Self::AppAttemptLaunched => "APP_ATTEMPT_LAUNCHED",
+            Self::AppAttemptFailed => "APP_ATTEMPT_FAILED",
+            Self::AppAttemptRunning => "APP_ATTEMPT_RUNNING",
+            Self::AppAttemptFinishing => "APP_ATTEMPT_FINISHING",
+            Self::AppAttemptFinished => "APP_ATTEMPT_FINISHED",
+            Self::AppAttemptKilled => "APP_ATTEMPT_KILLED",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "APP_ATTEMPT_NEW" => Some(Self::AppAttemptNew),
+            "APP_ATTEMPT_SUBMITTED" => Some(Self::AppAttemptSubmitted),
+            "APP_ATTEMPT_SCHEDULED" => Some(Self::AppAttemptScheduled),
+            "APP_ATTEMPT_ALLOCATED_SAVING" => Some(Self::AppAttemptAllocatedSaving),
+            "APP_ATTEMPT_ALLOCATED" => Some(Self::AppAttemptAllocated),
+            "APP_ATTEMPT_LAUNCHED" => Some(Self::AppAttemptLaunched),
+            "APP_ATTEMPT_FAILED" => Some(Self::AppAttemptFailed),
+            "APP_ATTEMPT_RUNNING" => Some(Self::AppAttemptRunning),
+            "APP_ATTEMPT_FINISHING" => Some(Self::AppAttemptFinishing),
+            "APP_ATTEMPT_FINISHED" => Some(Self::AppAttemptFinished),
+            "APP_ATTEMPT_KILLED" => Some(Self::AppAttemptKilled),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
 pub enum FinalApplicationStatusProto {
     AppUndefined = 0,
     AppSucceeded = 1,
@@ -2010,6 +2120,48 @@ pub struct GetQueueInfoRequestProto {
 pub struct GetQueueInfoResponseProto {
     #[prost(message, optional, tag = "1")]
     pub queue_info: ::core::option::Option<QueueInfoProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetApplicationAttemptReportRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetApplicationAttemptReportResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_attempt_report: ::core::option::Option<
+        ApplicationAttemptReportProto,
+    >,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetApplicationAttemptsRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_id: ::core::option::Option<ApplicationIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetApplicationAttemptsResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub application_attempts: ::prost::alloc::vec::Vec<ApplicationAttemptReportProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetContainerReportRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_id: ::core::option::Option<ContainerIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetContainerReportResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub container_report: ::core::option::Option<ContainerReportProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetContainersRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetContainersResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub containers: ::prost::alloc::vec::Vec<ContainerReportProto>,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]

@@ -4428,6 +4428,168 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ApplicationAttemptReportProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationAttemptReportProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_attempt_id",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "host",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "rpc_port",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "tracking_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "diagnostics",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "yarn_application_attempt_state",
+                    kind: Kind::Enum(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "am_container_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "original_tracking_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "startTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "finishTime",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+            required: 0x0,
+            fast: fast_ApplicationAttemptReportProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationAttemptReportProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x18) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x2a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x40 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x50) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationAttemptReportProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationAttemptReportProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ApplicationIdProto: Schema = Schema {
             name: "hadoop.yarn.ApplicationIdProto",
             fields: &[
@@ -6003,6 +6165,186 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ContainerReportProto: Schema = Schema {
+            name: "hadoop.yarn.ContainerReportProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "container_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "resource",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "node_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "priority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "creation_time",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "finish_time",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "diagnostics_info",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 8,
+                    name: "log_url",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 9,
+                    name: "container_exit_status",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 10,
+                    name: "container_state",
+                    kind: Kind::Enum(&[1, 2, 3]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 11,
+                    name: "node_http_address",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 12,
+                    name: "executionType",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 13,
+                    name: "exposed_ports",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+            required: 0x0,
+            fast: fast_ContainerReportProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ContainerReportProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x4 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x4;
+                    }
+                    Some(0x22) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x8 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x3a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(0x42) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x80;
+                    }
+                    Some(0x48) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x100;
+                    }
+                    Some(0x50) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x200;
+                    }
+                    Some(0x5a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x400;
+                    }
+                    Some(0x60) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x800;
+                    }
+                    Some(0x6a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1000;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerReportProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&ContainerReportProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static ContainerRetryContextProto: Schema = Schema {
             name: "hadoop.yarn.ContainerRetryContextProto",
             fields: &[
@@ -6696,6 +7038,260 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static GetApplicationAttemptReportRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationAttemptReportRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_attempt_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationAttemptReportRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationAttemptReportRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationAttemptReportResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationAttemptReportResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_attempt_report",
+                kind: Kind::Message(
+                    &crate::pb::schema::hadoop::yarn::ApplicationAttemptReportProto,
+                ),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationAttemptReportResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationAttemptReportResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptReportProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationAttemptsRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationAttemptsRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationAttemptsRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationAttemptsRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetApplicationAttemptsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetApplicationAttemptsResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_attempts",
+                kind: Kind::Message(
+                    &crate::pb::schema::hadoop::yarn::ApplicationAttemptReportProto,
+                ),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetApplicationAttemptsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetApplicationAttemptsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptReportProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetApplicationAttemptsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetApplicationReportRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetApplicationReportRequestProto",
             fields: &[Field {
@@ -7292,6 +7888,128 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static GetContainerReportRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainerReportRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "container_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetContainerReportRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainerReportRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerReportRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetContainerReportResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainerReportResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "container_report",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerReportProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetContainerReportResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainerReportResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ContainerReportProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetContainerReportResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetContainerStatusesRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetContainerStatusesRequestProto",
             fields: &[Field {
@@ -7418,6 +8136,104 @@ pub mod hadoop {
                             seen,
                             depth,
                         )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetContainersRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainersRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_attempt_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetContainersRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainersRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetContainersRequestProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetContainersRequestProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetContainersResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetContainersResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "containers",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerReportProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetContainersResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetContainersResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ContainerReportProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetContainersResponseProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&GetContainersResponseProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
