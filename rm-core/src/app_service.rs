@@ -18,16 +18,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use hadoop_wire::pb::hadoop::yarn::{
-    AllocateRequestProto, ApplicationReportProto, ApplicationsRequestScopeProto,
-    FinishApplicationMasterRequestProto, FinishApplicationMasterResponseProto,
-    GetApplicationReportRequestProto, GetApplicationReportResponseProto,
-    GetApplicationsRequestProto, GetApplicationsResponseProto, GetClusterMetricsResponseProto,
-    GetClusterNodesRequestProto, GetClusterNodesResponseProto, GetNewApplicationResponseProto,
-    GetQueueInfoRequestProto, GetQueueInfoResponseProto, KillApplicationRequestProto,
-    KillApplicationResponseProto, NodeReportProto, NodeStateProto, QueueInfoProto, QueueStateProto,
+    AllocateRequestProto, ApplicationAttemptIdProto, ApplicationReportProto,
+    ApplicationsRequestScopeProto, FinishApplicationMasterRequestProto,
+    FinishApplicationMasterResponseProto, GetApplicationAttemptReportRequestProto,
+    GetApplicationAttemptReportResponseProto, GetApplicationAttemptsRequestProto,
+    GetApplicationAttemptsResponseProto, GetApplicationReportRequestProto,
+    GetApplicationReportResponseProto, GetApplicationsRequestProto, GetApplicationsResponseProto,
+    GetClusterMetricsResponseProto, GetClusterNodesRequestProto, GetClusterNodesResponseProto,
+    GetContainerReportRequestProto, GetContainerReportResponseProto, GetContainersRequestProto,
+    GetContainersResponseProto, GetNewApplicationResponseProto, GetQueueInfoRequestProto,
+    GetQueueInfoResponseProto, KillApplicationRequestProto, KillApplicationResponseProto,
+    NodeReportProto, NodeStateProto, QueueInfoProto, QueueStateProto,
     RegisterApplicationMasterRequestProto, SubmitApplicationRequestProto,
     SubmitApplicationResponseProto, YarnClusterMetricsProto,
 };
+use hadoop_wire::token::identifier::{attempt_from_proto, container_from_proto};
 use hadoop_wire::token::{AmrmTokenIdentifier, TokenIdentifier};
 use hadoop_wire::yarn::ids::{AppId, AttemptId};
 use hadoop_wire::yarn::{
@@ -46,6 +51,7 @@ use crate::apps::{
 };
 use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
+use crate::reports;
 use crate::state_store::{AmAllocatedRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
 
@@ -784,6 +790,7 @@ pub fn register_client(
                 .map_err(CallError::from)
         },
     );
+    register_reports(reg, rt, acls.clone());
     let (r, policy) = (rt.clone(), acls);
     reg.register(
         p,
@@ -844,6 +851,159 @@ pub fn register_client(
                         ..Default::default()
                     }),
                 })
+                .map_err(CallError::from)
+        },
+    );
+}
+
+/// Runs `f` on application `id` for the caller: Java's `verifyUserAccessForRMApp` (an unknown
+/// application is `ApplicationNotFoundException`) then `checkAccess` for VIEW_APP, refused as
+/// `YarnException` "User … does not have privilege to see this {what}". Without ACLs
+/// (`policy` None) everyone may.
+fn viewing<R>(
+    r: &AppsRt,
+    policy: &Option<Arc<AclPolicy>>,
+    call: &Call<'_>,
+    id: AppId,
+    what: &dyn std::fmt::Display,
+    f: impl Fn(&Apps, &RmApp) -> Result<R, AppError>,
+) -> Result<R, CallError> {
+    let user = call.user.unwrap_or("dr.who");
+    let run = |who: Option<&Caller<'_>>| {
+        let apps = lock(&r.apps);
+        let app = apps.app(id).ok_or_else(|| Apps::not_found(id))?;
+        if let (Some(pol), Some(who)) = (policy, who) {
+            if !may(pol, who, app, AccessType::ViewApp) {
+                return Err(AppError {
+                    class: exc::YARN,
+                    message: format!("User {user} does not have privilege to see this {what}"),
+                });
+            }
+        }
+        f(&apps, app)
+    };
+    match policy {
+        None => run(None),
+        Some(pol) => with_caller(pol, user, |who| run(Some(who))),
+    }
+    .map_err(call_error)
+}
+
+/// `getApplicationAttemptReport`, `getApplicationAttempts`, `getContainerReport` and
+/// `getContainers` ([`crate::reports`]).
+fn register_reports(reg: &mut Registry, rt: &AppsRt, acls: Option<Arc<AclPolicy>>) {
+    let (p, v) = (APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION);
+    let attempt_id = |p: Option<&ApplicationAttemptIdProto>| {
+        p.and_then(attempt_from_proto).ok_or_else(|| {
+            CallError::application(
+                exc::ILLEGAL_ARGUMENT,
+                "Invalid application attempt id: null",
+            )
+        })
+    };
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_APPLICATION_ATTEMPT_REPORT,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetApplicationAttemptReportRequestProto = decode(c)?;
+            let id = attempt_id(req.application_attempt_id.as_ref())?;
+            let rep = viewing(
+                &r,
+                &policy,
+                c,
+                id.app,
+                &format_args!("attempt {id}"),
+                |_, app| reports::attempt(app, id).map(reports::attempt_report),
+            )?;
+            reply
+                .message(&GetApplicationAttemptReportResponseProto {
+                    application_attempt_report: Some(rep),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_APPLICATION_ATTEMPTS,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetApplicationAttemptsRequestProto = decode(c)?;
+            let id = app_id(req.application_id.as_ref())?;
+            let list = viewing(
+                &r,
+                &policy,
+                c,
+                id,
+                &format_args!("application {id}"),
+                |_, app| Ok(app.attempts.iter().map(reports::attempt_report).collect()),
+            )?;
+            reply
+                .message(&GetApplicationAttemptsResponseProto {
+                    application_attempts: list,
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_CONTAINER_REPORT,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetContainerReportRequestProto = decode(c)?;
+            let id = req
+                .container_id
+                .as_ref()
+                .and_then(container_from_proto)
+                .ok_or_else(|| {
+                    CallError::application(
+                        reports::CONTAINER_NOT_FOUND,
+                        "Invalid container id: null",
+                    )
+                })?;
+            let (app_id, attempt) = (
+                id.app,
+                AttemptId {
+                    app: id.app,
+                    attempt: id.attempt,
+                },
+            );
+            let rep = viewing(
+                &r,
+                &policy,
+                c,
+                app_id,
+                &format_args!("application {app_id}"),
+                |apps, app| reports::container(apps, app, reports::attempt(app, attempt)?, id),
+            )?;
+            reply
+                .message(&GetContainerReportResponseProto {
+                    container_report: Some(rep),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls);
+    reg.register(
+        p,
+        v,
+        acp::GET_CONTAINERS,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetContainersRequestProto = decode(c)?;
+            let id = attempt_id(req.application_attempt_id.as_ref())?;
+            let list = viewing(
+                &r,
+                &policy,
+                c,
+                id.app,
+                &format_args!("application {}", id.app),
+                |apps, app| Ok(reports::containers(apps, app, reports::attempt(app, id)?)),
+            )?;
+            reply
+                .message(&GetContainersResponseProto { containers: list })
                 .map_err(CallError::from)
         },
     );

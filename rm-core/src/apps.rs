@@ -482,6 +482,12 @@ pub struct Attempt {
     pub am_exit_status: Option<i32>,
     pub final_status: Option<FinalApplicationStatusProto>,
     pub progress: f32,
+    /// Wall-clock ms when the attempt started (`RMAppAttemptImpl.startTime`). After a restart:
+    /// its AM's allocation time from the state store, else the application's submission.
+    pub start_ms: u64,
+    /// Wall-clock ms when it reached a final state; 0 before (and for an attempt that ended
+    /// before a restart without ending its application: the store does not keep it).
+    pub finish_ms: u64,
     /// Shared with the caller that encodes it: a resent request gets it again, and neither
     /// the answer nor its repeat copies the message.
     last_response: Option<Arc<AllocateResponseProto>>,
@@ -500,8 +506,8 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    /// A new attempt whose containers carry `epoch`.
-    fn new(id: AttemptId, epoch: i64) -> Attempt {
+    /// A new attempt whose containers carry `epoch`, started at `start_ms` (wall clock).
+    fn new(id: AttemptId, epoch: i64, start_ms: u64) -> Attempt {
         Attempt {
             id,
             state: AttemptState::Scheduled,
@@ -514,6 +520,8 @@ impl Attempt {
             am_exit_status: None,
             final_status: None,
             progress: 0.0,
+            start_ms,
+            finish_ms: 0,
             last_response: None,
             asks: BTreeMap::new(),
             blacklist: HashSet::new(),
@@ -1120,7 +1128,11 @@ impl Apps {
                 app: id,
                 attempt: n,
             };
-            let mut at = Attempt::new(aid, self.epoch);
+            let start = rat
+                .allocated
+                .as_ref()
+                .map_or(ra.submitted.submit_ms, |al| al.allocated_ms);
+            let mut at = Attempt::new(aid, self.epoch, start);
             if let Some(al) = &rat.allocated {
                 let node = NodeKey::new(&al.host, al.port);
                 let c = ContainerId {
@@ -1161,6 +1173,9 @@ impl Apps {
                 .unwrap_or(FinalApplicationStatusProto::AppUndefined);
             app.diagnostics = e.diagnostics.clone();
             app.finish_ms = e.finish_ms;
+            if let Some(last) = app.attempts.last_mut() {
+                last.finish_ms = e.finish_ms;
+            }
             if !app.state.is_final() {
                 // FINISHING was stored as FINISHED; anything else is not a final record.
                 app.state = AppState::Finished;
@@ -1183,6 +1198,7 @@ impl Apps {
                     attempt: 1,
                 },
                 self.epoch,
+                now_ms,
             )),
             Some((_, AttemptState::Launched)) => {
                 let at = app.attempts.last_mut().expect("last exists");
@@ -1200,6 +1216,7 @@ impl Apps {
                         attempt: n + 1,
                     },
                     self.epoch,
+                    now_ms,
                 ));
             }
             Some((_, s)) => {
@@ -1586,6 +1603,7 @@ impl Apps {
             return;
         }
         at.state = to;
+        at.finish_ms = now_ms;
         if !diag.is_empty() {
             at.diagnostics = diag.clone();
         }
@@ -1625,7 +1643,7 @@ impl Apps {
                         app: app.id,
                         attempt: app.attempts.len() as i32 + 1,
                     };
-                    app.attempts.push(Attempt::new(next, self.epoch));
+                    app.attempts.push(Attempt::new(next, self.epoch, now_ms));
                     app.state = AppState::Accepted;
                     self.unplaced = true;
                 } else {
@@ -1934,6 +1952,7 @@ impl Apps {
                     attempt: 1,
                 },
                 self.epoch,
+                now_ms,
             ));
             self.unplaced = true;
         }
@@ -2934,6 +2953,64 @@ mod tests {
         assert!(!a.gate().load(Ordering::Relaxed), "nothing in flight");
         assert_eq!(a.node(&h1).unwrap().used, Res::default());
         assert_eq!(a.node(&h2).unwrap().used, Res::default());
+    }
+
+    #[test]
+    fn attempt_and_container_reports_follow_the_attempts() {
+        use crate::reports;
+        use hadoop_wire::pb::hadoop::yarn::YarnApplicationAttemptStateProto as Y;
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        let app = a.app(id).unwrap();
+        let r = reports::attempt_report(&app.attempts[0]);
+        assert_eq!(
+            r.yarn_application_attempt_state,
+            Some(Y::AppAttemptRunning as i32)
+        );
+        assert_eq!((r.start_time, r.finish_time), (Some(10), Some(0)));
+        let am = app.attempts[0].am_container.unwrap();
+        assert_eq!(r.am_container_id, Some(am.to_proto()));
+        let live = reports::containers(&a, app, &app.attempts[0]);
+        assert_eq!(live.len(), 1);
+        let c = &live[0];
+        assert_eq!(
+            c.container_state,
+            Some(ContainerStateProto::CRunning as i32)
+        );
+        assert_eq!(c.node_http_address.as_deref(), Some("http://h1:8042"));
+        assert_eq!(
+            c.log_url.as_deref(),
+            Some(format!("http://h1:8042/node/containerlogs/{am}/alice").as_str())
+        );
+        assert_eq!((c.creation_time, c.finish_time), (Some(20), Some(0)));
+        assert!(reports::container(&a, app, &app.attempts[0], am).is_ok());
+        // The AM exits: its attempt FAILED at that time, without live containers (a completed
+        // container is "not found", as the scheduler forgets it); the retry started then.
+        update(&mut a, &NodeKey::new("h1", 1), &[(am, 3)], 100);
+        let app = a.app(id).unwrap();
+        let r = reports::attempt_report(&app.attempts[0]);
+        assert_eq!(
+            r.yarn_application_attempt_state,
+            Some(Y::AppAttemptFailed as i32)
+        );
+        assert_eq!(r.finish_time, Some(100));
+        assert!(reports::containers(&a, app, &app.attempts[0]).is_empty());
+        let e = reports::container(&a, app, &app.attempts[0], am).unwrap_err();
+        assert_eq!(e.class, reports::CONTAINER_NOT_FOUND);
+        assert_eq!(
+            e.message,
+            format!("Container with id '{am}' doesn't exist in RM.")
+        );
+        assert_eq!(app.attempts[1].start_ms, 100);
+        let second = AttemptId { attempt: 2, ..at };
+        assert!(reports::attempt(app, second).is_ok());
+        let third = AttemptId { attempt: 3, ..at };
+        let e = reports::attempt(app, third).unwrap_err();
+        assert_eq!(e.class, exc::ATTEMPT_NOT_FOUND);
+        assert_eq!(
+            e.message,
+            format!("ApplicationAttempt with id '{third}' doesn't exist in RM.")
+        );
     }
 
     #[test]

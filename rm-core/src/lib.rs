@@ -46,7 +46,8 @@
 //!   [`am_launcher`] starts AM containers on their NodeManagers (container token and NMToken
 //!   minted under the tracker's rolling keys, the AMRMToken in the launch credentials);
 //!   [`app_service`] serves ApplicationClientProtocol and ApplicationMasterProtocol (TOKEN
-//!   auth by AMRMToken) on their own `ipc` servers. The heartbeat path reaches the scheduler
+//!   auth by AMRMToken) on their own `ipc` servers, building attempt and container reports
+//!   with [`reports`]. The heartbeat path reaches the scheduler
 //!   only while an application is in flight (NODE_UPDATE: completions, then allocation); the
 //!   tracker holds a scheduled application's acknowledgements until its AM pulled the
 //!   completion (trap 1). [`service::RmService::start_with_apps`] wires them in.
@@ -72,6 +73,7 @@ pub mod mailbox;
 pub mod master_key;
 pub mod metrics;
 pub mod node;
+pub mod reports;
 pub mod response;
 pub mod service;
 pub mod shard;
