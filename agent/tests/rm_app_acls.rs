@@ -183,6 +183,54 @@ fn with_acls_on_bob_views_carol_gets_the_reduced_report_and_only_owner_or_admin_
             "{e:?}"
         );
     }
+    // yarn applicationattempt / container: bob (VIEW_APP) sees the attempt and its containers,
+    // carol gets Java's refusal.
+    let attempt = format!("appattempt_{}_000001", &id["application_".len()..]);
+    let cli_as = |client: &mut Peer, user: &str, args: &str| -> (i64, String) {
+        match client.command(&format!("as {user} cli {args}")) {
+            Ok(v) => (
+                v["exit_code"].as_i64().unwrap(),
+                format!("{}{}", v["stdout"], v["stderr"]),
+            ),
+            Err(e) => (-1000, e.to_string()),
+        }
+    };
+    let (rc, out) = cli_as(
+        &mut client,
+        "bob",
+        &format!("applicationattempt -list {id}"),
+    );
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains(&attempt) && out.contains("RUNNING"), "{out}");
+    let (rc, out) = cli_as(&mut client, "bob", &format!("container -list {attempt}"));
+    assert_eq!(rc, 0, "{out}");
+    let am = format!("container_{}_01_000001", &id["application_".len()..]);
+    assert!(out.contains(&am) && out.contains("RUNNING"), "{out}");
+    for args in [
+        format!("applicationattempt -list {id}"),
+        format!("container -list {attempt}"),
+    ] {
+        let (rc, out) = cli_as(&mut client, "carol", &args);
+        assert_ne!(rc, 0, "{args}: {out}");
+        assert!(
+            out.contains(&format!(
+                "User carol does not have privilege to see this application {id}"
+            )),
+            "{args}: {out}"
+        );
+    }
+    let (rc, out) = cli_as(
+        &mut client,
+        "carol",
+        &format!("applicationattempt -status {attempt}"),
+    );
+    assert_ne!(rc, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "User carol does not have privilege to see this attempt {attempt}"
+        )),
+        "{out}"
+    );
     // hotpath app as carol: the refusal, said as such; status shows the reduced report
     let (code, out, err) = hotpath_app(&rm, "carol", "kill", &id);
     assert_eq!(code, 5, "stdout {out} stderr {err}");

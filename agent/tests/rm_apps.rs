@@ -475,11 +475,77 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
         e.contains("SIMPLE authentication is not enabled.  Available:[TOKEN]"),
         "{e}"
     );
+    // yarn applicationattempt / yarn container: the attempt and its live containers.
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -list {id}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(
+        out.contains("Total number of application attempts :1"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains(&attempt) && l.contains("RUNNING") && l.contains(&am)),
+        "{out}"
+    );
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -status {attempt}"));
+    assert_eq!(rc, 0, "{out}");
+    for want in [
+        format!("ApplicationAttempt-Id : {attempt}"),
+        "State : RUNNING".into(),
+        format!("AMContainer : {am}"),
+    ] {
+        assert!(out.contains(&want), "{want} not in {out}");
+    }
+    let (rc, out) = cli(&mut c, &format!("container -list {attempt}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Total number of containers :3"), "{out}");
+    let listed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("container_"))
+        .collect();
+    assert_eq!(listed.len(), 3, "{out}");
+    assert!(listed.iter().all(|l| l.contains("RUNNING")), "{out}");
+    assert!(listed.iter().any(|l| l.contains(&am)), "{out}");
+    let (rc, out) = cli(&mut c, &format!("container -status {am}"));
+    assert_eq!(rc, 0, "{out}");
+    for want in [
+        format!("Container-Id : {am}"),
+        "State : RUNNING".into(),
+        "Execution-Type : GUARANTEED".into(),
+        format!("/node/containerlogs/{am}/root"),
+    ] {
+        assert!(out.contains(&want), "{want} not in {out}");
+    }
+    let gone = format!("container_{ts}_01_000099");
+    let (rc, out) = cli(&mut c, &format!("container -status {gone}"));
+    assert_ne!(rc, 0, "{out}");
+    assert!(
+        out.contains(&format!("Container with id '{gone}' doesn't exist")),
+        "{out}"
+    );
+    let (rc, out) = cli(
+        &mut c,
+        &format!("applicationattempt -status appattempt_{ts}_000002"),
+    );
+    assert_ne!(rc, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "Application Attempt with id 'appattempt_{ts}_000002' doesn't exist"
+        )),
+        "{out}"
+    );
     let (rc, out) = cli(&mut c, &format!("application -kill {id}"));
     assert_eq!(rc, 0, "{out}");
     assert!(out.contains(&format!("Killing application {id}")), "{out}");
     let r = c.client.command(&format!("app-report {id}")).unwrap();
     assert_eq!(r["state"], "KILLED", "{r}");
+    // The killed attempt: KILLED with a finish time, and no live containers left.
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -status {attempt}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("State : KILLED"), "{out}");
+    let (rc, out) = cli(&mut c, &format!("container -list {attempt}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Total number of containers :0"), "{out}");
     assert_eq!(r["final_status"], "KILLED", "{r}");
     assert_eq!(r["diagnostics"], "Application killed by user.", "{r}");
     // The AM and both held shells are gone from the machine: applications_to_cleanup.

@@ -278,8 +278,9 @@ final class YarnClientMode implements Mode {
   }
 
   /**
-   * Runs Hadoop's CLI class as {@code yarn application ...} / {@code yarn node ...} do (the yarn
-   * script passes the sub-command word to ApplicationCLI, not to NodeCLI), with this mode's
+   * Runs Hadoop's CLI class as {@code yarn application|applicationattempt|container ...} and
+   * {@code yarn node ...} do (the yarn script passes the sub-command word to ApplicationCLI, not
+   * to NodeCLI), with this mode's
    * configuration; returns its exit code and what it printed.
    */
   private Map<String, Object> cli(String[] a) throws Exception {
@@ -288,7 +289,7 @@ final class YarnClientMode implements Mode {
     YarnCLI cli;
     String[] rest;
     switch (a[0]) {
-      case "application" -> {
+      case "application", "applicationattempt", "container" -> {
         cli = new ApplicationCLI();
         rest = a;
       }
@@ -296,7 +297,8 @@ final class YarnClientMode implements Mode {
         cli = new NodeCLI();
         rest = Arrays.copyOfRange(a, 1, a.length);
       }
-      default -> throw new IllegalArgumentException("cli application|node ARGS..., got " + a[0]);
+      default -> throw new IllegalArgumentException(
+          "cli application|applicationattempt|container|node ARGS..., got " + a[0]);
     }
     int rc;
     try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
