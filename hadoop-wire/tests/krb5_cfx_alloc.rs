@@ -1,9 +1,11 @@
 //! The RFC 4121 (CFX) Wrap tokens allocate nothing per message when the caller's buffers have
 //! the capacity: a counting global allocator (own test binary, one #[test]) watches wrap and
-//! unwrap, sealed and not, both enctypes, both directions.
+//! unwrap, sealed and not, every enctype (RFC 3962's and RFC 8009's), both directions.
 
 use hadoop_wire::sasl::krb5_cfx::{
-    CfxContext, CfxKey, CfxParams, ENCTYPE_AES128_CTS_HMAC_SHA1_96, ENCTYPE_AES256_CTS_HMAC_SHA1_96,
+    CfxContext, CfxKey, CfxParams, ENCTYPE_AES128_CTS_HMAC_SHA1_96,
+    ENCTYPE_AES128_CTS_HMAC_SHA256_128, ENCTYPE_AES256_CTS_HMAC_SHA1_96,
+    ENCTYPE_AES256_CTS_HMAC_SHA384_192,
 };
 
 #[global_allocator]
@@ -17,6 +19,8 @@ fn warm_wrap_and_unwrap_do_not_allocate() {
     for (enctype, len) in [
         (ENCTYPE_AES128_CTS_HMAC_SHA1_96, 16),
         (ENCTYPE_AES256_CTS_HMAC_SHA1_96, 32),
+        (ENCTYPE_AES128_CTS_HMAC_SHA256_128, 16),
+        (ENCTYPE_AES256_CTS_HMAC_SHA384_192, 32),
     ] {
         let key = vec![3u8; len];
         let sub = vec![4u8; len];

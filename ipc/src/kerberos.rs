@@ -395,7 +395,8 @@ enum Layer {
 
 impl Layer {
     /// Our layer for the just-established `ctx` when it is enabled and the context's keys are
-    /// ones it implements (RFC 4121 with aes128/aes256-cts-hmac-sha1-96); MIT's otherwise
+    /// ones it implements (RFC 4121 with aes128/aes256-cts-hmac-sha1-96 or
+    /// aes128-cts-hmac-sha256-128 / aes256-cts-hmac-sha384-192); MIT's otherwise
     /// (logged once per process at debug, naming why).
     fn for_context(ctx: &gss::Context, side: &str, own_wrap: bool) -> Layer {
         if !own_wrap {

@@ -19,6 +19,9 @@ pub struct RmChild {
     pub tracker: String,
     /// The `/metrics` address from its READY line.
     pub metrics: String,
+    /// The client (ApplicationClientProtocol) and scheduler addresses from its READY line.
+    pub client: String,
+    pub scheduler: String,
     pub pid: u32,
 }
 
@@ -118,6 +121,8 @@ pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChil
         child,
         tracker: ready["resource_tracker"].as_str().unwrap().into(),
         metrics: ready["metrics"].as_str().unwrap().into(),
+        client: ready["client"].as_str().unwrap_or_default().into(),
+        scheduler: ready["scheduler"].as_str().unwrap_or_default().into(),
         pid: ready["pid"].as_u64().unwrap() as u32,
     }
 }

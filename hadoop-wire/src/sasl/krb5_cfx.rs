@@ -1,24 +1,34 @@
 //! RFC 4121 ("CFX", the Kerberos V5 GSS-API mechanism version 2) Wrap tokens for the AES
-//! enctypes of RFC 3962 (`aes128-cts-hmac-sha1-96` = 17, `aes256-cts-hmac-sha1-96` = 18), sans-IO.
+//! enctypes of RFC 3962 (`aes128-cts-hmac-sha1-96` = 17, `aes256-cts-hmac-sha1-96` = 18) and
+//! RFC 8009 (`aes128-cts-hmac-sha256-128` = 19, `aes256-cts-hmac-sha384-192` = 20), sans-IO.
 //!
 //! A GSS context established by a Kerberos library (MIT's, in `ipc`) hands over its keys and
 //! sequence numbers (MIT's "lucid" context); from then on [`CfxContext::wrap`] and
 //! [`CfxContext::unwrap`] make and check the per-message tokens that `gss_wrap` / `gss_unwrap`
-//! would, on the `aes` crate (AES-NI when the CPU has it) and `hmac` + `sha1`, allocating
-//! nothing once the output buffer has room.
+//! would, on the `aes` crate (AES-NI when the CPU has it) and `hmac` + `sha1` / `sha2`,
+//! allocating nothing once the output buffer has room.
 //!
 //! What is implemented, from the specifications:
-//! - RFC 3961 `n-fold` and the simplified profile's key derivation `DK(base, usage | c)`:
+//! - Key derivation. RFC 3961 `n-fold` and the simplified profile's `DK(base, usage | c)` for
+//!   17 and 18; RFC 8009 §3's `KDF-HMAC-SHA2(base, usage | c, k)` (one HMAC-SHA-256 for 19,
+//!   HMAC-SHA-384 for 20, over `00000001 | usage | c | 00 | k`, cut to k bits) for 19 and 20.
 //!   `Ke` (`0xAA`) and `Ki` (`0x55`) encrypt and MAC a sealed token, `Kc` (`0x99`) checksums an
 //!   integrity-only one. Wrap tokens of both kinds use the SEAL usages (22 acceptor, 24
 //!   initiator); the SIGN usages (23, 25) belong to MIC tokens, which SASL does not use.
-//! - RFC 3962 encryption: a 16-byte random confounder, AES-CBC with ciphertext stealing (the last
-//!   two blocks swapped) and a zero IV, then HMAC-SHA1 truncated to 96 bits over the plaintext.
+//! - RFC 3962 encryption (17, 18): a 16-byte random confounder, AES-CBC with ciphertext
+//!   stealing (the last two blocks swapped) and a zero IV, then HMAC-SHA1 truncated to 96 bits
+//!   over the plaintext.
+//! - RFC 8009 encryption (19, 20): the same confounder and AES-CTS with a zero IV (the default
+//!   cipher state), then HMAC-SHA-256 truncated to 128 bits (19) or HMAC-SHA-384 truncated to
+//!   192 bits (20) over the IV and the *ciphertext* (encrypt-then-MAC: a token whose MAC fails
+//!   is not decrypted). Their checksum (integrity-only tokens) is the same HMAC with `Kc`,
+//!   16 or 24 bytes.
 //! - RFC 4121 §4.2 Wrap tokens: the 16-byte header (`05 04`, flags `SentByAcceptor` /
 //!   `Sealed` / `AcceptorSubkey`, filler `FF`, EC, RRC, 64-bit sequence number). Sent tokens
-//!   carry EC = 0 and RRC = 0 when sealed, EC = 12 (the checksum's length) when not, as MIT and
-//!   the JDK send them. Received tokens may have any RRC (the body is rotated back) and, sealed,
-//!   any EC (that much filler is dropped); integrity-only ones must have EC = 12.
+//!   carry EC = 0 and RRC = 0 when sealed, EC = the checksum's length (12, 16 or 24) when not,
+//!   as MIT and the JDK send them. Received tokens may have any RRC (the body is rotated back)
+//!   and, sealed, any EC (that much filler is dropped); integrity-only ones must have EC = the
+//!   checksum's length.
 //! - Sequence numbers are strict on receive: each token must carry the next number, as on a TCP
 //!   connection nothing is lost or reordered (a replayed, reordered or skipped token is an error,
 //!   as in our DIGEST-MD5 layer).
@@ -34,6 +44,7 @@ use aes::cipher::{
 };
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
+use sha2::{Sha256, Sha384};
 use subtle::ConstantTimeEq;
 
 use super::SaslError;
@@ -42,6 +53,10 @@ use super::SaslError;
 pub const ENCTYPE_AES128_CTS_HMAC_SHA1_96: i32 = 17;
 /// `aes256-cts-hmac-sha1-96` (RFC 3962).
 pub const ENCTYPE_AES256_CTS_HMAC_SHA1_96: i32 = 18;
+/// `aes128-cts-hmac-sha256-128` (RFC 8009).
+pub const ENCTYPE_AES128_CTS_HMAC_SHA256_128: i32 = 19;
+/// `aes256-cts-hmac-sha384-192` (RFC 8009).
+pub const ENCTYPE_AES256_CTS_HMAC_SHA384_192: i32 = 20;
 
 /// `KG-USAGE-ACCEPTOR-SEAL` (RFC 4121 §2).
 pub const KG_USAGE_ACCEPTOR_SEAL: u32 = 22;
@@ -54,22 +69,42 @@ const FLAG_SEALED: u8 = 0x02;
 const FLAG_ACCEPTOR_SUBKEY: u8 = 0x04;
 const HEADER: usize = 16;
 const CONFOUNDER: usize = 16;
-/// HMAC-SHA1-96: the checksum and the sealed token's MAC are 12 bytes.
-const MAC: usize = 12;
+/// The longest checksum / sealed token MAC of the enctypes here (HMAC-SHA-384-192).
+const MAX_MAC: usize = 24;
+/// RFC 8009's MAC input starts with the cipher state, 16 zero bytes for a Wrap token.
+const ZERO_IV: [u8; 16] = [0; 16];
 
 /// Whether an enctype is one this module implements.
 pub fn supports(enctype: i32) -> bool {
     matches!(
         enctype,
-        ENCTYPE_AES128_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA1_96
+        ENCTYPE_AES128_CTS_HMAC_SHA1_96
+            | ENCTYPE_AES256_CTS_HMAC_SHA1_96
+            | ENCTYPE_AES128_CTS_HMAC_SHA256_128
+            | ENCTYPE_AES256_CTS_HMAC_SHA384_192
     )
+}
+
+/// The length of `enctype`'s checksum and sealed-token MAC (12 for 17 and 18, 16 for 19, 24
+/// for 20): a sealed Wrap token is the plaintext plus 48 plus this, an integrity-only one the
+/// plaintext plus 16 plus this.
+pub fn mac_len(enctype: i32) -> Option<usize> {
+    match enctype {
+        ENCTYPE_AES128_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA1_96 => Some(12),
+        ENCTYPE_AES128_CTS_HMAC_SHA256_128 => Some(16),
+        ENCTYPE_AES256_CTS_HMAC_SHA384_192 => Some(24),
+        _ => None,
+    }
 }
 
 /// Why a context's keys cannot be used here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CfxKeyError {
-    /// An enctype other than 17 or 18.
-    #[error("enctype {0} is not implemented (only aes128/aes256-cts-hmac-sha1-96)")]
+    /// An enctype other than 17, 18, 19 or 20.
+    #[error(
+        "enctype {0} is not implemented (only aes128/aes256-cts-hmac-sha1-96, \
+         aes128-cts-hmac-sha256-128 and aes256-cts-hmac-sha384-192)"
+    )]
     Enctype(i32),
     /// A key whose length does not fit its enctype.
     #[error("enctype {enctype} with a key of {len} bytes")]
@@ -121,13 +156,13 @@ impl Aes {
             len: k.key.len(),
         };
         match (k.enctype, k.key.len()) {
-            (ENCTYPE_AES128_CTS_HMAC_SHA1_96, 16) => Ok(Aes::A128(
-                aes::Aes128::new_from_slice(k.key).map_err(|_| bad)?,
-            )),
-            (ENCTYPE_AES256_CTS_HMAC_SHA1_96, 32) => Ok(Aes::A256(
-                aes::Aes256::new_from_slice(k.key).map_err(|_| bad)?,
-            )),
-            (ENCTYPE_AES128_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA1_96, _) => Err(bad),
+            (ENCTYPE_AES128_CTS_HMAC_SHA1_96 | ENCTYPE_AES128_CTS_HMAC_SHA256_128, 16) => Ok(
+                Aes::A128(aes::Aes128::new_from_slice(k.key).map_err(|_| bad)?),
+            ),
+            (ENCTYPE_AES256_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA384_192, 32) => Ok(
+                Aes::A256(aes::Aes256::new_from_slice(k.key).map_err(|_| bad)?),
+            ),
+            (e, _) if supports(e) => Err(bad),
             (e, _) => Err(CfxKeyError::Enctype(e)),
         }
     }
@@ -347,55 +382,181 @@ fn xor16(a: &mut [u8; 16], b: &[u8; 16]) {
 }
 
 type HmacSha1 = Hmac<Sha1>;
+type HmacSha256 = Hmac<Sha256>;
+type HmacSha384 = Hmac<Sha384>;
 
-/// The keys of one direction's Wrap tokens (one key usage).
+/// A keyed HMAC (the keyed state is cloned per token).
 #[derive(Clone)]
-struct DirKeys {
-    /// `Ke`: encrypts a sealed token.
-    ke: Aes,
-    /// `Ki`: MACs a sealed token's plaintext (keyed state, cloned per token).
-    ki: HmacSha1,
-    /// `Kc`: checksums an integrity-only token.
-    kc: HmacSha1,
+enum KeyedMac {
+    Sha1(HmacSha1),
+    Sha256(HmacSha256),
+    Sha384(HmacSha384),
 }
 
-impl DirKeys {
-    fn new(base: CfxKey<'_>, usage: u32) -> Result<DirKeys, CfxKeyError> {
-        let aes = Aes::new(base)?;
-        let len = base.key.len();
-        let mut k = [0u8; 32];
-        derive(&aes, usage, 0xAA, &mut k[..len]);
-        let ke = Aes::new(CfxKey {
-            enctype: base.enctype,
-            key: &k[..len],
-        })?;
-        derive(&aes, usage, 0x55, &mut k[..len]);
-        let ki = hmac_key(&k[..len]);
-        derive(&aes, usage, 0x99, &mut k[..len]);
-        let kc = hmac_key(&k[..len]);
-        k.fill(0);
-        Ok(DirKeys { ke, ki, kc })
+impl KeyedMac {
+    /// The HMAC of the parts concatenated, its first [`MAX_MAC`] bytes (SHA-1's 20 and zeros);
+    /// the enctype's MAC is the first `mac_len` of them.
+    #[inline]
+    fn tag(&self, parts: &[&[u8]]) -> [u8; MAX_MAC] {
+        match self {
+            KeyedMac::Sha1(m) => tag_of(m.clone(), parts),
+            KeyedMac::Sha256(m) => tag_of(m.clone(), parts),
+            KeyedMac::Sha384(m) => tag_of(m.clone(), parts),
+        }
     }
 }
 
-fn hmac_key(k: &[u8]) -> HmacSha1 {
-    // HMAC zero-pads keys shorter than its 64-byte block: keying with the padded block is the
-    // same MAC and cannot fail.
-    let mut block = [0u8; 64];
-    block[..k.len()].copy_from_slice(k);
-    let mac = <HmacSha1 as KeyInit>::new(&block.into());
-    block.fill(0);
-    mac
-}
-
-fn mac12(mut mac: HmacSha1, parts: &[&[u8]]) -> [u8; MAC] {
+#[inline]
+fn tag_of<M: Mac>(mut mac: M, parts: &[&[u8]]) -> [u8; MAX_MAC] {
     for p in parts {
         mac.update(p);
     }
     let full = mac.finalize().into_bytes();
-    let mut out = [0u8; MAC];
-    out.copy_from_slice(&full[..MAC]);
+    let n = full.len().min(MAX_MAC);
+    let mut out = [0u8; MAX_MAC];
+    out[..n].copy_from_slice(&full[..n]);
     out
+}
+
+/// The keys of one direction's Wrap tokens (one key usage) and how they are used.
+#[derive(Clone)]
+struct DirKeys {
+    /// `Ke`: encrypts a sealed token.
+    ke: Aes,
+    /// `Ki`: MACs a sealed token (its plaintext, or RFC 8009's IV and ciphertext).
+    ki: KeyedMac,
+    /// `Kc`: checksums an integrity-only token.
+    kc: KeyedMac,
+    /// The checksum's and the sealed token MAC's length (12, 16 or 24).
+    mac_len: usize,
+    /// RFC 8009: the MAC covers the IV and ciphertext (RFC 3962: the plaintext).
+    encrypt_then_mac: bool,
+}
+
+impl DirKeys {
+    fn new(base: CfxKey<'_>, usage: u32) -> Result<DirKeys, CfxKeyError> {
+        let bad_len = CfxKeyError::KeyLength {
+            enctype: base.enctype,
+            len: base.key.len(),
+        };
+        match base.enctype {
+            ENCTYPE_AES128_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA1_96 => {
+                let aes = Aes::new(base)?;
+                let len = base.key.len();
+                let mut k = [0u8; 32];
+                derive(&aes, usage, 0xAA, &mut k[..len]);
+                let ke = Aes::new(CfxKey {
+                    enctype: base.enctype,
+                    key: &k[..len],
+                })?;
+                derive(&aes, usage, 0x55, &mut k[..len]);
+                let ki = KeyedMac::Sha1(hmac_key(&k[..len]));
+                derive(&aes, usage, 0x99, &mut k[..len]);
+                let kc = KeyedMac::Sha1(hmac_key(&k[..len]));
+                k.fill(0);
+                Ok(DirKeys {
+                    ke,
+                    ki,
+                    kc,
+                    mac_len: 12,
+                    encrypt_then_mac: false,
+                })
+            }
+            ENCTYPE_AES128_CTS_HMAC_SHA256_128 if base.key.len() == 16 => {
+                Self::rfc8009::<HmacSha256>(base, usage, 16, KeyedMac::Sha256)
+            }
+            ENCTYPE_AES256_CTS_HMAC_SHA384_192 if base.key.len() == 32 => {
+                Self::rfc8009::<HmacSha384>(base, usage, 24, KeyedMac::Sha384)
+            }
+            e if supports(e) => Err(bad_len),
+            e => Err(CfxKeyError::Enctype(e)),
+        }
+    }
+
+    /// RFC 8009 §5: `Ke` as long as the base key, `Ki` and `Kc` of `mac_len` bytes, each
+    /// `KDF-HMAC-SHA2(base, usage | c, bits)` with the enctype's hash `M`.
+    fn rfc8009<M: Mac + KeyInit>(
+        base: CfxKey<'_>,
+        usage: u32,
+        mac_len: usize,
+        keyed: fn(M) -> KeyedMac,
+    ) -> Result<DirKeys, CfxKeyError> {
+        let len = base.key.len();
+        let mut k = [0u8; 32];
+        kdf_hmac_sha2::<M>(base.key, usage, 0xAA, &mut k[..len]);
+        let ke = Aes::new(CfxKey {
+            enctype: base.enctype,
+            key: &k[..len],
+        })?;
+        kdf_hmac_sha2::<M>(base.key, usage, 0x55, &mut k[..mac_len]);
+        let ki = keyed(hmac_key(&k[..mac_len]));
+        kdf_hmac_sha2::<M>(base.key, usage, 0x99, &mut k[..mac_len]);
+        let kc = keyed(hmac_key(&k[..mac_len]));
+        k.fill(0);
+        Ok(DirKeys {
+            ke,
+            ki,
+            kc,
+            mac_len,
+            encrypt_then_mac: true,
+        })
+    }
+
+    /// Encrypts a sealed token's body (confounder | data | header) in place; its MAC (the
+    /// first `mac_len` bytes count).
+    #[inline]
+    fn seal(&self, body: &mut [u8]) -> [u8; MAX_MAC] {
+        if self.encrypt_then_mac {
+            cts_encrypt(&self.ke, body);
+            self.ki.tag(&[&ZERO_IV, body])
+        } else {
+            let mac = self.ki.tag(&[body]);
+            cts_encrypt(&self.ke, body);
+            mac
+        }
+    }
+
+    /// Checks `mac` (`mac_len` bytes) of the sealed `cipher` and decrypts it in place; `false`
+    /// when the MAC does not match (`cipher` is then left undecrypted or garbled).
+    #[inline]
+    fn open(&self, cipher: &mut [u8], mac: &[u8]) -> bool {
+        if self.encrypt_then_mac {
+            let want = self.ki.tag(&[&ZERO_IV, cipher]);
+            if !bool::from(want[..self.mac_len].ct_eq(mac)) {
+                return false;
+            }
+            cts_decrypt(&self.ke, cipher);
+            true
+        } else {
+            cts_decrypt(&self.ke, cipher);
+            let want = self.ki.tag(&[cipher]);
+            bool::from(want[..self.mac_len].ct_eq(mac))
+        }
+    }
+}
+
+/// RFC 8009 §3 `KDF-HMAC-SHA2(base, usage | c, k)` with `k` = `out`'s length in bits, which
+/// is at most the hash's: `K1 = HMAC(base, 00000001 | usage | c | 00 | k)` (32-bit big-endian
+/// counter and `k`), cut to `out`'s length.
+fn kdf_hmac_sha2<M: Mac + KeyInit>(base: &[u8], usage: u32, c: u8, out: &mut [u8]) {
+    let mut mac: M = hmac_key(base);
+    Mac::update(&mut mac, &1u32.to_be_bytes());
+    Mac::update(&mut mac, &usage.to_be_bytes());
+    Mac::update(&mut mac, &[c, 0]);
+    Mac::update(&mut mac, &((out.len() * 8) as u32).to_be_bytes());
+    let k1 = mac.finalize().into_bytes();
+    let n = out.len();
+    out.copy_from_slice(&k1[..n]);
+}
+
+/// An HMAC keyed with `k` (at most 32 bytes). HMAC zero-pads keys shorter than its block (64
+/// or 128 bytes): keying with the padded block is the same MAC and cannot fail.
+fn hmac_key<M: KeyInit>(k: &[u8]) -> M {
+    let mut block = hmac::digest::Key::<M>::default();
+    block[..k.len()].copy_from_slice(k);
+    let mac = M::new(&block);
+    block.fill(0);
+    mac
 }
 
 /// Confounders made per block-cipher call (the blocks are encrypted in parallel).
@@ -513,29 +674,29 @@ impl CfxContext {
 
     /// Appends the Wrap token of `plain` to `out`: sealed (encrypted and MACed) when `sealed`,
     /// else integrity-protected (a checksum). Allocates only when `out` lacks the room (the
-    /// token is `plain.len()` + 60 bytes sealed, + 28 not).
+    /// token is `plain.len()` + 48 + [`mac_len`] bytes sealed, + 16 + [`mac_len`] not: + 60 and
+    /// + 28 for enctypes 17 and 18).
     pub fn wrap(&mut self, sealed: bool, plain: &[u8], out: &mut Vec<u8>) {
         let seq = self.send_seq;
         self.send_seq = self.send_seq.wrapping_add(1);
         let flags = self.flags(sealed);
+        let mac_len = self.send.mac_len;
         if sealed {
             let hdr = header(flags, 0, 0, seq);
             let start = out.len();
-            out.reserve(HEADER + CONFOUNDER + plain.len() + HEADER + MAC);
+            out.reserve(HEADER + CONFOUNDER + plain.len() + HEADER + mac_len);
             out.extend_from_slice(&hdr);
             out.extend_from_slice(&self.confounders.next());
             out.extend_from_slice(plain);
             out.extend_from_slice(&hdr);
-            let body = &mut out[start + HEADER..];
-            let mac = mac12(self.send.ki.clone(), &[body]);
-            cts_encrypt(&self.send.ke, body);
-            out.extend_from_slice(&mac);
+            let mac = self.send.seal(&mut out[start + HEADER..]);
+            out.extend_from_slice(&mac[..mac_len]);
         } else {
-            let mac = mac12(self.send.kc.clone(), &[plain, &header(flags, 0, 0, seq)]);
-            out.reserve(HEADER + plain.len() + MAC);
-            out.extend_from_slice(&header(flags, MAC as u16, 0, seq));
+            let mac = self.send.kc.tag(&[plain, &header(flags, 0, 0, seq)]);
+            out.reserve(HEADER + plain.len() + mac_len);
+            out.extend_from_slice(&header(flags, mac_len as u16, 0, seq));
             out.extend_from_slice(plain);
-            out.extend_from_slice(&mac);
+            out.extend_from_slice(&mac[..mac_len]);
         }
     }
 
@@ -585,10 +746,11 @@ impl CfxContext {
         let seq = u64::from_be_bytes(hdr[8..16].try_into().expect("8 bytes"));
         let body = &token[HEADER..];
         let sealed = flags & FLAG_SEALED != 0;
+        let mac_len = self.recv.mac_len;
         let min = if sealed {
-            CONFOUNDER + HEADER + MAC
+            CONFOUNDER + HEADER + mac_len
         } else {
-            MAC
+            mac_len
         };
         if body.len() < min {
             return bad(format!(
@@ -639,10 +801,8 @@ impl CfxContext {
         ec: usize,
         body: &mut [u8],
     ) -> Result<usize, SaslError> {
-        let (cipher, mac) = body.split_at_mut(body.len() - MAC);
-        cts_decrypt(&self.recv.ke, cipher);
-        let want = mac12(self.recv.ki.clone(), &[cipher]);
-        if !bool::from(want.ct_eq(mac)) {
+        let (cipher, mac) = body.split_at_mut(body.len() - self.recv.mac_len);
+        if !self.recv.open(cipher, mac) {
             return Err(SaslError::Integrity(
                 "Kerberos unwrap: the sealed token's MAC does not match (tampered, or another key)"
                     .into(),
@@ -672,16 +832,18 @@ impl CfxContext {
         ec: usize,
         body: &[u8],
     ) -> Result<usize, SaslError> {
-        if ec != MAC {
+        let mac_len = self.recv.mac_len;
+        if ec != mac_len {
             return Err(SaslError::Integrity(format!(
-                "Kerberos unwrap: an integrity token's EC is {ec}, not the checksum's {MAC} bytes"
+                "Kerberos unwrap: an integrity token's EC is {ec}, not the checksum's {mac_len} \
+                 bytes"
             )));
         }
-        let (plain, sum) = body.split_at(body.len() - MAC);
+        let (plain, sum) = body.split_at(body.len() - mac_len);
         let mut h = *hdr;
         h[4..8].fill(0);
-        let want = mac12(self.recv.kc.clone(), &[plain, &h]);
-        if !bool::from(want.ct_eq(sum)) {
+        let want = self.recv.kc.tag(&[plain, &h]);
+        if !bool::from(want[..mac_len].ct_eq(sum)) {
             return Err(SaslError::Integrity(
                 "Kerberos unwrap: the token's checksum does not match (tampered, or another key)"
                     .into(),

@@ -14,6 +14,8 @@
 //! - [`driver`] runs the Java measuring drivers (`FileStatusDriver`, `ReadDriver`) as separate
 //!   JVMs against a peer's conf dir and returns their JSON result.
 //! - [`content`] is the Rust twin of the launcher's `write` content, so tests can check bytes.
+//! - [`mit_kdc`] runs MIT's own KDC on loopback for what the peers' MiniKdc cannot issue (the
+//!   RFC 8009 enctypes).
 //!
 //! Every failure is a [`PeerError`]; start failures carry the tail of the launcher's log.
 
@@ -21,8 +23,10 @@ pub mod build;
 pub mod content;
 pub mod driver;
 pub mod error;
+pub mod mit_kdc;
 pub mod peer;
 
 pub use driver::Driver;
 pub use error::PeerError;
+pub use mit_kdc::MitKdc;
 pub use peer::{JavaException, Kerberos, Mode, Peer, Shared, SharedGuard};

@@ -119,12 +119,22 @@ fn dk_matches_rfc_3962_string_to_key_vectors() {
     );
 }
 
+const ALL: [i32; 4] = [
+    ENCTYPE_AES128_CTS_HMAC_SHA1_96,
+    ENCTYPE_AES256_CTS_HMAC_SHA1_96,
+    ENCTYPE_AES128_CTS_HMAC_SHA256_128,
+    ENCTYPE_AES256_CTS_HMAC_SHA384_192,
+];
+
+fn key_len(enctype: i32) -> usize {
+    match enctype {
+        ENCTYPE_AES256_CTS_HMAC_SHA1_96 | ENCTYPE_AES256_CTS_HMAC_SHA384_192 => 32,
+        _ => 16,
+    }
+}
+
 fn pair(enctype: i32, subkey: bool) -> (CfxContext, CfxContext) {
-    let len = if enctype == ENCTYPE_AES256_CTS_HMAC_SHA1_96 {
-        32
-    } else {
-        16
-    };
+    let len = key_len(enctype);
     let ctx_key = vec![0x11u8; len];
     let sub = vec![0x22u8; len];
     let p = |initiator: bool, send: u64, recv: u64| CfxParams {
@@ -144,10 +154,8 @@ fn pair(enctype: i32, subkey: bool) -> (CfxContext, CfxContext) {
 
 #[test]
 fn tokens_round_trip_both_ways_at_every_length() {
-    for enctype in [
-        ENCTYPE_AES128_CTS_HMAC_SHA1_96,
-        ENCTYPE_AES256_CTS_HMAC_SHA1_96,
-    ] {
+    for enctype in ALL {
+        let mac = mac_len(enctype).unwrap();
         for subkey in [false, true] {
             let (mut i, mut a) = pair(enctype, subkey);
             for len in 0..80 {
@@ -155,8 +163,15 @@ fn tokens_round_trip_both_ways_at_every_length() {
                 for sealed in [true, false] {
                     let mut tok = Vec::new();
                     i.wrap(sealed, &msg, &mut tok);
-                    let want = if sealed { len + 60 } else { len + 28 };
-                    assert_eq!(tok.len(), want);
+                    let want = if sealed {
+                        len + 48 + mac
+                    } else {
+                        len + 16 + mac
+                    };
+                    assert_eq!(tok.len(), want, "enctype {enctype}");
+                    if !sealed {
+                        assert_eq!(usize::from(tok[5]), mac, "EC = the checksum's length");
+                    }
                     assert_eq!(tok[2] & FLAG_SENT_BY_ACCEPTOR, 0);
                     assert_eq!(tok[2] & FLAG_ACCEPTOR_SUBKEY != 0, subkey);
                     if sealed && len >= 8 {
@@ -192,33 +207,34 @@ fn the_same_message_seals_differently_each_time() {
 /// RFC 4121 §4.2.4-5 describes, are accepted.
 #[test]
 fn rotated_tokens_and_filler_are_accepted() {
-    let (mut i, mut a) = pair(ENCTYPE_AES128_CTS_HMAC_SHA1_96, false);
-    for (rrc, sealed) in [(28u16, true), (5, true), (12, false), (1000, false)] {
-        let mut tok = Vec::new();
-        i.wrap(sealed, b"rotate me please", &mut tok);
-        tok[6..8].copy_from_slice(&rrc.to_be_bytes());
-        let n = tok.len() - 16;
-        tok[16..].rotate_right(usize::from(rrc) % n);
+    for enctype in ALL {
+        let (mut i, mut a) = pair(enctype, false);
+        for (rrc, sealed) in [(28u16, true), (5, true), (12, false), (1000, false)] {
+            let mut tok = Vec::new();
+            i.wrap(sealed, b"rotate me please", &mut tok);
+            tok[6..8].copy_from_slice(&rrc.to_be_bytes());
+            let n = tok.len() - 16;
+            tok[16..].rotate_right(usize::from(rrc) % n);
+            let mut out = Vec::new();
+            a.unwrap(&tok, &mut out).unwrap();
+            assert_eq!(out, b"rotate me please", "enctype {enctype}");
+        }
+        // EC = 3: the sender's plaintext is data | 3 filler bytes | header (with EC = 3).
+        let seq = i.send_seq();
+        let hdr = header(FLAG_SEALED, 3, 0, seq);
+        let mut body = Vec::new();
+        body.extend_from_slice(&[0x5a; 16]);
+        body.extend_from_slice(b"filled");
+        body.extend_from_slice(b"xxx");
+        body.extend_from_slice(&hdr);
+        let mac = i.send.seal(&mut body);
+        let mut tok = hdr.to_vec();
+        tok.extend_from_slice(&body);
+        tok.extend_from_slice(&mac[..i.send.mac_len]);
         let mut out = Vec::new();
         a.unwrap(&tok, &mut out).unwrap();
-        assert_eq!(out, b"rotate me please");
+        assert_eq!(out, b"filled", "enctype {enctype}");
     }
-    // EC = 3: the sender's plaintext is data | 3 filler bytes | header (with EC = 3).
-    let seq = i.send_seq();
-    let hdr = header(FLAG_SEALED, 3, 0, seq);
-    let mut body = Vec::new();
-    body.extend_from_slice(&[0x5a; 16]);
-    body.extend_from_slice(b"filled");
-    body.extend_from_slice(b"xxx");
-    body.extend_from_slice(&hdr);
-    let mac = mac12(i.send.ki.clone(), &[&body]);
-    cts_encrypt(&i.send.ke, &mut body);
-    let mut tok = hdr.to_vec();
-    tok.extend_from_slice(&body);
-    tok.extend_from_slice(&mac);
-    let mut out = Vec::new();
-    a.unwrap(&tok, &mut out).unwrap();
-    assert_eq!(out, b"filled");
 }
 
 fn integrity_err(r: Result<bool, SaslError>) -> String {
@@ -230,8 +246,8 @@ fn integrity_err(r: Result<bool, SaslError>) -> String {
 
 #[test]
 fn bad_tokens_are_integrity_errors_naming_the_cause() {
-    for sealed in [true, false] {
-        let (mut i, mut a) = pair(ENCTYPE_AES128_CTS_HMAC_SHA1_96, true);
+    for (enctype, sealed) in ALL.into_iter().flat_map(|e| [(e, true), (e, false)]) {
+        let (mut i, mut a) = pair(enctype, true);
         let mut tok = Vec::new();
         i.wrap(sealed, b"hello, NameNode", &mut tok);
         let mut out = vec![1, 2, 3];
@@ -240,7 +256,10 @@ fn bad_tokens_are_integrity_errors_naming_the_cause() {
             let mut t = tok.clone();
             t[bit / 8] ^= 1 << (bit % 8);
             let before = (a.recv_seq(), out.clone());
-            assert!(a.unwrap(&t, &mut out).is_err(), "bit {bit} sealed={sealed}");
+            assert!(
+                a.unwrap(&t, &mut out).is_err(),
+                "enctype {enctype} bit {bit} sealed={sealed}"
+            );
             assert_eq!((a.recv_seq(), out.clone()), before);
         }
         let m = integrity_err(a.unwrap(&tok[..10], &mut out));
@@ -292,12 +311,18 @@ fn bad_tokens_are_integrity_errors_naming_the_cause() {
 
 #[test]
 fn an_integrity_token_with_a_wrong_ec_is_refused() {
-    let (mut i, mut a) = pair(ENCTYPE_AES256_CTS_HMAC_SHA1_96, false);
-    let mut tok = Vec::new();
-    i.wrap(false, b"abc", &mut tok);
-    tok[5] = 11;
-    let m = integrity_err(a.unwrap(&tok, &mut Vec::new()));
-    assert!(m.contains("EC is 11"), "{m}");
+    for enctype in ALL {
+        let (mut i, mut a) = pair(enctype, false);
+        let mut tok = Vec::new();
+        i.wrap(false, b"abc", &mut tok);
+        tok[5] = 11;
+        let m = integrity_err(a.unwrap(&tok, &mut Vec::new()));
+        let want = format!(
+            "EC is 11, not the checksum's {} bytes",
+            mac_len(enctype).unwrap()
+        );
+        assert!(m.contains(&want), "{m}");
+    }
 }
 
 #[test]
@@ -331,5 +356,216 @@ fn other_enctypes_and_bad_keys_are_refused() {
             len: 24
         }
     );
-    assert!(supports(17) && supports(18) && !supports(16) && !supports(23));
+    let p = CfxParams {
+        ctx_key: CfxKey {
+            enctype: 20,
+            key: &key[..16],
+        },
+        ..p
+    };
+    assert_eq!(
+        CfxContext::new(&p, &[0; 32]).unwrap_err(),
+        CfxKeyError::KeyLength {
+            enctype: 20,
+            len: 16
+        }
+    );
+    assert!((17..=20).all(supports) && !supports(16) && !supports(21) && !supports(23));
+    assert_eq!(
+        [16, 17, 18, 19, 20, 21].map(mac_len),
+        [None, Some(12), Some(12), Some(16), Some(24), None]
+    );
+}
+
+// RFC 8009 Appendix A, as printed there: the base keys (key usage 2) of the "Sample results
+// for key derivation", which the sample encryptions and checksums use too.
+const RFC8009_BASE_19: &str = "37 05 D9 60 80 C1 77 28 A0 E8 00 EA B6 E0 D2 3C";
+const RFC8009_BASE_20: &str = "6D 40 4D 37 FA F7 9F 9D F0 D3 35 68 D3 20 66 98
+                               00 EB 48 36 47 2E A8 A0 26 D1 6B 71 82 46 0C 52";
+
+/// RFC 8009 Appendix A, "Sample results for key derivation": Kc, Ke and Ki of key usage 2.
+#[test]
+fn kdf_matches_rfc_8009_vectors() {
+    let b19 = hex(RFC8009_BASE_19);
+    let b20 = hex(RFC8009_BASE_20);
+    let k19 = |c: u8, len: usize| {
+        let mut k = vec![0u8; len];
+        kdf_hmac_sha2::<HmacSha256>(&b19, 2, c, &mut k);
+        k
+    };
+    let k20 = |c: u8, len: usize| {
+        let mut k = vec![0u8; len];
+        kdf_hmac_sha2::<HmacSha384>(&b20, 2, c, &mut k);
+        k
+    };
+    assert_eq!(
+        k19(0x99, 16),
+        hex("B3 1A 01 8A 48 F5 47 76 F4 03 E9 A3 96 32 5D C3")
+    );
+    assert_eq!(
+        k19(0xAA, 16),
+        hex("9B 19 7D D1 E8 C5 60 9D 6E 67 C3 E3 7C 62 C7 2E")
+    );
+    assert_eq!(
+        k19(0x55, 16),
+        hex("9F DA 0E 56 AB 2D 85 E1 56 9A 68 86 96 C2 6A 6C")
+    );
+    assert_eq!(
+        k20(0x99, 24),
+        hex("EF 57 18 BE 86 CC 84 96 3D 8B BB 50 31 E9 F5 C4
+             BA 41 F2 8F AF 69 E7 3D")
+    );
+    assert_eq!(
+        k20(0xAA, 32),
+        hex("56 AB 22 BE E6 3D 82 D7 BC 52 27 F6 77 3F 8E A7
+             A5 EB 1C 82 51 60 C3 83 12 98 0C 44 2E 5C 7E 49")
+    );
+    assert_eq!(
+        k20(0x55, 24),
+        hex("69 B1 65 14 E3 CD 8E 56 B8 20 10 D5 C7 30 12 B6
+             22 C4 D0 0F FC 23 ED 1F")
+    );
+}
+
+/// RFC 8009 Appendix A, "Sample encryptions (all using the default cipher state)": key usage 2,
+/// the given confounder, plaintexts of 0, 6, 16 and 21 bytes; the output is the AES-CTS
+/// ciphertext followed by the truncated HMAC. The keys of [`DirKeys`] seal them (as a Wrap
+/// token's body is sealed) and open them again; a flipped bit anywhere is refused.
+#[test]
+fn encryption_matches_rfc_8009_vectors() {
+    let plain = hex("00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F 10 11 12 13 14");
+    let cases: &[(i32, &str, usize, &str)] = &[
+        (
+            19,
+            "7E 58 95 EA F2 67 24 35 BA D8 17 F5 45 A3 71 48",
+            0,
+            "EF 85 FB 89 0B B8 47 2F 4D AB 20 39 4D CA 78 1D
+             AD 87 7E DA 39 D5 0C 87 0C 0D 5A 0A 8E 48 C7 18",
+        ),
+        (
+            19,
+            "7B CA 28 5E 2F D4 13 0F B5 5B 1A 5C 83 BC 5B 24",
+            6,
+            "84 D7 F3 07 54 ED 98 7B AB 0B F3 50 6B EB 09 CF
+             B5 54 02 CE F7 E6 87 7C E9 9E 24 7E 52 D1 6E D4
+             42 1D FD F8 97 6C",
+        ),
+        (
+            19,
+            "56 AB 21 71 3F F6 2C 0A 14 57 20 0F 6F A9 94 8F",
+            16,
+            "35 17 D6 40 F5 0D DC 8A D3 62 87 22 B3 56 9D 2A
+             E0 74 93 FA 82 63 25 40 80 EA 65 C1 00 8E 8F C2
+             95 FB 48 52 E7 D8 3E 1E 7C 48 C3 7E EB E6 B0 D3",
+        ),
+        (
+            19,
+            "A7 A4 E2 9A 47 28 CE 10 66 4F B6 4E 49 AD 3F AC",
+            21,
+            "72 0F 73 B1 8D 98 59 CD 6C CB 43 46 11 5C D3 36
+             C7 0F 58 ED C0 C4 43 7C 55 73 54 4C 31 C8 13 BC
+             E1 E6 D0 72 C1 86 B3 9A 41 3C 2F 92 CA 9B 83 34
+             A2 87 FF CB FC",
+        ),
+        (
+            20,
+            "F7 64 E9 FA 15 C2 76 47 8B 2C 7D 0C 4E 5F 58 E4",
+            0,
+            "41 F5 3F A5 BF E7 02 6D 91 FA F9 BE 95 91 95 A0
+             58 70 72 73 A9 6A 40 F0 A0 19 60 62 1A C6 12 74
+             8B 9B BF BE 7E B4 CE 3C",
+        ),
+        (
+            20,
+            "B8 0D 32 51 C1 F6 47 14 94 25 6F FE 71 2D 0B 9A",
+            6,
+            "4E D7 B3 7C 2B CA C8 F7 4F 23 C1 CF 07 E6 2B C7
+             B7 5F B3 F6 37 B9 F5 59 C7 F6 64 F6 9E AB 7B 60
+             92 23 75 26 EA 0D 1F 61 CB 20 D6 9D 10 F2",
+        ),
+        (
+            20,
+            "53 BF 8A 0D 10 52 65 D4 E2 76 42 86 24 CE 5E 63",
+            16,
+            "BC 47 FF EC 79 98 EB 91 E8 11 5C F8 D1 9D AC 4B
+             BB E2 E1 63 E8 7D D3 7F 49 BE CA 92 02 77 64 F6
+             8C F5 1F 14 D7 98 C2 27 3F 35 DF 57 4D 1F 93 2E
+             40 C4 FF 25 5B 36 A2 66",
+        ),
+        (
+            20,
+            "76 3E 65 36 7E 86 4F 02 F5 51 53 C7 E3 B5 8A F1",
+            21,
+            "40 01 3E 2D F5 8E 87 51 95 7D 28 78 BC D2 D6 FE
+             10 1C CF D5 56 CB 1E AE 79 DB 3C 3E E8 64 29 F2
+             B2 A6 02 AC 86 FE F6 EC B6 47 D6 29 5F AE 07 7A
+             1F EB 51 75 08 D2 C1 6B 41 92 E0 1F 62",
+        ),
+    ];
+    for (enctype, confounder, len, want) in cases {
+        let base = hex(if *enctype == 19 {
+            RFC8009_BASE_19
+        } else {
+            RFC8009_BASE_20
+        });
+        let keys = DirKeys::new(
+            CfxKey {
+                enctype: *enctype,
+                key: &base,
+            },
+            2,
+        )
+        .unwrap();
+        let mut body = hex(confounder);
+        body.extend_from_slice(&plain[..*len]);
+        let mac = keys.seal(&mut body);
+        let mut got = body.clone();
+        got.extend_from_slice(&mac[..keys.mac_len]);
+        assert_eq!(got, hex(want), "enctype {enctype}, {len} bytes");
+        let (c, m) = got.split_at(body.len());
+        for bit in 0..got.len() * 8 {
+            let (mut c2, mut m2) = (c.to_vec(), m.to_vec());
+            if bit / 8 < c.len() {
+                c2[bit / 8] ^= 1 << (bit % 8);
+            } else {
+                m2[bit / 8 - c.len()] ^= 1 << (bit % 8);
+            }
+            assert!(!keys.open(&mut c2, &m2), "enctype {enctype}, bit {bit}");
+        }
+        let mut c = c.to_vec();
+        assert!(keys.open(&mut c, m), "enctype {enctype}, {len} bytes");
+        assert_eq!(&c[16..], &plain[..*len]);
+        assert_eq!(c[..16], hex(confounder));
+    }
+}
+
+/// RFC 8009 Appendix A, "Sample checksums": key usage 2 (`Kc`) over 21 bytes.
+#[test]
+fn checksums_match_rfc_8009_vectors() {
+    let msg = hex("00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F 10 11 12 13 14");
+    for (enctype, base, want) in [
+        (
+            19,
+            RFC8009_BASE_19,
+            "D7 83 67 18 66 43 D6 7B 41 1C BA 91 39 FC 1D EE",
+        ),
+        (
+            20,
+            RFC8009_BASE_20,
+            "45 EE 79 15 67 EE FC A3 7F 4A C1 E0 22 2D E8 0D
+             43 C3 BF A0 66 99 67 2A",
+        ),
+    ] {
+        let base = hex(base);
+        let keys = DirKeys::new(
+            CfxKey {
+                enctype,
+                key: &base,
+            },
+            2,
+        )
+        .unwrap();
+        let sum = keys.kc.tag(&[&msg]);
+        assert_eq!(sum[..keys.mac_len], hex(want), "enctype {enctype}");
+    }
 }
