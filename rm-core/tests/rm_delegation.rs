@@ -39,6 +39,15 @@ use rm_core::service::{AppsSecurity, AppsSetup, RmService};
 use rm_core::RmConfig;
 
 fn start(store: &std::path::Path, dt: RmDelegationConfig) -> (RmService, tempfile::TempDir) {
+    start_as(store, dt, None)
+}
+
+/// [`start`], the RM's own user being `login_user`.
+fn start_as(
+    store: &std::path::Path,
+    dt: RmDelegationConfig,
+    login_user: Option<&str>,
+) -> (RmService, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = RmConfig {
         completion_log_dir: dir.path().join("log"),
@@ -67,6 +76,7 @@ fn start(store: &std::path::Path, dt: RmDelegationConfig) -> (RmService, tempfil
             security: AppsSecurity {
                 client_auth: Some(Arc::new(auth)),
                 delegation: Some(secrets),
+                login_user: login_user.map(String::from),
                 ..AppsSecurity::default()
             },
         }),
@@ -297,5 +307,22 @@ fn an_expired_token_is_refused_then_removed() {
             .token_count(),
         0
     );
+    rm.shutdown();
+}
+
+#[test]
+fn the_rms_own_user_renews_as_the_tokens_renewer() {
+    let store = tempfile::tempdir().unwrap();
+    let (rm, _d) = start_as(store.path(), RmDelegationConfig::default(), Some("yarn"));
+    let token = get_token(&simple(&rm, "dave"), "oozie").unwrap();
+    // Java's getRenewerForToken: the login user renews any token as its renewer
+    let exp = renew(&simple(&rm, "yarn"), &token).unwrap();
+    assert!(exp > wall_ms() as i64);
+    let e = renew(&simple(&rm, "dave"), &token).unwrap_err();
+    assert!(
+        e.contains("dave tries to renew a token") && e.ends_with("with non-matching renewer oozie"),
+        "{e}"
+    );
+    renew(&simple(&rm, "oozie"), &token).unwrap();
     rm.shutdown();
 }
