@@ -163,7 +163,8 @@ fn app_acls(
 }
 
 /// The application ports' security, as a Kerberized Java RM has it: with
-/// `hadoop.security.authentication=kerberos` ApplicationClientProtocol takes KERBEROS only
+/// `hadoop.security.authentication=kerberos` ApplicationClientProtocol takes TOKEN (an
+/// `RM_DELEGATION_TOKEN`, [`rm_core::rm_delegation`]) and KERBEROS
 /// (`yarn.resourcemanager.principal`, `_HOST` = the client port's bind host, keys from
 /// `yarn.resourcemanager.keytab`, callers named by `hadoop.security.auth_to_local`) at
 /// `hadoop.rpc.protection`, and ApplicationMasterProtocol TOKEN only (the AMRMToken); with
@@ -173,9 +174,44 @@ fn apps_security(
     conf: &conf::Configuration,
     client: SocketAddr,
 ) -> Result<rm_core::service::AppsSecurity> {
+    use rm_core::rm_delegation::{
+        RmDelegationConfig, RmDelegationSecrets, RmDelegationTokenSecretManager, ShortNames,
+    };
+    let kerberized = conf
+        .get("hadoop.security.authentication")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("kerberos"));
+    // The RM's login user (its principal, _HOST = the client port's host) and the
+    // auth_to_local rules that name token owners and renewers by their short names.
+    let login_user = kerberized
+        .then(|| conf.get("yarn.resourcemanager.principal"))
+        .flatten()
+        .map(|p| {
+            let host = ipc::kerberos::server_host_name(client.ip());
+            hadoop_wire::sasl::gssapi::replace_host(p.trim(), &host)
+        });
+    let names = match &login_user {
+        Some(p) => {
+            let realm = p.rsplit_once('@').map(|(_, r)| r).unwrap_or("");
+            let rules = conf
+                .get("hadoop.security.auth_to_local")
+                .unwrap_or("DEFAULT");
+            Some(
+                hadoop_wire::sasl::kerberos_name::AuthToLocal::new(rules, realm)
+                    .map_err(|e| anyhow::anyhow!("hadoop.security.auth_to_local: {e}"))?,
+            )
+        }
+        None => None,
+    };
+    let dt_cfg = RmDelegationConfig::from_conf(conf)?;
+    let delegation = Arc::new(RmDelegationSecrets::new(
+        RmDelegationTokenSecretManager::new(dt_cfg)?,
+        Box::new(|| rm_core::dispatcher::wall_ms() as i64),
+        ShortNames::new(names),
+    ));
+    let secrets: Arc<dyn hadoop_wire::sasl::server::TokenSecrets> = delegation.clone();
     let auth = ipc::sasl::daemon_server_auth(
         conf,
-        None,
+        kerberized.then_some(secrets),
         "yarn.resourcemanager.principal",
         "yarn.resourcemanager.keytab",
         || ipc::kerberos::server_host_name(client.ip()),
@@ -202,6 +238,8 @@ fn apps_security(
         client_auth: kerberos.then(|| Arc::new(auth)),
         authorization,
         app_acls: None,
+        delegation: Some(delegation),
+        login_user,
     })
 }
 

@@ -10,7 +10,8 @@
 //!    principal's short name, `client`.
 //! 2. `hotpath app run` with a kinit'ed ticket cache runs an application (user `client`); without
 //!    a ticket it fails naming the cause; as a SIMPLE client it is refused with Java's "SIMPLE
-//!    authentication is not enabled.  Available:[KERBEROS]"; a SIMPLE caller of the scheduler
+//!    authentication is not enabled.  Available:[TOKEN, KERBEROS]" (TOKEN: RM delegation
+//!    tokens, as a Java RM's client port offers them); a SIMPLE caller of the scheduler
 //!    port gets "...Available:[TOKEN]".
 //! 3. An RM whose `hadoop.security.auth_to_local` maps `client@EXAMPLE.COM` to `alice` and whose
 //!    `security.applicationclient.protocol.acl` lists only `client`: `hotpath app run` gets
@@ -352,7 +353,7 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     assert_eq!(run.code, 2, "{run:#?}");
     assert!(
         run.stderr
-            .contains("SIMPLE authentication is not enabled.  Available:[KERBEROS]"),
+            .contains("SIMPLE authentication is not enabled.  Available:[TOKEN, KERBEROS]"),
         "{}",
         run.stderr
     );
@@ -370,7 +371,7 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
         hadoop_wire::yarn::APPLICATION_CLIENT_PROTOCOL,
     );
     assert!(
-        text.contains("SIMPLE authentication is not enabled.  Available:[KERBEROS]"),
+        text.contains("SIMPLE authentication is not enabled.  Available:[TOKEN, KERBEROS]"),
         "{text}"
     );
     drop(yc);

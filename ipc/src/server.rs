@@ -139,6 +139,9 @@ pub struct Call<'a> {
     pub user: Option<&'a str>,
     /// How the connection authenticated.
     pub auth_method: AuthMethod,
+    /// KERBEROS: the authenticated principal (Java's `ugi.getUserName()`; `user` is its short
+    /// name).
+    pub principal: Option<&'a str>,
     /// TOKEN: the token identifier as the client sent it.
     pub token_identifier: Option<&'a [u8]>,
     /// TOKEN: what the server's token secrets made of the identifier when the connection
@@ -1635,6 +1638,7 @@ impl Core {
             request_header: rh,
             user: self.user.as_deref(),
             auth_method: self.auth_method,
+            principal: self.principal.as_deref(),
             token_identifier: self.token_identifier.as_deref(),
             token_context: self.token_context.as_deref(),
         };

@@ -80,6 +80,8 @@ pub struct AppsRt {
     store: Option<Arc<Mutex<StateStore>>>,
     writer: Option<Arc<StoreWriter>>,
     stored_keys: Arc<Mutex<Option<KeysRec>>>,
+    /// The RM delegation-token secrets ([`crate::rm_delegation`]), once set.
+    delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
 }
 
 /// Changes for the state store, and the AM launches that must wait for them.
@@ -263,6 +265,7 @@ impl AppsRt {
             store,
             writer,
             stored_keys: Arc::new(Mutex::new(None)),
+            delegation: Arc::new(std::sync::OnceLock::new()),
         };
         // Whatever recovery queued (held acknowledgements, cleanups of finished applications)
         // reaches the tracker before any node registers.
@@ -387,6 +390,46 @@ impl AppsRt {
         }
     }
 
+    /// Sets the RM delegation-token secrets (once, at start).
+    pub fn set_delegation(&self, d: Arc<crate::rm_delegation::RmDelegationSecrets>) {
+        let _ = self.delegation.set(d);
+    }
+
+    /// The RM delegation-token secrets, if set.
+    pub fn delegation(&self) -> Option<&Arc<crate::rm_delegation::RmDelegationSecrets>> {
+        self.delegation.get()
+    }
+
+    /// Runs `f` on the RM delegation-token secret manager; with the state store on, what it
+    /// changed is written and durable before this returns. The applications' lock is held
+    /// around the change and the queuing of its records (lock order: applications, then the
+    /// manager), so records reach the log in the order of the changes and a compaction's
+    /// snapshot never misses one. `None` when no secrets are set.
+    pub fn with_delegation<R>(
+        &self,
+        f: impl FnOnce(&mut crate::rm_delegation::RmDelegationTokenSecretManager) -> R,
+    ) -> Option<R> {
+        let d = self.delegation.get()?;
+        let (r, ticket) = {
+            let _apps = lock(&self.apps);
+            let mut m = d.write();
+            let r = f(&mut m);
+            let ops = m.take_ops();
+            let ticket = match &self.writer {
+                Some(w) if !ops.is_empty() => Some(w.send(
+                    ops.into_iter().map(crate::rm_delegation::to_rec).collect(),
+                    Vec::new(),
+                )),
+                _ => None,
+            };
+            (r, ticket)
+        };
+        if let (Some(w), Some(t)) = (&self.writer, ticket) {
+            w.wait(t);
+        }
+        Some(r)
+    }
+
     /// Rewrites the state store with what the RM keeps now: its epoch, keys and applications
     /// (at start, and when the log has grown past its limit).
     pub fn compact_store(&self, force: bool) {
@@ -404,6 +447,14 @@ impl AppsRt {
             Rec::Keys(keys.clone()),
         ];
         recs.extend(a.store_snapshot());
+        if let Some(d) = self.delegation.get() {
+            recs.extend(
+                d.read()
+                    .snapshot()
+                    .into_iter()
+                    .map(crate::rm_delegation::to_rec),
+            );
+        }
         drop(a);
         let before = s.len();
         match s.compact(&recs) {

@@ -55,6 +55,10 @@
 //!   keys on disk (`yarn.resourcemanager.recovery.enabled`); [`apps::Apps::recover`] rebuilds
 //!   the applications from it on start, and node re-registrations bring back their containers
 //!   (work-preserving, as Java's default).
+//! - [`rm_delegation`]: RM delegation tokens (`RM_DELEGATION_TOKEN`) — the secret manager,
+//!   `getDelegationToken` / `renewDelegationToken` / `cancelDelegationToken` on the client
+//!   protocol, TOKEN authentication with them on the client port, their keys and tokens in the
+//!   state store.
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
@@ -75,6 +79,7 @@ pub mod metrics;
 pub mod node;
 pub mod reports;
 pub mod response;
+pub mod rm_delegation;
 pub mod service;
 pub mod shard;
 pub mod state_store;

@@ -144,6 +144,13 @@ pub struct AppsSecurity {
     /// `yarn.acl.enable`: the application ACLs the client protocol enforces
     /// ([`crate::app_acls`]); `None`: none (Java's default).
     pub app_acls: Option<Arc<crate::app_acls::AclPolicy>>,
+    /// The RM delegation-token secrets ([`crate::rm_delegation`]), not yet started: the same
+    /// ones `client_auth` verifies TOKEN callers with. `None`: a fresh manager with the
+    /// default settings (get/renew/cancel served, no TOKEN auth on the client port).
+    pub delegation: Option<Arc<crate::rm_delegation::RmDelegationSecrets>>,
+    /// The RM's own user name (`yarn.resourcemanager.principal`, `_HOST` replaced), Java's
+    /// login user: it renews any token as that token's renewer.
+    pub login_user: Option<String>,
 }
 
 /// The running RM.
@@ -406,18 +413,40 @@ fn start_apps(
     };
     let rm_id = lock(tracker).rm_identifier();
     let mut apps = Apps::new(setup.cfg.clone(), rm_id, amrm.clone());
+    let delegation = match &setup.security.delegation {
+        Some(d) => d.clone(),
+        None => Arc::new(crate::rm_delegation::RmDelegationSecrets::new(
+            crate::rm_delegation::RmDelegationTokenSecretManager::new(Default::default())
+                .map_err(|e| Error::BadConfig(e.to_string()))?,
+            Box::new(|| wall_ms() as i64),
+            crate::rm_delegation::ShortNames::new(None),
+        )),
+    };
     let store = if cfg.recovery {
-        Some(recover(cfg, &mut apps, &amrm, tracker, clock)?)
+        Some(recover(cfg, &mut apps, &amrm, tracker, clock, &delegation)?)
     } else {
         None
     };
+    // startThreads, after recovery: a new current key, then the remover's first pass.
+    delegation
+        .write()
+        .start(&mut OsEntropy, wall_ms() as i64)
+        .map_err(|e| Error::BadConfig(format!("RM delegation token keys: {e}")))?;
     let recovering = store.is_some();
     let rt = AppsRt::start(apps, amrm, tracker, store).map_err(|e| Error::Spawn(e.to_string()))?;
+    rt.set_delegation(delegation);
+    // The new keys reach the store (a compaction below writes them again).
+    rt.with_delegation(|_| ());
     if recovering {
         rt.compact_store(true);
     }
     let mut creg = Registry::new();
     app_service::register_client(&mut creg, &rt, tracker, setup.security.app_acls.clone());
+    let secure = setup.security.client_auth.as_ref().is_some_and(|a| {
+        a.methods()
+            .contains(&hadoop_wire::sasl::message::AuthMethod::Kerberos)
+    });
+    crate::rm_delegation::register(&mut creg, &rt, secure, setup.security.login_user.clone());
     let mut mreg = Registry::new();
     app_service::register_master(&mut mreg, &rt, tracker);
     let defaults = ServerConfig::default();
@@ -461,6 +490,7 @@ fn recover(
     amrm: &AmrmTokenSecrets,
     tracker: &Mutex<ResourceTracker>,
     clock: Clock,
+    delegation: &crate::rm_delegation::RmDelegationSecrets,
 ) -> Result<crate::state_store::StateStore, Error> {
     use crate::master_key::MasterKey;
     let (store, rec) =
@@ -476,6 +506,12 @@ fn recover(
             lock(tracker).restore_keys(c, n, clock.now_ns());
         }
     }
+    let dropped = crate::rm_delegation::recover_from(&mut delegation.write(), &rec);
+    tracing::info!(
+        "state store: {} RM delegation keys, {} RM delegation tokens recovered ({dropped} dropped: no key)",
+        rec.dt_keys.len(),
+        rec.dt_tokens.len() - dropped
+    );
     let epoch = if rec.records == 0 { 0 } else { rec.epoch + 1 };
     apps.enable_store(epoch);
     let (live, done) = apps.recover(&rec, wall_ms());
@@ -808,6 +844,13 @@ fn housekeeping(
             let now = wall_ms();
             if let Err(e) = rt.amrm.write().tick(&mut OsEntropy, now) {
                 tracing::error!("AMRMToken key roll: {e}");
+            }
+            match rt.with_delegation(|m| m.tick(&mut OsEntropy, now as i64)) {
+                Some(Err(e)) => tracing::error!("RM delegation token key roll: {e}"),
+                Some(Ok(gone)) if !gone.is_empty() => {
+                    tracing::info!("RM delegation tokens expired and removed: {gone:?}")
+                }
+                _ => {}
             }
             for a in rt.with(|a| a.tick(now)) {
                 tracing::info!("ApplicationMaster for attempt {a} timed out");

@@ -19,7 +19,12 @@
 //!   whenever one rolls, so tokens held by running AMs and NodeManagers still verify;
 //! - [`Rec::Epoch`]: the RM epoch, one more on every start; container ids allocated in epoch
 //!   `e` carry it in their high bits (`container_e<e>_…`) so they never repeat an id of an
-//!   earlier run.
+//!   earlier run;
+//! - [`Rec::DtKey`] / [`Rec::DtKeyRemoved`], [`Rec::DtToken`] / [`Rec::DtTokenRemoved`]: the
+//!   RM delegation-token master keys and tokens ([`crate::rm_delegation`]; Java's
+//!   `storeRMDTMasterKey`, `storeRMDelegationToken`, `updateRMDelegationToken` and their
+//!   removals), so `RM_DELEGATION_TOKEN`s stay valid across a restart. Logs written before
+//!   these records existed read as before (no keys, no tokens).
 //!
 //! Records are framed `u32 LE length | u32 LE CRC32C(payload) | payload`, the payload a
 //! protobuf message ([`StoreRecord`], ours). Appends are fsynced by the RM's store writer thread
@@ -55,7 +60,7 @@ pub const MAX_LOG_BYTES: u64 = 1 << 32;
 /// One stored record.
 #[derive(Clone, PartialEq, Message)]
 pub struct StoreRecord {
-    #[prost(oneof = "Rec", tags = "1, 2, 3, 4, 5, 6")]
+    #[prost(oneof = "Rec", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
     pub rec: Option<Rec>,
 }
 
@@ -74,6 +79,53 @@ pub enum Rec {
     AttemptEnded(AttemptEndedRec),
     #[prost(message, tag = "6")]
     AppEnded(AppEndedRec),
+    #[prost(message, tag = "7")]
+    DtKey(DtKeyRec),
+    #[prost(message, tag = "8")]
+    DtKeyRemoved(DtKeyRemovedRec),
+    #[prost(message, tag = "9")]
+    DtToken(DtTokenRec),
+    #[prost(message, tag = "10")]
+    DtTokenRemoved(DtTokenRemovedRec),
+}
+
+/// An RM delegation-token master key (made, or its expiry moved at a roll).
+#[derive(Clone, PartialEq, Message)]
+pub struct DtKeyRec {
+    #[prost(int32, required, tag = "1")]
+    pub key_id: i32,
+    #[prost(int64, required, tag = "2")]
+    pub expiry_date: i64,
+    #[prost(bytes = "vec", required, tag = "3")]
+    pub bytes: Vec<u8>,
+}
+
+/// An expired RM delegation-token master key, dropped.
+#[derive(Clone, PartialEq, Message)]
+pub struct DtKeyRemovedRec {
+    #[prost(int32, required, tag = "1")]
+    pub key_id: i32,
+}
+
+/// An RM delegation token stored or renewed (Java's `RMDelegationTokenIdentifierData`: the
+/// identifier and its renew date; the password is recomputed from its key on recovery), with
+/// the sequence counter then.
+#[derive(Clone, PartialEq, Message)]
+pub struct DtTokenRec {
+    /// `YARNDelegationTokenIdentifierProto` bytes.
+    #[prost(bytes = "vec", required, tag = "1")]
+    pub identifier: Vec<u8>,
+    #[prost(int64, required, tag = "2")]
+    pub renew_date: i64,
+    #[prost(int32, required, tag = "3")]
+    pub sequence: i32,
+}
+
+/// An RM delegation token cancelled or expired.
+#[derive(Clone, PartialEq, Message)]
+pub struct DtTokenRemovedRec {
+    #[prost(bytes = "vec", required, tag = "1")]
+    pub identifier: Vec<u8>,
 }
 
 /// The RM epoch of the run that wrote the following records.
@@ -188,6 +240,12 @@ pub struct Recovered {
     pub keys: Option<KeysRec>,
     /// (cluster timestamp, sequence number) → application, in submission order.
     pub apps: BTreeMap<(i64, i32), RecoveredApp>,
+    /// RM delegation-token master keys, by id.
+    pub dt_keys: BTreeMap<i32, DtKeyRec>,
+    /// RM delegation tokens: identifier bytes → renew date.
+    pub dt_tokens: BTreeMap<Vec<u8>, i64>,
+    /// The RM delegation-token sequence counter.
+    pub dt_sequence: i32,
     /// Valid records read.
     pub records: u64,
     /// Bytes cut from a torn tail.
@@ -238,6 +296,19 @@ impl Recovered {
                 if let Some(app) = self.apps.get_mut(&app_key(&e.app)) {
                     app.ended = Some(e);
                 }
+            }
+            Rec::DtKey(k) => {
+                self.dt_keys.insert(k.key_id, k);
+            }
+            Rec::DtKeyRemoved(k) => {
+                self.dt_keys.remove(&k.key_id);
+            }
+            Rec::DtToken(t) => {
+                self.dt_sequence = self.dt_sequence.max(t.sequence);
+                self.dt_tokens.insert(t.identifier, t.renew_date);
+            }
+            Rec::DtTokenRemoved(t) => {
+                self.dt_tokens.remove(&t.identifier);
             }
         }
     }
@@ -559,6 +630,53 @@ mod tests {
                 Err(e) => proptest::prop_assert!(false, "{e}"),
             }
         }
+    }
+
+    #[test]
+    fn delegation_records_replay_and_old_logs_read_as_before() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut s, _) = StateStore::open(d.path(), 1 << 20).unwrap();
+        s.append(&sample()).unwrap();
+        let old = std::fs::read(d.path().join(LOG_FILE)).unwrap();
+        let key = |id, exp| {
+            Rec::DtKey(DtKeyRec {
+                key_id: id,
+                expiry_date: exp,
+                bytes: vec![id as u8; 8],
+            })
+        };
+        let tok = |i: u8, renew, seq| {
+            Rec::DtToken(DtTokenRec {
+                identifier: vec![i],
+                renew_date: renew,
+                sequence: seq,
+            })
+        };
+        s.append(&[
+            key(1, 10),
+            key(2, 20),
+            tok(1, 100, 1),
+            tok(2, 100, 2),
+            key(1, 15),
+            tok(1, 200, 2),
+            Rec::DtKeyRemoved(DtKeyRemovedRec { key_id: 2 }),
+            Rec::DtTokenRemoved(DtTokenRemovedRec {
+                identifier: vec![2],
+            }),
+        ])
+        .unwrap();
+        drop(s);
+        let (_, r) = StateStore::open(d.path(), 1 << 20).unwrap();
+        assert_eq!(r.dt_keys.keys().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(r.dt_keys[&1].expiry_date, 15);
+        assert_eq!(r.dt_tokens, BTreeMap::from([(vec![1u8], 200)]));
+        assert_eq!(r.dt_sequence, 2);
+        assert_eq!(r.epoch, 3);
+        // A log from before these records: nothing delegation, the rest as before.
+        let (rec, valid) = replay(Path::new("x"), &old).unwrap();
+        assert_eq!(valid, old.len());
+        assert!(rec.dt_keys.is_empty() && rec.dt_tokens.is_empty());
+        assert_eq!(rec.apps.len(), 1);
     }
 
     #[test]

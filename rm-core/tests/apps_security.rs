@@ -136,6 +136,7 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
         client_auth: None,
         authorization: Some(acls("alice", "*")),
         app_acls: None,
+        ..AppsSecurity::default()
     });
     let sched = rm.scheduler_addr().unwrap();
     let text = refusal(
@@ -195,6 +196,7 @@ fn a_secure_scheduler_port_takes_tokens_only_and_both_ports_check_their_acls() {
         client_auth: None,
         authorization: Some(acls("*", "yarn")),
         app_acls: None,
+        ..AppsSecurity::default()
     });
     let token = attempt_token(&rm);
     let text = refusal(

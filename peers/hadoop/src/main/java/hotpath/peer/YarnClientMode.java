@@ -43,6 +43,11 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * <p>{@code as USER COMMAND ARGS...} runs a command as another SIMPLE user (its own YarnClient,
  * under {@code UserGroupInformation.createRemoteUser(USER).doAs}).
  *
+ * <p>RM delegation tokens ({@link RmTokens}): {@code rmdt-get FILE RENEWER},
+ * {@code rmdt-renew FILE}, {@code rmdt-cancel FILE}, {@code whoami}, and
+ * {@code as-keytab PRINCIPAL KEYTAB COMMAND ARGS...}. A peer started without a login, with
+ * {@code HADOOP_TOKEN_FILE_LOCATION} set, talks to the RM with the file's token.
+ *
  * <p>{@code --principal P --keytab K [--krb5-conf F]} (with {@code --set
  * hadoop.security.authentication=kerberos} and {@code yarn.resourcemanager.principal}): the
  * client logs in from the keytab first, so it talks to a Kerberized RM as P.
@@ -87,6 +92,15 @@ final class YarnClientMode implements Mode {
     Files.move(tmp, amConfDir.resolve("yarn-site.xml"), StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
     DriverSupport.loginIfAsked(args, conf);
+    if (!args.has("keytab") && UserGroupInformation.AuthenticationMethod.KERBEROS.name()
+        .equalsIgnoreCase(conf.get("hadoop.security.authentication", ""))) {
+      // no login of our own: UGI's login user (the ticket cache if any, plus the tokens of
+      // HADOOP_TOKEN_FILE_LOCATION), with this configuration's security settings
+      if (args.has("krb5-conf")) {
+        System.setProperty("java.security.krb5.conf", args.get("krb5-conf", null));
+      }
+      UserGroupInformation.setConfiguration(conf);
+    }
     client = YarnClient.createYarnClient();
     client.init(conf);
     client.start();
@@ -179,11 +193,27 @@ final class YarnClientMode implements Mode {
       case "as":
         need(a, 2, "as USER COMMAND ARGS...");
         return as(a[0], a[1], Arrays.copyOfRange(a, 2, a.length));
+      case "rmdt-get":
+        need(a, 2, "rmdt-get FILE RENEWER");
+        return RmTokens.get(client, conf, a[0], a[1]);
+      case "rmdt-renew":
+        need(a, 1, "rmdt-renew FILE");
+        return RmTokens.renew(conf, a[0]);
+      case "rmdt-cancel":
+        need(a, 1, "rmdt-cancel FILE");
+        return RmTokens.cancel(conf, a[0]);
+      case "whoami":
+        return RmTokens.whoami();
+      case "as-keytab":
+        need(a, 3, "as-keytab PRINCIPAL KEYTAB COMMAND ARGS...");
+        return asKeytab(a[0], a[1], a[2], Arrays.copyOfRange(a, 3, a.length));
       default:
         throw new IllegalArgumentException("unknown command " + name
             + " (yarn-client: ping, app-submit KEY=VALUE..., app-wait APP_ID [TIMEOUT_S],"
             + " app-kill APP_ID, app-report APP_ID, apps, nodes, metrics, queue [NAME], new-app,"
-            + " cli application|node ARGS..., as USER COMMAND ARGS...)");
+            + " cli application|node ARGS..., as USER COMMAND ARGS..., rmdt-get FILE RENEWER,"
+            + " rmdt-renew FILE, rmdt-cancel FILE, whoami,"
+            + " as-keytab PRINCIPAL KEYTAB COMMAND ARGS...)");
     }
   }
 
@@ -212,6 +242,22 @@ final class YarnClientMode implements Mode {
       throw e.getCause() instanceof Exception x ? x : e;
     } finally {
       client = own;
+    }
+  }
+
+  /**
+   * {@code as-keytab PRINCIPAL KEYTAB COMMAND ARGS...}: a token command ({@code rmdt-renew},
+   * {@code rmdt-cancel}, {@code whoami}) as another Kerberos user, logged in from its keytab
+   * ({@code loginUserFromKeytabAndReturnUGI}).
+   */
+  private Map<String, Object> asKeytab(String principal, String keytab, String name,
+      String[] rest) throws Exception {
+    UserGroupInformation ugi =
+        UserGroupInformation.loginUserFromKeytabAndReturnUGI(principal, keytab);
+    try {
+      return ugi.doAs((PrivilegedExceptionAction<Map<String, Object>>) () -> command(name, rest));
+    } catch (java.lang.reflect.UndeclaredThrowableException e) {
+      throw e.getCause() instanceof Exception x ? x : e;
     }
   }
 
