@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use hadoop_wire::token::{Credentials, DelegationTokenIdentifier, TokenIdentifier as _};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, Role, OBSERVER_PROBE_PERIOD_KEY};
-use kerberos::{dfs_client, index_of, kinit_client, log_count, sha256_hex};
+use kerberos::{dfs_client, index_of, kinit_client, log_count, rpc_requests, sha256_hex};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 static HA: Shared = Shared::new(
@@ -35,18 +35,6 @@ static HA: Shared = Shared::new(
 );
 
 const NS: &str = "hotpath-ns";
-
-/// The `rpc_requests` counter of the NameNode in `state`.
-fn rpc_requests(peer: &mut Peer, state: &str) -> u64 {
-    let r = peer.command("namenodes").expect("namenodes");
-    r["namenodes"]
-        .as_array()
-        .expect("namenodes")
-        .iter()
-        .find(|n| n["state"] == state)
-        .and_then(|n| n["rpc_requests"].as_u64())
-        .unwrap_or_else(|| panic!("no {state} NameNode in {r}"))
-}
 
 fn knows_an_observer(nn: &NameNodeClient) -> bool {
     nn.nodes().iter().any(|(_, r)| *r == Role::Observer)

@@ -107,14 +107,24 @@ pub fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
-/// The index of the HA NameNode in `state` (nn0, nn1, nn2 in the site files).
-pub fn index_of(peer: &mut Peer, state: &str) -> usize {
+/// The number `field` of the HA NameNode in `state`, from the peer's `namenodes`.
+fn namenode_number(peer: &mut Peer, state: &str, field: &str) -> u64 {
     let r = peer.command("namenodes").expect("namenodes");
     r["namenodes"]
         .as_array()
         .expect("namenodes")
         .iter()
         .find(|n| n["state"] == state)
-        .and_then(|n| n["index"].as_u64())
-        .unwrap_or_else(|| panic!("no {state} NameNode in {r}")) as usize
+        .and_then(|n| n[field].as_u64())
+        .unwrap_or_else(|| panic!("no {state} NameNode in {r}"))
+}
+
+/// The index of the HA NameNode in `state` (nn0, nn1, nn2 in the site files).
+pub fn index_of(peer: &mut Peer, state: &str) -> usize {
+    namenode_number(peer, state, "index") as usize
+}
+
+/// The `rpc_requests` counter of the HA NameNode in `state`.
+pub fn rpc_requests(peer: &mut Peer, state: &str) -> u64 {
+    namenode_number(peer, state, "rpc_requests")
 }
