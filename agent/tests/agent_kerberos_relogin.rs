@@ -10,9 +10,10 @@
 //!    for `ipc.client.connection.maxidletime` (10 s), are closed by the agent with no further
 //!    call (the shared connection by its reader, the direct-call pool's by its sweeper), none
 //!    left open, as Java's `Client` leaves none; after the first ticket has expired it
-//!    localizes a second one over a new connection, authenticated anew (the NameNode logs another "Auth successful"; the KDC another AS exchange). Its RM
-//!    connection, busy with heartbeats, stays up across the expiry; cut by the relay, it
-//!    reconnects (a new GSSAPI exchange, logged by the RM) and keeps heartbeating.
+//!    localizes a second one over a new connection, authenticated anew (the NameNode logs
+//!    another "Auth successful"; the KDC another AS exchange). Its RM connection, busy with
+//!    heartbeats, stays up across the expiry; cut by the relay, it reconnects (a new GSSAPI
+//!    exchange, logged by the RM) and keeps heartbeating.
 //! 2. The Java ResourceManager (`yarn-rm --kerberos true --ticket-lifetime`): the agent's RM
 //!    connection, cut after the agent's first ticket has expired, reconnects with a fresh
 //!    ticket and keeps heartbeating, with no failed registration or IPC error.
