@@ -8,15 +8,18 @@
 //! gave it); the other is a `hotpath agent` child process, so it can be killed −9.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent::node::{Agent, AgentConfig};
 use peer_harness::{Mode, Shared};
 use serde_json::Value;
+
+#[path = "support/daemon.rs"]
+mod daemon;
+use daemon::{agent_running, start_agent, Daemon};
 
 static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents"]);
 
@@ -48,79 +51,6 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
     (code, body)
 }
 
-/// `hotpath agent` in a child process.
-struct ChildAgent {
-    child: Child,
-    node_id: String,
-    _dir: tempfile::TempDir,
-}
-
-impl ChildAgent {
-    fn start(rt: &str, ip: &str) -> ChildAgent {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let set = |k: &str, v: String| format!("{k}={v}");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-            .arg("agent")
-            .arg("--ready-line")
-            .args(
-                [
-                    set("yarn.resourcemanager.resource-tracker.address", rt.into()),
-                    set("yarn.nodemanager.address", format!("{ip}:0")),
-                    set("yarn.nodemanager.webapp.address", format!("{ip}:0")),
-                    set("hotpath.agent.ipc.address", format!("{ip}:0")),
-                    set("yarn.nodemanager.local-dirs", d.join("local").display().to_string()),
-                    set("yarn.nodemanager.log-dirs", d.join("logs").display().to_string()),
-                    set("yarn.nodemanager.resource.memory-mb", "4096".into()),
-                    set("yarn.nodemanager.resource.cpu-vcores", "8".into()),
-                    set("hotpath.agent.control-socket", d.join("agent.sock").display().to_string()),
-                    set("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", "100".into()),
-                ]
-                .iter()
-                .flat_map(|kv| ["--set".to_string(), kv.clone()]),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value =
-            serde_json::from_str(line.trim().strip_prefix("READY ").unwrap()).unwrap();
-        ChildAgent {
-            child,
-            node_id: ready["node_id"].as_str().unwrap().to_string(),
-            _dir: dir,
-        }
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for ChildAgent {
-    /// SIGTERM: the agent unregisters, so the shared RM does not keep a dead node for the next
-    /// test.
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        self.kill9();
-    }
-}
-
 /// The RM's RUNNING nodes.
 fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
     let v = rm.command("nodes").unwrap_or(Value::Null);
@@ -148,7 +78,8 @@ struct Cluster {
     rm: peer_harness::SharedGuard<'static>,
     local: Agent,
     _local_dir: tempfile::TempDir,
-    remote: ChildAgent,
+    /// A `hotpath agent` child process.
+    remote: Daemon,
 }
 
 fn cluster() -> Cluster {
@@ -156,7 +87,7 @@ fn cluster() -> Cluster {
     let ready = rm.ready().clone();
     let rt = ready["resource_tracker"].as_str().unwrap().to_string();
     let (local, dir) = in_process_agent(rt.parse().unwrap(), "127.0.0.41");
-    let remote = ChildAgent::start(&rt, "127.0.0.42");
+    let remote = start_agent(&rt, "127.0.0.42");
     let mut c = Cluster {
         rm,
         local,
@@ -170,7 +101,7 @@ fn cluster() -> Cluster {
         || {
             let mut nodes = c.rm_nodes();
             nodes.sort();
-            let mut want = vec![c.local.node_id(), c.remote.node_id.clone()];
+            let mut want = vec![c.local.node_id(), c.remote.field("node_id")];
             want.sort();
             c.local.shared().cm.lock().unwrap().has_keys() && nodes == want
         },
@@ -243,7 +174,7 @@ fn a_real_application_runs_on_two_agents_with_exact_exit_statuses_and_logs() {
         .map(|c| c["node_id"].as_str().unwrap().to_string())
         .collect();
     assert!(nodes.contains(&c.local.node_id()), "{nodes:?}");
-    assert!(nodes.contains(&c.remote.node_id), "{nodes:?}");
+    assert!(nodes.contains(&c.remote.field("node_id")), "{nodes:?}");
     // A container's stdout through the agent's logs endpoint.
     let on_local = by_index
         .iter()
@@ -502,19 +433,6 @@ fn hostile_callers_fail_as_java_fails_them_while_the_application_runs() {
 // ---------------------------------------------------------------------------------------------
 // An agent killed −9 in the middle of an application
 
-impl ChildAgent {
-    fn running(&self) -> u64 {
-        let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
-            .args(["container", "--socket"])
-            .arg(self._dir.path().join("agent.sock"))
-            .arg("status")
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        v["containers"]["running"].as_u64().unwrap_or(0)
-    }
-}
-
 #[test]
 fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() {
     let mut rm = RM.lock().expect("yarn-rm --profile agents");
@@ -544,7 +462,7 @@ fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() 
             .iter()
             .any(|x| x.id.app == app_id && x.id.id == 1)
     });
-    let mut other = ChildAgent::start(&rt, "127.0.0.44");
+    let mut other = start_agent(&rt, "127.0.0.44");
     // Every container placed and running (the AM and three here, three there), so that no
     // start goes to the node after it died (an AM's start on a dead node fails the start).
     wait_for("all containers running", Duration::from_secs(90), || {
@@ -556,9 +474,9 @@ fn an_agent_killed_minus_9_loses_its_containers_and_the_am_finishes_elsewhere() 
             .iter()
             .filter(|x| x.id.app == app_id && x.state == nm_core::table::ContainerState::Running)
             .count() as u64;
-        here + other.running() >= 7
+        here + agent_running(&other) >= 7
     });
-    let lost_node = other.node_id.clone();
+    let lost_node = other.field("node_id");
     other.kill9();
     let id = submitted["app_id"].as_str().unwrap();
     let done = rm

@@ -9,13 +9,13 @@ use hadoop_wire::pb::hadoop::hdfs::{
     FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
 };
 use hadoop_wire::reader::{Reader, WireType};
-use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
-use hadoop_wire::sasl::message::AuthMethod;
-use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
-use hadoop_wire::sasl::{Qop, SaslError};
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::sasl::Qop;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use hdfs_io::{Error, RemoteKind};
-use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
+use ipc::server::{Call, CallError, Registry, Reply, Server};
+use ipc::test_support::{start_local, wait_idle_closed, OneToken};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -38,10 +38,10 @@ fn src(req: &[u8]) -> String {
 /// AccessControlException; `/busy` is a RetriableException on every second call; `/long…`
 /// has the path's length and its first 60000 bytes as its group (a long response).
 fn server() -> (Server, Arc<AtomicU32>) {
-    server_with(ServerConfig::default())
+    server_with(ServerAuth::simple())
 }
 
-fn server_with(config: ServerConfig) -> (Server, Arc<AtomicU32>) {
+fn server_with(auth: ServerAuth) -> (Server, Arc<AtomicU32>) {
     let busy = Arc::new(AtomicU32::new(0));
     let b = busy.clone();
     let mut reg = Registry::new();
@@ -94,11 +94,11 @@ fn server_with(config: ServerConfig) -> (Server, Arc<AtomicU32>) {
         },
     );
     reg.set_state_id(|| 4242);
-    let s = Server::start("127.0.0.1:0".parse().unwrap(), config, reg).unwrap();
-    (s, busy)
+    (start_local(reg, auth), busy)
 }
 
-fn client(addr: std::net::SocketAddr, direct: bool) -> NameNodeClient {
+/// A client of the one NameNode at `addr`, as alice, with `cfg` otherwise.
+fn client_with(addr: SocketAddr, cfg: NameNodeConfig) -> NameNodeClient {
     NameNodeClient::new(
         vec![Endpoint {
             id: addr.to_string(),
@@ -106,12 +106,40 @@ fn client(addr: std::net::SocketAddr, direct: bool) -> NameNodeClient {
         }],
         NameNodeConfig {
             user: "alice".into(),
+            ..cfg
+        },
+    )
+    .unwrap()
+}
+
+fn client(addr: SocketAddr, direct: bool) -> NameNodeClient {
+    client_with(
+        addr,
+        NameNodeConfig {
             retry_wait: Duration::from_millis(1),
             direct_calls: direct,
             ..NameNodeConfig::default()
         },
     )
-    .unwrap()
+}
+
+/// `threads` threads calling at once, `calls` calls each, for paths of their own: each path
+/// answered with its own length.
+fn from_threads(nn: &NameNodeClient, threads: u64, calls: u64) {
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            sc.spawn(move || {
+                let mut scratch = Vec::new();
+                for i in 0..calls {
+                    let len = t * 1000 + i;
+                    let got = nn
+                        .get_file_info_with(&format!("/f{len}"), &mut scratch, |v| v.length)
+                        .unwrap();
+                    assert_eq!(got, Some(len));
+                }
+            });
+        }
+    });
 }
 
 #[test]
@@ -129,22 +157,7 @@ fn direct_and_shared_paths_agree() {
         assert_eq!(nn.get_file_info("/busy").unwrap().unwrap().length, 1);
         assert!(busy.load(Ordering::SeqCst) - before >= 1);
         assert_eq!(nn.state_id(), Some(4242), "direct={direct}");
-        // many threads at once, each path answered with its own length
-        std::thread::scope(|sc| {
-            for t in 0..8u64 {
-                let nn = &nn;
-                sc.spawn(move || {
-                    let mut scratch = Vec::new();
-                    for i in 0..200u64 {
-                        let len = t * 1000 + i;
-                        let got = nn
-                            .get_file_info_with(&format!("/f{len}"), &mut scratch, |v| v.length)
-                            .unwrap();
-                        assert_eq!(got, Some(len));
-                    }
-                });
-            }
-        });
+        from_threads(&nn, 8, 200);
     }
     s.shutdown();
 }
@@ -168,18 +181,13 @@ fn idle_direct_connections_close_with_no_further_call() {
     let (s, _) = server();
     let addr = s.local_addr();
     let idle = Duration::from_millis(400);
-    let nn = NameNodeClient::new(
-        vec![Endpoint {
-            id: addr.to_string(),
-            addr,
-        }],
+    let nn = client_with(
+        addr,
         NameNodeConfig {
-            user: "alice".into(),
             max_idle: Some(idle),
             ..NameNodeConfig::default()
         },
-    )
-    .unwrap();
+    );
     let open = || s.metrics().transport.open_connections;
     // threads calling at once: several connections
     let barrier = std::sync::Barrier::new(4);
@@ -199,19 +207,12 @@ fn idle_direct_connections_close_with_no_further_call() {
     let opened = st.direct_connections;
     assert!(opened >= 1, "{st:?}");
     assert_eq!(open(), opened, "all open while younger than max_idle");
-    while open() > 0 {
-        assert!(
-            done.elapsed() < idle + Duration::from_secs(3),
-            "{} of {opened} still open {:?} after the last call (max_idle {idle:?})",
-            open(),
-            done.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(
-        done.elapsed() >= idle - Duration::from_millis(50),
-        "closed after {:?}, before max_idle {idle:?}",
-        done.elapsed()
+    let window = idle - Duration::from_millis(50)..idle + Duration::from_secs(3);
+    wait_idle_closed(
+        &format!("the pool's {opened} connections"),
+        done,
+        window,
+        open,
     );
     assert_eq!(nn.call_stats().direct_idle_closed, opened);
     // The next call opens a new one.
@@ -222,54 +223,27 @@ fn idle_direct_connections_close_with_no_further_call() {
     s.shutdown();
 }
 
-/// One token: identifier `ID` with password `PASSWORD`, standing for `TOKEN_USER`.
-struct OneToken;
-
-const ID: &[u8] = b"direct-calls-token";
-const PASSWORD: &[u8] = b"0123456789abcdef";
 const TOKEN_USER: &str = "tokenuser";
 
-impl TokenSecrets for OneToken {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
-        if identifier != ID {
-            return Err(SaslError::InvalidToken("unknown token".into()));
-        }
-        Ok(TokenPassword {
-            password: PASSWORD.to_vec(),
-            user: TOKEN_USER.into(),
-        })
-    }
-}
+const TOKEN: OneToken = OneToken {
+    id: b"direct-calls-token",
+    password: b"0123456789abcdef",
+    user: TOKEN_USER,
+};
 
 fn token_server(qop: Qop) -> Server {
-    let auth = ServerAuth::new(AuthMethod::Token, Some(Arc::new(OneToken)), vec![qop]).unwrap();
-    server_with(ServerConfig {
-        auth: Arc::new(auth),
-        ..ServerConfig::default()
-    })
-    .0
+    server_with(TOKEN.server_auth(qop)).0
 }
 
 fn token_client(addr: SocketAddr, qop: Qop) -> NameNodeClient {
-    NameNodeClient::new(
-        vec![Endpoint {
-            id: addr.to_string(),
-            addr,
-        }],
+    client_with(
+        addr,
         NameNodeConfig {
-            user: "alice".into(),
             retry_wait: Duration::from_millis(1),
-            auth: ClientAuth::token(
-                TokenCredential {
-                    identifier: ID.to_vec(),
-                    password: PASSWORD.to_vec(),
-                },
-                vec![qop],
-            ),
+            auth: ClientAuth::token(TOKEN.credential(), vec![qop]),
             ..NameNodeConfig::default()
         },
     )
-    .unwrap()
 }
 
 #[test]
@@ -287,21 +261,7 @@ fn token_direct_calls_at_every_protection_level() {
         let long = format!("/long{}", "x".repeat(200_000));
         let st = nn.get_file_info(&long).unwrap().unwrap();
         assert_eq!((st.length, st.group.len()), (long.len() as u64, 60_000));
-        std::thread::scope(|sc| {
-            for t in 0..4u64 {
-                let nn = &nn;
-                sc.spawn(move || {
-                    let mut scratch = Vec::new();
-                    for i in 0..100u64 {
-                        let len = t * 1000 + i;
-                        let got = nn
-                            .get_file_info_with(&format!("/f{len}"), &mut scratch, |v| v.length)
-                            .unwrap();
-                        assert_eq!(got, Some(len));
-                    }
-                });
-            }
-        });
+        from_threads(&nn, 4, 100);
         let st = nn.call_stats();
         assert_eq!(st.shared_calls, 0, "{qop:?}: {st:?}");
         assert_eq!(st.direct_calls, 404, "{qop:?}: {st:?}");

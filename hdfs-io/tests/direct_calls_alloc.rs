@@ -6,34 +6,22 @@
 use hadoop_wire::pb::hadoop::hdfs::{
     FsPermissionProto, GetFileInfoResponseProto, HdfsFileStatusProto,
 };
-use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
-use hadoop_wire::sasl::message::AuthMethod;
-use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
-use hadoop_wire::sasl::{Qop, SaslError};
+use hadoop_wire::sasl::client::ClientAuth;
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::sasl::Qop;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
-use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
-use std::sync::Arc;
+use ipc::server::{Call, CallError, Registry, Reply, Server};
+use ipc::test_support::{start_local, OneToken};
 use std::time::Duration;
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
-struct OneToken;
-
-const ID: &[u8] = b"alloc-token";
-const PASSWORD: &[u8] = b"fedcba9876543210";
-
-impl TokenSecrets for OneToken {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
-        if identifier != ID {
-            return Err(SaslError::InvalidToken("unknown token".into()));
-        }
-        Ok(TokenPassword {
-            password: PASSWORD.to_vec(),
-            user: "tokenuser".into(),
-        })
-    }
-}
+const TOKEN: OneToken = OneToken {
+    id: b"alloc-token",
+    password: b"fedcba9876543210",
+    user: "tokenuser",
+};
 
 /// Every path is a file of 4096 bytes.
 fn server(auth: ServerAuth) -> Server {
@@ -56,11 +44,7 @@ fn server(auth: ServerAuth) -> Server {
             Ok(())
         },
     );
-    let config = ServerConfig {
-        auth: Arc::new(auth),
-        ..ServerConfig::default()
-    };
-    Server::start("127.0.0.1:0".parse().unwrap(), config, reg).unwrap()
+    start_local(reg, auth)
 }
 
 fn client(addr: std::net::SocketAddr, auth: ClientAuth) -> NameNodeClient {
@@ -92,14 +76,10 @@ fn client_with(
 fn warm_direct_calls_allocate_nothing_at_every_level() {
     let mut cases = vec![(None, ServerAuth::simple(), ClientAuth::default())];
     for qop in [Qop::Auth, Qop::AuthInt, Qop::AuthConf] {
-        let token = TokenCredential {
-            identifier: ID.to_vec(),
-            password: PASSWORD.to_vec(),
-        };
         cases.push((
             Some(qop),
-            ServerAuth::new(AuthMethod::Token, Some(Arc::new(OneToken)), vec![qop]).unwrap(),
-            ClientAuth::token(token, vec![qop]),
+            TOKEN.server_auth(qop),
+            ClientAuth::token(TOKEN.credential(), vec![qop]),
         ));
     }
     for (qop, sauth, cauth) in cases {

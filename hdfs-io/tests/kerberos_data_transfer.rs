@@ -8,50 +8,25 @@
 //!
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 
+#[macro_use]
+#[path = "support/kerberos.rs"]
+mod kerberos;
+
 use std::time::{Duration, Instant};
 
 use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::NameNodeClient;
 use hdfs_io::topology::{LocalNode, RackMap};
+use kerberos::{dfs_client, kinit_client, sha256_hex};
 use peer_harness::{Mode, Shared};
-use sha2::{Digest, Sha256};
 
-static HDFS: Shared = Shared::new(
-    Mode::Hdfs,
-    &[
-        // connections stay reusable however slow this machine is between reads
-        "--set",
-        "dfs.client.socketcache.expiryMsec=120000",
-        "--set",
-        "dfs.datanode.socket.reuse.keepalive=120000",
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--set",
-        "dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding",
-    ],
-);
-
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+static HDFS: Shared = Shared::new(Mode::Hdfs, kerberos_read_args!());
 
 #[test]
 fn block_reads_with_each_data_transfer_protection() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     let w = peer.command("write /kerberos/dt/f 2500000").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     // (protection, offer AES, reads through the DIGEST stream layer)
     for (protection, aes, layer) in [
         ("authentication", true, false),
@@ -61,12 +36,7 @@ fn block_reads_with_each_data_transfer_protection() {
     ] {
         conf.set("dfs.data.transfer.protection", protection);
         let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
-        let mut cfg = DfsConfig::from_conf(&conf).expect("dfs config");
-        assert!(cfg.kerberos && cfg.encrypt_aes, "{cfg:?}");
-        cfg.encrypt_aes = aes;
-        cfg.retry_window_base = Duration::from_millis(100);
-        cfg.max_block_acquire_failures = 1;
-        let c = DfsClient::new(nn, cfg, LocalNode::default(), RackMap::default(), None);
+        let c = dfs_client(nn, &conf, aes);
         let mut out = Vec::new();
         let t = Instant::now();
         let r = c.read("/kerberos/dt/f", 0, None, &mut out);

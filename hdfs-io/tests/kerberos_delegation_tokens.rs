@@ -8,6 +8,10 @@
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
 
+#[macro_use]
+#[path = "support/kerberos.rs"]
+mod kerberos;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,30 +21,13 @@ use hadoop_wire::token::{
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
 use hdfs_io::tokens::{read_credentials_file, write_credentials_file, TOKEN_FILE_ENV};
 use hdfs_io::RemoteKind;
-use peer_harness::{Kerberos, Mode, Peer, Shared};
+use kerberos::{kinit_client, log_count};
+use peer_harness::{Kerberos, Mode, Shared};
 
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
-    &[
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--log-level",
-        "org.apache.hadoop.ipc.Server=DEBUG",
-    ],
+    kerberos_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
 );
-
-fn log_count(peer: &Peer, needle: &str) -> usize {
-    std::fs::read_to_string(peer.log_path())
-        .expect("peer log")
-        .matches(needle)
-        .count()
-}
 
 /// A client holding only `creds` (no token file from the environment).
 fn token_client(conf: &conf::Configuration, creds: Credentials) -> NameNodeClient {
@@ -57,14 +44,11 @@ fn token_client(conf: &conf::Configuration, creds: Credentials) -> NameNodeClien
 #[test]
 fn get_a_token_with_kerberos_use_it_without_renew_and_cancel() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     let nn_addr = peer.namenode_addr().unwrap();
     peer.command("write /dtok/f 4321").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
 
     // 1. over KERBEROS
-    k.kinit_process(dir.path()).expect("kinit");
+    let (k, dir, conf) = kinit_client(&peer);
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t0 = krb
         .get_delegation_token("client")

@@ -15,38 +15,26 @@
 //! MIT's and Hadoop's environment variables are process-wide: each test sets them under the
 //! peer's lock.
 
+#[macro_use]
+#[path = "support/kerberos.rs"]
+mod kerberos;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use hadoop_wire::token::Credentials;
-use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
-use peer_harness::{Kerberos, Mode, Peer, Shared};
+use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
+use ipc::test_support::{my_ports_to, tcp_rows, wait_idle_closed};
+use kerberos::{keytab_client, kinit_client, log_count};
+use peer_harness::{Kerberos, Mode, Shared};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;
 
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
-    &[
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--log-level",
-        "org.apache.hadoop.ipc.Server=DEBUG",
-    ],
+    kerberos_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
 );
-
-fn log_count(peer: &Peer, needle: &str) -> usize {
-    std::fs::read_to_string(peer.log_path())
-        .expect("peer log")
-        .matches(needle)
-        .count()
-}
 
 /// `threads` threads each asking `calls` times for `path`'s length.
 fn hammer(nn: &NameNodeClient, path: &str, threads: usize, calls: usize) -> Vec<u64> {
@@ -74,11 +62,8 @@ fn hammer(nn: &NameNodeClient, path: &str, threads: usize, calls: usize) -> Vec<
 #[test]
 fn direct_calls_at_every_protection_level_from_several_threads() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kdirect/f 4242").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     let (threads, calls) = (4, 50);
     for (protection, qop) in [
         ("authentication", "auth"),
@@ -159,12 +144,9 @@ fn direct_calls_at_every_protection_level_from_several_threads() {
 #[test]
 fn a_delegation_token_authenticates_direct_calls_at_privacy() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kdirect/tok 1234").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "privacy");
-    k.kinit_process(dir.path()).expect("kinit");
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t = krb
         .get_delegation_token("client")
@@ -199,11 +181,8 @@ fn a_delegation_token_authenticates_direct_calls_at_privacy() {
 #[test]
 fn an_idle_direct_sasl_connection_is_closed_and_a_new_one_negotiated() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kdirect/idle 99").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "integrity");
     conf.set("ipc.client.connection.maxidletime", "300");
     let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
@@ -218,58 +197,14 @@ fn an_idle_direct_sasl_connection_is_closed_and_a_new_one_negotiated() {
     assert_eq!(s.shared_calls, 0, "{s:?}");
 }
 
-/// `/proc/net/tcp` and `tcp6` rows: (local port, remote port, state, inode).
-fn tcp_rows() -> Vec<(u16, u16, String, String)> {
-    let port = |a: &str| {
-        a.rsplit(':')
-            .next()
-            .and_then(|p| u16::from_str_radix(p, 16).ok())
-    };
-    let rows = std::fs::read_to_string("/proc/self/net/tcp").unwrap()
-        + &std::fs::read_to_string("/proc/self/net/tcp6").unwrap_or_default();
-    rows.lines()
-        .skip(1)
-        .filter_map(|row| {
-            let f: Vec<&str> = row.split_whitespace().collect();
-            if f.len() <= 9 {
-                return None;
-            }
-            Some((port(f[1])?, port(f[2])?, f[3].to_string(), f[9].to_string()))
-        })
-        .collect()
-}
-
-/// The local ports of this process's ESTABLISHED connections to `port` (rows whose socket
-/// inode is one of this process's file descriptors).
-fn my_ports_to(port: u16) -> Vec<u16> {
-    let mine: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter_map(|l| {
-            let l = l.to_string_lossy().into_owned();
-            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-        })
-        .collect();
-    tcp_rows()
-        .into_iter()
-        .filter(|(_, remote, state, inode)| {
-            *remote == port && state == "01" && mine.contains(inode)
-        })
-        .map(|(local, ..)| local)
-        .collect()
-}
-
 #[test]
 fn idle_direct_connections_close_at_the_namenode_with_no_further_call() {
     // The pool's sweeper closes them after ipc.client.connection.maxidletime; the NameNode
     // reads EOF and closes its side: its sockets from our ports leave /proc/net/tcp.
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kdirect/sweep 77").expect("write");
     let nn_port = peer.namenode_addr().expect("namenode address").port();
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "privacy");
     let idle = Duration::from_millis(1500);
     conf.set("ipc.client.connection.maxidletime", "1500");
@@ -285,26 +220,19 @@ fn idle_direct_connections_close_at_the_namenode_with_no_further_call() {
     let nn_side = |state: Option<&str>| {
         tcp_rows()
             .into_iter()
-            .filter(|(local, remote, st, _)| {
-                *local == nn_port && ports.contains(remote) && state.is_none_or(|x| x == st)
+            .filter(|r| {
+                r.local_port == nn_port
+                    && ports.contains(&r.remote_port)
+                    && state.is_none_or(|x| x == r.state)
             })
             .count()
     };
     assert_eq!(nn_side(Some("01")), ports.len());
-    while nn_side(None) > 0 || !my_ports_to(nn_port).is_empty() {
-        assert!(
-            done.elapsed() < idle + Duration::from_secs(5),
-            "{} NameNode-side sockets and {} of ours left {:?} after the last call (maxidletime {idle:?})",
-            nn_side(None),
-            my_ports_to(nn_port).len(),
-            done.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        done.elapsed() >= idle - Duration::from_millis(100),
-        "closed after {:?}, before maxidletime {idle:?}",
-        done.elapsed()
+    wait_idle_closed(
+        "NameNode-side sockets and ours",
+        done,
+        idle - Duration::from_millis(100)..idle + Duration::from_secs(5),
+        || (nn_side(None) + my_ports_to(nn_port).len()) as u64,
     );
     assert_eq!(nn.call_stats().direct_idle_closed, s.direct_connections);
     // and the next call authenticates a new connection
@@ -318,11 +246,8 @@ fn idle_direct_connections_close_at_the_namenode_with_no_further_call() {
 #[test]
 fn a_warm_direct_call_at_privacy_allocates_nothing() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kdirect/alloc 321").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "privacy");
     let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
     let mut scratch = Vec::new();
@@ -367,18 +292,8 @@ fn a_keytab_login_opens_direct_connections_from_several_threads_at_once() {
     Kerberos::clear_process_credentials(dir.path());
     let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     conf.set("hadoop.rpc.protection", "privacy");
-    let nn = NameNodeClient::from_conf_with(
-        &conf,
-        NameNodeConfig {
-            kerberos: Some(NameNodeKerberos {
-                server_principal: String::new(),
-                client_principal: Some(k.client_principal.clone()),
-                keytab: Some(k.client_keytab.clone()),
-            }),
-            ..NameNodeConfig::default()
-        },
-    )
-    .expect("keytab login");
+    let nn =
+        keytab_client(&conf, Some(&k.client_principal), &k.client_keytab).expect("keytab login");
     let threads = 8;
     // every thread's first call opens a connection at the same moment (a GSS context each,
     // the credential acquired from the one in-memory cache)

@@ -18,63 +18,23 @@
 //! The tests find the NameNodes by role (a failover moves the active).
 
 #[macro_use]
-#[path = "support/kerberos_ha.rs"]
-mod kerberos_ha;
+#[path = "support/kerberos.rs"]
+mod kerberos;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hadoop_wire::token::{Credentials, DelegationTokenIdentifier, TokenIdentifier as _};
-use hdfs_io::dfs::{DfsClient, DfsConfig};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, Role, OBSERVER_PROBE_PERIOD_KEY};
-use hdfs_io::topology::{LocalNode, RackMap};
+use kerberos::{dfs_client, index_of, kinit_client, log_count, rpc_requests, sha256_hex};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
-use sha2::{Digest, Sha256};
 
 static HA: Shared = Shared::new(
     Mode::HdfsHa,
-    kerberos_ha_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
+    kerberos_read_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
 );
 
 const NS: &str = "hotpath-ns";
-
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn log_count(peer: &Peer, needle: &str) -> usize {
-    std::fs::read_to_string(peer.log_path())
-        .expect("peer log")
-        .matches(needle)
-        .count()
-}
-
-/// The `rpc_requests` counter of the NameNode in `state`.
-fn rpc_requests(peer: &mut Peer, state: &str) -> u64 {
-    let r = peer.command("namenodes").expect("namenodes");
-    r["namenodes"]
-        .as_array()
-        .expect("namenodes")
-        .iter()
-        .find(|n| n["state"] == state)
-        .and_then(|n| n["rpc_requests"].as_u64())
-        .unwrap_or_else(|| panic!("no {state} NameNode in {r}"))
-}
-
-/// The index of the NameNode in `state` (nn0, nn1, nn2 in the site files).
-fn index_of(peer: &mut Peer, state: &str) -> usize {
-    let r = peer.command("namenodes").expect("namenodes");
-    r["namenodes"]
-        .as_array()
-        .expect("namenodes")
-        .iter()
-        .find(|n| n["state"] == state)
-        .and_then(|n| n["index"].as_u64())
-        .unwrap_or_else(|| panic!("no {state} NameNode in {r}")) as usize
-}
 
 fn knows_an_observer(nn: &NameNodeClient) -> bool {
     nn.nodes().iter().any(|(_, r)| *r == Role::Observer)
@@ -117,13 +77,10 @@ fn observer_reads(peer: &mut Peer, nn: &NameNodeClient, paths: &[String]) -> (u6
 #[test]
 fn get_file_info_and_observer_reads_over_kerberos() {
     let mut peer = HA.lock().expect("Kerberized hdfs-ha peer");
-    let k = peer.kerberos().expect("READY kerberos");
     assert_eq!(peer.field_str("nameservice").unwrap(), NS);
     peer.command("mkfiles /kha 10").expect("mkfiles");
     peer.command("write /kha/len 4242").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (k, _dir, mut conf) = kinit_client(&peer);
     assert_eq!(conf.get("fs.defaultFS"), Some("hdfs://hotpath-ns"));
     let paths: Vec<String> = (0..10).map(|i| format!("/kha/f{i}")).collect();
     // the peer's list (the client takes its first entry), then privacy alone
@@ -208,25 +165,13 @@ fn get_file_info_and_observer_reads_over_kerberos() {
     }
 }
 
-fn dfs_client(nn: NameNodeClient, conf: &conf::Configuration, aes: bool) -> DfsClient {
-    let mut cfg = DfsConfig::from_conf(conf).expect("dfs config");
-    assert!(cfg.kerberos && cfg.encrypt_aes, "{cfg:?}");
-    cfg.encrypt_aes = aes;
-    cfg.retry_window_base = Duration::from_millis(100);
-    cfg.max_block_acquire_failures = 1;
-    DfsClient::new(nn, cfg, LocalNode::default(), RackMap::default(), None)
-}
-
 #[test]
 fn block_reads_with_and_without_aes_located_by_the_observer() {
     let mut peer = HA.lock().expect("Kerberized hdfs-ha peer");
-    let k = peer.kerberos().expect("READY kerberos");
     // three blocks of 1 MiB and a tail
     let w = peer.command("write /kha/blocks 3500000").expect("write");
     let want = w["sha256"].as_str().unwrap().to_string();
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "privacy");
     // (data transfer protection, offer AES, reads through the DIGEST stream layer)
     for (protection, aes, layer) in [
@@ -278,17 +223,13 @@ fn block_reads_with_and_without_aes_located_by_the_observer() {
 #[test]
 fn a_nameservice_token_without_kerberos_and_a_failover() {
     let mut peer = HA.lock().expect("Kerberized hdfs-ha peer");
-    let k = peer.kerberos().expect("READY kerberos");
     let w = peer.command("write /kha/tok 1234567").expect("write");
     let want = w["sha256"].as_str().unwrap().to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    // over KERBEROS, on the active: a token for the nameservice
+    let (k, dir, mut conf) = kinit_client(&peer);
     // the observer may refuse the token until it has tailed its edit: then the client asks the
     // roles again after this period
     conf.set(OBSERVER_PROBE_PERIOD_KEY, "200");
-
-    // over KERBEROS, on the active: a token for the nameservice
-    k.kinit_process(dir.path()).expect("kinit");
     let krb = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t = krb
         .get_delegation_token("client")
@@ -439,11 +380,8 @@ fn a_nameservice_token_without_kerberos_and_a_failover() {
 #[test]
 fn an_observer_that_comes_back_is_found_after_the_probe_period() {
     let mut peer = HA.lock().expect("Kerberized hdfs-ha peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("mkfiles /kha/probe 5").expect("mkfiles");
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     let period = Duration::from_millis(1500);
     conf.set(
         OBSERVER_PROBE_PERIOD_KEY,

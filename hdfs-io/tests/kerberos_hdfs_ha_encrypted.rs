@@ -10,48 +10,22 @@
 //! MIT's environment variables are process-wide: the test sets them under the peer's lock.
 
 #[macro_use]
-#[path = "support/kerberos_ha.rs"]
-mod kerberos_ha;
+#[path = "support/kerberos.rs"]
+mod kerberos;
 
-use std::time::Duration;
-
-use hdfs_io::dfs::{DfsClient, DfsConfig};
+use hdfs_io::dfs::DfsClient;
 use hdfs_io::namenode::NameNodeClient;
-use hdfs_io::topology::{LocalNode, RackMap};
+use kerberos::{dfs_client, index_of, kinit_client, sha256_hex};
 use peer_harness::{Mode, Peer, Shared};
-use sha2::{Digest, Sha256};
 
 static HA: Shared = Shared::new(
     Mode::HdfsHa,
-    kerberos_ha_args!("--set", "dfs.encrypt.data.transfer=true"),
+    kerberos_read_args!("--set", "dfs.encrypt.data.transfer=true"),
 );
-
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 fn client(conf: &conf::Configuration, aes: bool) -> DfsClient {
     let nn = NameNodeClient::from_conf(conf).expect("namenode client");
-    let mut cfg = DfsConfig::from_conf(conf).expect("dfs config");
-    assert!(cfg.kerberos && cfg.encrypt_aes, "{cfg:?}");
-    cfg.encrypt_aes = aes;
-    cfg.retry_window_base = Duration::from_millis(100);
-    cfg.max_block_acquire_failures = 1;
-    DfsClient::new(nn, cfg, LocalNode::default(), RackMap::default(), None)
-}
-
-fn index_of(peer: &mut Peer, state: &str) -> u64 {
-    let r = peer.command("namenodes").expect("namenodes");
-    r["namenodes"]
-        .as_array()
-        .expect("namenodes")
-        .iter()
-        .find(|n| n["state"] == state)
-        .and_then(|n| n["index"].as_u64())
-        .unwrap_or_else(|| panic!("no {state} NameNode in {r}"))
+    dfs_client(nn, conf, aes)
 }
 
 /// A whole read and a range on the cached connection, byte-exact; the stream layer or not.
@@ -85,12 +59,9 @@ fn check_read(
 #[test]
 fn encrypted_reads_with_and_without_aes_across_a_failover() {
     let mut peer = HA.lock().expect("Kerberized hdfs-ha peer");
-    let k = peer.kerberos().expect("READY kerberos");
     let w = peer.command("write /khe/f 2500000").expect("write");
     let want = w["sha256"].as_str().unwrap().to_string();
-    let dir = tempfile::tempdir().unwrap();
-    k.kinit_process(dir.path()).expect("kinit");
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     conf.set("hadoop.rpc.protection", "privacy");
 
     let mut keys = Vec::new();

@@ -10,59 +10,24 @@
 //!
 //! MIT's environment variables are process-wide: each test sets them under the peer's lock.
 
-use std::path::Path;
-use std::process::Command;
+#[macro_use]
+#[path = "support/kerberos.rs"]
+mod kerberos;
 
-use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
-use peer_harness::{Kerberos, Mode, Peer, Shared};
+use hdfs_io::namenode::NameNodeClient;
+use kerberos::{keytab_client, kinit_client, log_count};
+use peer_harness::{Mode, Shared};
 
 static HDFS: Shared = Shared::new(
     Mode::Hdfs,
-    &[
-        "--datanodes",
-        "1",
-        "--shared-ip",
-        "true",
-        "--kerberos",
-        "true",
-        "--set",
-        "dfs.permissions.enabled=false",
-        "--log-level",
-        "org.apache.hadoop.ipc.Server=DEBUG",
-    ],
+    kerberos_args!("--log-level", "org.apache.hadoop.ipc.Server=DEBUG"),
 );
-
-fn ccache_env(k: &Kerberos, dir: &Path) -> String {
-    let cc = format!("FILE:{}", dir.join("ccache").display());
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var("KRB5CCNAME", &cc);
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    cc
-}
-
-fn log_count(peer: &Peer, needle: &str) -> usize {
-    std::fs::read_to_string(peer.log_path())
-        .expect("peer log")
-        .matches(needle)
-        .count()
-}
 
 #[test]
 fn namenode_client_from_the_site_files_with_a_kinit_ticket_cache() {
     let mut peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
     peer.command("write /kerberos/nn 4242").expect("write");
-    let dir = tempfile::tempdir().unwrap();
-    ccache_env(&k, dir.path());
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
-
-    let mut conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
+    let (_k, _dir, mut conf) = kinit_client(&peer);
     for (protection, qop) in [("authentication", "auth"), ("privacy", "auth-conf")] {
         conf.set("hadoop.rpc.protection", protection);
         let negotiated = format!("Negotiated QoP is {qop}.");
@@ -99,7 +64,11 @@ fn without_a_ticket_the_error_names_the_cache() {
     let peer = HDFS.lock().expect("Kerberized hdfs peer");
     let k = peer.kerberos().expect("READY kerberos");
     let dir = tempfile::tempdir().unwrap();
-    let cc = ccache_env(&k, dir.path());
+    // the realm, and a ticket cache that was never filled
+    let cc = format!("FILE:{}", dir.path().join("ccache").display());
+    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
+    std::env::set_var("KRB5CCNAME", &cc);
+    std::env::remove_var("KRB5_CLIENT_KTNAME");
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     let nn = NameNodeClient::from_conf(&conf).expect("namenode client");
     let t0 = std::time::Instant::now();
@@ -117,44 +86,15 @@ fn without_a_ticket_the_error_names_the_cache() {
     );
 }
 
-/// A client logging in as `principal` from `keytab` (the MIT environment not used).
-fn with_keytab(
-    conf: &conf::Configuration,
-    principal: Option<&str>,
-    keytab: &Path,
-) -> Result<NameNodeClient, hdfs_io::Error> {
-    NameNodeClient::from_conf_with(
-        conf,
-        NameNodeConfig {
-            kerberos: Some(NameNodeKerberos {
-                server_principal: String::new(),
-                client_principal: principal.map(str::to_string),
-                keytab: Some(keytab.to_path_buf()),
-            }),
-            ..NameNodeConfig::default()
-        },
-    )
-}
-
 #[test]
 fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
     let peer = HDFS.lock().expect("Kerberized hdfs peer");
-    let k = peer.kerberos().expect("READY kerberos");
-    let dir = tempfile::tempdir().unwrap();
     // The process-wide login: a kinit cache and a client keytab, both for client@REALM.
-    ccache_env(&k, dir.path());
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit (krb5-user, installed by scripts/setup.sh)");
-    assert!(out.status.success(), "kinit: {out:?}");
+    let (k, dir, conf) = kinit_client(&peer);
     std::env::set_var("KRB5_CLIENT_KTNAME", &k.client_keytab);
-    let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
 
     // hdfs/localhost@REALM from the service keytab, and the environment's client, at once
-    let nn = with_keytab(&conf, Some(&k.namenode_principal), &k.service_keytab)
+    let nn = keytab_client(&conf, Some(&k.namenode_principal), &k.service_keytab)
         .unwrap_or_else(|e| panic!("keytab login: {e}\n{}", peer.log_tail(40)));
     let env = NameNodeClient::from_conf(&conf).expect("namenode client");
     let owner = |c: &NameNodeClient, p: &str| {
@@ -169,7 +109,7 @@ fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
     assert_eq!(owner(&env, "/kerberos/keytab-env"), "client");
     assert_eq!(owner(&nn, "/kerberos/keytab-hdfs-2"), "hdfs");
     // a second client of the same identity, built later, works beside the first
-    let nn2 = with_keytab(&conf, Some(&k.namenode_principal), &k.service_keytab).unwrap();
+    let nn2 = keytab_client(&conf, Some(&k.namenode_principal), &k.service_keytab).unwrap();
     assert_eq!(owner(&nn2, "/kerberos/keytab-hdfs-3"), "hdfs");
 
     // client@REALM from its keytab with the environment pointing at an empty cache and no
@@ -179,7 +119,7 @@ fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
         format!("FILE:{}", dir.path().join("empty-ccache").display()),
     );
     std::env::remove_var("KRB5_CLIENT_KTNAME");
-    let client = with_keytab(&conf, Some(&k.client_principal), &k.client_keytab).unwrap();
+    let client = keytab_client(&conf, Some(&k.client_principal), &k.client_keytab).unwrap();
     assert_eq!(owner(&client, "/kerberos/keytab-client"), "client");
     assert!(
         !dir.path().join("empty-ccache").exists(),
@@ -188,7 +128,7 @@ fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
 
     // a keytab without the principal: the client is not built, the error names both
     let t0 = std::time::Instant::now();
-    let Err(e) = with_keytab(&conf, Some(&k.client_principal), &k.service_keytab) else {
+    let Err(e) = keytab_client(&conf, Some(&k.client_principal), &k.service_keytab) else {
         panic!("the service keytab holds no key for the client");
     };
     let e = e.to_string();
@@ -204,7 +144,7 @@ fn clients_with_keytabs_of_their_own_while_the_environment_points_elsewhere() {
     );
     assert!(t0.elapsed() < std::time::Duration::from_secs(5));
     // a keytab and no principal
-    let Err(e) = with_keytab(&conf, None, &k.client_keytab) else {
+    let Err(e) = keytab_client(&conf, None, &k.client_keytab) else {
         panic!("a keytab without a principal");
     };
     let e = e.to_string();

@@ -12,10 +12,14 @@
 //!
 //! MIT's environment is process-wide: one test in this binary.
 
+#[path = "support/kerberos.rs"]
+mod kerberos;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
+use hdfs_io::namenode::NameNodeClient;
+use kerberos::keytab_client;
 use peer_harness::{Mode, Peer};
 
 /// Just above MIT's 30 s window: MIT refreshes a keytab login's ticket when it expires within
@@ -52,20 +56,9 @@ fn a_keytab_login_outlives_its_tickets_a_ticket_cache_does_not() {
     peer.command("write /relogin/f 777").expect("write");
     let conf = conf::Configuration::load_dir(peer.conf_dir()).expect("peer conf dir");
     let dir = tempfile::tempdir().unwrap();
-    let ccache = format!("FILE:{}", dir.path().join("ccache").display());
-    std::env::set_var("KRB5_CONFIG", &k.krb5_conf);
-    std::env::set_var("KRB5CCNAME", &ccache);
-    std::env::remove_var("KRB5_CLIENT_KTNAME");
-    std::env::remove_var("HADOOP_TOKEN_FILE_LOCATION");
-
     // The ticket cache: one kinit, never renewed.
-    let out = Command::new("kinit")
-        .arg("-kt")
-        .arg(&k.client_keytab)
-        .arg(&k.client_principal)
-        .output()
-        .expect("kinit");
-    assert!(out.status.success(), "kinit: {out:?}");
+    let cache = k.kinit_process(dir.path()).expect("kinit");
+    let ccache = format!("FILE:{}", cache.display());
     let kinit_at = Instant::now();
     let klist = Command::new("klist").output().expect("klist");
     eprintln!("{}", String::from_utf8_lossy(&klist.stdout));
@@ -76,19 +69,7 @@ fn a_keytab_login_outlives_its_tickets_a_ticket_cache_does_not() {
         })
     };
 
-    let keytab_client = || {
-        NameNodeClient::from_conf_with(
-            &conf,
-            NameNodeConfig {
-                kerberos: Some(NameNodeKerberos {
-                    server_principal: String::new(),
-                    client_principal: Some(k.client_principal.clone()),
-                    keytab: Some(k.client_keytab.clone()),
-                }),
-                ..NameNodeConfig::default()
-            },
-        )
-    };
+    let keytab_client = || keytab_client(&conf, Some(&k.client_principal), &k.client_keytab);
     let stat = |nn: &NameNodeClient| nn.get_file_info("/relogin/f").map(|s| s.map(|s| s.length));
 
     // the cache works while its ticket lasts

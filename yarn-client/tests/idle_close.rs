@@ -4,7 +4,6 @@
 //! and the next call opens a new connection. Shown from the server's side (our `ipc::server`
 //! standing in for the RM and a NodeManager): its count of open connections.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conf::Configuration;
@@ -12,36 +11,25 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetClusterNodesResponseProto, GetContainerStatusesResponseProto,
     RegisterApplicationMasterResponseProto,
 };
-use hadoop_wire::sasl::message::AuthMethod;
-use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
-use hadoop_wire::sasl::{Qop, SaslError};
+use hadoop_wire::sasl::server::ServerAuth;
+use hadoop_wire::sasl::Qop;
 use hadoop_wire::token::Token;
 use hadoop_wire::yarn::{
     acp, amp, cmp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_MASTER_PROTOCOL,
     CONTAINER_MANAGEMENT_PROTOCOL,
 };
-use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
+use ipc::server::{Call, CallError, Registry, Reply, Server};
+use ipc::test_support::{start_local, wait_idle_closed, OneToken};
 use yarn_client::application_client::ApplicationClient;
 use yarn_client::application_master::ApplicationMaster;
 use yarn_client::container_manager::ContainerManager;
 use yarn_client::rpc::Retry;
 
-const ID: &[u8] = b"idle-close-token";
-const PASSWORD: &[u8] = b"0123456789abcdef";
-
-struct OneToken;
-
-impl TokenSecrets for OneToken {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
-        if identifier != ID {
-            return Err(SaslError::InvalidToken("unknown token".into()));
-        }
-        Ok(TokenPassword {
-            password: PASSWORD.to_vec(),
-            user: "appattempt_1_0001_000001".into(),
-        })
-    }
-}
+const TOKEN: OneToken = OneToken {
+    id: b"idle-close-token",
+    password: b"0123456789abcdef",
+    user: "appattempt_1_0001_000001",
+};
 
 /// A server answering one method of each protocol with an empty response; TOKEN auth when
 /// `token`, else SIMPLE.
@@ -75,15 +63,11 @@ fn server(token: bool) -> Server {
         },
     );
     let auth = if token {
-        ServerAuth::new(AuthMethod::Token, Some(Arc::new(OneToken)), vec![Qop::Auth]).unwrap()
+        TOKEN.server_auth(Qop::Auth)
     } else {
         ServerAuth::simple()
     };
-    let config = ServerConfig {
-        auth: Arc::new(auth),
-        ..ServerConfig::default()
-    };
-    Server::start("127.0.0.1:0".parse().unwrap(), config, reg).unwrap()
+    start_local(reg, auth)
 }
 
 fn conf(max_idle_ms: &str) -> Configuration {
@@ -93,7 +77,7 @@ fn conf(max_idle_ms: &str) -> Configuration {
 }
 
 fn token() -> Token {
-    Token::new(ID, PASSWORD, "NMToken", "")
+    Token::new(TOKEN.id, TOKEN.password, "NMToken", "")
 }
 
 /// Calls `call` once, then checks the server's connection closes `idle` later with no
@@ -104,19 +88,8 @@ fn closes_when_idle(what: &str, s: &Server, idle: Duration, call: &dyn Fn()) {
     call();
     let done = Instant::now();
     assert_eq!((open(), accepted()), (1, 1), "{what}");
-    while open() > 0 {
-        assert!(
-            done.elapsed() < idle + Duration::from_secs(3),
-            "{what}: still open {:?} after the call (maxidletime {idle:?})",
-            done.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(
-        done.elapsed() >= idle - Duration::from_millis(50),
-        "{what}: closed after {:?}, before maxidletime {idle:?}",
-        done.elapsed()
-    );
+    let window = idle - Duration::from_millis(50)..idle + Duration::from_secs(3);
+    wait_idle_closed(what, done, window, open);
     call();
     assert_eq!((open(), accepted()), (1, 2), "{what}: a new connection");
 }
