@@ -258,8 +258,13 @@ impl AppsRt {
             writer,
             stored_keys: Arc::new(Mutex::new(None)),
         };
-        // Whatever recovery queued (held acknowledgements, cleanups of finished applications)
-        // reaches the tracker before any node registers.
+        // Containers of applications this RM does not know are cleaned up as Java does (trap
+        // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
+        // cleanups of finished applications) reaches the shards before any node registers.
+        let recovery = rt.store.is_some();
+        for m in &rt.mailboxes {
+            m.push_global(Global::CleanUnknownApps { recovery });
+        }
         rt.with(|_| ());
         let launcher = AmLauncher::start(Box::new(Host {
             tracker: tracker.clone(),
@@ -327,12 +332,14 @@ impl AppsRt {
             }
             (r, launches, a.take_cleanups(), ticket)
         };
+        // Cleanups first: a submission's application is known to the shards before its AM
+        // container can be launched and reported.
+        self.cleanup(cleanups);
         if !launches.is_empty() {
             if let Some(l) = lock(&self.launcher).as_ref() {
                 l.launch(launches);
             }
         }
-        self.cleanup(cleanups);
         (r, ticket)
     }
 
@@ -346,8 +353,10 @@ impl AppsRt {
                 Cleanup::App(a) => Global::FinishApp(a),
                 Cleanup::Container(c) => Global::KillContainer(c),
                 Cleanup::HoldAcks(a) => {
+                    // (Queued for every application submitted to a known queue or recovered
+                    // live: the applications the shards must know.)
                     t.hold_acks(a);
-                    continue;
+                    Global::LiveApp(a)
                 }
                 Cleanup::Ack(c) => {
                     t.release_ack(c);
@@ -579,6 +588,40 @@ fn report_for(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp) -> ApplicationR
     }
 }
 
+/// `submitApplication` with `yarn.acl.enable`: the queue's SUBMIT_APPLICATIONS or
+/// ADMINISTER_QUEUE ACL must allow `user` ([`AclPolicy::may_submit`]). A refusal changed
+/// nothing, so when the check needed the caller's groups the submission is tried once more
+/// with them, looked up outside the applications' lock.
+fn submit_as(
+    rt: &AppsRt,
+    pol: &AclPolicy,
+    ctx: hadoop_wire::pb::hadoop::yarn::ApplicationSubmissionContextProto,
+    user: &str,
+) -> Result<AppId, AppError> {
+    let mut who = Caller::new(user);
+    let refused = std::cell::Cell::new(false);
+    let attempt = |who: &Caller<'_>, ctx| {
+        rt.with(|a| {
+            a.submit_checked(ctx, user, wall_ms(), |q| {
+                let ok = pol.may_submit(who, q);
+                refused.set(!ok);
+                ok
+            })
+        })
+    };
+    let mut r = attempt(&who, ctx.clone());
+    if refused.get() && who.wants_groups() {
+        pol.resolve_groups(&mut who);
+        r = attempt(&who, ctx);
+    }
+    if refused.get() {
+        if let Err(e) = &r {
+            tracing::info!("submission refused: {}", e.message);
+        }
+    }
+    r
+}
+
 /// ApplicationClientProtocolPB. With `acls` (`yarn.acl.enable=true`) the application calls
 /// check the caller's access as Java's `ClientRMService` does ([`crate::app_acls`]); without,
 /// they check nothing.
@@ -605,7 +648,7 @@ pub fn register_client(
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -616,9 +659,11 @@ pub fn register_client(
                 CallError::application(exc::ILLEGAL_ARGUMENT, "no application submission context")
             })?;
             let user = c.user.unwrap_or("dr.who").to_string();
-            let id = r
-                .with(|a| a.submit(ctx, &user, wall_ms()))
-                .map_err(call_error)?;
+            let id = match &policy {
+                None => r.with(|a| a.submit(ctx, &user, wall_ms())),
+                Some(pol) => submit_as(&r, pol, ctx, &user),
+            }
+            .map_err(call_error)?;
             tracing::info!("Application with id {} submitted by user {user}", id.id);
             reply
                 .message(&SubmitApplicationResponseProto {})
@@ -741,6 +786,49 @@ pub fn register_client(
                 .message(&KillApplicationResponseProto {
                     is_kill_completed: Some(done),
                 })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::FAIL_APPLICATION_ATTEMPT,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: fail_attempt_pb::FailApplicationAttemptRequestProto = decode(c)?;
+            let attempt = req
+                .application_attempt_id
+                .as_ref()
+                .and_then(hadoop_wire::token::identifier::attempt_from_proto)
+                .ok_or_else(|| {
+                    CallError::application(
+                        exc::ILLEGAL_ARGUMENT,
+                        "Invalid application attempt id: null",
+                    )
+                })?;
+            let id = attempt.app;
+            if let Some(pol) = &policy {
+                let user = c.user.unwrap_or("dr.who");
+                let allowed = with_caller(pol, user, |who| {
+                    let apps = lock(&r.apps);
+                    apps.app(id).map(|a| may(pol, who, a, AccessType::ModifyApp))
+                });
+                // (an unknown application: fail_attempt answers Java's not-found)
+                if allowed == Some(false) {
+                    tracing::info!(
+                        "Fail Application Attempt Request for {attempt} refused: User {user} doesn't have permissions to MODIFY_APP"
+                    );
+                    return Err(CallError::application(
+                        exc::YARN,
+                        denied_message(user, AccessType::ModifyApp, id),
+                    ));
+                }
+            }
+            r.with(|a| a.fail_attempt(attempt, wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("Fail Application Attempt Request for {attempt}");
+            reply
+                .message(&fail_attempt_pb::FailApplicationAttemptResponseProto {})
                 .map_err(CallError::from)
         },
     );
@@ -928,4 +1016,19 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
+}
+
+/// `failApplicationAttempt`'s messages, as in Hadoop's `yarn_service_protos.proto` (not among
+/// hadoop-wire's generated ones).
+pub mod fail_attempt_pb {
+    use hadoop_wire::pb::hadoop::yarn::ApplicationAttemptIdProto;
+
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct FailApplicationAttemptRequestProto {
+        #[prost(message, optional, tag = "1")]
+        pub application_attempt_id: Option<ApplicationAttemptIdProto>,
+    }
+
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct FailApplicationAttemptResponseProto {}
 }
