@@ -578,6 +578,34 @@ fn may(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp, access: AccessType) ->
     policy.check(who, &app.user, &app.queue, &app.acls, access)
 }
 
+/// The caller's MODIFY_APP on `id` (`request`: what the refusal is logged as), refused with
+/// Java's `YarnException` wrapping an `AccessControlException`. An unknown application passes:
+/// the request itself answers Java's not-found.
+fn may_modify(
+    pol: &AclPolicy,
+    rt: &AppsRt,
+    c: &Call<'_>,
+    id: AppId,
+    request: &str,
+) -> Result<(), CallError> {
+    let user = c.user.unwrap_or("dr.who");
+    let allowed = with_caller(pol, user, |who| {
+        let apps = lock(&rt.apps);
+        apps.app(id)
+            .map(|a| may(pol, who, a, AccessType::ModifyApp))
+    });
+    if allowed == Some(false) {
+        tracing::info!(
+            "{request} Request for {id} refused: User {user} doesn't have permissions to MODIFY_APP"
+        );
+        return Err(CallError::application(
+            exc::YARN,
+            denied_message(user, AccessType::ModifyApp, id),
+        ));
+    }
+    Ok(())
+}
+
 /// The report `who` may see of `app`: the whole one with VIEW_APP access, else Java's reduced
 /// one.
 fn report_for(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp) -> ApplicationReportProto {
@@ -762,21 +790,8 @@ pub fn register_client(
             let req: KillApplicationRequestProto = decode(c)?;
             let id = app_id(req.application_id.as_ref())?;
             if let Some(pol) = &policy {
-                let user = c.user.unwrap_or("dr.who");
-                let allowed = with_caller(pol, user, |who| {
-                    let apps = lock(&r.apps);
-                    apps.app(id).map(|a| may(pol, who, a, AccessType::ModifyApp))
-                });
                 // (an unknown application: the kill below answers Java's not-found)
-                if allowed == Some(false) {
-                    tracing::info!(
-                        "Kill Application Request for {id} refused: User {user} doesn't have permissions to MODIFY_APP"
-                    );
-                    return Err(CallError::application(
-                        exc::YARN,
-                        denied_message(user, AccessType::ModifyApp, id),
-                    ));
-                }
+                may_modify(pol, &r, c, id, "Kill Application")?;
             }
             let done = r
                 .with(|a| a.kill(id, req.diagnostics.as_deref(), wall_ms()))
@@ -806,23 +821,9 @@ pub fn register_client(
                         "Invalid application attempt id: null",
                     )
                 })?;
-            let id = attempt.app;
             if let Some(pol) = &policy {
-                let user = c.user.unwrap_or("dr.who");
-                let allowed = with_caller(pol, user, |who| {
-                    let apps = lock(&r.apps);
-                    apps.app(id).map(|a| may(pol, who, a, AccessType::ModifyApp))
-                });
                 // (an unknown application: fail_attempt answers Java's not-found)
-                if allowed == Some(false) {
-                    tracing::info!(
-                        "Fail Application Attempt Request for {attempt} refused: User {user} doesn't have permissions to MODIFY_APP"
-                    );
-                    return Err(CallError::application(
-                        exc::YARN,
-                        denied_message(user, AccessType::ModifyApp, id),
-                    ));
-                }
+                may_modify(pol, &r, c, attempt.app, "Fail Application Attempt")?;
             }
             r.with(|a| a.fail_attempt(attempt, wall_ms()))
                 .map_err(call_error)?;

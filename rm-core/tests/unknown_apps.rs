@@ -18,11 +18,11 @@ use hadoop_wire::pb::hadoop::yarn::{
     NodeHeartbeatResponseProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
 };
 use hadoop_wire::token::identifier::container_from_proto;
-use ipc::client::{Client, ClientConfig};
+use ipc::client::Client;
 use prost::Message;
 use rm_core::apps::{AppsConfig, Res};
 use rm_core::ids::{AppKey, ContainerKey, NodeKey};
-use rm_core::service::{RmService, RESOURCE_TRACKER_PROTOCOL};
+use rm_core::service::RmService;
 
 struct Nm {
     client: Client,
@@ -40,14 +40,7 @@ struct Cleanups {
 impl Nm {
     /// Registers with `apps` running and `statuses` re-reported.
     fn register(rm: &RmService, apps: &[AppKey], statuses: Vec<NmContainerStatusProto>) -> Nm {
-        let client = Client::new(
-            rm.local_addr(),
-            ClientConfig {
-                protocol: RESOURCE_TRACKER_PROTOCOL.into(),
-                call_timeout: Duration::from_secs(10),
-                ..ClientConfig::default()
-            },
-        );
+        let client = support::tracker_client(rm);
         let node = NodeKey::new("127.0.0.1", 45454);
         // 4 GB: an application asking 8 GB for its AM is never placed here.
         let mut req =

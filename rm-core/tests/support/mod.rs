@@ -80,6 +80,18 @@ pub fn client(addr: SocketAddr, protocol: &str, user: &str, auth: ClientAuth) ->
     )
 }
 
+/// A ResourceTracker client (what a NodeManager speaks) of `rm`.
+pub fn tracker_client(rm: &RmService) -> Client {
+    Client::new(
+        rm.local_addr(),
+        ClientConfig {
+            protocol: rm_core::service::RESOURCE_TRACKER_PROTOCOL.into(),
+            call_timeout: Duration::from_secs(10),
+            ..ClientConfig::default()
+        },
+    )
+}
+
 /// TOKEN authentication with `t` (an AMRMToken), at `auth`.
 pub fn token_auth(t: &Token) -> ClientAuth {
     ClientAuth::token(
