@@ -20,9 +20,13 @@
 //! - ACLs are Hadoop's `AccessControlList` ([`ipc::authorize::AccessControlList`]); groups
 //!   come from the [`GroupsMapping`], asked at most once per RPC, only when an ACL lists groups
 //!   and did not name the user, and never under the applications' lock ([`Caller`]).
+//! - Submission (`RMAppManager`, not `checkAccess`): the queue's SUBMIT_APPLICATIONS or
+//!   ADMINISTER_QUEUE ACL, leaf or root (`…acl_submit_applications`, root's default `*`, a
+//!   leaf's `" "`), must allow the caller ([`AclPolicy::may_submit`]); admins have no say.
 //!
-//! Refusals: `forceKillApplication` answers `YarnException` wrapping Java's
-//! `AccessControlException` ([`denied_message`]); `getApplicationReport` and
+//! Refusals: `forceKillApplication` and `failApplicationAttempt` answer `YarnException` wrapping Java's
+//! `AccessControlException` ([`denied_message`]), `submitApplication` the same wrapping Java's
+//! submission text ([`submit_denied_message`]); `getApplicationReport` and
 //! `getApplications` answer the reduced report of `RMAppImpl.createAndGetApplicationReport`
 //! with `allowAccess=false` ([`crate::apps::reduced_report`]); `getQueueInfo` leaves the
 //! application out.
@@ -45,6 +49,19 @@ pub const ACCESS_CONTROL_EXCEPTION: &str = "org.apache.hadoop.security.AccessCon
 /// The capacity scheduler's key of `queue`'s ADMINISTER_QUEUE ACL (`root` or `root.<leaf>`).
 pub fn administer_queue_key(path: &str) -> String {
     format!("yarn.scheduler.capacity.{path}.acl_administer_queue")
+}
+
+/// The capacity scheduler's key of `queue`'s SUBMIT_APPLICATIONS ACL (`root` or `root.<leaf>`).
+pub fn submit_applications_key(path: &str) -> String {
+    format!("yarn.scheduler.capacity.{path}.acl_submit_applications")
+}
+
+/// Java's refusal of a submission (`RMAppManager`: an `AccessControlException` wrapped in a
+/// `YarnException`, whose message starts with the class as here).
+pub fn submit_denied_message(user: &str, app: AppId, queue: &str) -> String {
+    format!(
+        "{ACCESS_CONTROL_EXCEPTION}: User {user} does not have permission to submit {app} to queue {queue}"
+    )
 }
 
 /// `ApplicationAccessType`.
@@ -172,6 +189,9 @@ pub struct AclPolicy {
     root_admin: AccessControlList,
     /// Each known queue's own ADMINISTER_QUEUE ACL (`root.<queue>`).
     queue_admin: Vec<(String, AccessControlList)>,
+    root_submit: AccessControlList,
+    /// Each known queue's own SUBMIT_APPLICATIONS ACL (`root.<queue>`).
+    queue_submit: Vec<(String, AccessControlList)>,
     groups: Box<dyn GroupsMapping>,
 }
 
@@ -182,6 +202,8 @@ impl std::fmt::Debug for AclPolicy {
             .field("daemon_user", &self.daemon_user)
             .field("root_admin", &self.root_admin)
             .field("queue_admin", &self.queue_admin)
+            .field("root_submit", &self.root_submit)
+            .field("queue_submit", &self.queue_submit)
             .finish_non_exhaustive()
     }
 }
@@ -207,17 +229,19 @@ impl AclPolicy {
             Ok(AccessControlList::parse(conf.try_get(key)?.unwrap_or(dflt)))
         };
         let mut queue_admin = Vec::with_capacity(queues.len());
+        let mut queue_submit = Vec::with_capacity(queues.len());
         for q in queues {
-            queue_admin.push((
-                q.clone(),
-                acl(&administer_queue_key(&format!("root.{q}")), " ")?,
-            ));
+            let path = format!("root.{q}");
+            queue_admin.push((q.clone(), acl(&administer_queue_key(&path), " ")?));
+            queue_submit.push((q.clone(), acl(&submit_applications_key(&path), " ")?));
         }
         Ok(Some(AclPolicy {
             admin: acl(ADMIN_ACL, DEFAULT_ADMIN_ACL)?,
             daemon_user: daemon_user.filter(|u| !u.is_empty()),
             root_admin: acl(&administer_queue_key("root"), "*")?,
             queue_admin,
+            root_submit: acl(&submit_applications_key("root"), "*")?,
+            queue_submit,
             groups,
         }))
     }
@@ -253,6 +277,19 @@ impl AclPolicy {
             .find(|(q, _)| q == queue)
             .is_some_and(|(_, a)| self.allows(a, who));
         leaf || self.allows(&self.root_admin, who)
+    }
+
+    /// Whether `who` may submit to `queue`, as `RMAppManager` asks the capacity scheduler's
+    /// authorizer: SUBMIT_APPLICATIONS on the leaf or root, else ADMINISTER_QUEUE on the leaf or
+    /// root. (`yarn.admin.acl` plays no part.) Java asks only for a queue its scheduler has;
+    /// the caller checks that.
+    pub fn may_submit(&self, who: &Caller<'_>, queue: &str) -> bool {
+        let leaf = self
+            .queue_submit
+            .iter()
+            .find(|(q, _)| q == queue)
+            .is_some_and(|(_, a)| self.allows(a, who));
+        leaf || self.allows(&self.root_submit, who) || self.is_queue_admin(who, queue)
     }
 
     /// `ClientRMService.checkAccess`: the owner, an admin, the application's ACL for `access`,
@@ -457,7 +494,54 @@ mod tests {
     }
 
     #[test]
+    fn submission_needs_submit_applications_or_administer_queue_on_the_leaf_or_root() {
+        // Hadoop's defaults: root's SUBMIT_APPLICATIONS is `*`, everyone submits.
+        let (p, _) = policy(&[(ACL_ENABLE, "true"), LOCKED_QUEUE]);
+        assert!(p.unwrap().may_submit(&Caller::new("carol"), "default"));
+        let locked = [
+            (ACL_ENABLE, "true"),
+            (ADMIN_ACL, "admin"),
+            LOCKED_QUEUE,
+            ("yarn.scheduler.capacity.root.acl_submit_applications", " "),
+            (
+                "yarn.scheduler.capacity.root.default.acl_submit_applications",
+                "alice ops",
+            ),
+            (
+                "yarn.scheduler.capacity.root.default.acl_administer_queue",
+                "bob",
+            ),
+        ];
+        let (p, _) = policy(&locked);
+        let p = p.unwrap();
+        assert!(p.may_submit(&Caller::new("alice"), "default"));
+        assert!(
+            p.may_submit(&Caller::new("bob"), "default"),
+            "a queue admin"
+        );
+        assert!(
+            !p.may_submit(&Caller::new("admin"), "default"),
+            "yarn.admin.acl is not asked"
+        );
+        let mut dave = Caller::new("dave");
+        assert!(!p.may_submit(&dave, "default"));
+        assert!(dave.wants_groups());
+        p.resolve_groups(&mut dave);
+        assert!(p.may_submit(&dave, "default"), "dave is in ops");
+        // root's list applies to every queue
+        let mut root = locked.to_vec();
+        root[3].1 = "erin";
+        let (p, _) = policy(&root);
+        assert!(p.unwrap().may_submit(&Caller::new("erin"), "default"));
+    }
+
+    #[test]
     fn the_refusal_is_javas_text() {
+        assert_eq!(
+            submit_denied_message("carol", AppId::new(1700000000000, 3), "default"),
+            "org.apache.hadoop.security.AccessControlException: User carol does not have \
+             permission to submit application_1700000000000_0003 to queue default"
+        );
         assert_eq!(
             denied_message("carol", AccessType::ModifyApp, AppId::new(1700000000000, 3)),
             "org.apache.hadoop.security.AccessControlException: User carol cannot perform \

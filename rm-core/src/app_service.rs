@@ -267,8 +267,13 @@ impl AppsRt {
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
         };
-        // Whatever recovery queued (held acknowledgements, cleanups of finished applications)
-        // reaches the tracker before any node registers.
+        // Containers of applications this RM does not know are cleaned up as Java does (trap
+        // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
+        // cleanups of finished applications) reaches the shards before any node registers.
+        let recovery = rt.store.is_some();
+        for m in &rt.mailboxes {
+            m.push_global(Global::CleanUnknownApps { recovery });
+        }
         rt.with(|_| ());
         let launcher = AmLauncher::start(Box::new(Host {
             tracker: tracker.clone(),
@@ -336,12 +341,14 @@ impl AppsRt {
             }
             (r, launches, a.take_cleanups(), ticket)
         };
+        // Cleanups first: a submission's application is known to the shards before its AM
+        // container can be launched and reported.
+        self.cleanup(cleanups);
         if !launches.is_empty() {
             if let Some(l) = lock(&self.launcher).as_ref() {
                 l.launch(launches);
             }
         }
-        self.cleanup(cleanups);
         (r, ticket)
     }
 
@@ -355,8 +362,10 @@ impl AppsRt {
                 Cleanup::App(a) => Global::FinishApp(a),
                 Cleanup::Container(c) => Global::KillContainer(c),
                 Cleanup::HoldAcks(a) => {
+                    // (Queued for every application submitted to a known queue or recovered
+                    // live: the applications the shards must know.)
                     t.hold_acks(a);
-                    continue;
+                    Global::LiveApp(a)
                 }
                 Cleanup::Ack(c) => {
                     t.release_ack(c);
@@ -626,6 +635,34 @@ fn may(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp, access: AccessType) ->
     policy.check(who, &app.user, &app.queue, &app.acls, access)
 }
 
+/// The caller's MODIFY_APP on `id` (`request`: what the refusal is logged as), refused with
+/// Java's `YarnException` wrapping an `AccessControlException`. An unknown application passes:
+/// the request itself answers Java's not-found.
+fn may_modify(
+    pol: &AclPolicy,
+    rt: &AppsRt,
+    c: &Call<'_>,
+    id: AppId,
+    request: &str,
+) -> Result<(), CallError> {
+    let user = c.user.unwrap_or("dr.who");
+    let allowed = with_caller(pol, user, |who| {
+        let apps = lock(&rt.apps);
+        apps.app(id)
+            .map(|a| may(pol, who, a, AccessType::ModifyApp))
+    });
+    if allowed == Some(false) {
+        tracing::info!(
+            "{request} Request for {id} refused: User {user} doesn't have permissions to MODIFY_APP"
+        );
+        return Err(CallError::application(
+            exc::YARN,
+            denied_message(user, AccessType::ModifyApp, id),
+        ));
+    }
+    Ok(())
+}
+
 /// The report `who` may see of `app`: the whole one with VIEW_APP access, else Java's reduced
 /// one.
 fn report_for(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp) -> ApplicationReportProto {
@@ -634,6 +671,40 @@ fn report_for(policy: &AclPolicy, who: &Caller<'_>, app: &RmApp) -> ApplicationR
     } else {
         reduced_report(app)
     }
+}
+
+/// `submitApplication` with `yarn.acl.enable`: the queue's SUBMIT_APPLICATIONS or
+/// ADMINISTER_QUEUE ACL must allow `user` ([`AclPolicy::may_submit`]). A refusal changed
+/// nothing, so when the check needed the caller's groups the submission is tried once more
+/// with them, looked up outside the applications' lock.
+fn submit_as(
+    rt: &AppsRt,
+    pol: &AclPolicy,
+    ctx: hadoop_wire::pb::hadoop::yarn::ApplicationSubmissionContextProto,
+    user: &str,
+) -> Result<AppId, AppError> {
+    let mut who = Caller::new(user);
+    let refused = std::cell::Cell::new(false);
+    let attempt = |who: &Caller<'_>, ctx| {
+        rt.with(|a| {
+            a.submit_checked(ctx, user, wall_ms(), |q| {
+                let ok = pol.may_submit(who, q);
+                refused.set(!ok);
+                ok
+            })
+        })
+    };
+    let mut r = attempt(&who, ctx.clone());
+    if refused.get() && who.wants_groups() {
+        pol.resolve_groups(&mut who);
+        r = attempt(&who, ctx);
+    }
+    if refused.get() {
+        if let Err(e) = &r {
+            tracing::info!("submission refused: {}", e.message);
+        }
+    }
+    r
 }
 
 /// ApplicationClientProtocolPB. With `acls` (`yarn.acl.enable=true`) the application calls
@@ -662,7 +733,7 @@ pub fn register_client(
                 .map_err(CallError::from)
         },
     );
-    let r = rt.clone();
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -673,9 +744,11 @@ pub fn register_client(
                 CallError::application(exc::ILLEGAL_ARGUMENT, "no application submission context")
             })?;
             let user = c.user.unwrap_or("dr.who").to_string();
-            let id = r
-                .with(|a| a.submit(ctx, &user, wall_ms()))
-                .map_err(call_error)?;
+            let id = match &policy {
+                None => r.with(|a| a.submit(ctx, &user, wall_ms())),
+                Some(pol) => submit_as(&r, pol, ctx, &user),
+            }
+            .map_err(call_error)?;
             tracing::info!("Application with id {} submitted by user {user}", id.id);
             reply
                 .message(&SubmitApplicationResponseProto {})
@@ -774,21 +847,8 @@ pub fn register_client(
             let req: KillApplicationRequestProto = decode(c)?;
             let id = app_id(req.application_id.as_ref())?;
             if let Some(pol) = &policy {
-                let user = c.user.unwrap_or("dr.who");
-                let allowed = with_caller(pol, user, |who| {
-                    let apps = lock(&r.apps);
-                    apps.app(id).map(|a| may(pol, who, a, AccessType::ModifyApp))
-                });
                 // (an unknown application: the kill below answers Java's not-found)
-                if allowed == Some(false) {
-                    tracing::info!(
-                        "Kill Application Request for {id} refused: User {user} doesn't have permissions to MODIFY_APP"
-                    );
-                    return Err(CallError::application(
-                        exc::YARN,
-                        denied_message(user, AccessType::ModifyApp, id),
-                    ));
-                }
+                may_modify(pol, &r, c, id, "Kill Application")?;
             }
             let done = r
                 .with(|a| a.kill(id, req.diagnostics.as_deref(), wall_ms()))
@@ -798,6 +858,35 @@ pub fn register_client(
                 .message(&KillApplicationResponseProto {
                     is_kill_completed: Some(done),
                 })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::FAIL_APPLICATION_ATTEMPT,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: fail_attempt_pb::FailApplicationAttemptRequestProto = decode(c)?;
+            let attempt = req
+                .application_attempt_id
+                .as_ref()
+                .and_then(hadoop_wire::token::identifier::attempt_from_proto)
+                .ok_or_else(|| {
+                    CallError::application(
+                        exc::ILLEGAL_ARGUMENT,
+                        "Invalid application attempt id: null",
+                    )
+                })?;
+            if let Some(pol) = &policy {
+                // (an unknown application: fail_attempt answers Java's not-found)
+                may_modify(pol, &r, c, attempt.app, "Fail Application Attempt")?;
+            }
+            r.with(|a| a.fail_attempt(attempt, wall_ms()))
+                .map_err(call_error)?;
+            tracing::info!("Fail Application Attempt Request for {attempt}");
+            reply
+                .message(&fail_attempt_pb::FailApplicationAttemptResponseProto {})
                 .map_err(CallError::from)
         },
     );
@@ -1139,4 +1228,19 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
+}
+
+/// `failApplicationAttempt`'s messages, as in Hadoop's `yarn_service_protos.proto` (not among
+/// hadoop-wire's generated ones).
+pub mod fail_attempt_pb {
+    use hadoop_wire::pb::hadoop::yarn::ApplicationAttemptIdProto;
+
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct FailApplicationAttemptRequestProto {
+        #[prost(message, optional, tag = "1")]
+        pub application_attempt_id: Option<ApplicationAttemptIdProto>,
+    }
+
+    #[derive(Clone, PartialEq, ::prost::Message)]
+    pub struct FailApplicationAttemptResponseProto {}
 }

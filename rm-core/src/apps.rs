@@ -1951,6 +1951,21 @@ impl Apps {
         user: &str,
         now_ms: u64,
     ) -> Result<AppId, AppError> {
+        self.submit_checked(ctx, user, now_ms, |_| true)
+    }
+
+    /// [`submit`](Self::submit) with the queue ACL of `yarn.acl.enable`: `may_submit(queue)`
+    /// false refuses the submission with Java's `YarnException` wrapping an
+    /// `AccessControlException` ([`crate::app_acls::submit_denied_message`]). As in Java's
+    /// `RMAppManager` it is asked after the resource checks, and only for a queue the
+    /// scheduler has (an unknown queue fails the application as before).
+    pub fn submit_checked(
+        &mut self,
+        ctx: ApplicationSubmissionContextProto,
+        user: &str,
+        now_ms: u64,
+        may_submit: impl FnOnce(&str) -> bool,
+    ) -> Result<AppId, AppError> {
         let Some(id) = ctx
             .application_id
             .as_ref()
@@ -2000,6 +2015,13 @@ impl Apps {
             )
         })?;
         self.validate(asked)?;
+        let queue = ctx.queue.as_deref().unwrap_or(DEFAULT_QUEUE);
+        if self.cfg.queues.iter().any(|q| q == queue) && !may_submit(queue) {
+            return Err(err(
+                exc::YARN,
+                crate::app_acls::submit_denied_message(user, id, queue),
+            ));
+        }
         let mut app = self.new_app(id, &ctx, am_spec, asked, user, now_ms);
         let queue = app.queue.clone();
         let unknown_queue = !self.cfg.queues.contains(&queue);
@@ -2105,6 +2127,44 @@ impl Apps {
         }
         self.finish_app(id, AppState::Killed, Some(text), now_ms);
         Ok(true)
+    }
+
+    /// `failApplicationAttempt` (the caller's MODIFY_APP is checked before): an unknown
+    /// application is `ApplicationNotFoundException`, an attempt it never had
+    /// `ApplicationAttemptNotFoundException` (Java's texts); an application in a completed
+    /// state (FINISHING, FINISHED, FAILED, KILLED) or an attempt already ended is left alone,
+    /// as Java answers them. Otherwise the attempt fails with Java's diagnostics, "Attempt
+    /// failed by user.", which counts towards `yarn.resourcemanager.am.max-attempts`: a new
+    /// attempt follows while attempts remain, else the application FAILS.
+    pub fn fail_attempt(&mut self, attempt: AttemptId, now_ms: u64) -> Result<(), AppError> {
+        let Some(app) = self
+            .apps
+            .get_mut(&attempt.app.id)
+            .filter(|a| a.id == attempt.app)
+        else {
+            return Err(Self::not_found(attempt.app));
+        };
+        let Some(at) = app.attempts.iter().find(|t| t.id == attempt) else {
+            return Err(err(
+                exc::ATTEMPT_NOT_FOUND,
+                format!("ApplicationAttempt with id '{attempt}' doesn't exist in RM."),
+            ));
+        };
+        if app.state.is_final()
+            || app.state == AppState::Finishing
+            || at.state.is_final()
+            || at.state == AttemptState::Finishing
+        {
+            return Ok(());
+        }
+        app.failures += 1;
+        self.end_attempt(
+            attempt,
+            AttemptState::Failed,
+            "Attempt failed by user.".to_string(),
+            now_ms,
+        );
+        Ok(())
     }
 
     // ---- ApplicationMasterProtocol -------------------------------------------------------
@@ -2867,6 +2927,49 @@ mod tests {
             .unwrap();
         assert_eq!(a.app(id).unwrap().state, AppState::Running);
         (id, at)
+    }
+
+    #[test]
+    fn a_user_failed_running_attempt_releases_its_am_container_and_is_retried() {
+        let mut a = apps(AppsConfig::default());
+        let (id, at) = running(&mut a);
+        a.take_cleanups();
+        a.fail_attempt(at, 50).unwrap();
+        let app = a.app(id).unwrap();
+        assert_eq!(app.attempts[0].state, AttemptState::Failed);
+        assert_eq!(app.attempts[0].diagnostics, "Attempt failed by user.");
+        assert_eq!(app.failures, 1);
+        assert_eq!(app.state, AppState::Accepted);
+        assert_eq!(app.attempts[1].state, AttemptState::Scheduled);
+        let am = ContainerId {
+            app: id,
+            attempt: 1,
+            id: 1,
+        };
+        assert!(a.take_cleanups().contains(&Cleanup::Container(am)));
+        assert!(
+            !a.amrm.read().is_registered(&at),
+            "its AMRMToken stops verifying"
+        );
+        // Java: FAIL to an ended attempt changes nothing
+        a.fail_attempt(at, 60).unwrap();
+        assert_eq!(a.app(id).unwrap().failures, 1);
+        // one attempt allowed: the application fails
+        let mut b = apps(AppsConfig {
+            max_attempts: 1,
+            ..Default::default()
+        });
+        let (id, at) = running(&mut b);
+        b.fail_attempt(at, 50).unwrap();
+        let app = b.app(id).unwrap();
+        assert_eq!(app.state, AppState::Failed);
+        assert_eq!(
+            app.diagnostics,
+            format!(
+                "Application {id} failed 1 times (global limit =1; local limit is =1) due to \
+                 Attempt failed by user.. Failing the application."
+            )
+        );
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub(crate) const OP_RESET: u8 = 3;
 pub enum Global {
     FinishApp(AppKey),
     KillContainer(ContainerKey),
+    /// An application the RM runs (submitted or recovered): known from now on.
+    LiveApp(AppKey),
+    /// From now on, containers of applications the RM does not know are cleaned up as Java
+    /// does ([`crate::node::UnknownApps::Clean`]) instead of adopted.
+    CleanUnknownApps {
+        recovery: bool,
+    },
 }
 
 /// One node's pending work.

@@ -36,17 +36,38 @@
 //! So after a status update of a healthy node, `launched` is exactly the containers RUNNING in
 //! that heartbeat minus the completed ones.
 //!
-//! # Applications (our decision on trap 2)
+//! # Applications (trap 2)
 //!
-//! rm-core has no application submission, so every application is "unknown" in Java's sense,
-//! and Java's rule (clean up the application of every RUNNING container it does not know, on
-//! every heartbeat) would kill every container. Instead an application is **adopted** as
-//! running on a node when one of its containers is first reported there. `hotpath rm
-//! finish-app` marks it finished: each node it runs on gets it in `applications_to_cleanup`
-//! once. A RUNNING container of a finished application is not launched; its node gets the
-//! application in `applications_to_cleanup` once per node registration (not on every
-//! heartbeat as Java does: re-registration is the retry). `containers_to_cleanup` comes only
-//! from `kill-container`.
+//! Which applications the RM knows depends on the shard's [`UnknownApps`] rule.
+//!
+//! - **Adopt** (the default; the RM without its application protocols, whose every application
+//!   is "unknown" in Java's sense, so Java's rule would kill every container): an application
+//!   is adopted as running on a node when one of its containers is first reported there.
+//!   `hotpath rm finish-app` marks it finished: each node it runs on gets it in
+//!   `applications_to_cleanup` once.
+//! - **Clean** (the RM running applications): an application is known from its submission (or
+//!   recovery) on ([`Global::LiveApp`](crate::mailbox::Global)), and Java's rule applies to the
+//!   others, as `RMNodeImpl.handleContainerStatus` / `handleRunningAppOnNode` and the
+//!   scheduler's `containerLaunchedOnNode` apply it: the first status of an unknown application
+//!   in a status update puts the application in `applications_to_cleanup` (every update that
+//!   reports it), and if that status is a RUNNING container not met before, the container goes
+//!   to `containers_to_cleanup` once; further statuses of that application in the same update
+//!   are skipped, as Java skips them. At registration (the container statuses the NodeManager
+//!   re-reports, `NMContainerStatus`, of a node that was not active) Java's new node takes
+//!   RUNNING containers as launched
+//!   without asking about their application: with recovery off they are never cleaned up one
+//!   by one; with recovery on the scheduler's `recoverContainersOnNode` queues every
+//!   non-COMPLETE container of an unknown application for cleanup once
+//!   (`killOrphanContainerOnNode`). A registration's `runningApplications` that are unknown go
+//!   to `applications_to_cleanup`. None of this touches the launched set. (A heartbeat that
+//!   reaches the shard's inbox before the registration's statuses were applied merges with
+//!   them and stands in for them: a re-reported container it no longer lists is then not
+//!   cleaned up one by one; its application's cleanup still covers it.)
+//!
+//! Either way, a RUNNING container of a finished application is not launched; its node gets
+//! the application in `applications_to_cleanup` once per node registration (not on every
+//! heartbeat as Java does: re-registration is the retry). `containers_to_cleanup` otherwise
+//! comes only from kills (`kill-container`, the scheduler's releases).
 //!
 //! # Reading a status (the hot loop)
 //!
@@ -137,6 +158,10 @@ pub enum ResetKind {
     Unregistered = 4,
     /// Excluded by the host lists: DECOMMISSIONED.
     Decommissioned = 5,
+    /// Registration of a node that was active (Java's reconnect): as `Registered`, except that
+    /// the re-reported containers then go through the heartbeat rules (Java's
+    /// `ReconnectNodeTransition` hands them to `handleContainerStatus`).
+    Reconnected = 6,
 }
 
 impl ResetKind {
@@ -147,13 +172,14 @@ impl ResetKind {
             3 => ResetKind::Lost,
             4 => ResetKind::Unregistered,
             5 => ResetKind::Decommissioned,
+            6 => ResetKind::Reconnected,
             _ => return None,
         })
     }
 
     fn lifecycle(self) -> Lifecycle {
         match self {
-            ResetKind::Registered => Lifecycle::Running,
+            ResetKind::Registered | ResetKind::Reconnected => Lifecycle::Running,
             ResetKind::Rebooted => Lifecycle::Rebooted,
             ResetKind::Lost => Lifecycle::Lost,
             ResetKind::Unregistered => Lifecycle::Shutdown,
@@ -199,6 +225,22 @@ pub struct NodeStats {
     pub malformed: u64,
 }
 
+/// What a shard does with containers of applications the RM does not know (see
+/// "Applications" above).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UnknownApps {
+    /// Adopt the application on the node (no application protocols: nothing is known).
+    #[default]
+    Adopt,
+    /// Java's rule; `recovery`: `yarn.resourcemanager.recovery.enabled` (work-preserving), which
+    /// decides what happens to the containers a registration re-reports.
+    Clean { recovery: bool },
+}
+
+/// Most applications a node's status update flags as unknown, and most containers of unknown
+/// applications a node remembers (so that a peer cannot grow either without bound).
+pub const MAX_UNKNOWN_PER_NODE: usize = 65_536;
+
 /// What the node state machine writes to (owned by the shard, shared by its nodes).
 pub struct ShardCtx<'a> {
     pub now_ms: u64,
@@ -207,6 +249,11 @@ pub struct ShardCtx<'a> {
     /// measure or test the full path).
     pub steady_fast_path: bool,
     pub finished_apps: &'a FastSet<AppKey>,
+    /// Applications the RM runs (submitted or recovered, not finished); read under
+    /// [`UnknownApps::Clean`] only.
+    pub live_apps: &'a FastSet<AppKey>,
+    /// What happens to containers of applications the RM does not know.
+    pub unknown_apps: UnknownApps,
     pub log: &'a mut CompletionLog,
     /// Cleanup items: go to the outbox at the end of the batch.
     pub out: &'a mut Vec<(u32, OutItem)>,
@@ -422,6 +469,14 @@ pub struct NodeState {
     pos: Vec<PosEntry>,
     running_apps: FastSet<AppKey>,
     apps_cleanup_sent: FastSet<AppKey>,
+    /// RUNNING containers of unknown applications already handled (Java's `launchedContainers`
+    /// entries for them): each is queued for cleanup at most once per registration.
+    orphans: FastSet<ContainerKey>,
+    /// Unknown applications flagged in the status update of epoch `unknown_epoch`.
+    unknown_seen: FastSet<AppKey>,
+    unknown_epoch: u32,
+    /// Registered, and the registration's container statuses not applied yet.
+    registering: bool,
     epoch: u32,
     healthy: bool,
     health_report: String,
@@ -456,6 +511,12 @@ pub struct NodeSnapshot {
     pub last_response_id: i32,
 }
 
+/// Whether `app` (not finished) is one the RM does not know, under Java's rule.
+#[inline]
+fn is_unknown(app: AppKey, ctx: &ShardCtx<'_>) -> bool {
+    ctx.unknown_apps != UnknownApps::Adopt && !ctx.live_apps.contains(&app)
+}
+
 impl NodeState {
     /// A node known by the shard but not yet registered (state NEW).
     pub fn new(index: u32, id: NodeKey) -> NodeState {
@@ -467,6 +528,10 @@ impl NodeState {
             pos: Vec::new(),
             running_apps: FastSet::default(),
             apps_cleanup_sent: FastSet::default(),
+            orphans: FastSet::default(),
+            unknown_seen: FastSet::default(),
+            unknown_epoch: 0,
+            registering: false,
             epoch: 0,
             healthy: true,
             health_report: String::new(),
@@ -554,7 +619,9 @@ impl NodeState {
         self.release_all(ctx);
         self.running_apps.clear();
         self.apps_cleanup_sent.clear();
-        if kind == ResetKind::Registered {
+        self.orphans.clear();
+        self.registering = kind == ResetKind::Registered;
+        if matches!(kind, ResetKind::Registered | ResetKind::Reconnected) {
             self.healthy = true;
             self.health_report.clear();
             self.last_response_id = 0;
@@ -574,8 +641,59 @@ impl NodeState {
     pub fn see_app(&mut self, app: AppKey, ctx: &mut ShardCtx<'_>) {
         if ctx.finished_apps.contains(&app) {
             self.cleanup_app(app, ctx);
+        } else if is_unknown(app, ctx) {
+            // (Carried from a merged-away heartbeat or a registration's
+            // `runningApplications`: each such record stands for one more report of it.)
+            ctx.out.push((self.index, OutItem::CleanupApp(app)));
         } else {
             self.running_apps.insert(app);
+        }
+    }
+
+    /// Java's `handleRunningAppOnNode` for an application the RM does not know: it goes to
+    /// `applications_to_cleanup`. Returns true the first time in this status update (Java
+    /// skips the application's further statuses in the same update).
+    #[cold]
+    #[inline(never)]
+    fn unknown_app(&mut self, app: AppKey, ctx: &mut ShardCtx<'_>) -> bool {
+        if self.unknown_epoch != self.epoch {
+            self.unknown_seen.clear();
+            self.unknown_epoch = self.epoch;
+        }
+        if self.unknown_seen.contains(&app) {
+            return false;
+        }
+        if self.unknown_seen.len() < MAX_UNKNOWN_PER_NODE {
+            self.unknown_seen.insert(app);
+        }
+        ctx.out.push((self.index, OutItem::CleanupApp(app)));
+        true
+    }
+
+    /// A status of a container of an application the RM does not know (Java's rule; see
+    /// "Applications" above): never launched. `running`: its state is RUNNING (else it is
+    /// neither RUNNING nor COMPLETE, which matters at a registration with recovery on only).
+    #[cold]
+    #[inline(never)]
+    fn unknown_container(&mut self, key: ContainerKey, running: bool, ctx: &mut ShardCtx<'_>) {
+        let recovery = matches!(ctx.unknown_apps, UnknownApps::Clean { recovery: true });
+        let clean = if self.registering {
+            // Java's new node takes RUNNING ones as launched; with recovery on the scheduler
+            // kills every non-COMPLETE one (`killOrphanContainerOnNode`).
+            if !running && !recovery {
+                return;
+            }
+            recovery
+        } else {
+            // The first status of the application in this update only; the scheduler cleans
+            // up a newly launched RUNNING container of it.
+            if !self.unknown_app(key.app, ctx) || !running {
+                return;
+            }
+            true
+        };
+        if self.orphans.len() < MAX_UNKNOWN_PER_NODE && self.orphans.insert(key) && clean {
+            ctx.out.push((self.index, OutItem::CleanupContainer(key)));
         }
     }
 
@@ -596,6 +714,23 @@ impl NodeState {
         }
     }
 
+    /// A re-reported container neither RUNNING nor COMPLETE (NEW, SCHEDULED, …) at a
+    /// registration with recovery on: cleaned up if its application is unknown.
+    #[cold]
+    #[inline(never)]
+    fn registered_other(
+        &mut self,
+        id: hadoop_wire::view::yarn::ContainerIdView<'_>,
+        ctx: &mut ShardCtx<'_>,
+    ) -> Result<(), DecodeError> {
+        if let Some(key) = ContainerKey::from_view(id)? {
+            if !ctx.finished_apps.contains(&key.app) && is_unknown(key.app, ctx) {
+                self.unknown_container(key, false, ctx);
+            }
+        }
+        Ok(())
+    }
+
     /// A RUNNING status whose key is known. Returns (newly marked this heartbeat, slot+gen
     /// if launched).
     #[inline]
@@ -609,6 +744,13 @@ impl NodeState {
         if let Some(&slot) = self.launched.index.get(&key) {
             let fresh = self.launched.mark(slot, self.epoch, exec);
             return (fresh, Some((slot, self.launched.slots[slot as usize].gen)));
+        }
+        if ctx.unknown_apps != UnknownApps::Adopt
+            && !ctx.finished_apps.contains(&key.app)
+            && is_unknown(key.app, ctx)
+        {
+            self.unknown_container(key, true, ctx);
+            return (false, None);
         }
         self.see_app(key.app, ctx);
         if !tracking || ctx.log.is_completed(&key) || ctx.finished_apps.contains(&key.app) {
@@ -666,8 +808,17 @@ impl NodeState {
     ) {
         self.steady_ok = false;
         self.launched.remove(&key);
+        if !self.orphans.is_empty() {
+            self.orphans.remove(&key);
+        }
         if !ctx.finished_apps.contains(&key.app) {
-            self.running_apps.insert(key.app);
+            if !is_unknown(key.app, ctx) {
+                self.running_apps.insert(key.app);
+            } else if !self.registering {
+                // Java: a status of an unknown application (of any state) flags it, except
+                // in the statuses a registration re-reports.
+                self.unknown_app(key.app, ctx);
+            }
         }
         if ctx
             .log
@@ -807,6 +958,7 @@ impl NodeState {
             }
         }
         self.sweep(seen_now, ctx);
+        self.registering = false;
     }
 
     /// One heartbeat's `NodeStatusProto`, read in one pass over its fields (health and
@@ -902,6 +1054,7 @@ impl NodeState {
             self.allocated = alloc;
         }
         self.sweep(seen_now, ctx);
+        self.registering = false;
         // Every status was RUNNING and marked a launched container of its own, and those are
         // all the launched containers: the same statuses again would change nothing but the
         // counters and the scalar fields, which the fast path applies.
@@ -1033,7 +1186,15 @@ impl NodeState {
                 Some(key) => self.on_complete(key, s.exit_status, cs.diagnostics()?, ctx),
                 None => ctx.stats.malformed += 1,
             },
-            _ => ctx.stats.ignored += 1,
+            state => {
+                ctx.stats.ignored += 1;
+                if state.is_some()
+                    && self.registering
+                    && ctx.unknown_apps == (UnknownApps::Clean { recovery: true })
+                {
+                    self.registered_other(id, ctx)?;
+                }
+            }
         }
         if ctx.opportunistic
             && matches!(

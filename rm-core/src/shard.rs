@@ -15,7 +15,7 @@ use crate::completion_log::{CompletionLog, LoadReport};
 use crate::ids::{AppKey, ContainerKey, FastSet};
 use crate::mailbox::{ops, Global, Inbox, Mailbox, Op};
 use crate::metrics::ShardMetrics;
-use crate::node::{NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, ShardCtx};
+use crate::node::{NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, ShardCtx, UnknownApps};
 use crate::Error;
 
 /// What one batch did.
@@ -32,6 +32,9 @@ pub struct Shard {
     index: usize,
     nodes: Vec<Option<NodeState>>,
     finished_apps: FastSet<AppKey>,
+    /// Applications the RM runs (with [`UnknownApps::Clean`]).
+    live_apps: FastSet<AppKey>,
+    unknown_apps: UnknownApps,
     log: CompletionLog,
     spare: Inbox,
     out: Vec<(u32, OutItem)>,
@@ -56,6 +59,8 @@ impl Shard {
             index,
             nodes: Vec::new(),
             finished_apps: FastSet::default(),
+            live_apps: FastSet::default(),
+            unknown_apps: UnknownApps::Adopt,
             log,
             spare: Inbox::default(),
             out: Vec::new(),
@@ -138,6 +143,8 @@ impl Shard {
                 opportunistic: self.opportunistic,
                 steady_fast_path: self.steady_fast_path,
                 finished_apps: &self.finished_apps,
+                live_apps: &self.live_apps,
+                unknown_apps: self.unknown_apps,
                 log: &mut self.log,
                 out: &mut self.out,
                 acks: &mut self.acks,
@@ -190,8 +197,20 @@ impl Shard {
             }
         }
         for g in &inbox.globals {
-            if let Global::FinishApp(app) = g {
-                self.finished_apps.insert(*app);
+            match *g {
+                Global::FinishApp(app) => {
+                    self.finished_apps.insert(app);
+                    self.live_apps.remove(&app);
+                }
+                Global::LiveApp(app) => {
+                    if !self.finished_apps.contains(&app) {
+                        self.live_apps.insert(app);
+                    }
+                }
+                Global::CleanUnknownApps { recovery } => {
+                    self.unknown_apps = UnknownApps::Clean { recovery };
+                }
+                Global::KillContainer(_) => {}
             }
         }
         let mut ctx = ShardCtx {
@@ -199,6 +218,8 @@ impl Shard {
             opportunistic: self.opportunistic,
             steady_fast_path: self.steady_fast_path,
             finished_apps: &self.finished_apps,
+            live_apps: &self.live_apps,
+            unknown_apps: self.unknown_apps,
             log: &mut self.log,
             out: &mut self.out,
             acks: &mut self.acks,
@@ -217,6 +238,7 @@ impl Shard {
                         n.kill_container(c, &mut ctx);
                     }
                 }
+                Global::LiveApp(_) | Global::CleanUnknownApps { .. } => {}
             }
         }
         for e in inbox.entries() {

@@ -14,9 +14,9 @@
 //!   minimum allocation, node limit → SHUTDOWN with Java's diagnostics; else NORMAL with the
 //!   current master keys, `rm_identifier` (the RM's start time) and `rm_version`. The node's
 //!   shard gets a reset (a fresh incarnation), its `runningApplications` (adopted, or cleaned
-//!   up there when finished), then the container statuses the NodeManager re-reported
-//!   (`NMContainerStatusProto`, trap 1) as a first status update, so completions it still
-//!   holds are recorded and acknowledged.
+//!   up there when finished or unknown to an RM running applications), then the container
+//!   statuses the NodeManager re-reported (`NMContainerStatusProto`, trap 1) as a first status
+//!   update, so completions it still holds are recorded and acknowledged.
 //! - [`ResourceTracker::unregister_node_manager`]: the node leaves (SHUTDOWN) and its containers
 //!   are released.
 //! - [`ResourceTracker::tick`] (housekeeping, about once a second): the liveness monitor (a
@@ -613,7 +613,8 @@ impl ResourceTracker {
             }
         };
         let n = &mut self.shards[s][l as usize];
-        if n.membership != Membership::Active {
+        let reconnect = n.membership == Membership::Active;
+        if !reconnect {
             self.active += 1;
         }
         n.membership = Membership::Active;
@@ -629,12 +630,17 @@ impl ResourceTracker {
         self.mailboxes[s].push_reset(
             l,
             existing.is_none().then(|| key.clone()),
-            ResetKind::Registered,
+            if reconnect {
+                ResetKind::Reconnected
+            } else {
+                ResetKind::Registered
+            },
             now_ns,
         );
         // Its running applications (Java's `handleRunningAppOnNode`): a finished one is
         // cleaned up there even when no container of it is left to report, e.g. one that
-        // finished just before an RM restart; the others are adopted.
+        // finished just before an RM restart; so is one an RM running applications does not
+        // know (trap 2); the others are adopted.
         if !req.running_applications.is_empty() {
             let apps: Vec<AppKey> = req
                 .running_applications
@@ -648,8 +654,10 @@ impl ResourceTracker {
                 .collect();
             self.mailboxes[s].push_apps(l, &apps, now_ns);
         }
-        // Containers the NodeManager re-reports (trap 1) become the first status update.
-        if !req.container_statuses.is_empty() {
+        // Containers the NodeManager re-reports (trap 1) become the first status update, sent
+        // even when there are none: it ends the node's registration (what Java does with the
+        // containers of unknown applications differs there; see `crate::node`).
+        {
             let first = NodeStatusProto {
                 node_id: req.node_id.clone(),
                 response_id: Some(0),

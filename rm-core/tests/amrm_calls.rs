@@ -3,45 +3,19 @@
 //! connection without one is refused with Java's text, and a token whose attempt has finished
 //! no longer authenticates a new connection.
 
-use std::time::Duration;
+mod support;
 
-use hadoop_wire::pb::hadoop::yarn::{AllocateRequestProto, ApplicationSubmissionContextProto};
-use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
-use hadoop_wire::sasl::Qop;
+use hadoop_wire::pb::hadoop::yarn::AllocateRequestProto;
 use hadoop_wire::token::Token;
 use hadoop_wire::yarn::ids::AttemptId;
-use hadoop_wire::yarn::{amp, APPLICATION_MASTER_PROTOCOL, APPLICATION_MASTER_VERSION};
-use ipc::client::{Client, ClientConfig, ClientError};
-use ipc::server::ServerConfig;
+use hadoop_wire::yarn::{amp, APPLICATION_MASTER_PROTOCOL};
+use ipc::client::{Client, ClientError};
 use prost::Message;
-use rm_core::apps::{AppsConfig, Res};
-use rm_core::dispatcher::Placement;
-use rm_core::service::{AppsSetup, RmService};
-use rm_core::RmConfig;
+use rm_core::apps::Res;
 
 fn am_client(addr: std::net::SocketAddr, token: Option<&Token>) -> Client {
-    let auth = match token {
-        Some(t) => ClientAuth::token(
-            TokenCredential {
-                identifier: t.identifier.clone(),
-                password: t.password.clone(),
-            },
-            vec![Qop::Auth],
-        ),
-        None => ClientAuth::default(),
-    };
-    Client::new(
-        addr,
-        ClientConfig {
-            protocol: APPLICATION_MASTER_PROTOCOL.into(),
-            protocol_version: APPLICATION_MASTER_VERSION,
-            user: "mallory".into(),
-            call_timeout: Duration::from_secs(10),
-            max_connect_attempts: 1,
-            auth,
-            ..ClientConfig::default()
-        },
-    )
+    let auth = token.map(support::token_auth).unwrap_or_default();
+    support::client(addr, APPLICATION_MASTER_PROTOCOL, "mallory", auth)
 }
 
 fn allocate_error(c: &Client) -> (String, String) {
@@ -54,38 +28,10 @@ fn allocate_error(c: &Client) -> (String, String) {
 
 #[test]
 fn each_connection_calls_as_the_attempt_it_authenticated_with() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RmConfig {
-        completion_log_dir: dir.path().join("log"),
-        ..RmConfig::default()
-    };
-    let any = "127.0.0.1:0".parse().unwrap();
-    let rm = RmService::start_with_apps(
-        cfg,
-        any,
-        &Placement::Unpinned(1),
-        ServerConfig::default(),
-        Some(AppsSetup {
-            cfg: AppsConfig::default(),
-            client: any,
-            scheduler: any,
-            qops: vec![Qop::Auth],
-            security: Default::default(),
-        }),
-    )
-    .unwrap();
+    let (rm, _dir) = support::start_rm(Default::default());
     let rt = rm.apps().unwrap().clone();
     // An application without nodes: its first attempt waits for its AM container.
-    let app = rt.with(|a| {
-        let (id, _) = a.new_application().unwrap();
-        let ctx = ApplicationSubmissionContextProto {
-            application_id: Some(id.to_proto()),
-            am_container_spec: Some(Default::default()),
-            resource: Some(Res::new(1024, 1).to_proto()),
-            ..Default::default()
-        };
-        a.submit(ctx, "alice", 1).unwrap()
-    });
+    let app = support::submit_direct(&rm, "alice", Res::new(1024, 1));
     let first = AttemptId { app, attempt: 1 };
     let other = AttemptId { app, attempt: 2 };
     let (t1, t2) = {

@@ -4,9 +4,10 @@
 //! `getApplications` with scope VIEWABLE, an ACL naming a group, and the application list of a
 //! caller beside the whole one.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hadoop_wire::pb::hadoop::yarn::{
     ApplicationAccessTypeProto, ApplicationAclMapProto, ApplicationReportProto,
@@ -14,20 +15,19 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetApplicationReportRequestProto, GetApplicationReportResponseProto,
     GetApplicationsRequestProto, GetApplicationsResponseProto, GetNewApplicationRequestProto,
     GetNewApplicationResponseProto, GetQueueInfoRequestProto, GetQueueInfoResponseProto,
-    KillApplicationRequestProto, SubmitApplicationRequestProto,
+    KillApplicationRequestProto, SubmitApplicationRequestProto, SubmitApplicationResponseProto,
 };
-use hadoop_wire::sasl::Qop;
-use hadoop_wire::yarn::ids::AppId;
-use hadoop_wire::yarn::{acp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION};
+use hadoop_wire::yarn::acp;
+use hadoop_wire::yarn::ids::{AppId, AttemptId};
 use ipc::authorize::GroupsMapping;
-use ipc::client::{Client, ClientConfig, ClientError};
-use ipc::server::ServerConfig;
-use prost::Message;
+use ipc::client::ClientError;
 use rm_core::app_acls::AclPolicy;
-use rm_core::apps::{AppsConfig, Res};
-use rm_core::dispatcher::Placement;
-use rm_core::service::{AppsSecurity, AppsSetup, RmService};
-use rm_core::RmConfig;
+use rm_core::app_service::fail_attempt_pb::{
+    FailApplicationAttemptRequestProto, FailApplicationAttemptResponseProto,
+};
+use rm_core::apps::Res;
+use rm_core::service::{AppsSecurity, RmService};
+use support::call;
 
 /// dave is in `ops`; every lookup is counted.
 struct Groups(Arc<AtomicUsize>);
@@ -41,11 +41,15 @@ impl GroupsMapping for Groups {
     }
 }
 
-fn start(lookups: Arc<AtomicUsize>) -> (RmService, tempfile::TempDir) {
+/// An RM with `yarn.acl.enable`, admin `admin`, root's ADMINISTER_QUEUE locked, and `extra`.
+fn start_with(lookups: Arc<AtomicUsize>, extra: &[(&str, &str)]) -> (RmService, tempfile::TempDir) {
     let mut conf = conf::Configuration::new();
     conf.set("yarn.acl.enable", "true");
     conf.set("yarn.admin.acl", "admin");
     conf.set("yarn.scheduler.capacity.root.acl_administer_queue", " ");
+    for (k, v) in extra {
+        conf.set(k, v);
+    }
     let policy = AclPolicy::from_conf(
         &conf,
         &["default".to_string()],
@@ -54,61 +58,33 @@ fn start(lookups: Arc<AtomicUsize>) -> (RmService, tempfile::TempDir) {
     )
     .unwrap()
     .expect("ACLs on");
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RmConfig {
-        completion_log_dir: dir.path().join("log"),
-        ..RmConfig::default()
-    };
-    let any = "127.0.0.1:0".parse().unwrap();
-    let rm = RmService::start_with_apps(
-        cfg,
-        any,
-        &Placement::Unpinned(1),
-        ServerConfig::default(),
-        Some(AppsSetup {
-            cfg: AppsConfig::default(),
-            client: any,
-            scheduler: any,
-            qops: vec![Qop::Auth],
-            security: AppsSecurity {
-                app_acls: Some(Arc::new(policy)),
-                ..AppsSecurity::default()
-            },
-        }),
-    )
-    .unwrap();
-    (rm, dir)
+    support::start_rm(AppsSecurity {
+        app_acls: Some(Arc::new(policy)),
+        ..AppsSecurity::default()
+    })
 }
 
-fn call<Req: Message, Resp: Message + Default>(
-    rm: &RmService,
-    user: &str,
-    method: &str,
-    req: &Req,
-) -> Result<Resp, ClientError> {
-    let c = Client::new(
-        rm.client_addr().unwrap(),
-        ClientConfig {
-            protocol: APPLICATION_CLIENT_PROTOCOL.into(),
-            protocol_version: APPLICATION_CLIENT_VERSION,
-            user: user.into(),
-            call_timeout: Duration::from_secs(10),
-            max_connect_attempts: 1,
-            ..ClientConfig::default()
-        },
-    );
-    let r = c.call(method, &req.encode_to_vec())?;
-    Ok(r.decode().expect("response decodes"))
+fn start(lookups: Arc<AtomicUsize>) -> (RmService, tempfile::TempDir) {
+    start_with(lookups, &[])
 }
 
 fn submit(rm: &RmService, user: &str, acls: &[(ApplicationAccessTypeProto, &str)]) -> AppId {
+    try_submit(rm, user, acls, Res::new(1024, 1)).unwrap()
+}
+
+/// A new application of `user` submitted with `acls` and an AM of `am` to the default queue.
+fn try_submit(
+    rm: &RmService,
+    user: &str,
+    acls: &[(ApplicationAccessTypeProto, &str)],
+    am: Res,
+) -> Result<AppId, ClientError> {
     let n: GetNewApplicationResponseProto = call(
         rm,
         user,
         acp::GET_NEW_APPLICATION,
         &GetNewApplicationRequestProto {},
-    )
-    .unwrap();
+    )?;
     let p = n.application_id.unwrap();
     let id = AppId::new(p.cluster_timestamp(), p.id());
     let ctx = ApplicationSubmissionContextProto {
@@ -123,19 +99,19 @@ fn submit(rm: &RmService, user: &str, acls: &[(ApplicationAccessTypeProto, &str)
                 .collect(),
             ..Default::default()
         }),
-        resource: Some(Res::new(1024, 1).to_proto()),
+        resource: Some(am.to_proto()),
+        queue: Some("default".into()),
         ..Default::default()
     };
-    let _: hadoop_wire::pb::hadoop::yarn::SubmitApplicationResponseProto = call(
+    let _: SubmitApplicationResponseProto = call(
         rm,
         user,
         acp::SUBMIT_APPLICATION,
         &SubmitApplicationRequestProto {
             application_submission_context: Some(ctx),
         },
-    )
-    .unwrap();
-    id
+    )?;
+    Ok(id)
 }
 
 fn is_full(r: &ApplicationReportProto) -> bool {
@@ -262,5 +238,163 @@ fn views_lists_queue_info_and_kills_follow_the_acls_groups_included() {
     // a finished application keeps its ACLs
     assert!(!is_full(&report(&rm, "carol", a)));
     assert!(kill("carol", a).is_err());
+    rm.shutdown();
+}
+
+#[test]
+fn a_submission_needs_the_queues_submit_or_administer_acl() {
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let (rm, _d) = start_with(
+        lookups.clone(),
+        &[
+            ("yarn.scheduler.capacity.root.acl_submit_applications", " "),
+            (
+                "yarn.scheduler.capacity.root.default.acl_submit_applications",
+                "alice ops",
+            ),
+            (
+                "yarn.scheduler.capacity.root.default.acl_administer_queue",
+                "bob",
+            ),
+        ],
+    );
+    let a = try_submit(&rm, "alice", &[], Res::new(1024, 1)).expect("alice is listed");
+    assert_eq!(lookups.load(Ordering::Relaxed), 0);
+    try_submit(&rm, "bob", &[], Res::new(1024, 1)).expect("bob administers the queue");
+    try_submit(&rm, "dave", &[], Res::new(1024, 1)).expect("dave is in ops");
+    assert_eq!(lookups.load(Ordering::Relaxed), 1, "one lookup, for dave");
+    // carol: Java's refusal, and no application (ids are handed out in order)
+    let (class, message) = support::remote(try_submit(&rm, "carol", &[], Res::new(1024, 1)));
+    assert_eq!(class, "org.apache.hadoop.yarn.exceptions.YarnException");
+    assert_eq!(
+        message,
+        format!(
+            "org.apache.hadoop.security.AccessControlException: User carol does not have \
+             permission to submit {} to queue default",
+            AppId::new(a.cluster_timestamp, a.id + 3)
+        )
+    );
+    // yarn.admin.acl plays no part, as in Java
+    assert!(try_submit(&rm, "admin", &[], Res::new(1024, 1)).is_err());
+    // the resource check comes first, as in Java's RMAppManager
+    let (class, _) = support::remote(try_submit(&rm, "carol", &[], Res::new(1 << 40, 1)));
+    assert_eq!(
+        class,
+        "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException"
+    );
+    assert_eq!(
+        listed(&rm, "admin", None).len(),
+        3,
+        "the refused ones are not there"
+    );
+    rm.shutdown();
+}
+
+fn fail_attempt(
+    rm: &RmService,
+    user: &str,
+    attempt: AttemptId,
+) -> Result<FailApplicationAttemptResponseProto, ClientError> {
+    call(
+        rm,
+        user,
+        acp::FAIL_APPLICATION_ATTEMPT,
+        &FailApplicationAttemptRequestProto {
+            application_attempt_id: Some(hadoop_wire::token::identifier::attempt_to_proto(
+                &attempt,
+            )),
+        },
+    )
+}
+
+#[test]
+fn fail_application_attempt_checks_modify_app_retries_then_fails_the_application() {
+    let (rm, _d) = start(Arc::new(AtomicUsize::new(0)));
+    use ApplicationAccessTypeProto::{AppaccessModifyApp as Modify, AppaccessViewApp as View};
+    // No node: each attempt waits for its AM container. max-attempts is Hadoop's 2.
+    let a = submit(&rm, "alice", &[(View, "bob"), (Modify, "erin")]);
+    let first = AttemptId { app: a, attempt: 1 };
+    let current = |rm: &RmService| {
+        report(rm, "alice", a)
+            .current_application_attempt_id
+            .and_then(|t| t.attempt_id)
+    };
+    // VIEW_APP is not MODIFY_APP
+    let (class, message) = support::remote(fail_attempt(&rm, "bob", first));
+    assert_eq!(class, "org.apache.hadoop.yarn.exceptions.YarnException");
+    assert_eq!(
+        message,
+        format!(
+            "org.apache.hadoop.security.AccessControlException: User bob cannot perform \
+             operation MODIFY_APP on {a}"
+        )
+    );
+    assert_eq!(current(&rm), Some(1));
+    // an attempt the application never had
+    let (class, message) =
+        support::remote(fail_attempt(&rm, "alice", AttemptId { app: a, attempt: 7 }));
+    assert_eq!(
+        class,
+        "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException"
+    );
+    assert_eq!(
+        message,
+        format!(
+            "ApplicationAttempt with id '{}' doesn't exist in RM.",
+            AttemptId { app: a, attempt: 7 }
+        )
+    );
+    // erin may modify: the first attempt fails, a second one starts
+    fail_attempt(&rm, "erin", first).expect("erin has MODIFY_APP");
+    assert_eq!(current(&rm), Some(2));
+    let r = report(&rm, "alice", a);
+    assert_eq!(
+        r.yarn_application_state(),
+        hadoop_wire::pb::hadoop::yarn::YarnApplicationStateProto::Accepted
+    );
+    // the old attempt again: nothing happens, no error (Java sends FAIL to an ended attempt)
+    fail_attempt(&rm, "alice", first).expect("an ended attempt");
+    assert_eq!(current(&rm), Some(2));
+    // the last attempt: the application FAILS with Java's diagnostics
+    fail_attempt(&rm, "admin", AttemptId { app: a, attempt: 2 }).expect("an admin");
+    let r = report(&rm, "alice", a);
+    assert_eq!(
+        r.yarn_application_state(),
+        hadoop_wire::pb::hadoop::yarn::YarnApplicationStateProto::Failed
+    );
+    assert_eq!(
+        r.diagnostics.as_deref(),
+        Some(
+            format!(
+                "Application {a} failed 2 times (global limit =2; local limit is =2) due to \
+                 Attempt failed by user.. Failing the application."
+            )
+            .as_str()
+        )
+    );
+    // a finished application: answered, nothing changes
+    fail_attempt(&rm, "alice", AttemptId { app: a, attempt: 2 }).expect("finished");
+    assert_eq!(current(&rm), Some(2));
+    // an unknown application
+    let ghost = AppId::new(a.cluster_timestamp, a.id + 100);
+    let (class, message) = support::remote(fail_attempt(
+        &rm,
+        "alice",
+        AttemptId {
+            app: ghost,
+            attempt: 1,
+        },
+    ));
+    assert_eq!(
+        class,
+        "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
+    );
+    assert_eq!(
+        message,
+        format!(
+            "Application with id '{ghost}' doesn't exist in RM. Please check that the job \
+             submission was successful."
+        )
+    );
     rm.shutdown();
 }

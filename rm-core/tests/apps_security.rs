@@ -6,85 +6,27 @@
 //! the AMRMToken's user, the attempt id, as in Java). The KERBEROS side is
 //! `agent/tests/rm_apps_kerberos.rs`.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod support;
 
-use hadoop_wire::pb::hadoop::yarn::{AllocateRequestProto, ApplicationSubmissionContextProto};
-use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
-use hadoop_wire::sasl::Qop;
+use std::sync::Arc;
+
+use hadoop_wire::pb::hadoop::yarn::AllocateRequestProto;
+use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::token::Token;
 use hadoop_wire::yarn::ids::AttemptId;
-use hadoop_wire::yarn::{
-    acp, amp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION, APPLICATION_MASTER_PROTOCOL,
-    APPLICATION_MASTER_VERSION,
-};
+use hadoop_wire::yarn::{acp, amp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_MASTER_PROTOCOL};
 use ipc::authorize::{GroupsMapping, ServiceAuthorization};
-use ipc::client::{Client, ClientConfig, ClientError};
-use ipc::server::ServerConfig;
+use ipc::client::{Client, ClientError};
 use prost::Message;
-use rm_core::apps::{AppsConfig, Res};
-use rm_core::dispatcher::Placement;
-use rm_core::service::{AppsSecurity, AppsSetup, RmService, APPS_SERVICE_ACLS};
-use rm_core::RmConfig;
+use rm_core::apps::Res;
+use rm_core::service::{AppsSecurity, RmService, APPS_SERVICE_ACLS};
+use support::{client, start_rm as start, token_auth};
 
 struct NoGroups;
 impl GroupsMapping for NoGroups {
     fn groups(&self, _user: &str) -> Vec<String> {
         Vec::new()
     }
-}
-
-fn start(security: AppsSecurity) -> (RmService, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = RmConfig {
-        completion_log_dir: dir.path().join("log"),
-        ..RmConfig::default()
-    };
-    let any = "127.0.0.1:0".parse().unwrap();
-    let rm = RmService::start_with_apps(
-        cfg,
-        any,
-        &Placement::Unpinned(1),
-        ServerConfig::default(),
-        Some(AppsSetup {
-            cfg: AppsConfig::default(),
-            client: any,
-            scheduler: any,
-            qops: vec![Qop::Auth],
-            security,
-        }),
-    )
-    .unwrap();
-    (rm, dir)
-}
-
-fn client(addr: std::net::SocketAddr, protocol: &str, user: &str, auth: ClientAuth) -> Client {
-    Client::new(
-        addr,
-        ClientConfig {
-            protocol: protocol.into(),
-            protocol_version: if protocol == APPLICATION_CLIENT_PROTOCOL {
-                APPLICATION_CLIENT_VERSION
-            } else {
-                APPLICATION_MASTER_VERSION
-            },
-            user: user.into(),
-            call_timeout: Duration::from_secs(10),
-            max_connect_attempts: 1,
-            auth,
-            ..ClientConfig::default()
-        },
-    )
-}
-
-fn token_auth(t: &Token) -> ClientAuth {
-    ClientAuth::token(
-        TokenCredential {
-            identifier: t.identifier.clone(),
-            password: t.password.clone(),
-        },
-        vec![Qop::Auth],
-    )
 }
 
 /// The error text of a refused call.
@@ -100,16 +42,7 @@ fn refusal(c: &Client, method: &str) -> String {
 /// An attempt waiting for its AM container, and an AMRMToken for it.
 fn attempt_token(rm: &RmService) -> Token {
     let rt = rm.apps().unwrap().clone();
-    let app = rt.with(|a| {
-        let (id, _) = a.new_application().unwrap();
-        let ctx = ApplicationSubmissionContextProto {
-            application_id: Some(id.to_proto()),
-            am_container_spec: Some(Default::default()),
-            resource: Some(Res::new(1024, 1).to_proto()),
-            ..Default::default()
-        };
-        a.submit(ctx, "alice", 1).unwrap()
-    });
+    let app = support::submit_direct(rm, "alice", Res::new(1024, 1));
     let t = rt
         .amrm
         .write()
