@@ -19,7 +19,8 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, ApplicationAttemptIdProto, ApplicationReportProto,
-    ApplicationsRequestScopeProto, FinishApplicationMasterRequestProto,
+    ApplicationsRequestScopeProto, FailApplicationAttemptRequestProto,
+    FailApplicationAttemptResponseProto, FinishApplicationMasterRequestProto,
     FinishApplicationMasterResponseProto, GetApplicationAttemptReportRequestProto,
     GetApplicationAttemptReportResponseProto, GetApplicationAttemptsRequestProto,
     GetApplicationAttemptsResponseProto, GetApplicationReportRequestProto,
@@ -867,7 +868,7 @@ pub fn register_client(
         v,
         acp::FAIL_APPLICATION_ATTEMPT,
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
-            let req: fail_attempt_pb::FailApplicationAttemptRequestProto = decode(c)?;
+            let req: FailApplicationAttemptRequestProto = decode(c)?;
             let attempt = req
                 .application_attempt_id
                 .as_ref()
@@ -886,7 +887,7 @@ pub fn register_client(
                 .map_err(call_error)?;
             tracing::info!("Fail Application Attempt Request for {attempt}");
             reply
-                .message(&fail_attempt_pb::FailApplicationAttemptResponseProto {})
+                .message(&FailApplicationAttemptResponseProto {})
                 .map_err(CallError::from)
         },
     );
@@ -1228,19 +1229,4 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
-}
-
-/// `failApplicationAttempt`'s messages, as in Hadoop's `yarn_service_protos.proto` (not among
-/// hadoop-wire's generated ones).
-pub mod fail_attempt_pb {
-    use hadoop_wire::pb::hadoop::yarn::ApplicationAttemptIdProto;
-
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct FailApplicationAttemptRequestProto {
-        #[prost(message, optional, tag = "1")]
-        pub application_attempt_id: Option<ApplicationAttemptIdProto>,
-    }
-
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct FailApplicationAttemptResponseProto {}
 }

@@ -17,14 +17,14 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetNewApplicationResponseProto, GetQueueInfoRequestProto, GetQueueInfoResponseProto,
     KillApplicationRequestProto, SubmitApplicationRequestProto, SubmitApplicationResponseProto,
 };
+use hadoop_wire::pb::hadoop::yarn::{
+    FailApplicationAttemptRequestProto, FailApplicationAttemptResponseProto,
+};
 use hadoop_wire::yarn::acp;
 use hadoop_wire::yarn::ids::{AppId, AttemptId};
 use ipc::authorize::GroupsMapping;
 use ipc::client::ClientError;
 use rm_core::app_acls::AclPolicy;
-use rm_core::app_service::fail_attempt_pb::{
-    FailApplicationAttemptRequestProto, FailApplicationAttemptResponseProto,
-};
 use rm_core::apps::Res;
 use rm_core::service::{AppsSecurity, RmService};
 use support::call;

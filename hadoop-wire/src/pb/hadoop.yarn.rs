@@ -2163,6 +2163,13 @@ pub struct GetContainersResponseProto {
     #[prost(message, repeated, tag = "1")]
     pub containers: ::prost::alloc::vec::Vec<ContainerReportProto>,
 }
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FailApplicationAttemptRequestProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FailApplicationAttemptResponseProto {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ContainerUpdateTypeProto {

@@ -6902,6 +6902,118 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static FailApplicationAttemptRequestProto: Schema = Schema {
+            name: "hadoop.yarn.FailApplicationAttemptRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_attempt_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_FailApplicationAttemptRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_FailApplicationAttemptRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FailApplicationAttemptRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FailApplicationAttemptRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static FailApplicationAttemptResponseProto: Schema = Schema {
+            name: "hadoop.yarn.FailApplicationAttemptResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_FailApplicationAttemptResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_FailApplicationAttemptResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FailApplicationAttemptResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &FailApplicationAttemptResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static FinishApplicationMasterRequestProto: Schema = Schema {
             name: "hadoop.yarn.FinishApplicationMasterRequestProto",
             fields: &[
