@@ -352,8 +352,15 @@ fn start_rm(a: &HeartbeatArgs, dir: &std::path::Path) -> Result<ServerChild> {
     let mut child = Command::new(&bin)
         .args(["rm", "--address", "127.0.0.1:0", "--metrics-port", "0"])
         .arg("--ready-line")
-        // The RM serves applications too (its heartbeat path as in production); their two
-        // servers take free loopback ports, so that runs side by side never share 8032/8030.
+        // The simulated containers belong to no application this RM runs. With applications on,
+        // the RM would order every one of them cleaned up on every heartbeat, as Java's does
+        // (wire doc trap 2), which is not the steady state of a real cluster, whose containers
+        // the RM allocated. With applications off it takes the nodes' applications as they
+        // report them, so the heartbeats are those of known, running containers.
+        // `--server-set hotpath.rm.applications.enabled=true` measures the cleanup path instead.
+        .args(["--set", "hotpath.rm.applications.enabled=false"])
+        // (Should applications be turned on, their two servers take free loopback ports, so
+        // that runs side by side never share 8032/8030.)
         .args(["--set", "yarn.resourcemanager.address=127.0.0.1:0"])
         .args([
             "--set",
