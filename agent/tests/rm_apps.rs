@@ -575,6 +575,62 @@ fn yarn_cli_lists_reports_and_kills_and_bad_submissions_fail_as_in_java() {
 }
 
 #[test]
+fn yarn_applicationattempt_fail_fails_the_attempt_and_the_next_one_runs() {
+    let mut c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let s = c
+        .client
+        .command(&format!(
+            "app-submit containers=1 sleep=0:300 result={}",
+            dir.path().join("result.json").display()
+        ))
+        .unwrap();
+    let id = s["app_id"].as_str().unwrap().to_string();
+    let ts = &id["application_".len()..];
+    let (first, second) = (
+        format!("appattempt_{ts}_000001"),
+        format!("appattempt_{ts}_000002"),
+    );
+    let attempts = |c: &mut Cluster| cli(c, &format!("applicationattempt -list {id}")).1;
+    let line_of = |out: &str, attempt: &str| -> String {
+        out.lines()
+            .find(|l| l.contains(attempt))
+            .unwrap_or_default()
+            .to_string()
+    };
+    wait_for("the first attempt RUNNING", Duration::from_secs(90), || {
+        line_of(&attempts(&mut c), &first).contains("RUNNING")
+    });
+    // yarn applicationattempt -fail: Hadoop's CLI calls failApplicationAttempt.
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -fail {first}"));
+    assert_eq!(rc, 0, "{out}");
+    wait_for(
+        "the second attempt RUNNING",
+        Duration::from_secs(90),
+        || line_of(&attempts(&mut c), &second).contains("RUNNING"),
+    );
+    let out = attempts(&mut c);
+    assert!(
+        out.contains("Total number of application attempts :2"),
+        "{out}"
+    );
+    assert!(line_of(&out, &first).contains("FAILED"), "{out}");
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -status {first}"));
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Attempt failed by user."), "{out}");
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["state"], "RUNNING", "{r}");
+    assert_eq!(r["current_attempt_id"], second.as_str(), "{r}");
+    // An attempt that already ended is left alone; the application goes on.
+    let (rc, out) = cli(&mut c, &format!("applicationattempt -fail {first}"));
+    assert_eq!(rc, 0, "{out}");
+    let r = c.client.command(&format!("app-report {id}")).unwrap();
+    assert_eq!(r["current_attempt_id"], second.as_str(), "{r}");
+    let (rc, out) = cli(&mut c, &format!("application -kill {id}"));
+    assert_eq!(rc, 0, "{out}");
+}
+
+#[test]
 fn a_failed_am_gets_its_second_attempt_and_a_second_failure_fails_the_application() {
     let mut c = cluster();
     let dir = tempfile::tempdir().unwrap();
