@@ -42,11 +42,11 @@ pub fn attempt_state(s: AttemptState) -> YarnApplicationAttemptStateProto {
 /// RM runs no web proxy); diagnostics empty when there are none, as Java's.
 pub fn attempt_report(at: &Attempt) -> ApplicationAttemptReportProto {
     let url = || {
-        Some(
-            Some(at.tracking_url.clone())
-                .filter(|u| !u.is_empty())
-                .unwrap_or_else(|| "N/A".into()),
-        )
+        Some(if at.tracking_url.is_empty() {
+            "N/A".to_string()
+        } else {
+            at.tracking_url.clone()
+        })
     };
     ApplicationAttemptReportProto {
         application_attempt_id: Some(attempt_to_proto(&at.id)),
