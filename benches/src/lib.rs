@@ -1,8 +1,9 @@
 //! Every measurement the project makes, kept out of the libraries and out of the installed
 //! `hotpath` binary: the criterion benches (`benches/`), the `hotpath-bench` binary
-//! (`src/bin/hotpath-bench`: `heartbeat`, `dn-select`, `ipc-large`, `filestatus`, `sasl`,
-//! `loadgen heartbeats`), the counting allocator (`alloc-counter/`), and the measuring code
-//! they share:
+//! (`src/bin/hotpath-bench`: `heartbeat`, `dn-select`, `ipc-large`, `filestatus`,
+//! `filestatus-kerberos`, `sasl`, `loadgen heartbeats`, `storm-sweep`, `rm-apps`, `nm-launch`,
+//! `loopback-floor`), the examples (`examples/`: `vs_java`, the callgrind profiles, the rate
+//! probes), the counting allocator (`alloc-counter/`), and the measuring code they share:
 //!
 //! - [`heartbeat`] builds a realistic `NodeHeartbeatRequestProto` and holds the two decode
 //!   paths the `heartbeat_decode` criterion bench compares (the RM's view path vs prost), so

@@ -34,8 +34,10 @@
 //! - [`rpc`], [`hdfs`]: modules by protocol noun that own their constants and exception class
 //!   names; [`rpc::client`] is the sans-IO client connection state machine.
 //! - [`sasl`]: SASL on IPC: the mechanism traits, DIGEST-MD5, the protection layer, the
-//!   negotiation state machines. [`token`]: tokens, Credentials files, identifiers, the secret
-//!   manager. [`entropy`]: random bytes, supplied by the caller.
+//!   negotiation state machines, our Kerberos per-message layer (RFC 4121 with RFC 3962 and
+//!   RFC 8009 enctypes). [`token`]: tokens, Credentials files, identifiers, the secret
+//!   managers. [`entropy`]: random bytes, supplied by the caller. [`time`]: the calendar
+//!   arithmetic behind the dates Java prints into wire texts.
 //! - [`yarn`]: YARN's protocol nouns: application and container ids, `ContainerExitStatus`,
 //!   the names and methods of the ResourceTracker, ContainerManagement, ApplicationClient and
 //!   ApplicationMaster protocols, the Hadoop version we report.

@@ -2,15 +2,16 @@
 //! mirror of `rm-core`: what Java's `NodeStatusUpdaterImpl`, its container context and
 //! `NodeHealthCheckerService` do for the RM connection) and the ContainerManagementProtocol
 //! half (`ContainerManagerImpl`'s checks, the container lifecycle, launch and localization
-//! rules). The agent (`hotpath agent`) runs the first on its ring thread and the second in
-//! its IPC handlers and launcher; the tests run both against `rm-core` in memory.
+//! rules). The NodeManager runtime (`nm-runtime`, run by `hotpath agent`) drives the first on
+//! its ring thread and the second in its IPC handlers and launcher; the tests run both against
+//! `rm-core` in memory.
 //!
 //! How the types connect:
 //!
 //! ```text
 //!  startContainers / stopContainers / getContainerStatuses (NMToken, container token)
 //!        │  container_manager::ContainerManager ── token::secret (NMToken, container token)
-//!        │    accepted start → LaunchOrder ──> the agent's launcher: localization rules,
+//!        │    accepted start → LaunchOrder ──> nm-runtime's launcher: localization rules,
 //!        │    launch paths/env/scripts, recovery records; exits come back as statuses
 //!        v
 //!  launch / run / complete (the agent's control socket, --simulate, tests)
@@ -24,7 +25,7 @@
 //!        │ encode_register (prost, cold)                                        │
 //!        │ heartbeat_request ── wire::put_heartbeat (writer::Encode, reused buffer) ◀┘
 //!        v bytes                                   ▲ bytes
-//!   the caller's RPC (ipc::client in the agent;    │ on_register_response (prost, cold)
+//!   the caller's RPC (ipc::client in nm-runtime;   │ on_register_response (prost, cold)
 //!   rm-core's ResourceTracker in the tests)   ─────┘ on_heartbeat_response
 //!                                                    (wire::HeartbeatResponse over the views)
 //! ```
@@ -44,12 +45,12 @@
 //! - [`recovery`]: the per-container record a restarted agent recovers its containers from.
 //! - [`launch`]: container launch as Java's `DefaultContainerExecutor` lays it out (paths,
 //!   command and env expansion, environment order, `launch_container.sh`, the pid/exit-code
-//!   wrapper scripts, exit statuses); pure, the agent's executor does the I/O.
+//!   wrapper scripts, exit statuses); pure, `nm-runtime`'s executor does the I/O.
 //! - [`health`]: the node's health as Java judges it; the one part that touches the system
 //!   (statvfs, a child process), and never blocks.
 //! - [`localization`]: the rules of resource localization (requests parsed from the launch
 //!   context, cache keys, cache directories, unpacking, permissions, Java's failure messages);
-//!   no I/O: the agent's `node::resources` does the downloads.
+//!   no I/O: `nm-runtime` does the downloads.
 //!
 //! Errors: [`wire::WireError`] (a response we cannot read) inside
 //! [`status_updater::UpdaterError`] (what the updater refuses); [`Error`] unites them with

@@ -1,5 +1,7 @@
-//! rm-core: the thin ResourceManager — ResourceTracker service, node state machines, and a
-//! bounded, sharded dispatcher. Protocol logic is sans-IO; sockets live in `ipc`.
+//! rm-core: the thin ResourceManager — the ResourceTracker service, node state machines and a
+//! bounded, sharded dispatcher; applications (RMApp and RMAppAttempt state machines, the
+//! scheduler, the AM launcher) behind ApplicationClientProtocol and ApplicationMasterProtocol;
+//! the state store, master keys and tokens. Protocol logic is sans-IO; sockets live in `ipc`.
 //!
 //! How the types connect (one heartbeat, left to right):
 //!

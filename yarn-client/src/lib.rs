@@ -1,5 +1,5 @@
 //! `yarn-client`: the client side of YARN's application protocols, for a Rust
-//! DistributedShell (`hotpath app run` / `hotpath app am`) and, later, the RM's AM launcher.
+//! DistributedShell (`hotpath app run` / `hotpath app am`) and the `hotpath app` commands.
 //!
 //! How the types connect:
 //!
@@ -11,7 +11,7 @@
 //!     (AM launch context from                     register / allocate / finish; a rolled
 //!      distributed_shell::am_launch_context),      AMRMToken in allocate is taken at once
 //!     getApplicationReport, forceKill           container_manager::ContainerManager
-//!   SIMPLE auth, yarn.resourcemanager.address     startContainers / stopContainers /
+//!   SIMPLE/KERBEROS, yarn.resourcemanager.address startContainers / stopContainers /
 //!                                                 getContainerStatuses with the node's NMToken,
 //!                                                 one cached connection per node
 //!                                               distributed_shell::DistributedShell (sans-IO):
