@@ -15,6 +15,8 @@
 //! - [`filestatus`]: the NNThroughputBenchmark-style getFileInfo load.
 //! - [`checksum_rate`]: the read path's CRC verification rate.
 
+#![forbid(unsafe_code)]
+
 pub mod checksum_rate;
 pub mod dn_select;
 pub mod filestatus;

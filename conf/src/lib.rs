@@ -29,6 +29,8 @@
 //! Not done: Hadoop's deprecated-key aliases, `<xi:include>` (refused with an error),
 //! Java system properties beyond `user.name`, `user.home` and `java.io.tmpdir`.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 pub mod configuration;

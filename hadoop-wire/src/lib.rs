@@ -45,6 +45,8 @@
 //! Errors: each layer has its typed enum ([`FrameError`], [`reader::DecodeError`],
 //! [`EncodeError`]); [`Error`] unites them.
 
+#![forbid(unsafe_code)]
+
 pub mod encode;
 pub mod entropy;
 pub mod error;

@@ -58,6 +58,8 @@
 //! with [`Error::Unsupported`]), the visible length of a block under construction (reads that
 //! reach into it are refused).
 
+#![forbid(unsafe_code)]
+
 pub mod addr_cache;
 pub mod block_reader;
 pub mod checksum;

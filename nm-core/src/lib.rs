@@ -59,6 +59,8 @@
 //! The protocol's names (`ResourceTrackerPB`, its methods and version) and the version we
 //! report are in `hadoop_wire::yarn`, shared with `rm-core`.
 
+#![forbid(unsafe_code)]
+
 pub mod container_manager;
 pub mod health;
 pub mod launch;

@@ -64,6 +64,8 @@
 //! - [`config::RmConfig`] reads every setting from a `conf::Configuration`; [`ids`] holds the
 //!   small keys and hashers; [`Error`] is the crate's error.
 
+#![forbid(unsafe_code)]
+
 pub mod am_launcher;
 pub mod amrm_token;
 pub mod app_acls;

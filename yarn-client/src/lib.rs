@@ -26,6 +26,8 @@
 //! connection idle for `ipc.client.connection.maxidletime`, as Java does. Every error is a
 //! [`YarnError`] with its source kept (a Java exception keeps its class name).
 
+#![forbid(unsafe_code)]
+
 pub mod application_client;
 pub mod application_master;
 pub mod container_manager;

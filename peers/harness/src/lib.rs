@@ -19,6 +19,8 @@
 //!
 //! Every failure is a [`PeerError`]; start failures carry the tail of the launcher's log.
 
+#![forbid(unsafe_code)]
+
 pub mod build;
 pub mod content;
 pub mod driver;
