@@ -201,8 +201,8 @@ pub const MAX_BATCH_WAIT: Duration = Duration::from_millis(10);
 /// Default [`TransportConfig::batch_wait`]: off. In the heartbeat storm (10,000 connections,
 /// 10,000 calls/s, shared 2-vCPU machine) 500 µs cut the ring thread's wake-ups from about
 /// 7,800/s to 2,400/s and the CPU per call by about a third for the raw reference server but
-/// only a tenth for the RM, while the RM's p99 went over 2 ms in more runs (README, "The
-/// heartbeat storm"): not worth it by default.
+/// only a tenth for the RM, while the RM's p99 went over 2 ms in more runs (docs/performance.md,
+/// "The heartbeat storm"): not worth it by default.
 pub const DEFAULT_BATCH_WAIT: Duration = Duration::ZERO;
 
 /// Errors reading the transport's keys from a configuration.
