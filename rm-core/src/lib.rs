@@ -43,8 +43,11 @@
 //! - [`amrm_token::AmrmTokenSecretManager`] mints and verifies AMRMTokens on its own
 //!   [`master_key::KeyRoller`], and [`amrm_token::AmrmTokenSecrets`] lends it to the SASL
 //!   server of ApplicationMasterProtocol.
-//! - Applications: [`apps::Apps`] is the sans-IO core (RMApp and RMAppAttempt state machines,
-//!   the FIFO scheduler over per-node capacity, the AMRM-protocol rules);
+//! - Applications: [`apps::Apps`] is the sans-IO core, one type in files by concern: its
+//!   state and types (`apps/mod.rs`), the RMApp and RMAppAttempt endings (`lifecycle.rs`),
+//!   the FIFO scheduler over per-node capacity (`scheduler.rs`, `nodes.rs`), the client and
+//!   AM protocol rules (`client_protocol.rs`, `am_protocol.rs`, `tokens.rs`), recovery from
+//!   the state store (`recovery.rs`) and its settings (`config.rs`);
 //!   [`am_launcher`] starts AM containers on their NodeManagers (container token and NMToken
 //!   minted under the tracker's rolling keys, the AMRMToken in the launch credentials);
 //!   [`app_service`] serves ApplicationClientProtocol and ApplicationMasterProtocol (TOKEN

@@ -1,0 +1,270 @@
+//! Placement: locality, node re-registration, heartbeat-only and immediate placement.
+
+use super::*;
+
+#[test]
+fn locality_node_then_rack_then_any_and_relax_locality_false() {
+    let mut a = apps(AppsConfig::default());
+    let (_, at) = running(&mut a);
+    let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+    // Two containers wanted on h2 only (relaxLocality false at the rack and ANY).
+    let req = AllocateRequestProto {
+        ask: vec![
+            ask(1, "h2", 2, 1024, true),
+            ask(1, DEFAULT_RACK, 2, 1024, false),
+            ask(1, ANY, 2, 1024, false),
+        ],
+        response_id: Some(0),
+        ..Default::default()
+    };
+    a.allocate(at, 1, &req, &keys(), 50).unwrap();
+    update(&mut a, &h1, &[], 60);
+    assert_eq!(
+        a.node(&h1).unwrap().used,
+        Res::new(1024, 1),
+        "nothing but the AM on h1"
+    );
+    update(&mut a, &h2, &[], 61);
+    assert_eq!(a.node(&h2).unwrap().used, Res::new(2048, 2));
+    let att = a.apps[&1].current().unwrap();
+    assert_eq!(att.pending_containers(), 0);
+}
+
+#[test]
+fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
+    let mut a = apps(AppsConfig::default());
+    let (id, at) = running(&mut a);
+    let h2 = NodeKey::new("h2", 2);
+    let req = AllocateRequestProto {
+        ask: vec![ask(0, ANY, 2, 1024, true)],
+        response_id: Some(0),
+        ..Default::default()
+    };
+    a.allocate(at, 1, &req, &keys(), 50).unwrap();
+    update(&mut a, &h2, &[], 60);
+    let r = a
+        .allocate(
+            at,
+            1,
+            &AllocateRequestProto {
+                response_id: Some(1),
+                ..Default::default()
+            },
+            &keys(),
+            70,
+        )
+        .unwrap();
+    let ids: Vec<ContainerId> = r
+        .allocated_containers
+        .iter()
+        .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+        .collect();
+    a.take_cleanups();
+    // h2 re-registers reporting the first complete (exit 4); the second is lost.
+    a.node_registered(
+        &h2,
+        "h2:8042".into(),
+        Res::new(4096, 4),
+        &[Reported {
+            id: ids[0],
+            state: ContainerStateProto::CComplete,
+            exit_status: 4,
+            diagnostics: "done".into(),
+            res: Res::new(1024, 1),
+            priority: 0,
+        }],
+        80,
+    );
+    assert_eq!(a.take_cleanups(), vec![Cleanup::Container(ids[1])]);
+    assert_eq!(a.node(&h2).unwrap().used, Res::default());
+    assert!(a.node(&h2).unwrap().active);
+    let r = a
+        .allocate(
+            at,
+            1,
+            &AllocateRequestProto {
+                response_id: Some(2),
+                ..Default::default()
+            },
+            &keys(),
+            90,
+        )
+        .unwrap();
+    let got: Vec<(i32, &str)> = r
+        .completed_container_statuses
+        .iter()
+        .map(|s| (s.exit_status.unwrap(), s.diagnostics.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (4, "done"),
+            (exit_status::ABORTED, "Container released on a *lost* node")
+        ]
+    );
+    assert_eq!(a.app(id).unwrap().state, AppState::Running);
+}
+
+#[test]
+fn heartbeat_only_mode_places_on_node_updates_only() {
+    let mut a = apps(AppsConfig::default());
+    assert!(!a.config().immediate_placement);
+    let (id, _) = a.new_application().unwrap();
+    a.submit(ctx(id, 512, "default"), "alice", 10).unwrap();
+    a.place_unplaced(11);
+    assert!(a.take_launches().is_empty(), "no heartbeat yet");
+    let cur = |a: &Apps| a.app(id).unwrap().current().unwrap().state;
+    assert_eq!(cur(&a), AttemptState::Scheduled);
+    update(&mut a, &NodeKey::new("h2", 2), &[], 20);
+    let l = a.take_launches();
+    assert_eq!(l.len(), 1);
+    assert_eq!(
+        l[0].node,
+        NodeKey::new("h2", 2),
+        "the node that heartbeated"
+    );
+    assert_eq!(cur(&a), AttemptState::Allocated);
+}
+
+#[test]
+fn immediate_placement_at_submit_retry_and_allocate() {
+    let mut a = apps_placing_now(AppsConfig::default());
+    let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+    // h1 has less room: the AM goes to h2, the node with the most free memory.
+    a.node_added(&h1, "h1:8042".into(), Res::new(2048, 4));
+    let (id, _) = a.new_application().unwrap();
+    a.submit(ctx(id, 1024, "default"), "alice", 10).unwrap();
+    let l = a.take_launches();
+    assert_eq!(
+        l.len(),
+        1,
+        "placed in the submit call, before any heartbeat"
+    );
+    assert_eq!(l[0].node, h2);
+    let at = l[0].attempt;
+    assert_eq!(a.node(&h2).unwrap().used, Res::new(1024, 1));
+    a.am_launched(at, 20);
+    a.register_am(at, &RegisterApplicationMasterRequestProto::default(), 30)
+        .unwrap();
+
+    // New asks are placed within the allocate that made them: 3 GB left on h2, 2 on h1.
+    let k = keys();
+    let req = AllocateRequestProto {
+        ask: vec![ask(0, ANY, 6, 1024, true)],
+        response_id: Some(0),
+        ..Default::default()
+    };
+    let r0 = a.allocate(at, 1, &req, &k, 40).unwrap();
+    assert_eq!(r0.allocated_containers.len(), 5);
+    assert_eq!(r0.nm_tokens.len(), 2);
+    let on = |n: &NodeKey| {
+        r0.allocated_containers
+            .iter()
+            .filter(|c| c.node_id.as_ref() == Some(&n.to_proto()))
+            .count()
+    };
+    assert_eq!((on(&h2), on(&h1)), (3, 2));
+    assert_eq!(
+        r0.limit,
+        Some(Res::new(0, 2).to_proto()),
+        "headroom after the placement"
+    );
+    assert_eq!(
+        a.app(id).unwrap().current().unwrap().pending_containers(),
+        1
+    );
+    // A call without asks places nothing (the rest waits for room on a node update).
+    let req = AllocateRequestProto {
+        response_id: Some(1),
+        ..Default::default()
+    };
+    assert!(a
+        .allocate(at, 1, &req, &k, 50)
+        .unwrap()
+        .allocated_containers
+        .is_empty());
+    let first = container_from_proto(r0.allocated_containers[0].id.as_ref().unwrap()).unwrap();
+    let node_of_first = a.apps[&1].attempts[0].live[&first].node.clone();
+    update(&mut a, &node_of_first, &[(first, 0)], 60);
+    let req = AllocateRequestProto {
+        response_id: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(
+        a.allocate(at, 1, &req, &k, 70)
+            .unwrap()
+            .allocated_containers
+            .len(),
+        1,
+        "the last one on the node update that freed room"
+    );
+
+    assert_eq!(
+        a.app(id).unwrap().current().unwrap().pending_containers(),
+        0
+    );
+}
+
+#[test]
+fn a_retried_attempt_is_placed_at_once_or_on_a_heartbeat() {
+    for immediate in [true, false] {
+        let mut a = apps_placing_now(AppsConfig {
+            immediate_placement: immediate,
+            ..AppsConfig::default()
+        });
+        let (id, _) = a.new_application().unwrap();
+        a.submit(ctx(id, 512, "default"), "alice", 10).unwrap();
+        if !immediate {
+            update(&mut a, &NodeKey::new("h1", 1), &[], 15);
+        }
+        let l = a.take_launches();
+        assert_eq!(l.len(), 1);
+        // The launch fails: a second attempt, SCHEDULED.
+        a.am_launch_failed(l[0].attempt, "connection refused", 20);
+        let app = a.app(id).unwrap();
+        assert_eq!(app.attempts.len(), 2);
+        assert_eq!(app.current().unwrap().state, AttemptState::Scheduled);
+        // What `AppsRt::with` calls after every change.
+        a.place_unplaced(21);
+        let l = a.take_launches();
+        if immediate {
+            assert_eq!(l.len(), 1, "placed without a heartbeat");
+            assert_eq!(l[0].attempt.attempt, 2);
+        } else {
+            assert!(l.is_empty());
+            update(&mut a, &NodeKey::new("h2", 2), &[], 30);
+            assert_eq!(a.take_launches().len(), 1, "placed on the heartbeat");
+        }
+        assert_eq!(
+            a.app(id).unwrap().current().unwrap().state,
+            AttemptState::Allocated
+        );
+    }
+}
+
+#[test]
+fn an_am_that_fits_nowhere_now_waits_for_a_node_update() {
+    let mut a = apps_placing_now(AppsConfig::default());
+    let submit = |a: &mut Apps, mb: i64| {
+        let (id, _) = a.new_application().unwrap();
+        a.submit(ctx(id, mb, "default"), "alice", 10).unwrap();
+        (id, a.take_launches())
+    };
+    // 3 GB on one node, 2 GB on the other (the one with more room), then 3 GB fits nowhere.
+    let (first, l1) = submit(&mut a, 3072);
+    let (_, l2) = submit(&mut a, 2048);
+    assert_eq!((l1.len(), l2.len()), (1, 1));
+    assert_ne!(l1[0].node, l2[0].node);
+    let (third, l3) = submit(&mut a, 3072);
+    assert!(l3.is_empty());
+    let state = |a: &Apps| a.app(third).unwrap().current().unwrap().state;
+    assert_eq!(state(&a), AttemptState::Scheduled);
+    // The first application ends: its node has room again, used on its next heartbeat.
+    a.kill(first, None, 20).unwrap();
+    a.place_unplaced(21);
+    assert_eq!(state(&a), AttemptState::Scheduled, "a kill retries nothing");
+    update(&mut a, &l1[0].node, &[], 30);
+    let l = a.take_launches();
+    assert_eq!(l.len(), 1);
+    assert_eq!((l[0].attempt.app, &l[0].node), (third, &l1[0].node));
+}
