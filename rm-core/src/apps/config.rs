@@ -47,7 +47,7 @@ pub struct AppsConfig {
     /// Ours (`hotpath.rm.scheduler.io-backend`, same values and default): the transport of the
     /// ApplicationMasterProtocol server. (Measured with AMs calling allocate back to back, one
     /// call at a time: epoll and io_uring cost the RM the same CPU per call within the noise,
-    /// 7.2 vs 7.35 µs over 8 alternating pairs; see the README.)
+    /// 7.2 vs 7.35 µs over 8 alternating pairs; see docs/performance.md.)
     pub scheduler_io: BackendChoice,
 }
 
