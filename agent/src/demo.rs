@@ -30,9 +30,9 @@ use rm_core::service::RmService;
 use rm_core::RmConfig;
 use serde_json::json;
 
-use crate::node::shared::lock;
-use crate::node::simulate::SimConfig;
-use crate::node::{Agent, AgentConfig, AgentError};
+use nm_runtime::shared::lock;
+use nm_runtime::simulate::SimConfig;
+use nm_runtime::{Agent, AgentConfig, AgentError};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::table::Resource;
 
@@ -200,7 +200,7 @@ impl Cluster {
                 let d = std::env::temp_dir().join(format!(
                     "hotpath-demo-{}-{}-{}",
                     std::process::id(),
-                    crate::node::runtime::wall_ms(),
+                    nm_runtime::runtime::wall_ms(),
                     SEQ.fetch_add(1, Ordering::Relaxed)
                 ));
                 (d, true)

@@ -2,6 +2,7 @@
 //! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
 
+mod agent_cmd;
 mod app_cmd;
 mod decode;
 mod hdfs_cmd;
@@ -48,9 +49,9 @@ enum Cmd {
     },
     /// The node agent: registers with the RM and heartbeats (yarn-site.xml from
     /// $HADOOP_CONF_DIR or --conf-dir; flags override).
-    Agent(agent::node::cli::AgentArgs),
+    Agent(agent_cmd::AgentArgs),
     /// Talk to a running agent's control socket (container events, cleanup orders).
-    Container(agent::node::cli::ContainerArgs),
+    Container(agent_cmd::ContainerArgs),
     /// Embedded rm-core + 4 agents with simulated containers on 127.0.0.2..5, live status
     /// line; ends on Ctrl-C or --duration.
     Demo(agent::demo::DemoArgs),
@@ -89,8 +90,8 @@ fn main() -> Result<()> {
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
         Cmd::App(args) => std::process::exit(app_cmd::run(args)),
         Cmd::Rm(args) => rm_cmd::run(args),
-        Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
-        Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
+        Cmd::Agent(args) => Ok(agent_cmd::run_agent(&args)?),
+        Cmd::Container(args) => Ok(agent_cmd::run_container(&args)?),
         Cmd::Demo(args) => agent::demo::run(&args).map(drop).map_err(Into::into),
         Cmd::Decode {
             message,

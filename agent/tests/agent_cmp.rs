@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
     GetContainerStatusesRequestProto, GetContainerStatusesResponseProto,
     StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,

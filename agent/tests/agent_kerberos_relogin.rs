@@ -32,9 +32,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agent::node::config::{AgentConfig, RmSecurity};
-use agent::node::localize::HdfsSettings;
-use agent::node::{Agent, ExitReason};
+use nm_runtime::config::{AgentConfig, RmSecurity};
+use nm_runtime::hdfs_reader::HdfsSettings;
+use nm_runtime::{Agent, ExitReason};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto, LocalResourceVisibilityProto,
     StartContainersRequestProto, StartContainersResponseProto, StringLocalResourceMapProto,

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{StartContainersRequestProto, StartContainersResponseProto};
 use hadoop_wire::token::{Credentials, Format};
 use hadoop_wire::yarn::cmp;

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent::node::executor::{
+use nm_runtime::executor::{
     work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
     Recovered, RunningContainer,
 };
@@ -741,7 +741,7 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
 /// those: a live agent's pool and a busy cgroup stay).
 #[test]
 fn stale_zygote_cgroups_are_removed_in_the_same_walk() {
-    use agent::node::cgroups::Cgroups;
+    use nm_runtime::cgroups::Cgroups;
     use std::collections::HashSet;
     let name = format!("hotpath-stale-zygotes-{}", std::process::id());
     let cg = match Cgroups::probe(&name) {
@@ -780,7 +780,7 @@ fn stale_zygote_cgroups_are_removed_in_the_same_walk() {
 
 #[test]
 fn stale_container_cgroups_are_removed_at_restart() {
-    use agent::node::cgroups::Cgroups;
+    use nm_runtime::cgroups::Cgroups;
     use std::collections::HashSet;
     let name = format!("hotpath-stale-{}", std::process::id());
     let cg = match Cgroups::probe(&name) {

@@ -317,7 +317,7 @@ impl Cgroups {
     ///   `min_age` ago: those of containers that ended while no agent watched them (an agent
     ///   killed −9 whose successor has no record of them); the age guard leaves alone a cgroup
     ///   another agent on this host has just created and not yet filled;
-    /// - of zygote pools (`zygote-<pid>-…`, see [`super::zygote`]) whose agent is no longer
+    /// - of zygote pools (`zygote-<pid>-…`, see [`crate::zygote`]) whose agent is no longer
     ///   running.
     ///
     /// A cgroup with processes is refused by the kernel and stays. Returns how many went.
@@ -343,7 +343,7 @@ impl Cgroups {
                             .and_then(|m| m.modified())
                             .is_ok_and(|t| now.duration_since(t).is_ok_and(|a| a >= min_age))
                 } else {
-                    super::zygote::is_stale_cgroup(name)
+                    crate::zygote::is_stale_cgroup(name)
                 };
                 if stale && fs::remove_dir(e.path()).is_ok() {
                     removed += 1;

@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use conf::Configuration;
 
-use super::localize::{self, HdfsSettings};
-use super::simulate::SimConfig;
-use super::AgentError;
+use crate::hdfs_reader::{self, HdfsSettings};
+use crate::simulate::SimConfig;
+use crate::AgentError;
 use nm_core::health::HealthConfig;
 
 /// Everything the agent needs to start.
@@ -112,7 +112,7 @@ pub struct RmKerberos {
 impl RmSecurity {
     /// Reads the keys (see [`RmSecurity`]). On a Kerberized cluster
     /// `yarn.resourcemanager.principal` must be set, and a `yarn.nodemanager.keytab` needs
-    /// `yarn.nodemanager.principal` ([`localize::node_keytab`]); nothing is asked of the KDC here.
+    /// `yarn.nodemanager.principal` ([`hdfs_reader::node_keytab`]); nothing is asked of the KDC here.
     pub fn from_conf(conf: &Configuration) -> Result<RmSecurity, AgentError> {
         let auth = ipc::sasl::client_auth(conf, None)
             .map_err(|e| AgentError::Config(format!("the RM connection's authentication: {e}")))?;
@@ -136,8 +136,8 @@ impl RmSecurity {
                     .into(),
             ));
         };
-        let keytab = localize::node_keytab(conf)?;
-        let node_principal = localize::node_principal(
+        let keytab = hdfs_reader::node_keytab(conf)?;
+        let node_principal = hdfs_reader::node_principal(
             conf,
             &ipc::kerberos::server_host_name(std::net::Ipv4Addr::UNSPECIFIED.into()),
         );
@@ -177,7 +177,7 @@ impl RmSecurity {
                      yarn.nodemanager.keytab = {}) failed: {reason}",
                     keytab.display()
                 )),
-                // `from_conf` refuses a keytab without a principal (`localize::node_keytab`)
+                // `from_conf` refuses a keytab without a principal (`hdfs_reader::node_keytab`)
                 e => AgentError::Config(format!("the agent's Kerberos login: {e}")),
             })?;
         let host = ipc::kerberos::canonical_host_name(rm.ip());
@@ -248,7 +248,7 @@ pub struct NmSettings {
     pub pmem_check: bool,
     /// `hotpath.agent.launch.setup-in-agent` (default true): the agent makes the resource
     /// links and writes the debugging information itself instead of the launch script's
-    /// `ln`, `cp`, `chmod`, `ls` and `find` processes ([`super::setup`]).
+    /// `ln`, `cp`, `chmod`, `ls` and `find` processes ([`crate::setup`]).
     pub setup_in_agent: bool,
     /// `hotpath.agent.zygotes`: container processes kept ready (forked into their cgroups
     /// ahead of the launch); 0 forks at every launch. Default 4, at most 64.
@@ -466,7 +466,7 @@ impl AgentConfig {
             ipc_server: true,
             ipc_pool_chunks: 16,
             journal: false,
-            default_fs: localize::default_fs(conf),
+            default_fs: hdfs_reader::default_fs(conf),
             hdfs: HdfsSettings::from_conf(conf)?,
             ipc_port: match conf.get("hotpath.agent.ipc.address").map(str::trim) {
                 None | Some("") => 0,

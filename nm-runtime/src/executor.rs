@@ -62,9 +62,9 @@ use nm_core::launch::{
     DEFAULT_TAIL_BYTES, PRELAUNCH_ERR,
 };
 
-pub use super::cgroups::CgroupMode;
-use super::cgroups::{CgroupError, Cgroups, ContainerCgroup};
-use super::zygote::{Reaper, Run, Zygote, ZygotePool, ZygoteSpec};
+pub use crate::cgroups::CgroupMode;
+use crate::cgroups::{CgroupError, Cgroups, ContainerCgroup};
+use crate::zygote::{Reaper, Run, Zygote, ZygotePool, ZygoteSpec};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms` default.
 pub const DEFAULT_SIGKILL_DELAY: Duration = Duration::from_millis(250);
@@ -241,7 +241,7 @@ impl ExitInfo {
 
     /// What to report as diagnostics, stamped now as Java 3.5 stamps each event.
     pub fn diagnostics(&self) -> String {
-        self.class.diagnostics_at(super::runtime::wall_ms())
+        self.class.diagnostics_at(crate::runtime::wall_ms())
     }
 }
 

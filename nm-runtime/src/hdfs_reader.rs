@@ -18,7 +18,7 @@
 //! ```
 //!
 //! The same thread also serves [`FetchRequest`]s from container localization
-//! (`super::resources`): a launch worker calls [`HdfsFetcher::fetch`], which queues the job
+//! (`crate::localizer`): a launch worker calls [`HdfsFetcher::fetch`], which queues the job
 //! (waiting while the queue is full, not refusing) and blocks until the reader answered. Such a
 //! fetch reads as the application's submitter: the reader keeps one `DfsClient` per HDFS user
 //! (the NameNode connection context's `effectiveUser`, SIMPLE auth), at most
@@ -72,8 +72,8 @@ use hdfs_io::dfs::DfsClient;
 use hdfs_io::file_status::{FileStatus, FileType};
 use serde_json::{json, Value};
 
-use super::shared::{Shared, Stopper};
-use super::AgentError;
+use crate::shared::{Shared, Stopper};
+use crate::AgentError;
 use nm_core::ids::ContainerId;
 use nm_core::localization::LocalizationError;
 

@@ -38,17 +38,17 @@
 //!   through the same reader thread ([`localize::HdfsFetcher`]).
 
 pub mod cgroups;
-pub mod cli;
-pub mod cmp;
+pub mod client;
+pub mod cmp_server;
 pub mod config;
 pub mod control;
 pub mod executor;
+pub mod hdfs_reader;
 pub mod launcher;
-pub mod localize;
+pub mod localizer;
 pub mod logs;
 pub mod metrics;
 pub mod report;
-pub mod resources;
 pub mod runtime;
 pub mod setup;
 pub mod shared;

@@ -50,8 +50,8 @@ use nm_core::localization::{
     Unpack, Visibility,
 };
 
-use super::localize::{FetchRequest, HdfsFetcher, LocalizeError};
-use super::shared::lock;
+use crate::hdfs_reader::{FetchRequest, HdfsFetcher, LocalizeError};
+use crate::shared::lock;
 
 /// The longest symlink target read from a zip entry.
 const MAX_LINK_TARGET: u64 = 4096;
@@ -213,7 +213,7 @@ impl ResourceLocalizer {
                 .unwrap_or(0),
             _ => rules::DEFAULT_MAX_FILES_PER_DIRECTORY,
         };
-        Self::new(local_dirs, &super::localize::default_fs(conf), hdfs, max)
+        Self::new(local_dirs, &crate::hdfs_reader::default_fs(conf), hdfs, max)
     }
 
     /// Downloads served so far (a cache hit is not one).
@@ -529,7 +529,7 @@ impl ResourceLocalizer {
                     },
                 })?;
                 let full = format!("hdfs://{}{}", u.authority().unwrap_or_default(), u.path);
-                let path = super::localize::hdfs_path(&full, fetcher.default_fs())?;
+                let path = crate::hdfs_reader::hdfs_path(&full, fetcher.default_fs())?;
                 Ok(Source::Hdfs {
                     fetcher: fetcher.clone(),
                     path,

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use ipc::metrics::{Exposition, Kind};
 use ipc::server::{ServerMetrics, ServerStats};
 
-use super::localize::LocalizeMetrics;
+use crate::hdfs_reader::LocalizeMetrics;
 use nm_core::table::{Counts, TableTotals};
 
 /// Counters shared by the agent's threads.

@@ -4,29 +4,29 @@
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
 //!   `ResourceTrackerPB` (SIMPLE, or on a Kerberized cluster SASL KERBEROS as the node's own
-//!   principal, [`super::config::RmSecurity`]; an authentication failure before the first
+//!   principal, [`crate::config::RmSecurity`]; an authentication failure before the first
 //!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried
 //!   with a backoff that starts at the heartbeat interval and doubles up to
 //!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
-//!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`super::cmp`]) is
+//!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`crate::cmp_server`]) is
 //!   served on the node address by an `ipc::server` ring pinned to the same CPU
 //!   (`hp-ring0cmp-<cpu>`), the agent's own IPC server (`getNodeReport`, `getBuffer`) on
 //!   `hotpath.agent.ipc.address` likewise (`hp-ring0srv-<cpu>`), and so is the RM client's
 //!   reader thread (`hp-ring0rx-<cpu>`): the whole network role shares one core. A container
 //!   completion wakes the ring for an out-of-band heartbeat.
-//! - **launcher thread** (`hp-launcher`, [`super::launcher`]) with one `hp-launch-<n>` worker
+//! - **launcher thread** (`hp-launcher`, [`crate::launcher`]) with one `hp-launch-<n>` worker
 //!   per accepted start on the housekeeping CPU: localization, launch files, the process
-//!   ([`super::executor`]); it polls running containers every 10 ms and reports exits.
+//!   ([`crate::executor`]); it polls running containers every 10 ms and reports exits.
 //! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
 //!   the simulator, cleanup orders (to executors, then forced completion after the grace
 //!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
 //! - **HDFS-reader thread** (`hp-hdfs-<cpu>`, the plan's `HdfsReader`), only when
 //!   `fs.defaultFS` is `hdfs://…`: owns the `hdfs_io::DfsClient` and serves resource
 //!   localization requests from the control socket through a bounded queue
-//!   ([`super::localize`]). Without it, localize requests are answered "HDFS not configured".
+//!   ([`crate::hdfs_reader`]). Without it, localize requests are answered "HDFS not configured".
 //!
 //! [`Agent::start`] returns once the servers are bound and the threads run; registration
 //! starts at once.
@@ -58,16 +58,16 @@ use nm_core::status_updater::{
 };
 use nm_core::table::{ContainerTable, Resource};
 
-use super::cgroups::CgroupMode;
-use super::config::AgentConfig;
-use super::control::{ControlServer, Localizer};
-use super::executor::{Chain, Executor, ExecutorConfig};
-use super::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
-use super::report;
-use super::resources::ResourceLocalizer;
-use super::shared::{lock, Shared};
-use super::simulate::Simulator;
-use super::AgentError;
+use crate::cgroups::CgroupMode;
+use crate::config::AgentConfig;
+use crate::control::{ControlServer, Localizer};
+use crate::executor::{Chain, Executor, ExecutorConfig};
+use crate::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
+use crate::report;
+use crate::localizer::ResourceLocalizer;
+use crate::shared::{lock, Shared};
+use crate::simulate::Simulator;
+use crate::AgentError;
 use ipc::metrics::MetricsHttp;
 use nm_core::container_manager::KillReason;
 use nm_core::launch::NmDirs;
@@ -156,7 +156,7 @@ impl Agent {
                         plan.cpu_of(&hw::Role::NetRing(0)),
                         plan.cpu_of(&hw::Role::Housekeeping),
                         plan.cpu_of(&hw::Role::HdfsReader),
-                        super::executor::work_cpus(&plan),
+                        crate::executor::work_cpus(&plan),
                     )
                 }
                 Err(e) => {
@@ -197,7 +197,7 @@ impl Agent {
         let (launcher, launcher_rx) = LauncherHandle::channel();
         let cmp_server = {
             let mut reg = Registry::new();
-            super::cmp::register(&mut reg, shared_slot.clone(), launcher.clone());
+            crate::cmp_server::register(&mut reg, shared_slot.clone(), launcher.clone());
             let auth = ServerAuth::new(
                 AuthMethod::Token,
                 Some(nm_tokens.clone() as Arc<dyn TokenSecrets>),
@@ -298,7 +298,7 @@ impl Agent {
         let mut hdfs_fetcher = None;
         let hdfs = match &cfg.hdfs {
             Some(settings) => {
-                let (queue, end) = super::localize::queue(settings.queue_depth);
+                let (queue, end) = crate::hdfs_reader::queue(settings.queue_depth);
                 let (shared, settings, dirs) = (
                     shared.clone(),
                     settings.clone(),
@@ -310,7 +310,7 @@ impl Agent {
                     default_fs: settings.default_fs.clone(),
                 });
                 Some(spawn(hw::Role::HdfsReader, hdfs_cpu, move || {
-                    super::localize::run_reader(end, settings, dirs, shared, hdfs_cpu)
+                    crate::hdfs_reader::run_reader(end, settings, dirs, shared, hdfs_cpu)
                 })?)
             }
             None => {
@@ -354,9 +354,9 @@ impl Agent {
             )
             .map_err(|e| AgentError::Config(format!("resource localization: {e}")))?,
         );
-        let recovered = super::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
+        let recovered = crate::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
         let (agent_env, java17) = LauncherConfig::agent_env();
-        let launcher_thread = super::launcher::spawn(
+        let launcher_thread = crate::launcher::spawn(
             launcher_rx,
             shared.clone(),
             LauncherConfig {
@@ -384,7 +384,7 @@ impl Agent {
             let shared = shared.clone();
             let sim = cfg.simulate.clone().map(|s| Simulator::new(s, wall_ms()));
             let (grace, track) = (cfg.cleanup_grace, cfg.track_stopped_ms);
-            let logs = super::logs::ContainerLogs::new(
+            let logs = crate::logs::ContainerLogs::new(
                 cfg.nm.log_dirs.clone(),
                 format!("{}:{}", identity.host, identity.port),
             );
@@ -849,7 +849,7 @@ fn housekeeping(
     track_stopped_ms: u64,
     started: Instant,
     launcher: LauncherHandle,
-    logs: super::logs::ContainerLogs,
+    logs: crate::logs::ContainerLogs,
 ) {
     let mut orders = Vec::new();
     let mut external = Vec::new();
@@ -862,7 +862,7 @@ fn housekeeping(
         control.poll(shared, wall);
         if let Some(h) = &mut http {
             // /metrics and the container logs (/ws/v1/node/...).
-            super::logs::poll_webapp(h, &logs, shared);
+            crate::logs::poll_webapp(h, &logs, shared);
         }
         if let Some(h) = health.poll(now, wall) {
             let mut cur = lock(&shared.health);

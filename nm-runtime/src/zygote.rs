@@ -7,7 +7,7 @@
 //! `mkdir`/`rmdir` of a cgroup queues behind it. A container must be in its cgroups before its
 //! first instruction, so that wait sat between `fork` and `exec` of every launch.
 //!
-//! A zygote is made by the pool's thread exactly as [`super::executor::Executor::spawn`] makes
+//! A zygote is made by the pool's thread exactly as [`crate::executor::Executor::spawn`] makes
 //! a container: a new cgroup per controller (no memory limit yet), a fork that starts its own
 //! session, joins those cgroups, takes the work CPUs' affinity and execs `/bin/bash -c`
 //! [`SCRIPT`], which waits on its stdin. A launch takes one, sets the container's memory limit
@@ -37,7 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::cgroups::{Cgroups, ContainerCgroup};
+use crate::cgroups::{Cgroups, ContainerCgroup};
 
 /// What a zygote runs: wait for the four lines, then become the container's first process.
 /// The go pipe is closed by the redirection of stdin; EOF (the agent went away) exits 0.
@@ -329,8 +329,8 @@ fn run(inner: &Inner) {
 
 /// One zygote: its cgroup (no memory limit), then the process in it.
 fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
-    let cpus = super::executor::cpu_list(&spec.cpus);
-    let set = super::executor::cpu_set(&spec.cpus).map_err(|e| e.to_string())?;
+    let cpus = crate::executor::cpu_list(&spec.cpus);
+    let set = crate::executor::cpu_set(&spec.cpus).map_err(|e| e.to_string())?;
     let cgroup = match &spec.cgroups {
         Some(cg) => Some(cg.create(name, None, &cpus).map_err(|e| e.to_string())?),
         None => None,
@@ -348,7 +348,7 @@ fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
     // SAFETY: only async-signal-safe calls on data made before the fork; no allocation (see
     // `child_setup`).
     unsafe {
-        cmd.pre_exec(move || super::executor::child_setup(&procs, &set, None));
+        cmd.pre_exec(move || crate::executor::child_setup(&procs, &set, None));
     }
     match cmd.spawn() {
         Ok(mut child) => {

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use agent::node::Agent;
+use nm_runtime::Agent;
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerLaunchContextProto, ContainerTokenIdentifierProto, PriorityProto, ResourceProto,
     StartContainerRequestProto,
