@@ -1,19 +1,21 @@
-//! `hotpath agent` and `hotpath container …`: flags, and the loops behind them.
+//! `hotpath agent` and `hotpath container …`: their flags, and the calls into `nm-runtime`
+//! ([`nm_runtime::Agent`], [`nm_runtime::control::ControlClient`], [`nm_runtime::client`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::{anyhow, Result};
 use clap::{Args, Subcommand};
 use conf::Configuration;
 use serde_json::json;
 
-use nm_runtime::control::ControlClient;
-use nm_runtime::client::{fetch_node_report, print_container_logs, report_json, webapp_addr};
-use nm_runtime::simulate::SimConfig;
-use nm_runtime::{Agent, AgentConfig, AgentError, ExitReason};
 use nm_core::table::Resource;
+use nm_runtime::client::{fetch_node_report, print_container_logs, report_json, webapp_addr};
+use nm_runtime::control::ControlClient;
+use nm_runtime::simulate::SimConfig;
+use nm_runtime::{Agent, AgentConfig, ExitReason};
 
 /// `hotpath agent` flags. Configuration comes from `--conf-dir` (else `$HADOOP_CONF_DIR`);
 /// `--set` and the named flags override it.
@@ -68,7 +70,7 @@ pub struct AgentArgs {
 
 impl AgentArgs {
     /// The configuration these flags describe.
-    pub fn configuration(&self) -> Result<Configuration, AgentError> {
+    pub fn configuration(&self) -> Result<Configuration> {
         let mut conf = Configuration::from_flags(self.conf_dir.as_deref(), &self.set)?;
         let mut set = |k: &str, v: Option<String>| {
             if let Some(v) = v {
@@ -99,7 +101,7 @@ impl AgentArgs {
     }
 
     /// The agent settings these flags describe.
-    pub fn agent_config(&self) -> Result<AgentConfig, AgentError> {
+    pub fn agent_config(&self) -> Result<AgentConfig> {
         let mut cfg = AgentConfig::from_conf(&self.configuration()?)?;
         cfg.pin = !self.no_pin;
         if self.simulate {
@@ -120,11 +122,11 @@ impl AgentArgs {
 }
 
 /// Runs `hotpath agent` until SIGTERM/SIGINT, SHUTDOWN from the RM, or giving up.
-pub fn run_agent(args: &AgentArgs) -> Result<(), AgentError> {
+pub fn run_agent(args: &AgentArgs) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| AgentError::Io(format!("installing the signal handler: {e}")))?;
+            .map_err(|e| anyhow!("installing the signal handler: {e}"))?;
     }
     let cfg = args.agent_config()?;
     let agent = Agent::start(cfg)?;
@@ -156,8 +158,8 @@ pub fn run_agent(args: &AgentArgs) -> Result<(), AgentError> {
     agent.stop();
     match agent.join() {
         ExitReason::Stopped => Ok(()),
-        ExitReason::Shutdown(d) => Err(AgentError::Exited(format!("SHUTDOWN from the RM: {d}"))),
-        ExitReason::GaveUp(d) | ExitReason::AuthFailed(d) => Err(AgentError::Exited(d)),
+        ExitReason::Shutdown(d) => Err(anyhow!("the agent stopped: SHUTDOWN from the RM: {d}")),
+        ExitReason::GaveUp(d) | ExitReason::AuthFailed(d) => Err(anyhow!("the agent stopped: {d}")),
     }
 }
 
@@ -242,7 +244,7 @@ pub enum ContainerCmd {
 }
 
 /// Runs `hotpath container …`, printing the agent's JSON reply.
-pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
+pub fn run_container(args: &ContainerArgs) -> Result<()> {
     let req = match &args.cmd {
         ContainerCmd::Launch {
             container,
@@ -266,9 +268,9 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
             overwrite,
         } => {
             let dest = std::path::absolute(dest)
-                .map_err(|e| AgentError::Config(format!("destination {}: {e}", dest.display())))?;
+                .map_err(|e| anyhow!("configuration: destination {}: {e}", dest.display()))?;
             let dest = dest.to_str().ok_or_else(|| {
-                AgentError::Config(format!("destination {}: not UTF-8", dest.display()))
+                anyhow!("configuration: destination {}: not UTF-8", dest.display())
             })?;
             let mut c = ControlClient::connect(&args.socket)?;
             let reply = c.request_raw(&json!({"op":"localize","container":container,
@@ -280,13 +282,11 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
             if reply["ok"].as_bool() == Some(true) {
                 return Ok(());
             }
-            return Err(AgentError::Localize {
-                kind: reply["kind"].as_str().unwrap_or("unknown").to_string(),
-                error: reply["error"]
-                    .as_str()
-                    .unwrap_or("(no error text)")
-                    .to_string(),
-            });
+            return Err(anyhow!(
+                "localize failed ({}): {}",
+                reply["kind"].as_str().unwrap_or("unknown"),
+                reply["error"].as_str().unwrap_or("(no error text)")
+            ));
         }
         ContainerCmd::List => json!({"op":"list"}),
         ContainerCmd::Status => json!({"op":"status"}),
@@ -307,13 +307,19 @@ pub fn run_container(args: &ContainerArgs) -> Result<(), AgentError> {
         } => {
             let addr = webapp_addr(addr.as_deref())?;
             let mut out = std::io::stdout().lock();
-            return print_container_logs(addr, container, file.as_deref(), *size, &mut out);
+            return Ok(print_container_logs(
+                addr,
+                container,
+                file.as_deref(),
+                *size,
+                &mut out,
+            )?);
         }
         ContainerCmd::Report { ipc } => {
             let addr = std::net::ToSocketAddrs::to_socket_addrs(ipc.as_str())
-                .map_err(|e| AgentError::Config(format!("--ipc {ipc}: {e}")))?
+                .map_err(|e| anyhow!("configuration: --ipc {ipc}: {e}"))?
                 .next()
-                .ok_or_else(|| AgentError::Config(format!("--ipc {ipc}: no address")))?;
+                .ok_or_else(|| anyhow!("configuration: --ipc {ipc}: no address"))?;
             let r = fetch_node_report(addr)?;
             println!("{}", report_json(&r));
             return Ok(());

@@ -90,8 +90,8 @@ fn main() -> Result<()> {
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
         Cmd::App(args) => std::process::exit(app_cmd::run(args)),
         Cmd::Rm(args) => rm_cmd::run(args),
-        Cmd::Agent(args) => Ok(agent_cmd::run_agent(&args)?),
-        Cmd::Container(args) => Ok(agent_cmd::run_container(&args)?),
+        Cmd::Agent(args) => agent_cmd::run_agent(&args),
+        Cmd::Container(args) => agent_cmd::run_container(&args),
         Cmd::Demo(args) => agent::demo::run(&args).map(drop).map_err(Into::into),
         Cmd::Decode {
             message,

@@ -12,10 +12,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use nm_core::health::HealthConfig;
 use nm_runtime::config::AgentConfig;
 use nm_runtime::control::ControlClient;
 use nm_runtime::{Agent, ExitReason};
-use nm_core::health::HealthConfig;
 use peer_harness::{Mode, Peer};
 use serde_json::{json, Value};
 

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use nm_runtime::hdfs_reader::HdfsSettings;
+use nm_runtime::config::HdfsSettings;
 use nm_runtime::{Agent, AgentConfig};
 use serde_json::Value;
 

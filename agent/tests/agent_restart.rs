@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use nm_runtime::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
     StartContainersRequestProto, StartContainersResponseProto, StopContainersRequestProto,
 };
@@ -24,6 +23,7 @@ use nm_core::container_manager::Stage;
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
+use nm_runtime::{Agent, AgentConfig};
 
 #[path = "support/cmp.rs"]
 mod cmp_support;

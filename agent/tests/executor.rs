@@ -8,14 +8,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nm_runtime::executor::{
-    work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
-    Recovered, RunningContainer,
-};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::launch::{
     container_env, expand, launch_script, ContainerPaths, KillReason, LaunchEnvInput, NmDirs,
     ScriptInput,
+};
+use nm_runtime::executor::{
+    work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
+    Recovered, RunningContainer,
 };
 
 /// An empty credentials file in Hadoop's token storage format (`HDTS`, version 0, no tokens,

@@ -24,8 +24,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nm_runtime::hdfs_reader::{self, HdfsSettings};
-use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto as T, LocalResourceVisibilityProto as V,
     StringLocalResourceMapProto, UrlProto,
@@ -34,6 +32,9 @@ use hadoop_wire::token::{Credentials, Format, Token};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
+use nm_runtime::config::{self, HdfsSettings};
+use nm_runtime::hdfs_reader;
+use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 static HDFS: Shared = Shared::new(
@@ -312,15 +313,15 @@ fn app_resources_with_the_apps_token_public_ones_with_the_nodes_login() {
 #[test]
 fn the_nodes_principal_has_host_replaced() {
     let mut c = conf::Configuration::new();
-    assert_eq!(hdfs_reader::node_principal(&c, "node1.example.com"), None);
+    assert_eq!(config::node_principal(&c, "node1.example.com"), None);
     c.set("yarn.nodemanager.principal", " nm/_HOST@EXAMPLE.COM ");
     assert_eq!(
-        hdfs_reader::node_principal(&c, "Node1.Example.com").as_deref(),
+        config::node_principal(&c, "Node1.Example.com").as_deref(),
         Some("nm/node1.example.com@EXAMPLE.COM")
     );
     c.set("yarn.nodemanager.principal", "nm@EXAMPLE.COM");
     assert_eq!(
-        hdfs_reader::node_principal(&c, "node1").as_deref(),
+        config::node_principal(&c, "node1").as_deref(),
         Some("nm@EXAMPLE.COM")
     );
 }
@@ -482,9 +483,9 @@ fn public_resources_with_the_nodes_keytab_and_no_mit_environment() {
 #[test]
 fn the_nodes_keytab_needs_the_nodes_principal() {
     let mut c = conf::Configuration::new();
-    assert_eq!(hdfs_reader::node_keytab(&c).unwrap(), None);
+    assert_eq!(config::node_keytab(&c).unwrap(), None);
     c.set("yarn.nodemanager.keytab", " /etc/security/nm.keytab ");
-    let e = hdfs_reader::node_keytab(&c).unwrap_err().to_string();
+    let e = config::node_keytab(&c).unwrap_err().to_string();
     assert!(
         e.contains("yarn.nodemanager.keytab is set (/etc/security/nm.keytab)")
             && e.contains("yarn.nodemanager.principal is not"),
@@ -492,7 +493,7 @@ fn the_nodes_keytab_needs_the_nodes_principal() {
     );
     c.set("yarn.nodemanager.principal", "nm/_HOST@EXAMPLE.COM");
     assert_eq!(
-        hdfs_reader::node_keytab(&c).unwrap().as_deref(),
+        config::node_keytab(&c).unwrap().as_deref(),
         Some(Path::new("/etc/security/nm.keytab"))
     );
 }

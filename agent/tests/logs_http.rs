@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nm_runtime::logs::{java_date, poll_webapp, ContainerLogs, NO_SUCH_LOG, UNKNOWN_CONTAINER};
-use nm_runtime::shared::Shared;
 use ipc::metrics::MetricsHttp;
 use nm_core::ids::ContainerId;
 use nm_core::status_updater::NodeIdentity;
 use nm_core::table::{ContainerTable, Resource};
+use nm_runtime::logs::{java_date, poll_webapp, ContainerLogs, NO_SUCH_LOG, UNKNOWN_CONTAINER};
+use nm_runtime::shared::Shared;
 
 const APP: &str = "application_1700000000000_0001";
 /// Complete, files in both log dirs.

@@ -9,13 +9,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto as T, LocalResourceVisibilityProto as V,
     StringLocalResourceMapProto, UrlProto,
 };
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
+use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 
 const USER: &str = "alice";
 
@@ -517,7 +517,8 @@ static HDFS: peer_harness::Shared = peer_harness::Shared::new(
 
 #[test]
 fn hdfs_resources_come_through_the_reader_thread_with_the_timestamp_checked() {
-    use nm_runtime::hdfs_reader::{self, HdfsSettings};
+    use nm_runtime::config::HdfsSettings;
+    use nm_runtime::hdfs_reader;
     let mut peer = HDFS.lock().expect("hdfs peer");
     let len = (2u64 << 20) + 777;
     let w = peer

@@ -7,12 +7,13 @@ use std::time::Duration;
 use conf::Configuration;
 use serde_json::json;
 
+use crate::config::ConfigError;
+use crate::error::Error;
 use crate::report::GetNodeReportResponseProto;
-use crate::AgentError;
 
 /// The agent's webapp address: `addr` when given, else `yarn.nodemanager.webapp.address` of
 /// the environment's configuration (`0.0.0.0` as `127.0.0.1`), else `127.0.0.1:8042`.
-pub fn webapp_addr(addr: Option<&str>) -> Result<std::net::SocketAddr, AgentError> {
+pub fn webapp_addr(addr: Option<&str>) -> Result<std::net::SocketAddr, ConfigError> {
     const KEY: &str = "yarn.nodemanager.webapp.address";
     let text = match addr {
         Some(a) => a.to_string(),
@@ -33,9 +34,9 @@ pub fn webapp_addr(addr: Option<&str>) -> Result<std::net::SocketAddr, AgentErro
         }
     };
     std::net::ToSocketAddrs::to_socket_addrs(text.as_str())
-        .map_err(|e| AgentError::Config(format!("webapp address {text}: {e}")))?
+        .map_err(|e| ConfigError::Invalid(format!("webapp address {text}: {e}")))?
         .next()
-        .ok_or_else(|| AgentError::Config(format!("webapp address {text}: no address")))
+        .ok_or_else(|| ConfigError::Invalid(format!("webapp address {text}: no address")))
 }
 
 /// `s` with everything but RFC 3986 unreserved characters percent-encoded (one path segment).
@@ -62,9 +63,9 @@ pub fn http_get(
     addr: std::net::SocketAddr,
     target: &str,
     accept: &str,
-) -> Result<(u16, Box<dyn std::io::Read>), AgentError> {
+) -> Result<(u16, Box<dyn std::io::Read>), Error> {
     use std::io::{Read, Write};
-    let io = |e: std::io::Error| AgentError::Io(format!("GET http://{addr}{target}: {e}"));
+    let io = |e: std::io::Error| Error::Io(format!("GET http://{addr}{target}: {e}"));
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(io)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(io)?;
@@ -82,13 +83,13 @@ pub fn http_get(
             break i + 4;
         }
         if head.len() > MAX_RESPONSE_HEAD {
-            return Err(AgentError::Io(format!(
+            return Err(Error::Io(format!(
                 "GET http://{addr}{target}: response head longer than {MAX_RESPONSE_HEAD} bytes"
             )));
         }
         let n = s.read(&mut chunk).map_err(io)?;
         if n == 0 {
-            return Err(AgentError::Io(format!(
+            return Err(Error::Io(format!(
                 "GET http://{addr}{target}: connection closed before the response head ended"
             )));
         }
@@ -103,7 +104,7 @@ pub fn http_get(
         .and_then(|c| c.parse::<u16>().ok())
         .filter(|_| status_line.starts_with("HTTP/"))
         .ok_or_else(|| {
-            AgentError::Io(format!(
+            Error::Io(format!(
                 "GET http://{addr}{target}: not an HTTP status line: {status_line:?}"
             ))
         })?;
@@ -112,22 +113,22 @@ pub fn http_get(
 }
 
 /// Reads at most [`MAX_SMALL_BODY`] bytes of `r`.
-fn read_small(r: Box<dyn std::io::Read>) -> Result<Vec<u8>, AgentError> {
+fn read_small(r: Box<dyn std::io::Read>) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let mut v = Vec::new();
     r.take(MAX_SMALL_BODY)
         .read_to_end(&mut v)
-        .map_err(|e| AgentError::Io(format!("reading the response: {e}")))?;
+        .map_err(|e| Error::Io(format!("reading the response: {e}")))?;
     Ok(v)
 }
 
 /// The refusal of a non-200 answer: its `RemoteException.message` or its text.
-fn http_refusal(target: &str, status: u16, body: &[u8]) -> AgentError {
+fn http_refusal(target: &str, status: u16, body: &[u8]) -> Error {
     let msg = serde_json::from_slice::<serde_json::Value>(body)
         .ok()
         .and_then(|v| v["RemoteException"]["message"].as_str().map(String::from))
         .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_string());
-    AgentError::Io(format!("GET {target}: HTTP {status}: {msg}"))
+    Error::Io(format!("GET {target}: HTTP {status}: {msg}"))
 }
 
 /// The `fileName`s of a `/containers/{cid}/logs` listing, both levels object or array (as
@@ -161,7 +162,7 @@ pub fn print_container_logs(
     file: Option<&str>,
     size: Option<i64>,
     out: &mut dyn std::io::Write,
-) -> Result<(), AgentError> {
+) -> Result<(), Error> {
     let base = format!("/ws/v1/node/containers/{}/logs", encode_segment(container));
     let names = match file {
         Some(f) => vec![f.to_string()],
@@ -172,7 +173,7 @@ pub fn print_container_logs(
                 return Err(http_refusal(&base, status, &body));
             }
             let v: serde_json::Value = serde_json::from_slice(&body)
-                .map_err(|e| AgentError::Io(format!("GET {base}: the listing is not JSON: {e}")))?;
+                .map_err(|e| Error::Io(format!("GET {base}: the listing is not JSON: {e}")))?;
             listed_file_names(&v)
         }
     };
@@ -189,17 +190,15 @@ pub fn print_container_logs(
             let body = read_small(body)?;
             return Err(http_refusal(&target, status, &body));
         }
-        std::io::copy(&mut body, out).map_err(|e| AgentError::Io(format!("GET {target}: {e}")))?;
+        std::io::copy(&mut body, out).map_err(|e| Error::Io(format!("GET {target}: {e}")))?;
     }
     out.flush()
-        .map_err(|e| AgentError::Io(format!("writing the logs: {e}")))?;
+        .map_err(|e| Error::Io(format!("writing the logs: {e}")))?;
     Ok(())
 }
 
 /// Calls `getNodeReport` on an agent's IPC server.
-pub fn fetch_node_report(
-    addr: std::net::SocketAddr,
-) -> Result<GetNodeReportResponseProto, AgentError> {
+pub fn fetch_node_report(addr: std::net::SocketAddr) -> Result<GetNodeReportResponseProto, Error> {
     let client = ipc::client::Client::new(
         addr,
         ipc::client::ClientConfig {

@@ -1,4 +1,4 @@
-//! ContainerManagementProtocolPB on the node address (`yarn.nodemanager.address`, the port
+//! The ContainerManagementProtocol server: ContainerManagementProtocolPB on the node address (`yarn.nodemanager.address`, the port
 //! registered as the NodeId): the IPC handlers around [`nm_core::container_manager`].
 //!
 //! The server is TOKEN-only, as Java's NodeManager forces it even on SIMPLE clusters: a SIMPLE
@@ -25,8 +25,8 @@ use ipc::server::{Call, CallError, Registry, Reply};
 use nm_core::container_manager::CallFailure;
 
 use crate::launcher::{LaunchCommand, LaunchStamps, LauncherHandle};
-use crate::runtime::wall_ms;
 use crate::shared::{lock, Shared};
+use crate::sys::wall_ms;
 
 fn failure(f: CallFailure) -> CallError {
     CallError::application(f.class, f.message)

@@ -95,9 +95,9 @@ use nm_core::recovery::{ContainerRecord, RECORD_FILE};
 use crate::config::NmSettings;
 use crate::executor::{Executor, Limits, PrepareInput, RunningContainer};
 use crate::localizer::ResourceLocalizer;
-use crate::runtime::wall_ms;
 use crate::setup;
 use crate::shared::{lock, Shared};
+use crate::sys::wall_ms;
 
 /// What the launcher needs besides the shared state.
 #[derive(Debug, Clone)]

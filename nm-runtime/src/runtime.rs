@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::sasl::message::AuthMethod;
@@ -60,14 +60,16 @@ use nm_core::table::{ContainerTable, Resource};
 
 use crate::cgroups::CgroupMode;
 use crate::config::AgentConfig;
+use crate::config::ConfigError;
 use crate::control::{ControlServer, Localizer};
+use crate::error::Error;
 use crate::executor::{Chain, Executor, ExecutorConfig};
 use crate::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
-use crate::report;
 use crate::localizer::ResourceLocalizer;
+use crate::report;
 use crate::shared::{lock, Shared};
 use crate::simulate::Simulator;
-use crate::AgentError;
+use crate::sys::wall_ms;
 use ipc::metrics::MetricsHttp;
 use nm_core::container_manager::KillReason;
 use nm_core::launch::NmDirs;
@@ -76,13 +78,6 @@ use nm_core::table::CleanupReason;
 /// The control socket when `hotpath.agent.control-socket` is not set (also the default of
 /// `hotpath container --socket`).
 pub const DEFAULT_CONTROL_SOCKET: &str = "/tmp/hotpath-agent.sock";
-
-/// Wall-clock milliseconds since the epoch.
-pub fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// Why the agent ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +113,7 @@ fn spawn<T: Send + 'static>(
     role: hw::Role,
     cpu: Option<u32>,
     f: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<T>, AgentError> {
+) -> Result<JoinHandle<T>, Error> {
     // The plan's CPU when pinning works; an unpinned thread (warned) otherwise.
     let name = match cpu {
         Some(c) => hw::thread_name(&role, c),
@@ -135,14 +130,14 @@ fn spawn<T: Send + 'static>(
             let _ = tx.send(());
             f()
         })
-        .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))?;
+        .map_err(|e| Error::Io(format!("spawn {name}: {e}")))?;
     let _ = rx.recv();
     Ok(t)
 }
 
 impl Agent {
     /// Starts an agent (see the module docs).
-    pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
+    pub fn start(cfg: AgentConfig) -> Result<Agent, Error> {
         let started = Instant::now();
         // The RM connection's login first: a Kerberos login that fails stops the agent here.
         let rm_auth = cfg.rm_security.login(cfg.rm_addr)?;
@@ -204,7 +199,11 @@ impl Agent {
                 cfg.nm.rpc_protection.clone(),
             )
             .and_then(|a| a.with_token_mechanism(&cfg.nm.sasl_mechanism))
-            .map_err(|e| AgentError::Config(format!("ContainerManagementProtocol auth: {e}")))?;
+            .map_err(|e| {
+                Error::from(ConfigError::Invalid(format!(
+                    "ContainerManagementProtocol auth: {e}"
+                )))
+            })?;
             Server::start(
                 SocketAddr::new(cfg.bind_ip, cfg.node_port),
                 ServerConfig {
@@ -215,7 +214,7 @@ impl Agent {
                 reg,
             )
             .map_err(|e| {
-                AgentError::Bind(format!(
+                Error::Bind(format!(
                     "ContainerManagementProtocol server on {}:{}: {e}",
                     cfg.bind_ip, cfg.node_port
                 ))
@@ -234,7 +233,7 @@ impl Agent {
                 reg,
             )
             .map_err(|e| {
-                AgentError::Bind(format!(
+                Error::Bind(format!(
                     "IPC server on {}:{}: {e}",
                     cfg.bind_ip, cfg.ipc_port
                 ))
@@ -246,7 +245,7 @@ impl Agent {
         let http =
             match cfg.http_port {
                 Some(p) => Some(MetricsHttp::bind(SocketAddr::new(cfg.bind_ip, p)).map_err(
-                    |e| AgentError::Bind(format!("metrics HTTP on {}:{p}: {e}", cfg.bind_ip)),
+                    |e| Error::Bind(format!("metrics HTTP on {}:{p}: {e}", cfg.bind_ip)),
                 )?),
                 None => None,
             };
@@ -352,7 +351,9 @@ impl Agent {
                 hdfs_fetcher,
                 nm_core::localization::DEFAULT_MAX_FILES_PER_DIRECTORY,
             )
-            .map_err(|e| AgentError::Config(format!("resource localization: {e}")))?,
+            .map_err(|e| {
+                Error::from(ConfigError::Invalid(format!("resource localization: {e}")))
+            })?,
         );
         let recovered = crate::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
         let (agent_env, java17) = LauncherConfig::agent_env();
@@ -373,7 +374,7 @@ impl Agent {
             localizer,
             recovered,
         )
-        .map_err(|e| AgentError::Io(format!("spawn the launcher: {e}")))?;
+        .map_err(|e| Error::Io(format!("spawn the launcher: {e}")))?;
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
