@@ -1,6 +1,18 @@
-//! `hotpath`: the one installed binary. Each subcommand wires the library crates together:
-//! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
+//! `hotpath`: the one installed binary. Each subcommand parses its flags and calls the library
+//! crate that does the work:
+//!
+//! | subcommand | module here | library |
+//! |---|---|---|
+//! | `agent` (the NodeManager), `container …` (talk to a running one) | `agent_cmd` | `nm-runtime` |
+//! | `rm` (the ResourceManager) and its admin commands | `rm_cmd` | `rm-core` |
+//! | `hdfs stat`, `cat`, `fetchdt` | `hdfs_cmd` | `hdfs-io` |
+//! | `app run`, `am`, `kill`, `status` (a Rust DistributedShell) | `app_cmd` | `yarn-client` |
+//! | `demo` (an embedded RM with four agents) | [`agent::demo`] | `rm-core`, `nm-runtime` |
+//! | `hw` (topology and core plan) | here | `hw` |
+//! | `decode` (captured protobuf bytes as JSON) | `decode` | `hadoop-wire`'s descriptors |
+//!
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
+#![forbid(unsafe_code)]
 
 mod agent_cmd;
 mod app_cmd;

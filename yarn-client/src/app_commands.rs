@@ -1,5 +1,7 @@
-//! `hotpath app run|am`: a Rust DistributedShell, thin wiring of `yarn-client` to the command
-//! line.
+//! `hotpath app run|am|kill|status`: the commands of a Rust DistributedShell, over this
+//! crate's clients. The `hotpath` binary only parses the flags into [`RunOptions`],
+//! [`AmOptions`] or a [`Target`] and calls [`run`], [`am`], [`kill`] or [`status`]; a returned
+//! error is its exit code [`EXIT_CLIENT_ERROR`].
 //!
 //! `app run [--containers N] [--memory MB] [--vcores V] [--rm HOST:PORT] -- COMMAND…` submits an
 //! application whose ApplicationMaster is this same binary (`hotpath app am …`), shows its
@@ -37,182 +39,106 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand};
+use crate::application_client::{
+    current_user, AppReport, AppState, ApplicationClient, FinalStatus, RM_ADDRESS_KEY,
+};
+use crate::application_master::{amrm_token_from_env, ApplicationMaster, SCHEDULER_ADDRESS_KEY};
+use crate::container_manager::ContainerManager;
+use crate::distributed_shell::{
+    am_launch_context, hex_decode, hex_encode, shell_command, ShellSpec, ShippedFile, Snapshot,
+};
+use crate::rpc::Retry;
+use crate::shell_am::{self, AmSettings, StatusBoard};
+use crate::YarnError;
+use conf::Configuration;
 use hadoop_wire::pb::hadoop::yarn::{
     ApplicationSubmissionContextProto, PriorityProto, ResourceProto,
 };
 use serde_json::{json, Value};
-use yarn_client::application_client::{
-    current_user, AppReport, AppState, ApplicationClient, FinalStatus, RM_ADDRESS_KEY,
-};
-use yarn_client::application_master::{
-    amrm_token_from_env, ApplicationMaster, SCHEDULER_ADDRESS_KEY,
-};
-use yarn_client::container_manager::ContainerManager;
-use yarn_client::distributed_shell::{
-    am_launch_context, hex_decode, hex_encode, shell_command, ShellSpec, ShippedFile, Snapshot,
-};
-use yarn_client::rpc::Retry;
-use yarn_client::shell_am::{self, AmSettings, StatusBoard};
 
 /// Exit code when the client itself failed.
 pub const EXIT_CLIENT_ERROR: i32 = 2;
 /// Exit code when the RM refused the caller (`AccessControlException`: an application ACL).
 pub const EXIT_REFUSED: i32 = 5;
 
-#[derive(Args)]
-pub struct AppArgs {
-    #[command(subcommand)]
-    cmd: AppCmd,
+/// Where the Hadoop configuration comes from: the site files of `conf_dir` (else
+/// `$HADOOP_CONF_DIR`), then `set`'s `key=value` overrides.
+#[derive(Debug, Clone, Default)]
+pub struct ConfSource {
+    pub conf_dir: Option<PathBuf>,
+    pub set: Vec<String>,
 }
 
-#[derive(Subcommand)]
-enum AppCmd {
-    /// Submit a DistributedShell application running COMMAND in N containers, and follow it.
-    Run(RunArgs),
-    /// The ApplicationMaster (started by `app run` in the AM container, not by hand).
-    Am(AmArgs),
-    /// Kill an application (as the current user).
-    Kill(TargetArgs),
-    /// Print an application's report (what the RM lets the current user see).
-    Status(TargetArgs),
-}
-
-#[derive(Args)]
-struct TargetArgs {
-    #[command(flatten)]
-    conf: ConfArgs,
+/// `app kill` / `app status`: one application on one RM.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub conf: ConfSource,
     /// The RM's client address (overrides `yarn.resourcemanager.address`).
-    #[arg(long, value_name = "HOST:PORT")]
-    rm: Option<String>,
+    pub rm: Option<String>,
     /// Connect attempts to the RM before giving up.
-    #[arg(long, default_value_t = 6)]
-    connect_attempts: u32,
-    /// The application, `application_<cluster timestamp>_<sequence>`.
-    app_id: String,
+    pub connect_attempts: u32,
+    /// `application_<cluster timestamp>_<sequence>`.
+    pub app_id: String,
 }
 
-#[derive(Args)]
-struct ConfArgs {
-    /// Directory with the site files (default: $HADOOP_CONF_DIR).
-    #[arg(long)]
-    conf_dir: Option<PathBuf>,
-    /// Override a configuration key (`key=value`, repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
-}
-
-#[derive(Args)]
-struct RunArgs {
-    #[command(flatten)]
-    conf: ConfArgs,
+/// `app run`: what to submit and how to follow it (the flags' meanings are the binary's
+/// `--help`).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub conf: ConfSource,
     /// The RM's client address (overrides `yarn.resourcemanager.address`).
-    #[arg(long, value_name = "HOST:PORT")]
-    rm: Option<String>,
-    /// The RM's scheduler address the AM dials (overrides
-    /// `yarn.resourcemanager.scheduler.address`; a wildcard host there, such as the default
-    /// `0.0.0.0`, is replaced by the RM's host).
-    #[arg(long, value_name = "HOST:PORT")]
-    scheduler: Option<String>,
-    /// Service data for a NodeManager auxiliary service, sent with every shell container's
-    /// start (`NAME=VALUE`, repeatable; as MapReduce sends its job token to `mapreduce_shuffle`).
-    /// A NodeManager without that service refuses the start.
-    #[arg(long = "service-data", value_name = "NAME=VALUE")]
-    service_data: Vec<String>,
-    /// Containers to run COMMAND in.
-    #[arg(long, default_value_t = 1)]
-    containers: u32,
+    pub rm: Option<String>,
+    /// The scheduler address the AM dials (overrides `yarn.resourcemanager.scheduler.address`;
+    /// a wildcard host is replaced by the RM's host).
+    pub scheduler: Option<String>,
+    /// `NAME=VALUE` service data sent with every shell container's start.
+    pub service_data: Vec<String>,
+    pub containers: u32,
     /// Memory per container (MB).
-    #[arg(long, default_value_t = 128)]
-    memory: i64,
-    /// Virtual cores per container.
-    #[arg(long, default_value_t = 1)]
-    vcores: i32,
-    /// The containers' priority.
-    #[arg(long, default_value_t = 0)]
-    priority: i32,
+    pub memory: i64,
+    pub vcores: i32,
+    pub priority: i32,
     /// Memory of the AM container (MB).
-    #[arg(long, default_value_t = 256)]
-    am_memory: i64,
-    /// Application name.
-    #[arg(long, default_value = "hotpath-shell")]
-    name: String,
-    /// Queue.
-    #[arg(long, default_value = "default")]
-    queue: String,
-    /// Give up after this many seconds: the application is killed.
-    #[arg(long, default_value_t = 600)]
-    timeout: u64,
-    /// Ship this binary to the AM container as a `file:` LocalResource instead of running it
-    /// from its path.
-    #[arg(long)]
-    ship_binary: bool,
-    /// Connect attempts to the RM before giving up (with backoff, 0.2 s doubling to 3 s).
-    #[arg(long, default_value_t = 6)]
-    connect_attempts: u32,
+    pub am_memory: i64,
+    pub name: String,
+    pub queue: String,
+    /// Seconds until the application is killed.
+    pub timeout: u64,
+    /// Ship this binary as a `file:` LocalResource instead of running it from its path.
+    pub ship_binary: bool,
+    pub connect_attempts: u32,
     /// The AM's allocate interval (ms).
-    #[arg(long, default_value_t = 250)]
-    heartbeat_ms: u64,
+    pub heartbeat_ms: u64,
     /// How often the client polls the RM and the AM (ms).
-    #[arg(long, default_value_t = 500)]
-    poll_ms: u64,
-    /// The command (bash), after `--`. One word is a whole bash command line.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    command: Vec<String>,
+    pub poll_ms: u64,
+    /// The command (bash); one word is a whole command line.
+    pub command: Vec<String>,
 }
 
-#[derive(Args)]
-struct AmArgs {
-    #[command(flatten)]
-    conf: ConfArgs,
-    #[arg(long)]
-    containers: u32,
-    #[arg(long)]
-    memory: i64,
-    #[arg(long)]
-    vcores: i32,
-    #[arg(long, default_value_t = 0)]
-    priority: i32,
+/// `app am`: what `app run` passed to the ApplicationMaster on its command line.
+#[derive(Debug, Clone)]
+pub struct AmOptions {
+    pub conf: ConfSource,
+    pub containers: u32,
+    pub memory: i64,
+    pub vcores: i32,
+    pub priority: i32,
     /// The RM's scheduler address (overrides `yarn.resourcemanager.scheduler.address`).
-    #[arg(long)]
-    scheduler: Option<String>,
-    /// The command, hex-encoded UTF-8 (it passes the launch script untouched).
-    #[arg(long)]
-    command_hex: String,
-    /// `NAME=VALUE` service data for the shell containers, hex-encoded (repeatable).
-    #[arg(long = "service-data-hex")]
-    service_data_hex: Vec<String>,
-    #[arg(long, default_value_t = 250)]
-    heartbeat_ms: u64,
-    /// Give up (FAILED) after this many seconds.
-    #[arg(long, default_value_t = 600)]
-    timeout_s: u64,
-    /// Wait at most this long (ms) for the client to fetch the final status before unregistering.
-    #[arg(long, default_value_t = 5000)]
-    linger_ms: u64,
-}
-
-/// Runs the subcommand; the process exit code.
-pub fn run(args: AppArgs) -> i32 {
-    let r = match args.cmd {
-        AppCmd::Run(a) => run_client(a),
-        AppCmd::Am(a) => run_am(a),
-        AppCmd::Kill(a) => kill_or_status(a, true),
-        AppCmd::Status(a) => kill_or_status(a, false),
-    };
-    match r {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("hotpath app: error: {e:#}");
-            EXIT_CLIENT_ERROR
-        }
-    }
+    pub scheduler: Option<String>,
+    /// The command, hex-encoded UTF-8.
+    pub command_hex: String,
+    /// `NAME=VALUE` service data, each hex-encoded.
+    pub service_data_hex: Vec<String>,
+    pub heartbeat_ms: u64,
+    /// Seconds until the AM gives up (FAILED).
+    pub timeout_s: u64,
+    /// Longest wait (ms) for the client to fetch the final status before unregistering.
+    pub linger_ms: u64,
 }
 
 /// The `AccessControlException` text of an RM's refusal, if `e` is one (the RM wraps it in a
 /// `YarnException` whose message starts with the class, as Java's `RPCUtil` does).
-fn refusal(e: &yarn_client::YarnError) -> Option<&str> {
+pub fn refusal(e: &YarnError) -> Option<&str> {
     const ACE: &str = "org.apache.hadoop.security.AccessControlException";
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = src {
@@ -230,9 +156,20 @@ fn refusal(e: &yarn_client::YarnError) -> Option<&str> {
     None
 }
 
-fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
+/// `app kill APP_ID`: kills the application (calling again until the RM says the kill is
+/// complete); 0, or [`EXIT_REFUSED`] when the RM refused the caller.
+pub fn kill(target: &Target) -> Result<i32, YarnError> {
+    kill_or_status(target, true)
+}
+
+/// `app status APP_ID`: prints the application's report; 0, or [`EXIT_REFUSED`].
+pub fn status(target: &Target) -> Result<i32, YarnError> {
+    kill_or_status(target, false)
+}
+
+fn kill_or_status(a: &Target, kill: bool) -> Result<i32, YarnError> {
     let app = hadoop_wire::yarn::ids::AppId::parse(a.app_id.trim())
-        .with_context(|| format!("{:?} is not an application id", a.app_id))?;
+        .ok_or_else(|| YarnError::Usage(format!("{:?} is not an application id", a.app_id)))?;
     let mut conf = load_conf(&a.conf)?;
     if let Some(rm) = &a.rm {
         conf.set(RM_ADDRESS_KEY, rm);
@@ -244,9 +181,9 @@ fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
     };
     let user = current_user();
     let client = ApplicationClient::from_conf(rm_addr, &conf, &user, &retry)
-        .context("the ResourceManager client's security settings")?;
+        .map_err(step("the ResourceManager client's security settings"))?;
     let what = if kill { "kill" } else { "status" };
-    let refused = |e: &yarn_client::YarnError| {
+    let refused = |e: &YarnError| {
         refusal(e).map(|text| {
             eprintln!(
                 "hotpath app {what}: the RM at {rm_addr} refused {user}: {text} \
@@ -258,7 +195,7 @@ fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
     if !kill {
         let r = match client.report(app) {
             Ok(r) => r,
-            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
+            Err(e) => return refused(&e).map_or(Err(e), Ok),
         };
         println!("application      {}", r.app);
         println!("state            {}", r.state.as_str());
@@ -286,28 +223,54 @@ fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
             Ok(false) if t0.elapsed() < Duration::from_secs(30) => {
                 std::thread::sleep(Duration::from_millis(200))
             }
-            Ok(false) => bail!("{app}: the RM did not complete the kill within 30 s"),
-            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
+            Ok(false) => {
+                return Err(YarnError::Rm(format!(
+                    "{app}: the kill did not complete within 30 s"
+                )))
+            }
+            Err(e) => return refused(&e).map_or(Err(e), Ok),
         }
     }
     println!("Killed application {app}");
     Ok(0)
 }
 
-fn load_conf(c: &ConfArgs) -> Result<conf::Configuration> {
-    conf::Configuration::from_flags(c.conf_dir.as_deref(), &c.set)
-        .context("reading the Hadoop configuration")
+fn load_conf(c: &ConfSource) -> Result<Configuration, YarnError> {
+    Configuration::from_flags(c.conf_dir.as_deref(), &c.set)
+        .map_err(|e| step("reading the Hadoop configuration")(e.into()))
+}
+
+/// A step of a command failed: `what` it was, with the cause as the source.
+fn step(what: impl Into<String>) -> impl FnOnce(YarnError) -> YarnError {
+    let what = what.into();
+    move |source| YarnError::Step {
+        what,
+        source: Box::new(source),
+    }
+}
+
+/// A local I/O failure while doing `what`.
+fn io(what: &'static str) -> impl FnOnce(std::io::Error) -> YarnError {
+    move |source| YarnError::Io {
+        what: what.into(),
+        source,
+    }
 }
 
 // ------------------------------------------------------------------------------------------
 // The client
 
-fn run_client(a: RunArgs) -> Result<i32> {
+/// `app run`: submits a DistributedShell application whose AM is this binary (`app am`),
+/// follows it (progress on stdout) and prints a table per node and its final status. The exit
+/// code: 0 SUCCEEDED, 1 FAILED, 3 KILLED, 4 any other final status.
+pub fn run(a: &RunOptions) -> Result<i32, YarnError> {
     if a.containers == 0 {
-        bail!("--containers must be at least 1");
+        return Err(YarnError::Usage("--containers must be at least 1".into()));
     }
     if a.memory <= 0 || a.vcores <= 0 || a.am_memory <= 0 {
-        bail!("--memory, --vcores and --am-memory must be positive");
+        return Err(YarnError::Usage(
+            "--memory, --vcores and --am-memory must be positive".into(),
+        ));
     }
     let command = shell_command(&a.command)?;
     let mut conf = load_conf(&a.conf)?;
@@ -319,7 +282,7 @@ fn run_client(a: RunArgs) -> Result<i32> {
     }
     let mut scheduler = conf
         .get_address(SCHEDULER_ADDRESS_KEY)
-        .with_context(|| format!("{SCHEDULER_ADDRESS_KEY} (the AM's RM address)"))?;
+        .map_err(|e| step(format!("{SCHEDULER_ADDRESS_KEY} (the AM's RM address)"))(e.into()))?;
     let rm_host = conf.get_address(RM_ADDRESS_KEY)?.host;
     if scheduler.host == "0.0.0.0" || scheduler.host == "::" {
         scheduler.host = rm_host;
@@ -327,7 +290,9 @@ fn run_client(a: RunArgs) -> Result<i32> {
     let scheduler = scheduler.to_string();
     for kv in &a.service_data {
         if kv.split_once('=').is_none_or(|(k, _)| k.trim().is_empty()) {
-            bail!("--service-data {kv:?}: expected NAME=VALUE");
+            return Err(YarnError::Usage(format!(
+                "--service-data {kv:?}: expected NAME=VALUE"
+            )));
         }
     }
     let rm_addr = ApplicationClient::address_from_conf(&conf)?;
@@ -337,7 +302,7 @@ fn run_client(a: RunArgs) -> Result<i32> {
     };
     // A Kerberized cluster: KERBEROS from the ticket cache (kinit), the RM by its principal.
     let client = ApplicationClient::from_conf(rm_addr, &conf, &current_user(), &retry)
-        .context("the ResourceManager client's security settings")?;
+        .map_err(step("the ResourceManager client's security settings"))?;
     let new = client.new_application()?;
     if let Some(max) = &new.maximum_capability {
         let (m, v) = (
@@ -345,17 +310,17 @@ fn run_client(a: RunArgs) -> Result<i32> {
             max.virtual_cores.unwrap_or(i32::MAX),
         );
         if a.memory > m || a.am_memory > m || a.vcores > v {
-            bail!(
+            return Err(YarnError::Usage(format!(
                 "the cluster grants at most {m} MB / {v} vcores per container; asked for {} MB / {} vcores (AM {} MB)",
                 a.memory,
                 a.vcores,
                 a.am_memory
-            );
+            )));
         }
     }
     let app = new.app;
 
-    let exe = std::env::current_exe().context("locating this binary")?;
+    let exe = std::env::current_exe().map_err(io("locating this binary"))?;
     let exe = exe.canonicalize().unwrap_or(exe);
     let mut ship = Vec::new();
     let program = if a.ship_binary {
@@ -363,7 +328,7 @@ fn run_client(a: RunArgs) -> Result<i32> {
         "./hotpath".to_string()
     } else {
         exe.to_str()
-            .context("the binary's path is not UTF-8")?
+            .ok_or_else(|| YarnError::Usage("the binary's path is not UTF-8".into()))?
             .to_string()
     };
     let mut am_args: Vec<String> = [
@@ -436,7 +401,7 @@ fn run_client(a: RunArgs) -> Result<i32> {
             Err(e) => {
                 report_failures += 1;
                 if report_failures > 5 {
-                    return Err(e).context(format!("following {app}"));
+                    return Err(step(format!("following {app}"))(e));
                 }
                 std::thread::sleep(poll);
                 continue;
@@ -511,7 +476,14 @@ fn status_addr(r: &AppReport) -> Option<SocketAddr> {
 /// Largest status page read.
 const MAX_STATUS_BYTES: usize = 4 << 20;
 
-fn fetch_status(addr: &SocketAddr) -> Result<Snapshot> {
+fn fetch_status(addr: &SocketAddr) -> Result<Snapshot, YarnError> {
+    fetch_status_io(addr)
+        .map_err(io("reading the ApplicationMaster's status page"))
+        .and_then(|page| parse_status_page(&page))
+}
+
+/// The raw `GET /status` answer.
+fn fetch_status_io(addr: &SocketAddr) -> std::io::Result<Vec<u8>> {
     let mut s = TcpStream::connect_timeout(addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(
@@ -520,15 +492,32 @@ fn fetch_status(addr: &SocketAddr) -> Result<Snapshot> {
     )?;
     let mut buf = Vec::new();
     s.take(MAX_STATUS_BYTES as u64 + 1).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// A status page answer (head and JSON body) as a [`Snapshot`].
+fn parse_status_page(buf: &[u8]) -> Result<Snapshot, YarnError> {
+    let bad = |detail: String| YarnError::Malformed {
+        method: "GET /status",
+        detail,
+    };
     if buf.len() > MAX_STATUS_BYTES {
-        bail!("status page larger than {MAX_STATUS_BYTES} bytes");
+        return Err(bad(format!(
+            "status page larger than {MAX_STATUS_BYTES} bytes"
+        )));
     }
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
+    let text = String::from_utf8_lossy(buf);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| bad("no HTTP header end".into()))?;
     if !head.starts_with("HTTP/1.1 200") {
-        bail!("status page: {}", head.lines().next().unwrap_or(""));
+        return Err(bad(format!(
+            "status page: {}",
+            head.lines().next().unwrap_or("")
+        )));
     }
-    snapshot_from_json(&serde_json::from_str(body)?)
+    let v = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
+    snapshot_from_json(&v)
 }
 
 fn snapshot_to_json(s: &Snapshot) -> Value {
@@ -537,11 +526,11 @@ fn snapshot_to_json(s: &Snapshot) -> Value {
         .iter()
         .map(|c| {
             let (exit, diag) = match &c.state {
-                yarn_client::distributed_shell::ContainerState::Completed {
+                crate::distributed_shell::ContainerState::Completed {
                     exit_status,
                     diagnostics,
                 } => (Some(*exit_status), diagnostics.clone()),
-                yarn_client::distributed_shell::ContainerState::StartFailed { message } => {
+                crate::distributed_shell::ContainerState::StartFailed { message } => {
                     (None, message.clone())
                 }
                 _ => (None, String::new()),
@@ -569,22 +558,27 @@ fn snapshot_to_json(s: &Snapshot) -> Value {
     })
 }
 
-fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
-    use yarn_client::distributed_shell::{ContainerInfo, ContainerState};
+/// The status page's JSON (as [`snapshot_to_json`] writes it) as a [`Snapshot`].
+fn snapshot_from_json(v: &Value) -> Result<Snapshot, YarnError> {
+    let bad = |detail: &str| YarnError::Malformed {
+        method: "GET /status",
+        detail: detail.to_string(),
+    };
+    use crate::distributed_shell::{ContainerInfo, ContainerState};
     let n = |k: &str| {
         v[k].as_u64()
             .map(|x| x as u32)
-            .with_context(|| format!("status: no {k}"))
+            .ok_or_else(|| bad(&format!("status: no {k}")))
     };
     let mut containers = Vec::new();
     for c in v["containers"]
         .as_array()
-        .context("status: no containers")?
+        .ok_or_else(|| bad("status: no containers"))?
     {
         let id = c["id"]
             .as_str()
             .and_then(|s| s.parse().ok())
-            .context("status: a container without an id")?;
+            .ok_or_else(|| bad("status: a container without an id"))?;
         let diag = c["diagnostics"].as_str().unwrap_or("").to_string();
         let state = match c["state"].as_str().unwrap_or("") {
             "RUNNING" => ContainerState::Running,
@@ -592,7 +586,7 @@ fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
                 exit_status: c["exit_status"]
                     .as_i64()
                     .and_then(|x| i32::try_from(x).ok())
-                    .context("status: a completed container without an exit status")?,
+                    .ok_or_else(|| bad("status: a completed container without an exit status"))?,
                 diagnostics: diag,
             },
             "START_FAILED" => ContainerState::StartFailed { message: diag },
@@ -628,7 +622,7 @@ fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
 /// One line per node: its containers and their exit statuses (`start-failed` for a container
 /// whose start the NodeManager refused, `-` for one not finished).
 fn node_table(s: &Snapshot) -> String {
-    use yarn_client::distributed_shell::ContainerState;
+    use crate::distributed_shell::ContainerState;
     let mut nodes: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for c in &s.containers {
         let e = match &c.state {
@@ -656,12 +650,10 @@ fn node_table(s: &Snapshot) -> String {
                 "  {} on {}: exit status {exit_status}{}\n",
                 c.id,
                 c.node,
-                Some(yarn_client::distributed_shell::diagnostics_summary(
-                    diagnostics
-                ))
-                .filter(|d| !d.is_empty())
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
+                Some(crate::distributed_shell::diagnostics_summary(diagnostics))
+                    .filter(|d| !d.is_empty())
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
             )),
             ContainerState::StartFailed { message } => out.push_str(&format!(
                 "  {} on {}: start failed: {}\n",
@@ -742,18 +734,23 @@ impl Progress {
 // ------------------------------------------------------------------------------------------
 // The ApplicationMaster
 
-fn run_am(a: AmArgs) -> Result<i32> {
+/// `app am`, inside the AM container: reads the AMRMToken from `HADOOP_TOKEN_FILE_LOCATION`,
+/// serves `GET /status` on an ephemeral port, runs the containers ([`shell_am::run`]) and
+/// unregisters; 0 (the RM takes the final status from the unregistration).
+pub fn am(a: &AmOptions) -> Result<i32, YarnError> {
     let mut conf = load_conf(&a.conf)?;
     if let Some(s) = &a.scheduler {
         conf.set(SCHEDULER_ADDRESS_KEY, s);
     }
-    let command = String::from_utf8(hex_decode(&a.command_hex)?).context("--command-hex")?;
+    let command = String::from_utf8(hex_decode(&a.command_hex)?)
+        .map_err(|e| YarnError::Usage(format!("--command-hex: {e}")))?;
     let mut service_data = Vec::new();
     for h in &a.service_data_hex {
-        let kv = String::from_utf8(hex_decode(h)?).context("--service-data-hex")?;
+        let kv = String::from_utf8(hex_decode(h)?)
+            .map_err(|e| YarnError::Usage(format!("--service-data-hex: {e}")))?;
         let (k, v) = kv
             .split_once('=')
-            .context("--service-data-hex: expected NAME=VALUE")?;
+            .ok_or_else(|| YarnError::Usage("--service-data-hex: expected NAME=VALUE".into()))?;
         service_data.push((k.trim().to_string(), v.as_bytes().to_vec()));
     }
     let token = amrm_token_from_env()?;
@@ -768,13 +765,17 @@ fn run_am(a: AmArgs) -> Result<i32> {
         },
     );
     let board = Arc::new(StatusBoard::default());
-    let listener = TcpListener::bind("0.0.0.0:0").context("binding the status page")?;
-    let port = listener.local_addr()?.port();
+    let listener = TcpListener::bind("0.0.0.0:0").map_err(io("binding the status page"))?;
+    let port = listener
+        .local_addr()
+        .map_err(io("binding the status page"))?
+        .port();
     {
         let board = board.clone();
         std::thread::Builder::new()
             .name("hp-am-status".into())
-            .spawn(move || serve_status(listener, &board))?;
+            .spawn(move || serve_status(listener, &board))
+            .map_err(io("starting the status page's thread"))?;
     }
     let host = std::env::var("NM_HOST")
         .ok()
@@ -839,7 +840,7 @@ fn serve_status(listener: TcpListener, board: &StatusBoard) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use yarn_client::distributed_shell::{ContainerInfo, ContainerState};
+    use crate::distributed_shell::{ContainerInfo, ContainerState};
 
     #[test]
     fn the_status_json_round_trips_and_the_table_lists_nodes() {
