@@ -195,7 +195,7 @@ fn kill_or_status(a: &Target, kill: bool) -> Result<i32, YarnError> {
     if !kill {
         let r = match client.report(app) {
             Ok(r) => r,
-            Err(e) => return refused(&e).map_or(Err(e), Ok),
+            Err(e) => return refused(&e).ok_or(e),
         };
         println!("application      {}", r.app);
         println!("state            {}", r.state.as_str());
@@ -228,7 +228,7 @@ fn kill_or_status(a: &Target, kill: bool) -> Result<i32, YarnError> {
                     "{app}: the kill did not complete within 30 s"
                 )))
             }
-            Err(e) => return refused(&e).map_or(Err(e), Ok),
+            Err(e) => return refused(&e).ok_or(e),
         }
     }
     println!("Killed application {app}");
