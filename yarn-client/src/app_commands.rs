@@ -895,4 +895,151 @@ mod tests {
         assert!(t.contains("start failed: refused"), "{t}");
         assert!(snapshot_from_json(&json!({})).is_err());
     }
+
+    fn report(state: AppState, final_status: FinalStatus, url: Option<&str>) -> AppReport {
+        AppReport {
+            app: hadoop_wire::yarn::ids::AppId::new(1, 2),
+            state,
+            final_status,
+            diagnostics: String::new(),
+            original_tracking_url: url.map(String::from),
+            host: "N/A".into(),
+            rpc_port: -1,
+            progress: 0.0,
+            current_attempt: None,
+        }
+    }
+
+    #[test]
+    fn the_exit_code_follows_state_and_final_status() {
+        use AppState as S;
+        use FinalStatus as F;
+        assert_eq!(exit_code(&report(S::Finished, F::Succeeded, None)), 0);
+        assert_eq!(exit_code(&report(S::Finished, F::Failed, None)), 1);
+        assert_eq!(exit_code(&report(S::Failed, F::Undefined, None)), 1);
+        assert_eq!(exit_code(&report(S::Killed, F::Undefined, None)), 3);
+        assert_eq!(exit_code(&report(S::Finished, F::Killed, None)), 3);
+        assert_eq!(exit_code(&report(S::Finished, F::Undefined, None)), 4);
+    }
+
+    #[test]
+    fn the_status_page_is_the_tracking_urls_authority() {
+        let r = report(
+            AppState::Running,
+            FinalStatus::Undefined,
+            Some("http://127.0.0.1:4567/"),
+        );
+        assert_eq!(status_addr(&r), Some("127.0.0.1:4567".parse().unwrap()));
+        let r = report(
+            AppState::Running,
+            FinalStatus::Undefined,
+            Some("127.0.0.1:80"),
+        );
+        assert_eq!(status_addr(&r), Some("127.0.0.1:80".parse().unwrap()));
+        assert_eq!(
+            status_addr(&report(AppState::Accepted, FinalStatus::Undefined, None)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_status_page_answer_is_read_or_refused() {
+        let s = Snapshot {
+            requested: 1,
+            allocated: 1,
+            running: 1,
+            done: 0,
+            failed: 0,
+            released: 0,
+            final_status: None,
+            diagnostics: String::new(),
+            containers: vec![],
+            amrm_token_rolls: 0,
+        };
+        let body = snapshot_to_json(&s).to_string();
+        let ok = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        assert_eq!(parse_status_page(ok.as_bytes()).unwrap(), s);
+        let e = parse_status_page(b"HTTP/1.1 404 Not Found\r\n\r\n{}").unwrap_err();
+        assert!(e.to_string().contains("404 Not Found"), "{e}");
+        assert!(parse_status_page(b"HTTP/1.1 200 OK\r\n").is_err());
+        assert!(parse_status_page(b"HTTP/1.1 200 OK\r\n\r\nnot json").is_err());
+    }
+
+    #[test]
+    fn an_rms_access_control_refusal_is_recognised() {
+        use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::RpcStatusProto;
+        let call = |class: &str, message: &str| YarnError::Call {
+            service: "ResourceManager",
+            method: "forceKillApplication",
+            addr: "rm:8032".into(),
+            source: ipc::client::ClientError::Remote {
+                status: RpcStatusProto::Error,
+                class: class.into(),
+                message: message.into(),
+                detail: None,
+            },
+        };
+        let ace = "org.apache.hadoop.security.AccessControlException";
+        assert_eq!(refusal(&call(ace, "carol cannot")), Some("carol cannot"));
+        let wrapped = call(
+            "org.apache.hadoop.yarn.exceptions.YarnException",
+            &format!("{ace}: User carol cannot perform operation MODIFY_APP"),
+        );
+        assert_eq!(
+            refusal(&wrapped),
+            Some("User carol cannot perform operation MODIFY_APP")
+        );
+        let step = YarnError::Step {
+            what: "killing".into(),
+            source: Box::new(wrapped),
+        };
+        assert!(refusal(&step).is_some());
+        assert_eq!(refusal(&call("java.io.IOException", "disk full")), None);
+    }
+
+    #[test]
+    fn bad_arguments_fail_before_any_call() {
+        let target = Target {
+            conf: ConfSource::default(),
+            rm: Some("127.0.0.1:1".into()),
+            connect_attempts: 1,
+            app_id: "app_1".into(),
+        };
+        let e = kill(&target).unwrap_err();
+        assert!(
+            matches!(&e, YarnError::Usage(m) if m == "\"app_1\" is not an application id"),
+            "{e:?}"
+        );
+        let run_opts = RunOptions {
+            conf: ConfSource::default(),
+            rm: Some("127.0.0.1:1".into()),
+            scheduler: None,
+            service_data: vec![],
+            containers: 0,
+            memory: 128,
+            vcores: 1,
+            priority: 0,
+            am_memory: 256,
+            name: "t".into(),
+            queue: "default".into(),
+            timeout: 1,
+            ship_binary: false,
+            connect_attempts: 1,
+            heartbeat_ms: 250,
+            poll_ms: 500,
+            command: vec!["true".into()],
+        };
+        let e = run(&run_opts).unwrap_err();
+        assert_eq!(e.to_string(), "--containers must be at least 1");
+        let e = run(&RunOptions {
+            containers: 1,
+            service_data: vec!["=x".into()],
+            ..run_opts
+        })
+        .unwrap_err();
+        assert!(matches!(e, YarnError::Usage(_)), "{e:?}");
+    }
 }
