@@ -1,65 +1,13 @@
-//! `hotpath app run|am`: a Rust DistributedShell, thin wiring of `yarn-client` to the command
-//! line.
-//!
-//! `app run [--containers N] [--memory MB] [--vcores V] [--rm HOST:PORT] -- COMMAND…` submits an
-//! application whose ApplicationMaster is this same binary (`hotpath app am …`), shows its
-//! progress (allocated / running / done: a bar on a terminal, plain lines otherwise), then a
-//! table per node and the application's final status. Exit code: 0 SUCCEEDED, 1 FAILED,
-//! 3 KILLED, 4 any other final status, 2 when the client itself failed (RM unreachable, bad
-//! arguments).
-//!
-//! `app kill APP_ID` kills an application (as `yarn application -kill`, calling again until the
-//! RM says the kill is complete) and `app status APP_ID` prints its report, both as the current
-//! user. An RM with application ACLs (`yarn.acl.enable`) may refuse the caller: the refusal is
-//! printed as such (who, which operation, which application) and the exit code is 5; `status`
-//! then shows the reduced report the RM gives (its fields "N/A").
-//!
-//! The AM container runs the binary by its absolute path (`std::env::current_exe()`): every node
-//! must have it at the same path (in the tests every node is on this machine). With
-//! `--ship-binary` the binary is instead shipped as a `file:` LocalResource (size and
-//! modification time, as DistributedShell ships its jar) and run as `./hotpath`; the path must
-//! then be readable by every NodeManager (a local path on a one-machine cluster, else a shared
-//! mount).
-//!
-//! On a Kerberized cluster (`hadoop.security.authentication=kerberos`,
-//! `yarn.resourcemanager.principal`) `app run` authenticates to the RM by KERBEROS as the
-//! principal of its ticket cache (`kinit`; `KRB5CCNAME`), and the application's user is that
-//! principal's short name; the AM needs no Kerberos credentials, only its AMRMToken.
-//!
-//! `app am` runs inside the AM container: it reads the AMRMToken from
-//! `HADOOP_TOKEN_FILE_LOCATION`, serves `GET /status` (JSON: counts and per-container node, state,
-//! exit status) on an ephemeral port of this host, registers `http://$NM_HOST:PORT/` as its
-//! tracking URL, runs the containers and unregisters with SUCCEEDED iff all exited 0.
+//! `hotpath app run|am|kill|status`: the flags. The commands themselves are
+//! `yarn_client::app_commands` (a Rust DistributedShell client and ApplicationMaster); see its
+//! docs for what each does and its exit codes.
 
-use std::io::{IsTerminal, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use hadoop_wire::pb::hadoop::yarn::{
-    ApplicationSubmissionContextProto, PriorityProto, ResourceProto,
+use yarn_client::app_commands::{
+    self, AmOptions, ConfSource, RunOptions, Target, EXIT_CLIENT_ERROR,
 };
-use serde_json::{json, Value};
-use yarn_client::application_client::{
-    current_user, AppReport, AppState, ApplicationClient, FinalStatus, RM_ADDRESS_KEY,
-};
-use yarn_client::application_master::{
-    amrm_token_from_env, ApplicationMaster, SCHEDULER_ADDRESS_KEY,
-};
-use yarn_client::container_manager::ContainerManager;
-use yarn_client::distributed_shell::{
-    am_launch_context, hex_decode, hex_encode, shell_command, ShellSpec, ShippedFile, Snapshot,
-};
-use yarn_client::rpc::Retry;
-use yarn_client::shell_am::{self, AmSettings, StatusBoard};
-
-/// Exit code when the client itself failed.
-pub const EXIT_CLIENT_ERROR: i32 = 2;
-/// Exit code when the RM refused the caller (`AccessControlException`: an application ACL).
-pub const EXIT_REFUSED: i32 = 5;
 
 #[derive(Args)]
 pub struct AppArgs {
@@ -196,702 +144,78 @@ struct AmArgs {
 /// Runs the subcommand; the process exit code.
 pub fn run(args: AppArgs) -> i32 {
     let r = match args.cmd {
-        AppCmd::Run(a) => run_client(a),
-        AppCmd::Am(a) => run_am(a),
-        AppCmd::Kill(a) => kill_or_status(a, true),
-        AppCmd::Status(a) => kill_or_status(a, false),
+        AppCmd::Run(a) => app_commands::run(&a.into()),
+        AppCmd::Am(a) => app_commands::am(&a.into()),
+        AppCmd::Kill(a) => app_commands::kill(&a.into()),
+        AppCmd::Status(a) => app_commands::status(&a.into()),
     };
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hotpath app: error: {e:#}");
+            eprintln!("hotpath app: error: {:#}", anyhow::Error::from(e));
             EXIT_CLIENT_ERROR
         }
     }
 }
 
-/// The `AccessControlException` text of an RM's refusal, if `e` is one (the RM wraps it in a
-/// `YarnException` whose message starts with the class, as Java's `RPCUtil` does).
-fn refusal(e: &yarn_client::YarnError) -> Option<&str> {
-    const ACE: &str = "org.apache.hadoop.security.AccessControlException";
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = src {
-        if let Some(ipc::client::ClientError::Remote { class, message, .. }) =
-            s.downcast_ref::<ipc::client::ClientError>()
-        {
-            return if class == ACE {
-                Some(message.as_str())
-            } else {
-                message.strip_prefix(ACE).and_then(|m| m.strip_prefix(": "))
-            };
-        }
-        src = s.source();
-    }
-    None
-}
-
-fn kill_or_status(a: TargetArgs, kill: bool) -> Result<i32> {
-    let app = hadoop_wire::yarn::ids::AppId::parse(a.app_id.trim())
-        .with_context(|| format!("{:?} is not an application id", a.app_id))?;
-    let mut conf = load_conf(&a.conf)?;
-    if let Some(rm) = &a.rm {
-        conf.set(RM_ADDRESS_KEY, rm);
-    }
-    let rm_addr = ApplicationClient::address_from_conf(&conf)?;
-    let retry = Retry {
-        connect_attempts: a.connect_attempts.max(1),
-        ..Retry::default()
-    };
-    let user = current_user();
-    let client = ApplicationClient::from_conf(rm_addr, &conf, &user, &retry)
-        .context("the ResourceManager client's security settings")?;
-    let what = if kill { "kill" } else { "status" };
-    let refused = |e: &yarn_client::YarnError| {
-        refusal(e).map(|text| {
-            eprintln!(
-                "hotpath app {what}: the RM at {rm_addr} refused {user}: {text} \
-                 (application ACLs, yarn.acl.enable)"
-            );
-            EXIT_REFUSED
-        })
-    };
-    if !kill {
-        let r = match client.report(app) {
-            Ok(r) => r,
-            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
-        };
-        println!("application      {}", r.app);
-        println!("state            {}", r.state.as_str());
-        println!("final status     {}", r.final_status.as_str());
-        println!("progress         {:.0}%", r.progress * 100.0);
-        println!(
-            "current attempt  {}",
-            r.current_attempt.map_or("-".into(), |n| n.to_string())
-        );
-        println!("AM host:port     {}:{}", r.host, r.rpc_port);
-        println!(
-            "tracking URL     {}",
-            r.original_tracking_url.as_deref().unwrap_or("N/A")
-        );
-        println!("diagnostics      {}", r.diagnostics);
-        return Ok(0);
-    }
-    let t0 = Instant::now();
-    loop {
-        match client.kill(
-            app,
-            &format!("Application killed by user {user} (hotpath app kill)"),
-        ) {
-            Ok(true) => break,
-            Ok(false) if t0.elapsed() < Duration::from_secs(30) => {
-                std::thread::sleep(Duration::from_millis(200))
-            }
-            Ok(false) => bail!("{app}: the RM did not complete the kill within 30 s"),
-            Err(e) => return refused(&e).map_or_else(|| Err(e.into()), Ok),
-        }
-    }
-    println!("Killed application {app}");
-    Ok(0)
-}
-
-fn load_conf(c: &ConfArgs) -> Result<conf::Configuration> {
-    conf::Configuration::from_flags(c.conf_dir.as_deref(), &c.set)
-        .context("reading the Hadoop configuration")
-}
-
-// ------------------------------------------------------------------------------------------
-// The client
-
-fn run_client(a: RunArgs) -> Result<i32> {
-    if a.containers == 0 {
-        bail!("--containers must be at least 1");
-    }
-    if a.memory <= 0 || a.vcores <= 0 || a.am_memory <= 0 {
-        bail!("--memory, --vcores and --am-memory must be positive");
-    }
-    let command = shell_command(&a.command)?;
-    let mut conf = load_conf(&a.conf)?;
-    if let Some(rm) = &a.rm {
-        conf.set(RM_ADDRESS_KEY, rm);
-    }
-    if let Some(s) = &a.scheduler {
-        conf.set(SCHEDULER_ADDRESS_KEY, s);
-    }
-    let mut scheduler = conf
-        .get_address(SCHEDULER_ADDRESS_KEY)
-        .with_context(|| format!("{SCHEDULER_ADDRESS_KEY} (the AM's RM address)"))?;
-    let rm_host = conf.get_address(RM_ADDRESS_KEY)?.host;
-    if scheduler.host == "0.0.0.0" || scheduler.host == "::" {
-        scheduler.host = rm_host;
-    }
-    let scheduler = scheduler.to_string();
-    for kv in &a.service_data {
-        if kv.split_once('=').is_none_or(|(k, _)| k.trim().is_empty()) {
-            bail!("--service-data {kv:?}: expected NAME=VALUE");
-        }
-    }
-    let rm_addr = ApplicationClient::address_from_conf(&conf)?;
-    let retry = Retry {
-        connect_attempts: a.connect_attempts.max(1),
-        ..Retry::default()
-    };
-    // A Kerberized cluster: KERBEROS from the ticket cache (kinit), the RM by its principal.
-    let client = ApplicationClient::from_conf(rm_addr, &conf, &current_user(), &retry)
-        .context("the ResourceManager client's security settings")?;
-    let new = client.new_application()?;
-    if let Some(max) = &new.maximum_capability {
-        let (m, v) = (
-            max.memory.unwrap_or(i64::MAX),
-            max.virtual_cores.unwrap_or(i32::MAX),
-        );
-        if a.memory > m || a.am_memory > m || a.vcores > v {
-            bail!(
-                "the cluster grants at most {m} MB / {v} vcores per container; asked for {} MB / {} vcores (AM {} MB)",
-                a.memory,
-                a.vcores,
-                a.am_memory
-            );
-        }
-    }
-    let app = new.app;
-
-    let exe = std::env::current_exe().context("locating this binary")?;
-    let exe = exe.canonicalize().unwrap_or(exe);
-    let mut ship = Vec::new();
-    let program = if a.ship_binary {
-        ship.push(ShippedFile::from_path("hotpath", &exe)?);
-        "./hotpath".to_string()
-    } else {
-        exe.to_str()
-            .context("the binary's path is not UTF-8")?
-            .to_string()
-    };
-    let mut am_args: Vec<String> = [
-        "app",
-        "am",
-        "--containers",
-        &a.containers.to_string(),
-        "--memory",
-        &a.memory.to_string(),
-        "--vcores",
-        &a.vcores.to_string(),
-        "--priority",
-        &a.priority.to_string(),
-        "--scheduler",
-        &scheduler,
-        "--command-hex",
-        &hex_encode(command.as_bytes()),
-        "--heartbeat-ms",
-        &a.heartbeat_ms.to_string(),
-        "--timeout-s",
-        &a.timeout.to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for kv in &a.conf.set {
-        am_args.push("--set".into());
-        am_args.push(kv.clone());
-    }
-    for kv in &a.service_data {
-        am_args.push("--service-data-hex".into());
-        am_args.push(hex_encode(kv.as_bytes()));
-    }
-    let log = std::env::var("HOTPATH_LOG").unwrap_or_else(|_| "info".into());
-    let env = vec![("HOTPATH_LOG".to_string(), log)];
-    let clc = am_launch_context(&program, &am_args, &env, &ship)?;
-    client.submit(ApplicationSubmissionContextProto {
-        application_id: Some(app.to_proto()),
-        application_name: Some(a.name.clone()),
-        queue: Some(a.queue.clone()),
-        priority: Some(PriorityProto { priority: Some(0) }),
-        am_container_spec: Some(clc),
-        resource: Some(ResourceProto {
-            memory: Some(a.am_memory),
-            virtual_cores: Some(1),
-            resource_value_map: vec![],
-        }),
-        application_type: Some("HOTPATH_SHELL".into()),
-        max_app_attempts: Some(1),
-        ..Default::default()
-    })?;
-    println!(
-        "submitted {app} to {rm_addr}: {} × [{command}]",
-        a.containers
-    );
-
-    let progress = Progress::new(a.containers);
-    let t0 = Instant::now();
-    let poll = Duration::from_millis(a.poll_ms.max(50));
-    let mut last_state = None;
-    let mut snapshot: Option<Snapshot> = None;
-    let mut report_failures = 0;
-    let mut killed_by_us = false;
-    let report = loop {
-        let r = match client.report(app) {
-            Ok(r) => {
-                report_failures = 0;
-                r
-            }
-            Err(e) => {
-                report_failures += 1;
-                if report_failures > 5 {
-                    return Err(e).context(format!("following {app}"));
-                }
-                std::thread::sleep(poll);
-                continue;
-            }
-        };
-        if last_state != Some(r.state) {
-            progress.line(&format!("{app} is {}", r.state.as_str()));
-            last_state = Some(r.state);
-        }
-        if r.state == AppState::Running || (r.state.is_final() && snapshot.is_none()) {
-            if let Some(s) = status_addr(&r).and_then(|addr| fetch_status(&addr).ok()) {
-                progress.show(&s);
-                snapshot = Some(s);
-            }
-        }
-        if r.state.is_final() {
-            break r;
-        }
-        if !killed_by_us && t0.elapsed() > Duration::from_secs(a.timeout) {
-            progress.line(&format!("timeout after {} s: killing {app}", a.timeout));
-            killed_by_us = true;
-            let _ = client.kill(
-                app,
-                &format!("hotpath app run: timeout after {} s", a.timeout),
-            );
-        }
-        std::thread::sleep(poll);
-    };
-    progress.finish();
-    match &snapshot {
-        Some(s) => {
-            print!("{}", node_table(s));
-            if s.amrm_token_rolls > 0 {
-                println!(
-                    "the ApplicationMaster switched to a rolled AMRMToken {} time(s)",
-                    s.amrm_token_rolls
-                );
-            }
-        }
-        None => println!(
-            "(no per-container results: the ApplicationMaster's status page was never reached)"
-        ),
-    }
-    println!(
-        "{app} {} final status {}",
-        report.state.as_str(),
-        report.final_status.as_str()
-    );
-    if !report.diagnostics.trim().is_empty() {
-        println!("diagnostics: {}", report.diagnostics.trim());
-    }
-    Ok(exit_code(&report))
-}
-
-fn exit_code(r: &AppReport) -> i32 {
-    match (r.state, r.final_status) {
-        (AppState::Finished, FinalStatus::Succeeded) => 0,
-        (AppState::Killed, _) | (_, FinalStatus::Killed) => 3,
-        (AppState::Failed, _) | (_, FinalStatus::Failed) => 1,
-        _ => 4,
-    }
-}
-
-/// The AM's status page address: the registered tracking URL's authority.
-fn status_addr(r: &AppReport) -> Option<SocketAddr> {
-    let url = r.original_tracking_url.as_deref()?;
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split('/').next()?;
-    authority.to_socket_addrs().ok()?.next()
-}
-
-/// Largest status page read.
-const MAX_STATUS_BYTES: usize = 4 << 20;
-
-fn fetch_status(addr: &SocketAddr) -> Result<Snapshot> {
-    let mut s = TcpStream::connect_timeout(addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "GET /status HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut buf = Vec::new();
-    s.take(MAX_STATUS_BYTES as u64 + 1).read_to_end(&mut buf)?;
-    if buf.len() > MAX_STATUS_BYTES {
-        bail!("status page larger than {MAX_STATUS_BYTES} bytes");
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
-    if !head.starts_with("HTTP/1.1 200") {
-        bail!("status page: {}", head.lines().next().unwrap_or(""));
-    }
-    snapshot_from_json(&serde_json::from_str(body)?)
-}
-
-fn snapshot_to_json(s: &Snapshot) -> Value {
-    let containers: Vec<Value> = s
-        .containers
-        .iter()
-        .map(|c| {
-            let (exit, diag) = match &c.state {
-                yarn_client::distributed_shell::ContainerState::Completed {
-                    exit_status,
-                    diagnostics,
-                } => (Some(*exit_status), diagnostics.clone()),
-                yarn_client::distributed_shell::ContainerState::StartFailed { message } => {
-                    (None, message.clone())
-                }
-                _ => (None, String::new()),
-            };
-            json!({
-                "id": c.id.to_string(),
-                "node": c.node,
-                "state": c.state.name(),
-                "exit_status": exit,
-                "diagnostics": diag,
-            })
-        })
-        .collect();
-    json!({
-        "requested": s.requested,
-        "allocated": s.allocated,
-        "running": s.running,
-        "done": s.done,
-        "failed": s.failed,
-        "released": s.released,
-        "final_status": s.final_status.map(|f| f.as_str()),
-        "diagnostics": s.diagnostics,
-        "containers": containers,
-        "amrm_token_rolls": s.amrm_token_rolls,
-    })
-}
-
-fn snapshot_from_json(v: &Value) -> Result<Snapshot> {
-    use yarn_client::distributed_shell::{ContainerInfo, ContainerState};
-    let n = |k: &str| {
-        v[k].as_u64()
-            .map(|x| x as u32)
-            .with_context(|| format!("status: no {k}"))
-    };
-    let mut containers = Vec::new();
-    for c in v["containers"]
-        .as_array()
-        .context("status: no containers")?
-    {
-        let id = c["id"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .context("status: a container without an id")?;
-        let diag = c["diagnostics"].as_str().unwrap_or("").to_string();
-        let state = match c["state"].as_str().unwrap_or("") {
-            "RUNNING" => ContainerState::Running,
-            "COMPLETED" => ContainerState::Completed {
-                exit_status: c["exit_status"]
-                    .as_i64()
-                    .and_then(|x| i32::try_from(x).ok())
-                    .context("status: a completed container without an exit status")?,
-                diagnostics: diag,
-            },
-            "START_FAILED" => ContainerState::StartFailed { message: diag },
-            _ => ContainerState::Allocated,
-        };
-        containers.push(ContainerInfo {
-            id,
-            node: c["node"].as_str().unwrap_or("").to_string(),
-            state,
-        });
-    }
-    let final_status = match v["final_status"].as_str() {
-        Some("SUCCEEDED") => Some(FinalStatus::Succeeded),
-        Some("FAILED") => Some(FinalStatus::Failed),
-        Some("KILLED") => Some(FinalStatus::Killed),
-        Some(_) => Some(FinalStatus::Undefined),
-        None => None,
-    };
-    Ok(Snapshot {
-        requested: n("requested")?,
-        allocated: n("allocated")?,
-        running: n("running")?,
-        done: n("done")?,
-        failed: n("failed")?,
-        released: n("released")?,
-        final_status,
-        diagnostics: v["diagnostics"].as_str().unwrap_or("").to_string(),
-        containers,
-        amrm_token_rolls: v["amrm_token_rolls"].as_u64().unwrap_or(0) as u32,
-    })
-}
-
-/// One line per node: its containers and their exit statuses (`start-failed` for a container
-/// whose start the NodeManager refused, `-` for one not finished).
-fn node_table(s: &Snapshot) -> String {
-    use yarn_client::distributed_shell::ContainerState;
-    let mut nodes: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for c in &s.containers {
-        let e = match &c.state {
-            ContainerState::Completed { exit_status, .. } => exit_status.to_string(),
-            ContainerState::StartFailed { .. } => "start-failed".into(),
-            _ => "-".into(),
-        };
-        nodes.entry(c.node.as_str()).or_default().push(e);
-    }
-    let w = nodes.keys().map(|k| k.len()).max().unwrap_or(4).max(4);
-    let mut out = format!("{:<w$}  {:>10}  exit statuses\n", "node", "containers");
-    for (node, exits) in &nodes {
-        out.push_str(&format!(
-            "{node:<w$}  {:>10}  {}\n",
-            exits.len(),
-            exits.join(" ")
-        ));
-    }
-    for c in &s.containers {
-        match &c.state {
-            ContainerState::Completed {
-                exit_status,
-                diagnostics,
-            } if *exit_status != 0 => out.push_str(&format!(
-                "  {} on {}: exit status {exit_status}{}\n",
-                c.id,
-                c.node,
-                Some(yarn_client::distributed_shell::diagnostics_summary(
-                    diagnostics
-                ))
-                .filter(|d| !d.is_empty())
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-            )),
-            ContainerState::StartFailed { message } => out.push_str(&format!(
-                "  {} on {}: start failed: {}\n",
-                c.id,
-                c.node,
-                message.lines().next().unwrap_or("")
-            )),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Live progress on stdout: a bar redrawn with `\r` on a terminal, a plain line per change
-/// otherwise.
-struct Progress {
-    tty: bool,
-    wanted: u32,
-    last: std::cell::RefCell<Option<(u32, u32, u32, u32)>>,
-}
-
-impl Progress {
-    fn new(wanted: u32) -> Progress {
-        Progress {
-            tty: std::io::stdout().is_terminal(),
-            wanted,
-            last: Default::default(),
-        }
-    }
-
-    fn line(&self, text: &str) {
-        if self.tty && self.last.borrow().is_some() {
-            println!();
-        }
-        println!("{text}");
-        if self.tty {
-            *self.last.borrow_mut() = None;
-        }
-    }
-
-    fn show(&self, s: &Snapshot) {
-        let key = (s.allocated, s.running, s.done, s.failed);
-        if *self.last.borrow() == Some(key) {
-            return;
-        }
-        let n = self.wanted.max(1);
-        if self.tty {
-            const W: u32 = 30;
-            let filled = (s.done.min(n) * W / n) as usize;
-            let running = ((s.done + s.running).min(n) * W / n) as usize - filled;
-            print!(
-                "\r[{}{}{}] allocated {}/{n}  running {}  done {}  failed {}   ",
-                "#".repeat(filled),
-                ">".repeat(running),
-                ".".repeat(W as usize - filled - running),
-                s.allocated,
-                s.running,
-                s.done,
-                s.failed
-            );
-            let _ = std::io::stdout().flush();
-        } else {
-            println!(
-                "progress: allocated {}/{n} running {} done {} failed {}",
-                s.allocated, s.running, s.done, s.failed
-            );
-        }
-        *self.last.borrow_mut() = Some(key);
-    }
-
-    fn finish(&self) {
-        if self.tty && self.last.borrow().is_some() {
-            println!();
+impl From<ConfArgs> for ConfSource {
+    fn from(c: ConfArgs) -> ConfSource {
+        ConfSource {
+            conf_dir: c.conf_dir,
+            set: c.set,
         }
     }
 }
 
-// ------------------------------------------------------------------------------------------
-// The ApplicationMaster
+impl From<TargetArgs> for Target {
+    fn from(a: TargetArgs) -> Target {
+        Target {
+            conf: a.conf.into(),
+            rm: a.rm,
+            connect_attempts: a.connect_attempts,
+            app_id: a.app_id,
+        }
+    }
+}
 
-fn run_am(a: AmArgs) -> Result<i32> {
-    let mut conf = load_conf(&a.conf)?;
-    if let Some(s) = &a.scheduler {
-        conf.set(SCHEDULER_ADDRESS_KEY, s);
-    }
-    let command = String::from_utf8(hex_decode(&a.command_hex)?).context("--command-hex")?;
-    let mut service_data = Vec::new();
-    for h in &a.service_data_hex {
-        let kv = String::from_utf8(hex_decode(h)?).context("--service-data-hex")?;
-        let (k, v) = kv
-            .split_once('=')
-            .context("--service-data-hex: expected NAME=VALUE")?;
-        service_data.push((k.trim().to_string(), v.as_bytes().to_vec()));
-    }
-    let token = amrm_token_from_env()?;
-    let sched = ApplicationMaster::address_from_conf(&conf)?;
-    let retry = Retry::default();
-    let am = ApplicationMaster::new(sched, token, &conf, &retry)?;
-    let cm = ContainerManager::new(
-        &conf,
-        &Retry {
-            connect_attempts: 3,
-            ..Retry::default()
-        },
-    );
-    let board = Arc::new(StatusBoard::default());
-    let listener = TcpListener::bind("0.0.0.0:0").context("binding the status page")?;
-    let port = listener.local_addr()?.port();
-    {
-        let board = board.clone();
-        std::thread::Builder::new()
-            .name("hp-am-status".into())
-            .spawn(move || serve_status(listener, &board))?;
-    }
-    let host = std::env::var("NM_HOST")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "127.0.0.1".into());
-    let settings = AmSettings {
-        spec: ShellSpec {
+impl From<RunArgs> for RunOptions {
+    fn from(a: RunArgs) -> RunOptions {
+        RunOptions {
+            conf: a.conf.into(),
+            rm: a.rm,
+            scheduler: a.scheduler,
+            service_data: a.service_data,
             containers: a.containers,
-            memory_mb: a.memory,
+            memory: a.memory,
             vcores: a.vcores,
             priority: a.priority,
-            command,
-            service_data,
-        },
-        tracking_url: format!("http://{host}:{port}/"),
-        host,
-        rpc_port: -1,
-        heartbeat: Duration::from_millis(a.heartbeat_ms.max(10)),
-        timeout: Duration::from_secs(a.timeout_s),
-        linger: Duration::from_millis(a.linger_ms),
-        max_allocate_failures: 20,
-    };
-    tracing::info!(scheduler = %sched, url = %settings.tracking_url, "ApplicationMaster starting");
-    let (status, diagnostics) = shell_am::run(&am, &cm, &settings, &board)?;
-    println!("final status {}: {diagnostics}", status.as_str());
-    // Unregistered: the RM takes the final status from the unregistration, not from this
-    // process's exit code.
-    Ok(0)
-}
-
-fn serve_status(listener: TcpListener, board: &StatusBoard) {
-    for conn in listener.incoming() {
-        let Ok(mut s) = conn else { continue };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-        let mut req = Vec::with_capacity(512);
-        let mut buf = [0u8; 1024];
-        while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-            match s.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => req.extend_from_slice(&buf[..n]),
-            }
+            am_memory: a.am_memory,
+            name: a.name,
+            queue: a.queue,
+            timeout: a.timeout,
+            ship_binary: a.ship_binary,
+            connect_attempts: a.connect_attempts,
+            heartbeat_ms: a.heartbeat_ms,
+            poll_ms: a.poll_ms,
+            command: a.command,
         }
-        let line = String::from_utf8_lossy(&req);
-        let path = line
-            .lines()
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .unwrap_or("");
-        let (code, body) = match path {
-            "/" | "/status" => ("200 OK", snapshot_to_json(&board.get(true)).to_string()),
-            _ => ("404 Not Found", json!({"error": "not found"}).to_string()),
-        };
-        let _ = write!(
-            s,
-            "HTTP/1.1 {code}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use yarn_client::distributed_shell::{ContainerInfo, ContainerState};
-
-    #[test]
-    fn the_status_json_round_trips_and_the_table_lists_nodes() {
-        let app = hadoop_wire::yarn::ids::AppId::new(1, 2);
-        let c = |n, node: &str, state| ContainerInfo {
-            id: hadoop_wire::yarn::ids::ContainerId::new(app, 1, n),
-            node: node.into(),
-            state,
-        };
-        let s = Snapshot {
-            requested: 3,
-            allocated: 3,
-            running: 0,
-            done: 3,
-            failed: 2,
-            released: 1,
-            final_status: Some(FinalStatus::Failed),
-            diagnostics: "x".into(),
-            amrm_token_rolls: 2,
-            containers: vec![
-                c(
-                    2,
-                    "h1:1",
-                    ContainerState::Completed {
-                        exit_status: 0,
-                        diagnostics: String::new(),
-                    },
-                ),
-                c(
-                    3,
-                    "h2:1",
-                    ContainerState::Completed {
-                        exit_status: 3,
-                        diagnostics: "bad\nmore".into(),
-                    },
-                ),
-                c(
-                    4,
-                    "h1:1",
-                    ContainerState::StartFailed {
-                        message: "refused".into(),
-                    },
-                ),
-            ],
-        };
-        let back = snapshot_from_json(&snapshot_to_json(&s)).unwrap();
-        assert_eq!(back, s);
-        let t = node_table(&s);
-        assert!(t.contains("h1:1           2  0 start-failed"), "{t}");
-        assert!(t.contains("h2:1           1  3"), "{t}");
-        assert!(t.contains("exit status 3 (bad)"), "{t}");
-        assert!(t.contains("start failed: refused"), "{t}");
-        assert!(snapshot_from_json(&json!({})).is_err());
+impl From<AmArgs> for AmOptions {
+    fn from(a: AmArgs) -> AmOptions {
+        AmOptions {
+            conf: a.conf.into(),
+            containers: a.containers,
+            memory: a.memory,
+            vcores: a.vcores,
+            priority: a.priority,
+            scheduler: a.scheduler,
+            command_hex: a.command_hex,
+            service_data_hex: a.service_data_hex,
+            heartbeat_ms: a.heartbeat_ms,
+            timeout_s: a.timeout_s,
+            linger_ms: a.linger_ms,
+        }
     }
 }

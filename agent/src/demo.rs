@@ -30,11 +30,11 @@ use rm_core::service::RmService;
 use rm_core::RmConfig;
 use serde_json::json;
 
-use crate::node::shared::lock;
-use crate::node::simulate::SimConfig;
-use crate::node::{Agent, AgentConfig, AgentError};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::table::Resource;
+use nm_runtime::shared::lock;
+use nm_runtime::simulate::SimConfig;
+use nm_runtime::{Agent, AgentConfig};
 
 /// Demo errors.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +42,7 @@ pub enum DemoError {
     #[error("rm-core: {0}")]
     Rm(#[from] rm_core::Error),
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(#[from] nm_runtime::Error),
     #[error("{0}")]
     Io(String),
 }
@@ -200,7 +200,7 @@ impl Cluster {
                 let d = std::env::temp_dir().join(format!(
                     "hotpath-demo-{}-{}-{}",
                     std::process::id(),
-                    crate::node::runtime::wall_ms(),
+                    nm_runtime::sys::wall_ms(),
                     SEQ.fetch_add(1, Ordering::Relaxed)
                 ));
                 (d, true)
@@ -231,7 +231,7 @@ impl Cluster {
         let adir = self.dir.join(format!("agent-{i}"));
         std::fs::create_dir_all(&adir)
             .map_err(|e| DemoError::Io(format!("{}: {e}", adir.display())))?;
-        let mut a = AgentConfig::local(self.rm_addr, ip, &adir)?;
+        let mut a = AgentConfig::local(self.rm_addr, ip, &adir).map_err(nm_runtime::Error::from)?;
         a.default_interval_ms = self.cfg.heartbeat_ms;
         a.retry_interval = self.cfg.retry_interval;
         a.connect_max_wait = None;

@@ -1,9 +1,10 @@
-//! `agent`: the library behind the `hotpath` binary's `agent`, `container` and `demo`
-//! subcommands.
+//! `agent`: the `hotpath` binary's crate (CLI and wiring; `src/main.rs`). Its library holds
+//! the one piece of wiring the tests drive directly:
 //!
-//! - [`node`]: the node agent — container table, sans-IO status updater (the client side of
-//!   the ResourceTracker protocol), and the I/O edge that runs them.
-//! - [`demo`]: `hotpath demo`, an embedded rm-core with four agents, and its accounting.
+//! - [`demo`]: `hotpath demo`, an embedded rm-core with four agents (`nm-runtime`) on
+//!   loopback, and its accounting ([`demo::Cluster`]).
+//!
+//! The NodeManager itself is the `nm-runtime` crate, the ResourceManager `rm-core`.
+#![forbid(unsafe_code)]
 
 pub mod demo;
-pub mod node;

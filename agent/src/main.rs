@@ -1,7 +1,20 @@
-//! `hotpath`: the one installed binary. Each subcommand wires the library crates together:
-//! `hw` (topology and core plan), `ipc` (codec), and later `rm-core`, `hdfs-io`.
+//! `hotpath`: the one installed binary. Each subcommand parses its flags and calls the library
+//! crate that does the work:
+//!
+//! | subcommand | module here | library |
+//! |---|---|---|
+//! | `agent` (the NodeManager), `container …` (talk to a running one) | `agent_cmd` | `nm-runtime` |
+//! | `rm` (the ResourceManager) and its admin commands | `rm_cmd` | `rm-core` |
+//! | `hdfs stat`, `cat`, `fetchdt` | `hdfs_cmd` | `hdfs-io` |
+//! | `app run`, `am`, `kill`, `status` (a Rust DistributedShell) | `app_cmd` | `yarn-client` |
+//! | `demo` (an embedded RM with four agents) | [`agent::demo`] | `rm-core`, `nm-runtime` |
+//! | `hw` (topology and core plan) | here | `hw` |
+//! | `decode` (captured protobuf bytes as JSON) | `decode` | `hadoop-wire`'s descriptors |
+//!
 //! Configuration comes from `HADOOP_CONF_DIR` through the `conf` crate; flags override it.
+#![forbid(unsafe_code)]
 
+mod agent_cmd;
 mod app_cmd;
 mod decode;
 mod hdfs_cmd;
@@ -48,9 +61,9 @@ enum Cmd {
     },
     /// The node agent: registers with the RM and heartbeats (yarn-site.xml from
     /// $HADOOP_CONF_DIR or --conf-dir; flags override).
-    Agent(agent::node::cli::AgentArgs),
+    Agent(agent_cmd::AgentArgs),
     /// Talk to a running agent's control socket (container events, cleanup orders).
-    Container(agent::node::cli::ContainerArgs),
+    Container(agent_cmd::ContainerArgs),
     /// Embedded rm-core + 4 agents with simulated containers on 127.0.0.2..5, live status
     /// line; ends on Ctrl-C or --duration.
     Demo(agent::demo::DemoArgs),
@@ -89,8 +102,8 @@ fn main() -> Result<()> {
         Cmd::Hdfs(args) => hdfs_cmd::run(args),
         Cmd::App(args) => std::process::exit(app_cmd::run(args)),
         Cmd::Rm(args) => rm_cmd::run(args),
-        Cmd::Agent(args) => Ok(agent::node::cli::run_agent(&args)?),
-        Cmd::Container(args) => Ok(agent::node::cli::run_container(&args)?),
+        Cmd::Agent(args) => agent_cmd::run_agent(&args),
+        Cmd::Container(args) => agent_cmd::run_container(&args),
         Cmd::Demo(args) => agent::demo::run(&args).map(drop).map_err(Into::into),
         Cmd::Decode {
             message,

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
     GetContainerStatusesRequestProto, GetContainerStatusesResponseProto,
     StartContainerRequestProto, StartContainersRequestProto, StartContainersResponseProto,
@@ -19,6 +18,7 @@ use ipc::client::Client;
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
+use nm_runtime::{Agent, AgentConfig};
 
 struct Node {
     _cluster: Cluster,

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::control::ControlClient;
+use nm_runtime::control::ControlClient;
 use rm_core::tracker::Membership;
 
 fn status_kb(pid: u32, key: &str) -> u64 {

@@ -12,10 +12,10 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use agent::node::config::AgentConfig;
-use agent::node::control::ControlClient;
-use agent::node::{Agent, ExitReason};
 use nm_core::health::HealthConfig;
+use nm_runtime::config::AgentConfig;
+use nm_runtime::control::ControlClient;
+use nm_runtime::{Agent, ExitReason};
 use peer_harness::{Mode, Peer};
 use serde_json::{json, Value};
 
@@ -274,6 +274,6 @@ fn java_rm_runs_our_node_across_key_rolls_and_cleans_up_an_unknown_application()
     assert!(!log.contains("NullPointerException"), "RM log: {log}");
 }
 
-fn agent_reg_ms(shared: &agent::node::shared::Shared) -> Option<u64> {
+fn agent_reg_ms(shared: &nm_runtime::shared::Shared) -> Option<u64> {
     shared.status.lock().unwrap().registered_after_ms
 }

@@ -39,8 +39,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agent::node::config::{AgentConfig, RmSecurity};
-use agent::node::{Agent, ExitReason};
+use nm_runtime::config::{AgentConfig, RmSecurity};
+use nm_runtime::{Agent, ExitReason};
 use peer_harness::{Kerberos, Mode, Peer};
 use serde_json::Value;
 

@@ -32,9 +32,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agent::node::config::{AgentConfig, RmSecurity};
-use agent::node::localize::HdfsSettings;
-use agent::node::{Agent, ExitReason};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto, LocalResourceVisibilityProto,
     StartContainersRequestProto, StartContainersResponseProto, StringLocalResourceMapProto,
@@ -43,6 +40,9 @@ use hadoop_wire::pb::hadoop::yarn::{
 use hadoop_wire::yarn::cmp;
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, AttemptId, ContainerId};
+use nm_runtime::config::HdfsSettings;
+use nm_runtime::config::{AgentConfig, RmSecurity};
+use nm_runtime::{Agent, ExitReason};
 use peer_harness::{Mode, Peer};
 
 #[path = "support/cmp.rs"]

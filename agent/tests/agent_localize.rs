@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::{Agent, AgentConfig};
 use peer_harness::{Mode, Peer, Shared};
 use serde_json::Value;
 
@@ -272,7 +272,7 @@ fn localizes_a_multi_block_file_through_the_cli_on_the_pinned_reader() {
     assert_eq!(metric(&body, "hotpath_agent_hdfs_reader"), 1);
 
     a.stop();
-    assert_eq!(a.join(), agent::node::ExitReason::Stopped);
+    assert_eq!(a.join(), nm_runtime::ExitReason::Stopped);
     assert!(find_thread(&name).is_none(), "the reader thread ended");
 }
 

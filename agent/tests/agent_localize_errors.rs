@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::localize::HdfsSettings;
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::config::HdfsSettings;
+use nm_runtime::{Agent, AgentConfig};
 use serde_json::Value;
 
 const CID: &str = "container_1700000000000_0043_01_000001";

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::control::ControlClient;
+use nm_runtime::control::ControlClient;
 use peer_harness::{Mode, Peer};
 use serde_json::json;
 

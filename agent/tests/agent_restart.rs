@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{
     StartContainersRequestProto, StartContainersResponseProto, StopContainersRequestProto,
 };
@@ -24,6 +23,7 @@ use nm_core::container_manager::Stage;
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
+use nm_runtime::{Agent, AgentConfig};
 
 #[path = "support/cmp.rs"]
 mod cmp_support;
@@ -147,7 +147,7 @@ fn pid_of(dir: &Path, c: ContainerId) -> i32 {
 /// Whether container `c` has a cgroup dir under the agent's hierarchy (`None`: no writable
 /// cgroups here, so the agent made none).
 fn has_cgroup(c: ContainerId) -> Option<bool> {
-    let cg = agent::node::cgroups::Cgroups::probe("hotpath").ok()?;
+    let cg = nm_runtime::cgroups::Cgroups::probe("hotpath").ok()?;
     Some(
         cg.base_dirs()
             .iter()

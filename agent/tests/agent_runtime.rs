@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::cli::fetch_node_report;
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::client::fetch_node_report;
+use nm_runtime::{Agent, AgentConfig};
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -159,7 +159,7 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
     // so the agent completes the container itself after the grace time
     let cid2 = "container_1700000000000_0007_01_000002";
     assert!(cli(&sock, &["launch", cid2, "--running"]).0);
-    let mut watcher = agent::node::control::ControlClient::connect(&sock).unwrap();
+    let mut watcher = nm_runtime::control::ControlClient::connect(&sock).unwrap();
     watcher.request(&serde_json::json!({"op":"watch"})).unwrap();
     let hb = sh.metrics.heartbeats_ok.load(Relaxed);
     wait_for("RM saw it running", Duration::from_secs(5), || {
@@ -246,7 +246,7 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
             == Some(false)
     });
     a.stop();
-    assert_eq!(a.join(), agent::node::ExitReason::Stopped);
+    assert_eq!(a.join(), nm_runtime::ExitReason::Stopped);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::{Agent, AgentConfig};
 use peer_harness::{Mode, Shared};
 use serde_json::Value;
 

@@ -19,12 +19,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
 use hadoop_wire::pb::hadoop::yarn::{StartContainersRequestProto, StartContainersResponseProto};
 use hadoop_wire::token::{Credentials, Format};
 use hadoop_wire::yarn::cmp;
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, AttemptId, ContainerId};
+use nm_runtime::{Agent, AgentConfig};
 use peer_harness::{Kerberos, Mode, Peer};
 
 #[path = "support/cmp.rs"]

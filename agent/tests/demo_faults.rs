@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent::demo::{Cluster, DemoConfig};
-use agent::node::{Agent, AgentConfig};
+use nm_runtime::{Agent, AgentConfig};
 use rm_core::tracker::Membership;
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) -> Duration {

@@ -8,14 +8,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent::node::executor::{
-    work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
-    Recovered, RunningContainer,
-};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::launch::{
     container_env, expand, launch_script, ContainerPaths, KillReason, LaunchEnvInput, NmDirs,
     ScriptInput,
+};
+use nm_runtime::executor::{
+    work_cpus, CgroupMode, Chain, Executor, ExecutorConfig, ExitInfo, Limits, PrepareInput,
+    Recovered, RunningContainer,
 };
 
 /// An empty credentials file in Hadoop's token storage format (`HDTS`, version 0, no tokens,
@@ -741,7 +741,7 @@ fn kill_without_a_pid_file_kills_the_wrapper() {
 /// those: a live agent's pool and a busy cgroup stay).
 #[test]
 fn stale_zygote_cgroups_are_removed_in_the_same_walk() {
-    use agent::node::cgroups::Cgroups;
+    use nm_runtime::cgroups::Cgroups;
     use std::collections::HashSet;
     let name = format!("hotpath-stale-zygotes-{}", std::process::id());
     let cg = match Cgroups::probe(&name) {
@@ -780,7 +780,7 @@ fn stale_zygote_cgroups_are_removed_in_the_same_walk() {
 
 #[test]
 fn stale_container_cgroups_are_removed_at_restart() {
-    use agent::node::cgroups::Cgroups;
+    use nm_runtime::cgroups::Cgroups;
     use std::collections::HashSet;
     let name = format!("hotpath-stale-{}", std::process::id());
     let cg = match Cgroups::probe(&name) {

@@ -24,8 +24,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent::node::localize::{self, HdfsSettings};
-use agent::node::resources::{LocalizedResource, ResourceError, ResourceLocalizer};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto as T, LocalResourceVisibilityProto as V,
     StringLocalResourceMapProto, UrlProto,
@@ -34,6 +32,9 @@ use hadoop_wire::token::{Credentials, Format, Token};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, NameNodeKerberos};
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
+use nm_runtime::config::{self, HdfsSettings};
+use nm_runtime::hdfs_reader;
+use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 use peer_harness::{Kerberos, Mode, Peer, Shared};
 
 static HDFS: Shared = Shared::new(
@@ -170,8 +171,8 @@ fn app_resources_with_the_apps_token_public_ones_with_the_nodes_login() {
         .trim_start_matches("hdfs://")
         .trim_end_matches('/')
         .to_string();
-    let (queue, end) = localize::queue(4);
-    let shared = Arc::new(agent::node::shared::Shared::new(
+    let (queue, end) = hdfs_reader::queue(4);
+    let shared = Arc::new(nm_runtime::shared::Shared::new(
         nm_core::status_updater::NodeIdentity {
             host: "127.0.0.1".into(),
             port: 0,
@@ -186,7 +187,7 @@ fn app_resources_with_the_apps_token_public_ones_with_the_nodes_login() {
     ));
     let reader = {
         let shared = shared.clone();
-        std::thread::spawn(move || localize::run_reader(end, settings, vec![], shared, None))
+        std::thread::spawn(move || hdfs_reader::run_reader(end, settings, vec![], shared, None))
     };
     let local = dir.path().join("local");
     fs::create_dir(&local).unwrap();
@@ -312,15 +313,15 @@ fn app_resources_with_the_apps_token_public_ones_with_the_nodes_login() {
 #[test]
 fn the_nodes_principal_has_host_replaced() {
     let mut c = conf::Configuration::new();
-    assert_eq!(localize::node_principal(&c, "node1.example.com"), None);
+    assert_eq!(config::node_principal(&c, "node1.example.com"), None);
     c.set("yarn.nodemanager.principal", " nm/_HOST@EXAMPLE.COM ");
     assert_eq!(
-        localize::node_principal(&c, "Node1.Example.com").as_deref(),
+        config::node_principal(&c, "Node1.Example.com").as_deref(),
         Some("nm/node1.example.com@EXAMPLE.COM")
     );
     c.set("yarn.nodemanager.principal", "nm@EXAMPLE.COM");
     assert_eq!(
-        localize::node_principal(&c, "node1").as_deref(),
+        config::node_principal(&c, "node1").as_deref(),
         Some("nm@EXAMPLE.COM")
     );
 }
@@ -328,7 +329,7 @@ fn the_nodes_principal_has_host_replaced() {
 /// A reader thread as the agent runs it, and a localizer feeding it.
 struct Reader {
     loc: ResourceLocalizer,
-    queue: localize::Queue,
+    queue: hdfs_reader::Queue,
     thread: std::thread::JoinHandle<()>,
     local: std::path::PathBuf,
     authority: String,
@@ -343,8 +344,8 @@ fn start_reader(conf: &conf::Configuration, dir: &Path) -> Reader {
         .trim_start_matches("hdfs://")
         .trim_end_matches('/')
         .to_string();
-    let (queue, end) = localize::queue(4);
-    let shared = Arc::new(agent::node::shared::Shared::new(
+    let (queue, end) = hdfs_reader::queue(4);
+    let shared = Arc::new(nm_runtime::shared::Shared::new(
         nm_core::status_updater::NodeIdentity {
             host: "127.0.0.1".into(),
             port: 0,
@@ -358,7 +359,7 @@ fn start_reader(conf: &conf::Configuration, dir: &Path) -> Reader {
         nm_core::table::ContainerTable::new(4),
     ));
     let thread =
-        std::thread::spawn(move || localize::run_reader(end, settings, vec![], shared, None));
+        std::thread::spawn(move || hdfs_reader::run_reader(end, settings, vec![], shared, None));
     let local = dir.join("local");
     fs::create_dir_all(&local).unwrap();
     let loc = ResourceLocalizer::new(
@@ -482,9 +483,9 @@ fn public_resources_with_the_nodes_keytab_and_no_mit_environment() {
 #[test]
 fn the_nodes_keytab_needs_the_nodes_principal() {
     let mut c = conf::Configuration::new();
-    assert_eq!(localize::node_keytab(&c).unwrap(), None);
+    assert_eq!(config::node_keytab(&c).unwrap(), None);
     c.set("yarn.nodemanager.keytab", " /etc/security/nm.keytab ");
-    let e = localize::node_keytab(&c).unwrap_err().to_string();
+    let e = config::node_keytab(&c).unwrap_err().to_string();
     assert!(
         e.contains("yarn.nodemanager.keytab is set (/etc/security/nm.keytab)")
             && e.contains("yarn.nodemanager.principal is not"),
@@ -492,7 +493,7 @@ fn the_nodes_keytab_needs_the_nodes_principal() {
     );
     c.set("yarn.nodemanager.principal", "nm/_HOST@EXAMPLE.COM");
     assert_eq!(
-        localize::node_keytab(&c).unwrap().as_deref(),
+        config::node_keytab(&c).unwrap().as_deref(),
         Some(Path::new("/etc/security/nm.keytab"))
     );
 }

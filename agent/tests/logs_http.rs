@@ -1,5 +1,5 @@
 //! Container logs over the agent's real webapp server: `ipc::metrics::MetricsHttp` polled by
-//! `agent::node::logs::poll_webapp` with a real container table, fetched with plain HTTP/1.1
+//! `nm_runtime::logs::poll_webapp` with a real container table, fetched with plain HTTP/1.1
 //! GETs over TCP (and by the `hotpath container logs` binary).
 
 use std::io::{Read, Write};
@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use agent::node::logs::{java_date, poll_webapp, ContainerLogs, NO_SUCH_LOG, UNKNOWN_CONTAINER};
-use agent::node::shared::Shared;
 use ipc::metrics::MetricsHttp;
 use nm_core::ids::ContainerId;
 use nm_core::status_updater::NodeIdentity;
 use nm_core::table::{ContainerTable, Resource};
+use nm_runtime::logs::{java_date, poll_webapp, ContainerLogs, NO_SUCH_LOG, UNKNOWN_CONTAINER};
+use nm_runtime::shared::Shared;
 
 const APP: &str = "application_1700000000000_0001";
 /// Complete, files in both log dirs.
@@ -226,7 +226,7 @@ fn the_listing_is_what_logs_cli_reads() {
     assert_eq!(stdout["lastModifiedTime"], MTIME_JAVA);
     assert_eq!(files[4]["fileSize"], "10");
     assert_eq!(
-        agent::node::cli::listed_file_names(&v),
+        nm_runtime::client::listed_file_names(&v),
         ["alias", "stderr", "stdout", "big.log", "syslog"]
     );
     // a container the table forgot still lists while its dir remains

@@ -9,13 +9,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent::node::resources::{LocalizedResource, ResourceError, ResourceLocalizer};
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto as T, LocalResourceVisibilityProto as V,
     StringLocalResourceMapProto, UrlProto,
 };
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
+use nm_runtime::localizer::{LocalizedResource, ResourceError, ResourceLocalizer};
 
 const USER: &str = "alice";
 
@@ -517,7 +517,8 @@ static HDFS: peer_harness::Shared = peer_harness::Shared::new(
 
 #[test]
 fn hdfs_resources_come_through_the_reader_thread_with_the_timestamp_checked() {
-    use agent::node::localize::{self, HdfsSettings};
+    use nm_runtime::config::HdfsSettings;
+    use nm_runtime::hdfs_reader;
     let mut peer = HDFS.lock().expect("hdfs peer");
     let len = (2u64 << 20) + 777;
     let w = peer
@@ -535,8 +536,8 @@ fn hdfs_resources_come_through_the_reader_thread_with_the_timestamp_checked() {
         .unwrap();
 
     // the reader thread as the agent runs it, fed by the localizer's fetches
-    let (queue, end) = localize::queue(2);
-    let shared = Arc::new(agent::node::shared::Shared::new(
+    let (queue, end) = hdfs_reader::queue(2);
+    let shared = Arc::new(nm_runtime::shared::Shared::new(
         nm_core::status_updater::NodeIdentity {
             host: "127.0.0.1".into(),
             port: 0,
@@ -551,7 +552,7 @@ fn hdfs_resources_come_through_the_reader_thread_with_the_timestamp_checked() {
     ));
     let reader = {
         let shared = shared.clone();
-        std::thread::spawn(move || localize::run_reader(end, settings, vec![], shared, None))
+        std::thread::spawn(move || hdfs_reader::run_reader(end, settings, vec![], shared, None))
     };
     let n = node();
     let loc = ResourceLocalizer::new(

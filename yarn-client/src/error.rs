@@ -51,6 +51,24 @@ pub enum YarnError {
     /// The ResourceManager told the ApplicationMaster something it cannot go on from.
     #[error("the ResourceManager: {0}")]
     Rm(String),
+    /// A command's arguments are unusable (`hotpath app …`: a count of 0, a bad application
+    /// id, more than the cluster grants).
+    #[error("{0}")]
+    Usage(String),
+    /// A local I/O failure of a command: `what` it was doing.
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A step of a command (`what`) failed; `source` says why.
+    #[error("{what}")]
+    Step {
+        what: String,
+        #[source]
+        source: Box<YarnError>,
+    },
 }
 
 impl YarnError {

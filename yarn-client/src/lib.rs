@@ -21,6 +21,9 @@
 //!                                                 the AM's status page serves
 //! ```
 //!
+//! [`app_commands`] holds the commands themselves (`app run` submits and follows, `app am`
+//! with its status page, `app kill`, `app status`); the binary only parses their flags.
+//!
 //! All I/O goes through `ipc::client::Client` (blocking, SASL TOKEN/DIGEST-MD5 when a token is
 //! held); [`rpc`] holds the shared connect/retry settings ([`rpc::Retry`]) and closes every
 //! connection idle for `ipc.client.connection.maxidletime`, as Java does. Every error is a
@@ -28,6 +31,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod app_commands;
 pub mod application_client;
 pub mod application_master;
 pub mod container_manager;

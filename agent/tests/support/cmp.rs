@@ -8,7 +8,6 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use agent::node::Agent;
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerLaunchContextProto, ContainerTokenIdentifierProto, PriorityProto, ResourceProto,
     StartContainerRequestProto,
@@ -22,6 +21,7 @@ use hadoop_wire::yarn::CONTAINER_MANAGEMENT_PROTOCOL;
 use ipc::client::{Client, ClientConfig, ClientError};
 use nm_core::ids::{AttemptId, ContainerId};
 use nm_core::wire::container_id_proto;
+use nm_runtime::Agent;
 
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();

@@ -16,6 +16,9 @@
 //! | localize requests that may wait | `hotpath.agent.localize.queue-depth` | 16 |
 //! | RM authentication ([`RmSecurity`]) | `hadoop.security.authentication`, `hadoop.rpc.protection`, `yarn.nodemanager.principal`, `yarn.nodemanager.keytab`, `yarn.resourcemanager.principal` | SIMPLE |
 //!
+//! The HDFS reader's part is [`HdfsSettings`]; a value the agent cannot use is a
+//! [`ConfigError`].
+//!
 //! A node host of `0.0.0.0` binds every address and registers the machine's host name, as a
 //! Java NodeManager does.
 
@@ -25,11 +28,25 @@ use std::time::Duration;
 
 use conf::Configuration;
 
-use super::localize::{self, HdfsSettings};
-use super::simulate::SimConfig;
-use super::AgentError;
+use crate::simulate::SimConfig;
 use nm_core::health::HealthConfig;
 
+/// Why the agent's settings cannot be read from the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value that does not parse as its key's type (the `conf` crate's error).
+    #[error(transparent)]
+    Conf(#[from] conf::Error),
+    /// A value (or a combination of values) the agent cannot run with.
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+/// Localize requests that may wait for the reader when `hotpath.agent.localize.queue-depth`
+/// is not set.
+pub const DEFAULT_QUEUE_DEPTH: usize = 16;
+/// The largest queue depth accepted from the configuration.
+pub const MAX_QUEUE_DEPTH: usize = 1024;
 /// Everything the agent needs to start.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -112,10 +129,11 @@ pub struct RmKerberos {
 impl RmSecurity {
     /// Reads the keys (see [`RmSecurity`]). On a Kerberized cluster
     /// `yarn.resourcemanager.principal` must be set, and a `yarn.nodemanager.keytab` needs
-    /// `yarn.nodemanager.principal` ([`localize::node_keytab`]); nothing is asked of the KDC here.
-    pub fn from_conf(conf: &Configuration) -> Result<RmSecurity, AgentError> {
-        let auth = ipc::sasl::client_auth(conf, None)
-            .map_err(|e| AgentError::Config(format!("the RM connection's authentication: {e}")))?;
+    /// `yarn.nodemanager.principal` ([`node_keytab`]); nothing is asked of the KDC here.
+    pub fn from_conf(conf: &Configuration) -> Result<RmSecurity, ConfigError> {
+        let auth = ipc::sasl::client_auth(conf, None).map_err(|e| {
+            ConfigError::Invalid(format!("the RM connection's authentication: {e}"))
+        })?;
         let kerberos = conf
             .get("hadoop.security.authentication")
             .is_some_and(|m| m.trim().eq_ignore_ascii_case("kerberos"));
@@ -130,14 +148,14 @@ impl RmSecurity {
             .map(str::trim)
             .filter(|p| !p.is_empty())
         else {
-            return Err(AgentError::Config(
+            return Err(ConfigError::Invalid(
                 "hadoop.security.authentication is kerberos but yarn.resourcemanager.principal \
                  is not set: the agent accepts only the RM's own principal"
                     .into(),
             ));
         };
-        let keytab = localize::node_keytab(conf)?;
-        let node_principal = localize::node_principal(
+        let keytab = node_keytab(conf)?;
+        let node_principal = node_principal(
             conf,
             &ipc::kerberos::server_host_name(std::net::Ipv4Addr::UNSPECIFIED.into()),
         );
@@ -161,7 +179,7 @@ impl RmSecurity {
     pub fn login(
         &self,
         rm: SocketAddr,
-    ) -> Result<hadoop_wire::sasl::client::ClientAuth, AgentError> {
+    ) -> Result<hadoop_wire::sasl::client::ClientAuth, ConfigError> {
         let mut auth = self.auth.clone();
         let Some(k) = &self.kerberos else {
             return Ok(auth);
@@ -172,13 +190,13 @@ impl RmSecurity {
                     principal,
                     keytab,
                     reason,
-                } => AgentError::Config(format!(
+                } => ConfigError::Invalid(format!(
                     "the agent's Kerberos login (yarn.nodemanager.principal = {principal}, \
                      yarn.nodemanager.keytab = {}) failed: {reason}",
                     keytab.display()
                 )),
-                // `from_conf` refuses a keytab without a principal (`localize::node_keytab`)
-                e => AgentError::Config(format!("the agent's Kerberos login: {e}")),
+                // `from_conf` refuses a keytab without a principal (`node_keytab`)
+                e => ConfigError::Invalid(format!("the agent's Kerberos login: {e}")),
             })?;
         let host = ipc::kerberos::canonical_host_name(rm.ip());
         auth.kerberos = Some(hadoop_wire::sasl::gssapi::KerberosClient {
@@ -189,12 +207,12 @@ impl RmSecurity {
     }
 }
 
-fn resolve(what: &str, host: &str, port: u16) -> Result<SocketAddr, AgentError> {
+fn resolve(what: &str, host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
     (host, port)
         .to_socket_addrs()
-        .map_err(|e| AgentError::Config(format!("{what} {host}:{port}: {e}")))?
+        .map_err(|e| ConfigError::Invalid(format!("{what} {host}:{port}: {e}")))?
         .next()
-        .ok_or_else(|| AgentError::Config(format!("{what} {host}:{port}: no address")))
+        .ok_or_else(|| ConfigError::Invalid(format!("{what} {host}:{port}: no address")))
 }
 
 /// The machine's host name (`/proc/sys/kernel/hostname`), else `localhost`.
@@ -206,7 +224,7 @@ pub fn local_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, AgentError> {
+fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, ConfigError> {
     match conf.try_get(key)? {
         Some(_) => Ok(conf.get_i64(key)?),
         None => Ok(default),
@@ -248,7 +266,7 @@ pub struct NmSettings {
     pub pmem_check: bool,
     /// `hotpath.agent.launch.setup-in-agent` (default true): the agent makes the resource
     /// links and writes the debugging information itself instead of the launch script's
-    /// `ln`, `cp`, `chmod`, `ls` and `find` processes ([`super::setup`]).
+    /// `ln`, `cp`, `chmod`, `ls` and `find` processes ([`crate::setup`]).
     pub setup_in_agent: bool,
     /// `hotpath.agent.zygotes`: container processes kept ready (forked into their cgroups
     /// ahead of the launch); 0 forks at every launch. Default 4, at most 64.
@@ -256,7 +274,7 @@ pub struct NmSettings {
 }
 
 impl NmSettings {
-    fn from_conf(conf: &Configuration) -> Result<NmSettings, AgentError> {
+    fn from_conf(conf: &Configuration) -> Result<NmSettings, ConfigError> {
         let strings = |key: &str, default: &str| -> Vec<String> {
             conf.get(key)
                 .unwrap_or(default)
@@ -266,12 +284,12 @@ impl NmSettings {
                 .map(String::from)
                 .collect()
         };
-        let flag = |key: &str, default: bool| -> Result<bool, AgentError> {
+        let flag = |key: &str, default: bool| -> Result<bool, ConfigError> {
             match conf.get(key).map(str::trim) {
                 None | Some("") => Ok(default),
                 Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
                 Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
-                Some(v) => Err(AgentError::Config(format!(
+                Some(v) => Err(ConfigError::Invalid(format!(
                     "{key} = {v:?}: expected true or false"
                 ))),
             }
@@ -284,7 +302,7 @@ impl NmSettings {
             None | Some("") | Some("auto") => true,
             Some("off") => false,
             Some(v) => {
-                return Err(AgentError::Config(format!(
+                return Err(ConfigError::Invalid(format!(
                     "hotpath.agent.cgroups = {v:?}: expected auto or off"
                 )))
             }
@@ -292,7 +310,7 @@ impl NmSettings {
         Ok(NmSettings {
             log_dirs,
             rpc_protection: ipc::sasl::protection(conf)
-                .map_err(|e| AgentError::Config(e.to_string()))?,
+                .map_err(|e| ConfigError::Invalid(e.to_string()))?,
             sasl_mechanism: conf
                 .get("hadoop.security.sasl.mechanism")
                 .unwrap_or("DIGEST-MD5")
@@ -331,7 +349,7 @@ impl NmSettings {
             zygotes: match get_i64_or(conf, "hotpath.agent.zygotes", 4)? {
                 n @ 0..=64 => n as usize,
                 n => {
-                    return Err(AgentError::Config(format!(
+                    return Err(ConfigError::Invalid(format!(
                         "hotpath.agent.zygotes = {n}: expected 0 to 64"
                     )))
                 }
@@ -342,7 +360,7 @@ impl NmSettings {
 
 impl AgentConfig {
     /// Reads the settings (see the module docs).
-    pub fn from_conf(conf: &Configuration) -> Result<Self, AgentError> {
+    pub fn from_conf(conf: &Configuration) -> Result<Self, ConfigError> {
         let rm = conf.get_address("yarn.resourcemanager.resource-tracker.address")?;
         let rm_host = if rm.host == "0.0.0.0" {
             "127.0.0.1"
@@ -390,7 +408,7 @@ impl AgentConfig {
             .get("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage")
             .map(|v| {
                 v.trim().parse::<f64>().map_err(|_| {
-                    AgentError::Config(format!(
+                    ConfigError::Invalid(format!(
                         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage = {v:?}: expected a number"
                     ))
                 })
@@ -466,7 +484,7 @@ impl AgentConfig {
             ipc_server: true,
             ipc_pool_chunks: 16,
             journal: false,
-            default_fs: localize::default_fs(conf),
+            default_fs: default_fs(conf),
             hdfs: HdfsSettings::from_conf(conf)?,
             ipc_port: match conf.get("hotpath.agent.ipc.address").map(str::trim) {
                 None | Some("") => 0,
@@ -474,7 +492,7 @@ impl AgentConfig {
                     .rsplit_once(':')
                     .and_then(|(_, p)| p.parse().ok())
                     .ok_or_else(|| {
-                        AgentError::Config(format!(
+                        ConfigError::Invalid(format!(
                             "hotpath.agent.ipc.address = {v:?}: expected host:port"
                         ))
                     })?,
@@ -490,7 +508,7 @@ impl AgentConfig {
     /// A self-contained agent on `ip` (port 0, http port 0) for the RM at `rm`: Hadoop's
     /// defaults otherwise, local dirs and control socket under `dir`, no pinning. Used by the
     /// demo and the tests.
-    pub fn local(rm: SocketAddr, ip: IpAddr, dir: &std::path::Path) -> Result<Self, AgentError> {
+    pub fn local(rm: SocketAddr, ip: IpAddr, dir: &std::path::Path) -> Result<Self, ConfigError> {
         let mut cfg = AgentConfig::from_conf(&Configuration::new())?;
         cfg.rm_addr = rm;
         cfg.bind_ip = ip;
@@ -504,6 +522,92 @@ impl AgentConfig {
         cfg.pin = false;
         Ok(cfg)
     }
+}
+
+/// What the HDFS reader ([`crate::hdfs_reader`]) needs: the configuration its `DfsClient` is
+/// built from.
+#[derive(Debug, Clone)]
+pub struct HdfsSettings {
+    /// The whole configuration (`fs.defaultFS`, `dfs.*`, HA keys).
+    pub conf: Configuration,
+    /// `fs.defaultFS` as configured, e.g. `hdfs://nn1:8020`.
+    pub default_fs: String,
+    /// `hotpath.agent.localize.queue-depth`.
+    pub queue_depth: usize,
+}
+
+/// `hadoop.security.authentication` is `kerberos`.
+pub(crate) fn is_kerberos(conf: &Configuration) -> bool {
+    conf.get("hadoop.security.authentication")
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("kerberos"))
+}
+
+/// The agent's own principal for its HDFS reads: `yarn.nodemanager.principal` with `_HOST`
+/// replaced by `host` (`None` when unset: the ticket cache's principal).
+pub fn node_principal(conf: &Configuration, host: &str) -> Option<String> {
+    conf.get("yarn.nodemanager.principal")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| hadoop_wire::sasl::gssapi::replace_host(p, host))
+}
+
+/// `yarn.nodemanager.keytab`: the keytab of the agent's own login for its HDFS reads (`None`
+/// when unset: MIT's `KRB5CCNAME` / `KRB5_CLIENT_KTNAME` decide). Set without
+/// `yarn.nodemanager.principal` it is an error naming both (Java would log in as the OS user;
+/// the agent refuses to guess).
+pub fn node_keytab(conf: &Configuration) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(keytab) = conf
+        .get("yarn.nodemanager.keytab")
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    else {
+        return Ok(None);
+    };
+    if node_principal(conf, "_HOST").is_none() {
+        return Err(ConfigError::Invalid(format!(
+            "yarn.nodemanager.keytab is set ({keytab}) but yarn.nodemanager.principal is not: \
+             the agent's Kerberos login needs the principal whose key the keytab holds"
+        )));
+    }
+    Ok(Some(PathBuf::from(keytab)))
+}
+
+impl HdfsSettings {
+    /// `Some` when `fs.defaultFS` is an `hdfs://` URI; `None` otherwise (no reader thread).
+    /// On a Kerberized cluster a `yarn.nodemanager.keytab` without `yarn.nodemanager.principal`
+    /// is refused here ([`node_keytab`]).
+    pub fn from_conf(conf: &Configuration) -> Result<Option<HdfsSettings>, ConfigError> {
+        let fs = default_fs(conf);
+        if !fs.to_ascii_lowercase().starts_with("hdfs://") {
+            return Ok(None);
+        }
+        if is_kerberos(conf) {
+            node_keytab(conf)?;
+        }
+        let depth = match conf.try_get("hotpath.agent.localize.queue-depth")? {
+            Some(_) => conf.get_i64("hotpath.agent.localize.queue-depth")?,
+            None => DEFAULT_QUEUE_DEPTH as i64,
+        };
+        if !(1..=MAX_QUEUE_DEPTH as i64).contains(&depth) {
+            return Err(ConfigError::Invalid(format!(
+                "hotpath.agent.localize.queue-depth = {depth}: expected 1..={MAX_QUEUE_DEPTH}"
+            )));
+        }
+        Ok(Some(HdfsSettings {
+            conf: conf.clone(),
+            default_fs: fs,
+            queue_depth: depth as usize,
+        }))
+    }
+}
+
+/// `fs.defaultFS`, trimmed (`file:///` when unset).
+pub fn default_fs(conf: &Configuration) -> String {
+    conf.get("fs.defaultFS")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("file:///")
+        .to_string()
 }
 
 #[cfg(test)]

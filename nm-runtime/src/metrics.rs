@@ -11,8 +11,25 @@ use hdrhistogram::Histogram;
 use ipc::metrics::{Exposition, Kind};
 use ipc::server::{ServerMetrics, ServerStats};
 
-use super::localize::LocalizeMetrics;
 use nm_core::table::{Counts, TableTotals};
+
+/// The HDFS reader's counters, shared between the control socket, the reader thread
+/// ([`crate::hdfs_reader`]) and `/metrics`.
+#[derive(Debug, Default)]
+pub struct LocalizeMetrics {
+    pub ok: AtomicU64,
+    /// Every error reply to a localize request (busy and not-configured included).
+    pub failed: AtomicU64,
+    /// Refused because the queue was full (also counted in `failed`).
+    pub busy: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Queued or being read now.
+    pub pending: AtomicU64,
+    /// 1 while the reader works on a request.
+    pub active: AtomicU64,
+    /// 1 while the HDFS-reader thread runs.
+    pub reader_running: AtomicU64,
+}
 
 /// Counters shared by the agent's threads.
 #[derive(Debug)]

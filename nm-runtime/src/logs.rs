@@ -45,7 +45,7 @@ use nm_core::table::ContainerState;
 use nm_core::wire::NodeHealth;
 use serde_json::{json, Value};
 
-use super::shared::{lock, Shared};
+use crate::shared::{lock, Shared};
 
 /// Where a container stands, as far as its logs are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

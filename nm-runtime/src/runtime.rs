@@ -4,29 +4,29 @@
 //! - **ring thread** (`hp-ring0-<cpu>`, the `hw` plan's network ring): registers, then
 //!   heartbeats at the interval the RM returns, through `ipc::client` to
 //!   `ResourceTrackerPB` (SIMPLE, or on a Kerberized cluster SASL KERBEROS as the node's own
-//!   principal, [`super::config::RmSecurity`]; an authentication failure before the first
+//!   principal, [`crate::config::RmSecurity`]; an authentication failure before the first
 //!   registration stops the agent: [`ExitReason::AuthFailed`]). Unanswered calls are retried
 //!   with a backoff that starts at the heartbeat interval and doubles up to
 //!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
 //!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
 //!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
-//!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`super::cmp`]) is
+//!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`crate::cmp_server`]) is
 //!   served on the node address by an `ipc::server` ring pinned to the same CPU
 //!   (`hp-ring0cmp-<cpu>`), the agent's own IPC server (`getNodeReport`, `getBuffer`) on
 //!   `hotpath.agent.ipc.address` likewise (`hp-ring0srv-<cpu>`), and so is the RM client's
 //!   reader thread (`hp-ring0rx-<cpu>`): the whole network role shares one core. A container
 //!   completion wakes the ring for an out-of-band heartbeat.
-//! - **launcher thread** (`hp-launcher`, [`super::launcher`]) with one `hp-launch-<n>` worker
+//! - **launcher thread** (`hp-launcher`, [`crate::launcher`]) with one `hp-launch-<n>` worker
 //!   per accepted start on the housekeeping CPU: localization, launch files, the process
-//!   ([`super::executor`]); it polls running containers every 10 ms and reports exits.
+//!   ([`crate::executor`]); it polls running containers every 10 ms and reports exits.
 //! - **housekeeping thread** (`hp-hk-<cpu>`): the control socket, `/metrics`, node health,
 //!   the simulator, cleanup orders (to executors, then forced completion after the grace
 //!   time) and forgetting completions after the tracking duration. It polls every 10 ms.
 //! - **HDFS-reader thread** (`hp-hdfs-<cpu>`, the plan's `HdfsReader`), only when
 //!   `fs.defaultFS` is `hdfs://…`: owns the `hdfs_io::DfsClient` and serves resource
 //!   localization requests from the control socket through a bounded queue
-//!   ([`super::localize`]). Without it, localize requests are answered "HDFS not configured".
+//!   ([`crate::hdfs_reader`]). Without it, localize requests are answered "HDFS not configured".
 //!
 //! [`Agent::start`] returns once the servers are bound and the threads run; registration
 //! starts at once.
@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hadoop_wire::sasl::client::ClientAuth;
 use hadoop_wire::sasl::message::AuthMethod;
@@ -58,16 +58,18 @@ use nm_core::status_updater::{
 };
 use nm_core::table::{ContainerTable, Resource};
 
-use super::cgroups::CgroupMode;
-use super::config::AgentConfig;
-use super::control::{ControlServer, Localizer};
-use super::executor::{Chain, Executor, ExecutorConfig};
-use super::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
-use super::report;
-use super::resources::ResourceLocalizer;
-use super::shared::{lock, Shared};
-use super::simulate::Simulator;
-use super::AgentError;
+use crate::cgroups::CgroupMode;
+use crate::config::AgentConfig;
+use crate::config::ConfigError;
+use crate::control::{ControlServer, Localizer};
+use crate::error::Error;
+use crate::executor::{Chain, Executor, ExecutorConfig};
+use crate::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
+use crate::localizer::ResourceLocalizer;
+use crate::report;
+use crate::shared::{lock, Shared};
+use crate::simulate::Simulator;
+use crate::sys::wall_ms;
 use ipc::metrics::MetricsHttp;
 use nm_core::container_manager::KillReason;
 use nm_core::launch::NmDirs;
@@ -76,13 +78,6 @@ use nm_core::table::CleanupReason;
 /// The control socket when `hotpath.agent.control-socket` is not set (also the default of
 /// `hotpath container --socket`).
 pub const DEFAULT_CONTROL_SOCKET: &str = "/tmp/hotpath-agent.sock";
-
-/// Wall-clock milliseconds since the epoch.
-pub fn wall_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// Why the agent ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,7 +113,7 @@ fn spawn<T: Send + 'static>(
     role: hw::Role,
     cpu: Option<u32>,
     f: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<T>, AgentError> {
+) -> Result<JoinHandle<T>, Error> {
     // The plan's CPU when pinning works; an unpinned thread (warned) otherwise.
     let name = match cpu {
         Some(c) => hw::thread_name(&role, c),
@@ -135,14 +130,14 @@ fn spawn<T: Send + 'static>(
             let _ = tx.send(());
             f()
         })
-        .map_err(|e| AgentError::Io(format!("spawn {name}: {e}")))?;
+        .map_err(|e| Error::Io(format!("spawn {name}: {e}")))?;
     let _ = rx.recv();
     Ok(t)
 }
 
 impl Agent {
     /// Starts an agent (see the module docs).
-    pub fn start(cfg: AgentConfig) -> Result<Agent, AgentError> {
+    pub fn start(cfg: AgentConfig) -> Result<Agent, Error> {
         let started = Instant::now();
         // The RM connection's login first: a Kerberos login that fails stops the agent here.
         let rm_auth = cfg.rm_security.login(cfg.rm_addr)?;
@@ -156,7 +151,7 @@ impl Agent {
                         plan.cpu_of(&hw::Role::NetRing(0)),
                         plan.cpu_of(&hw::Role::Housekeeping),
                         plan.cpu_of(&hw::Role::HdfsReader),
-                        super::executor::work_cpus(&plan),
+                        crate::executor::work_cpus(&plan),
                     )
                 }
                 Err(e) => {
@@ -197,14 +192,18 @@ impl Agent {
         let (launcher, launcher_rx) = LauncherHandle::channel();
         let cmp_server = {
             let mut reg = Registry::new();
-            super::cmp::register(&mut reg, shared_slot.clone(), launcher.clone());
+            crate::cmp_server::register(&mut reg, shared_slot.clone(), launcher.clone());
             let auth = ServerAuth::new(
                 AuthMethod::Token,
                 Some(nm_tokens.clone() as Arc<dyn TokenSecrets>),
                 cfg.nm.rpc_protection.clone(),
             )
             .and_then(|a| a.with_token_mechanism(&cfg.nm.sasl_mechanism))
-            .map_err(|e| AgentError::Config(format!("ContainerManagementProtocol auth: {e}")))?;
+            .map_err(|e| {
+                Error::from(ConfigError::Invalid(format!(
+                    "ContainerManagementProtocol auth: {e}"
+                )))
+            })?;
             Server::start(
                 SocketAddr::new(cfg.bind_ip, cfg.node_port),
                 ServerConfig {
@@ -215,7 +214,7 @@ impl Agent {
                 reg,
             )
             .map_err(|e| {
-                AgentError::Bind(format!(
+                Error::Bind(format!(
                     "ContainerManagementProtocol server on {}:{}: {e}",
                     cfg.bind_ip, cfg.node_port
                 ))
@@ -234,7 +233,7 @@ impl Agent {
                 reg,
             )
             .map_err(|e| {
-                AgentError::Bind(format!(
+                Error::Bind(format!(
                     "IPC server on {}:{}: {e}",
                     cfg.bind_ip, cfg.ipc_port
                 ))
@@ -246,7 +245,7 @@ impl Agent {
         let http =
             match cfg.http_port {
                 Some(p) => Some(MetricsHttp::bind(SocketAddr::new(cfg.bind_ip, p)).map_err(
-                    |e| AgentError::Bind(format!("metrics HTTP on {}:{p}: {e}", cfg.bind_ip)),
+                    |e| Error::Bind(format!("metrics HTTP on {}:{p}: {e}", cfg.bind_ip)),
                 )?),
                 None => None,
             };
@@ -298,7 +297,7 @@ impl Agent {
         let mut hdfs_fetcher = None;
         let hdfs = match &cfg.hdfs {
             Some(settings) => {
-                let (queue, end) = super::localize::queue(settings.queue_depth);
+                let (queue, end) = crate::hdfs_reader::queue(settings.queue_depth);
                 let (shared, settings, dirs) = (
                     shared.clone(),
                     settings.clone(),
@@ -310,7 +309,7 @@ impl Agent {
                     default_fs: settings.default_fs.clone(),
                 });
                 Some(spawn(hw::Role::HdfsReader, hdfs_cpu, move || {
-                    super::localize::run_reader(end, settings, dirs, shared, hdfs_cpu)
+                    crate::hdfs_reader::run_reader(end, settings, dirs, shared, hdfs_cpu)
                 })?)
             }
             None => {
@@ -352,11 +351,13 @@ impl Agent {
                 hdfs_fetcher,
                 nm_core::localization::DEFAULT_MAX_FILES_PER_DIRECTORY,
             )
-            .map_err(|e| AgentError::Config(format!("resource localization: {e}")))?,
+            .map_err(|e| {
+                Error::from(ConfigError::Invalid(format!("resource localization: {e}")))
+            })?,
         );
-        let recovered = super::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
+        let recovered = crate::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
         let (agent_env, java17) = LauncherConfig::agent_env();
-        let launcher_thread = super::launcher::spawn(
+        let launcher_thread = crate::launcher::spawn(
             launcher_rx,
             shared.clone(),
             LauncherConfig {
@@ -373,7 +374,7 @@ impl Agent {
             localizer,
             recovered,
         )
-        .map_err(|e| AgentError::Io(format!("spawn the launcher: {e}")))?;
+        .map_err(|e| Error::Io(format!("spawn the launcher: {e}")))?;
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
@@ -384,7 +385,7 @@ impl Agent {
             let shared = shared.clone();
             let sim = cfg.simulate.clone().map(|s| Simulator::new(s, wall_ms()));
             let (grace, track) = (cfg.cleanup_grace, cfg.track_stopped_ms);
-            let logs = super::logs::ContainerLogs::new(
+            let logs = crate::logs::ContainerLogs::new(
                 cfg.nm.log_dirs.clone(),
                 format!("{}:{}", identity.host, identity.port),
             );
@@ -849,7 +850,7 @@ fn housekeeping(
     track_stopped_ms: u64,
     started: Instant,
     launcher: LauncherHandle,
-    logs: super::logs::ContainerLogs,
+    logs: crate::logs::ContainerLogs,
 ) {
     let mut orders = Vec::new();
     let mut external = Vec::new();
@@ -862,7 +863,7 @@ fn housekeeping(
         control.poll(shared, wall);
         if let Some(h) = &mut http {
             // /metrics and the container logs (/ws/v1/node/...).
-            super::logs::poll_webapp(h, &logs, shared);
+            crate::logs::poll_webapp(h, &logs, shared);
         }
         if let Some(h) = health.poll(now, wall) {
             let mut cur = lock(&shared.health);

@@ -1,6 +1,8 @@
-//! Container localization: every `LocalResource` of a container downloaded (and unpacked) into
-//! the node's cache before launch, as Java's `ResourceLocalizationService` with `FSDownload`
-//! does it. The rules (paths, modes, unpack plans, messages) are `nm_core::localization`; this
+//! The container localizer: every `LocalResource` of a container downloaded (and unpacked)
+//! into the node's cache before launch, as Java's `ResourceLocalizationService` with
+//! `FSDownload` does it. Its `hdfs:` sources are read by the HDFS-reader thread
+//! ([`crate::hdfs_reader`]); the ContainerManagementProtocol server ([`crate::cmp_server`])
+//! only accepts the start that leads here. The rules (paths, modes, unpack plans, messages) are `nm_core::localization`; this
 //! module does the I/O.
 //!
 //! How the pieces connect:
@@ -15,7 +17,7 @@
 //!  download: local dir (round robin, room for the size estimate) → <root>/<N> from the
 //!  root's DirAllocator → <dest>_tmp/<basename>:
 //!      file: URLs  std::fs (stat, timestamp, public check, copy or unpack)
-//!      hdfs: URLs  localize::HdfsFetcher → the HDFS-reader thread (stat as the submitter,
+//!      hdfs: URLs  hdfs_reader::HdfsFetcher → the HDFS-reader thread (stat as the submitter,
 //!                  timestamp, public check, CRC-checked read), then unpack here
 //!    → modes per visibility → rename <dest>_tmp → <dest> → Ready(<dest>/<basename>)
 //!    v
@@ -50,8 +52,8 @@ use nm_core::localization::{
     Unpack, Visibility,
 };
 
-use super::localize::{FetchRequest, HdfsFetcher, LocalizeError};
-use super::shared::lock;
+use crate::hdfs_reader::{FetchRequest, HdfsFetcher, LocalizeError};
+use crate::shared::lock;
 
 /// The longest symlink target read from a zip entry.
 const MAX_LINK_TARGET: u64 = 4096;
@@ -173,7 +175,7 @@ fn mtime_ms(md: &fs::Metadata) -> i64 {
 impl ResourceLocalizer {
     /// A localizer over the node's `yarn.nodemanager.local-dirs`. `default_fs` is
     /// `fs.defaultFS` (URLs without a scheme are on it); `hdfs` is the reader's handle when
-    /// `fs.defaultFS` is HDFS (from `localize::Queue::fetcher`). `max_files` is
+    /// `fs.defaultFS` is HDFS (from `hdfs_reader::Queue::fetcher`). `max_files` is
     /// `yarn.nodemanager.local-cache.max-files-per-directory`
     /// ([`rules::DEFAULT_MAX_FILES_PER_DIRECTORY`]).
     pub fn new(
@@ -213,7 +215,7 @@ impl ResourceLocalizer {
                 .unwrap_or(0),
             _ => rules::DEFAULT_MAX_FILES_PER_DIRECTORY,
         };
-        Self::new(local_dirs, &super::localize::default_fs(conf), hdfs, max)
+        Self::new(local_dirs, &crate::config::default_fs(conf), hdfs, max)
     }
 
     /// Downloads served so far (a cache hit is not one).
@@ -529,7 +531,7 @@ impl ResourceLocalizer {
                     },
                 })?;
                 let full = format!("hdfs://{}{}", u.authority().unwrap_or_default(), u.path);
-                let path = super::localize::hdfs_path(&full, fetcher.default_fs())?;
+                let path = crate::hdfs_reader::hdfs_path(&full, fetcher.default_fs())?;
                 Ok(Source::Hdfs {
                     fetcher: fetcher.clone(),
                     path,

@@ -62,9 +62,10 @@ use nm_core::launch::{
     DEFAULT_TAIL_BYTES, PRELAUNCH_ERR,
 };
 
-pub use super::cgroups::CgroupMode;
-use super::cgroups::{CgroupError, Cgroups, ContainerCgroup};
-use super::zygote::{Reaper, Run, Zygote, ZygotePool, ZygoteSpec};
+pub use crate::cgroups::CgroupMode;
+use crate::cgroups::{CgroupError, Cgroups, ContainerCgroup};
+use crate::sys::{child_setup, cpu_list, cpu_set, wall_ms, CpuSetError};
+use crate::zygote::{Reaper, Run, Zygote, ZygotePool, ZygoteSpec};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms` default.
 pub const DEFAULT_SIGKILL_DELAY: Duration = Duration::from_millis(250);
@@ -141,10 +142,8 @@ pub enum ExecutorError {
     Launch(#[from] launch::LaunchError),
     #[error("spawning the container: {0}")]
     Spawn(#[source] io::Error),
-    #[error("no CPU to run containers on")]
-    NoCpus,
-    #[error("CPU {0} is beyond what an affinity mask can hold")]
-    CpuOutOfRange(u32),
+    #[error(transparent)]
+    CpuSet(#[from] CpuSetError),
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> ExecutorError + '_ {
@@ -165,31 +164,6 @@ pub fn work_cpus(plan: &hw::Plan) -> Vec<u32> {
         );
     }
     cpus
-}
-
-/// An affinity mask of `cpus`.
-pub(super) fn cpu_set(cpus: &[u32]) -> Result<libc::cpu_set_t, ExecutorError> {
-    if cpus.is_empty() {
-        return Err(ExecutorError::NoCpus);
-    }
-    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
-    for &c in cpus {
-        if c >= max {
-            return Err(ExecutorError::CpuOutOfRange(c));
-        }
-        // SAFETY: c is below the set's capacity (checked above).
-        unsafe { libc::CPU_SET(c as usize, &mut set) };
-    }
-    Ok(set)
-}
-
-pub(super) fn cpu_list(cpus: &[u32]) -> String {
-    cpus.iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Resource limits of one container.
@@ -241,7 +215,7 @@ impl ExitInfo {
 
     /// What to report as diagnostics, stamped now as Java 3.5 stamps each event.
     pub fn diagnostics(&self) -> String {
-        self.class.diagnostics_at(super::runtime::wall_ms())
+        self.class.diagnostics_at(wall_ms())
     }
 }
 
@@ -702,62 +676,6 @@ memory by RLIMIT_DATA",
         let _ = fs::remove_file(&paths.pid_file);
         let _ = fs::remove_file(&paths.exit_code_file);
     }
-}
-
-/// The child's setup between fork and exec. Only async-signal-safe calls.
-pub(super) fn child_setup(
-    procs: &[CString],
-    set: &libc::cpu_set_t,
-    rlimit_data: Option<u64>,
-) -> io::Result<()> {
-    // SAFETY: setsid has no memory effects; it fails only if we already lead a group.
-    if unsafe { libc::setsid() } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() };
-    let mut buf = [0u8; 24];
-    let mut i = buf.len();
-    let mut n = pid as u32;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = &buf[i..];
-    for p in procs {
-        // SAFETY: p is a NUL-terminated path made before the fork.
-        let fd = unsafe { libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: digits is a valid buffer of that length; fd is open.
-        let w = unsafe { libc::write(fd, digits.as_ptr().cast(), digits.len()) };
-        let e = io::Error::last_os_error();
-        // SAFETY: fd is ours and open.
-        unsafe { libc::close(fd) };
-        if w < 0 {
-            return Err(e);
-        }
-    }
-    // SAFETY: set is a valid cpu_set_t of the size passed.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if let Some(bytes) = rlimit_data {
-        let lim = libc::rlimit {
-            rlim_cur: bytes as libc::rlim_t,
-            rlim_max: bytes as libc::rlim_t,
-        };
-        // SAFETY: lim is a valid rlimit.
-        if unsafe { libc::setrlimit(libc::RLIMIT_DATA, &lim) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 fn make_dir(path: &Path, mode: u32) -> Result<(), ExecutorError> {

@@ -92,12 +92,12 @@ use nm_core::launch::{
 use nm_core::localization::{diagnostics_entry, ResourceRequest};
 use nm_core::recovery::{ContainerRecord, RECORD_FILE};
 
-use super::config::NmSettings;
-use super::executor::{Executor, Limits, PrepareInput, RunningContainer};
-use super::resources::ResourceLocalizer;
-use super::runtime::wall_ms;
-use super::setup;
-use super::shared::{lock, Shared};
+use crate::config::NmSettings;
+use crate::executor::{Executor, Limits, PrepareInput, RunningContainer};
+use crate::localizer::ResourceLocalizer;
+use crate::setup;
+use crate::shared::{lock, Shared};
+use crate::sys::wall_ms;
 
 /// What the launcher needs besides the shared state.
 #[derive(Debug, Clone)]
@@ -642,7 +642,7 @@ fn recover_one(
     paths: &ContainerPaths,
     enabled: bool,
 ) -> Option<RunningContainer> {
-    use super::executor::Recovered;
+    use crate::executor::Recovered;
     let found = executor.recover(paths);
     let mut cm = lock(&shared.cm);
     let mut t = lock(&shared.table);

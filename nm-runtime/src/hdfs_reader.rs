@@ -1,5 +1,7 @@
-//! Resource localization: HDFS files copied onto this node for a container, as a NodeManager's
-//! localizer does (`FSDownload`), by the agent's HDFS-reader thread.
+//! The HDFS-reader thread: HDFS files copied onto this node, as a NodeManager's localizer
+//! does (`FSDownload`), for the control socket's `localize` requests and, through
+//! [`HdfsFetcher`], for the `hdfs:` resources of a container's localization
+//! ([`crate::localizer`]). Its settings are [`HdfsSettings`] (in [`crate::config`]).
 //!
 //! How the pieces connect:
 //!
@@ -18,7 +20,7 @@
 //! ```
 //!
 //! The same thread also serves [`FetchRequest`]s from container localization
-//! (`super::resources`): a launch worker calls [`HdfsFetcher::fetch`], which queues the job
+//! (`crate::localizer`): a launch worker calls [`HdfsFetcher::fetch`], which queues the job
 //! (waiting while the queue is full, not refusing) and blocks until the reader answered. Such a
 //! fetch reads as the application's submitter: the reader keeps one `DfsClient` per HDFS user
 //! (the NameNode connection context's `effectiveUser`, SIMPLE auth), at most
@@ -72,106 +74,17 @@ use hdfs_io::dfs::DfsClient;
 use hdfs_io::file_status::{FileStatus, FileType};
 use serde_json::{json, Value};
 
-use super::shared::{Shared, Stopper};
-use super::AgentError;
+use crate::config::{is_kerberos, node_keytab, node_principal, HdfsSettings};
+use crate::metrics::LocalizeMetrics;
+use crate::shared::{Shared, Stopper};
 use nm_core::ids::ContainerId;
 use nm_core::localization::LocalizationError;
 
-/// Localize requests that may wait for the reader when `hotpath.agent.localize.queue-depth`
-/// is not set.
-pub const DEFAULT_QUEUE_DEPTH: usize = 16;
-/// The largest queue depth accepted from the configuration.
-pub const MAX_QUEUE_DEPTH: usize = 1024;
 /// Write buffer between the block reader and the temp file.
 const WRITE_BUFFER: usize = 256 * 1024;
 /// HDFS users the reader keeps a client for (the agent's own one included); one more
 /// replaces the least recently used.
 pub const MAX_USER_CLIENTS: usize = 8;
-
-/// What the HDFS reader needs: the configuration its `DfsClient` is built from.
-#[derive(Debug, Clone)]
-pub struct HdfsSettings {
-    /// The whole configuration (`fs.defaultFS`, `dfs.*`, HA keys).
-    pub conf: Configuration,
-    /// `fs.defaultFS` as configured, e.g. `hdfs://nn1:8020`.
-    pub default_fs: String,
-    /// `hotpath.agent.localize.queue-depth`.
-    pub queue_depth: usize,
-}
-
-/// `hadoop.security.authentication` is `kerberos`.
-fn is_kerberos(conf: &Configuration) -> bool {
-    conf.get("hadoop.security.authentication")
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("kerberos"))
-}
-
-/// The agent's own principal for its HDFS reads: `yarn.nodemanager.principal` with `_HOST`
-/// replaced by `host` (`None` when unset: the ticket cache's principal).
-pub fn node_principal(conf: &Configuration, host: &str) -> Option<String> {
-    conf.get("yarn.nodemanager.principal")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| hadoop_wire::sasl::gssapi::replace_host(p, host))
-}
-
-/// `yarn.nodemanager.keytab`: the keytab of the agent's own login for its HDFS reads (`None`
-/// when unset: MIT's `KRB5CCNAME` / `KRB5_CLIENT_KTNAME` decide). Set without
-/// `yarn.nodemanager.principal` it is an error naming both (Java would log in as the OS user;
-/// the agent refuses to guess).
-pub fn node_keytab(conf: &Configuration) -> Result<Option<PathBuf>, AgentError> {
-    let Some(keytab) = conf
-        .get("yarn.nodemanager.keytab")
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-    else {
-        return Ok(None);
-    };
-    if node_principal(conf, "_HOST").is_none() {
-        return Err(AgentError::Config(format!(
-            "yarn.nodemanager.keytab is set ({keytab}) but yarn.nodemanager.principal is not: \
-             the agent's Kerberos login needs the principal whose key the keytab holds"
-        )));
-    }
-    Ok(Some(PathBuf::from(keytab)))
-}
-
-impl HdfsSettings {
-    /// `Some` when `fs.defaultFS` is an `hdfs://` URI; `None` otherwise (no reader thread).
-    /// On a Kerberized cluster a `yarn.nodemanager.keytab` without `yarn.nodemanager.principal`
-    /// is refused here ([`node_keytab`]).
-    pub fn from_conf(conf: &Configuration) -> Result<Option<HdfsSettings>, AgentError> {
-        let fs = default_fs(conf);
-        if !fs.to_ascii_lowercase().starts_with("hdfs://") {
-            return Ok(None);
-        }
-        if is_kerberos(conf) {
-            node_keytab(conf)?;
-        }
-        let depth = match conf.try_get("hotpath.agent.localize.queue-depth")? {
-            Some(_) => conf.get_i64("hotpath.agent.localize.queue-depth")?,
-            None => DEFAULT_QUEUE_DEPTH as i64,
-        };
-        if !(1..=MAX_QUEUE_DEPTH as i64).contains(&depth) {
-            return Err(AgentError::Config(format!(
-                "hotpath.agent.localize.queue-depth = {depth}: expected 1..={MAX_QUEUE_DEPTH}"
-            )));
-        }
-        Ok(Some(HdfsSettings {
-            conf: conf.clone(),
-            default_fs: fs,
-            queue_depth: depth as usize,
-        }))
-    }
-}
-
-/// `fs.defaultFS`, trimmed (`file:///` when unset).
-pub fn default_fs(conf: &Configuration) -> String {
-    conf.get("fs.defaultFS")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("file:///")
-        .to_string()
-}
 
 /// Why a localization failed. [`kind`](LocalizeError::kind) is the reply's `kind` field.
 #[derive(Debug, thiserror::Error)]
@@ -515,23 +428,6 @@ impl HdfsFetcher {
             .map_err(|_| LocalizeError::ReaderGone)?;
         rx.recv().map_err(|_| LocalizeError::ReaderGone)?
     }
-}
-
-/// Counters shared between the control socket, the reader thread and `/metrics`.
-#[derive(Debug, Default)]
-pub struct LocalizeMetrics {
-    pub ok: AtomicU64,
-    /// Every error reply to a localize request (busy and not-configured included).
-    pub failed: AtomicU64,
-    /// Refused because the queue was full (also counted in `failed`).
-    pub busy: AtomicU64,
-    pub bytes: AtomicU64,
-    /// Queued or being read now.
-    pub pending: AtomicU64,
-    /// 1 while the reader works on a request.
-    pub active: AtomicU64,
-    /// 1 while the HDFS-reader thread runs.
-    pub reader_running: AtomicU64,
 }
 
 /// The control socket's end: submit jobs, collect replies.

@@ -7,7 +7,7 @@
 //! `mkdir`/`rmdir` of a cgroup queues behind it. A container must be in its cgroups before its
 //! first instruction, so that wait sat between `fork` and `exec` of every launch.
 //!
-//! A zygote is made by the pool's thread exactly as [`super::executor::Executor::spawn`] makes
+//! A zygote is made by the pool's thread exactly as [`crate::executor::Executor::spawn`] makes
 //! a container: a new cgroup per controller (no memory limit yet), a fork that starts its own
 //! session, joins those cgroups, takes the work CPUs' affinity and execs `/bin/bash -c`
 //! [`SCRIPT`], which waits on its stdin. A launch takes one, sets the container's memory limit
@@ -37,7 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::cgroups::{Cgroups, ContainerCgroup};
+use crate::cgroups::{Cgroups, ContainerCgroup, ZYGOTE_PREFIX};
 
 /// What a zygote runs: wait for the four lines, then become the container's first process.
 /// The go pipe is closed by the redirection of stdin; EOF (the agent went away) exits 0.
@@ -54,9 +54,6 @@ exec 0</dev/null 1>\"$o\" 2>&1\n\
 cd -- \"$w\" || exit 1\n\
 if [ \"$m\" = source ]; then . \"$s\"; exit $?; fi\n\
 exec /bin/bash \"$s\"\n";
-
-/// Name prefix of the pool's cgroups (`zygote-<agent pid>-<nonce>-<n>`).
-const PREFIX: &str = "zygote-";
 
 /// How a zygote runs its script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,7 +296,7 @@ fn run(inner: &Inner) {
             st.removing = 0;
         }
         let Some(n) = want else { continue };
-        match make(&inner.spec, &format!("{PREFIX}{pid}-{nonce}-{n}")) {
+        match make(&inner.spec, &format!("{ZYGOTE_PREFIX}{pid}-{nonce}-{n}")) {
             Ok(z) => {
                 failures = 0;
                 let mut st = lock(&inner.state);
@@ -329,8 +326,8 @@ fn run(inner: &Inner) {
 
 /// One zygote: its cgroup (no memory limit), then the process in it.
 fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
-    let cpus = super::executor::cpu_list(&spec.cpus);
-    let set = super::executor::cpu_set(&spec.cpus).map_err(|e| e.to_string())?;
+    let cpus = crate::sys::cpu_list(&spec.cpus);
+    let set = crate::sys::cpu_set(&spec.cpus).map_err(|e| e.to_string())?;
     let cgroup = match &spec.cgroups {
         Some(cg) => Some(cg.create(name, None, &cpus).map_err(|e| e.to_string())?),
         None => None,
@@ -348,7 +345,7 @@ fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
     // SAFETY: only async-signal-safe calls on data made before the fork; no allocation (see
     // `child_setup`).
     unsafe {
-        cmd.pre_exec(move || super::executor::child_setup(&procs, &set, None));
+        cmd.pre_exec(move || crate::sys::child_setup(&procs, &set, None));
     }
     match cmd.spawn() {
         Ok(mut child) => {
@@ -362,20 +359,4 @@ fn make(spec: &ZygoteSpec, name: &str) -> Result<Zygote, String> {
             Err(format!("spawning: {e}"))
         }
     }
-}
-
-/// Whether `name` is a pool cgroup (`zygote-<pid>-…`) whose agent is no longer running; the
-/// start-up sweep removes it when empty ([`Cgroups::remove_stale_containers`]).
-pub(super) fn is_stale_cgroup(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix(PREFIX) else {
-        return false;
-    };
-    let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 only checks for existence.
-    let alive = pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
-    !alive
 }

@@ -14,7 +14,7 @@ use hadoop_wire::pb::hadoop::yarn::{
 use ipc::server::{BodySource, Call, CallError, Registry, Reply};
 use prost::Message;
 
-use super::shared::{lock, Shared};
+use crate::shared::{lock, Shared};
 use nm_core::wire::{container_status_proto, resource_proto};
 
 pub const PROTOCOL: &str = "hotpath.agent.NodeAgentProtocol";

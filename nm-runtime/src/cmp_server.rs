@@ -1,4 +1,4 @@
-//! ContainerManagementProtocolPB on the node address (`yarn.nodemanager.address`, the port
+//! The ContainerManagementProtocol server: ContainerManagementProtocolPB on the node address (`yarn.nodemanager.address`, the port
 //! registered as the NodeId): the IPC handlers around [`nm_core::container_manager`].
 //!
 //! The server is TOKEN-only, as Java's NodeManager forces it even on SIMPLE clusters: a SIMPLE
@@ -24,9 +24,9 @@ use hadoop_wire::yarn::{
 use ipc::server::{Call, CallError, Registry, Reply};
 use nm_core::container_manager::CallFailure;
 
-use super::launcher::{LaunchCommand, LaunchStamps, LauncherHandle};
-use super::runtime::wall_ms;
-use super::shared::{lock, Shared};
+use crate::launcher::{LaunchCommand, LaunchStamps, LauncherHandle};
+use crate::shared::{lock, Shared};
+use crate::sys::wall_ms;
 
 fn failure(f: CallFailure) -> CallError {
     CallError::application(f.class, f.message)
@@ -53,7 +53,7 @@ fn answer<M: prost::Message>(reply: &mut Reply<'_, '_>, m: &M) -> Result<(), Cal
         reply.bytes(&bytes)?;
     } else {
         let len = bytes.len() as u64;
-        reply.stream(len, Box::new(super::report::VecBody::new(bytes)))?;
+        reply.stream(len, Box::new(crate::report::VecBody::new(bytes)))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::metrics::AgentMetrics;
+use crate::metrics::AgentMetrics;
 use nm_core::container_manager::ContainerManager;
 use nm_core::status_updater::NodeIdentity;
 use nm_core::table::ContainerTable;

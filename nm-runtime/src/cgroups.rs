@@ -35,6 +35,10 @@ pub enum CgroupMode {
     Off,
 }
 
+/// Name prefix of a zygote pool's cgroups (`zygote-<agent pid>-<nonce>-<n>`, see
+/// [`crate::zygote`]); the start-up sweep knows a stale one by it.
+pub const ZYGOTE_PREFIX: &str = "zygote-";
+
 /// A cgroup operation that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
@@ -317,7 +321,7 @@ impl Cgroups {
     ///   `min_age` ago: those of containers that ended while no agent watched them (an agent
     ///   killed −9 whose successor has no record of them); the age guard leaves alone a cgroup
     ///   another agent on this host has just created and not yet filled;
-    /// - of zygote pools (`zygote-<pid>-…`, see [`super::zygote`]) whose agent is no longer
+    /// - of zygote pools (`zygote-<pid>-…`, see [`crate::zygote`]) whose agent is no longer
     ///   running.
     ///
     /// A cgroup with processes is refused by the kernel and stays. Returns how many went.
@@ -343,7 +347,7 @@ impl Cgroups {
                             .and_then(|m| m.modified())
                             .is_ok_and(|t| now.duration_since(t).is_ok_and(|a| a >= min_age))
                 } else {
-                    super::zygote::is_stale_cgroup(name)
+                    is_stale_zygote_cgroup(name)
                 };
                 if stale && fs::remove_dir(e.path()).is_ok() {
                     removed += 1;
@@ -613,6 +617,22 @@ impl ContainerCgroup {
         }
         all
     }
+}
+
+/// Whether `name` is a pool cgroup (`zygote-<pid>-…`) whose agent is no longer running; the
+/// start-up sweep removes it when empty ([`Cgroups::remove_stale_containers`]).
+fn is_stale_zygote_cgroup(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(ZYGOTE_PREFIX) else {
+        return false;
+    };
+    let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks for existence.
+    let alive = pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+    !alive
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! | `{"op":"list"}` | `containers`: id, state, exit_status, diagnostics, delivery |
 //! | `{"op":"status"}` | the node: phase, response id, counts, totals |
 //! | `{"op":"watch"}` | from now on this connection also receives every cleanup order |
-//! | `{"op":"localize","container":ID,"source":"hdfs:///p","dest":"/abs/path","overwrite":false}` | the HDFS reader copies the file (see [`super::localize`]); answered when done with `bytes`, `elapsed_ms`, ...; errors carry a `kind` |
+//! | `{"op":"localize","container":ID,"source":"hdfs:///p","dest":"/abs/path","overwrite":false}` | the HDFS reader copies the file (see [`crate::hdfs_reader`]); answered when done with `bytes`, `elapsed_ms`, ...; errors carry a `kind` |
 //!
 //! A connection waiting for a localize reply is not read further until the reply is sent, so
 //! replies come in request order.
@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::localize::{self, Job, LocalizeError, Queue};
-use super::shared::{lock, Shared};
+use crate::hdfs_reader::{self, Job, LocalizeError, Queue};
+use crate::shared::{lock, Shared};
 use hadoop_wire::yarn::exit_status;
 use nm_core::ids::ContainerId;
 use nm_core::table::{CleanupOrder, Delivery, Resource};
@@ -273,7 +273,7 @@ impl ControlServer {
             }
             Localizer::On { queue, default_fs } => (queue, default_fs),
         };
-        let req = match localize::Request::from_json(v, default_fs) {
+        let req = match hdfs_reader::Request::from_json(v, default_fs) {
             Ok(r) => r,
             Err(e) => return fail(e),
         };
