@@ -116,8 +116,8 @@ fn delegation_tokens_match_hadoops_manager() {
         utc_offset_minutes: KOLKATA,
         ..DelegationConfig::default()
     };
-    let mut m = DelegationTokenSecretManager::new(cfg, &mut Fixed(bytes), issue).unwrap();
-    assert_eq!(m.current_key().key_id, 2);
+    let mut m = DelegationTokenSecretManager::started(cfg, &mut Fixed(bytes), issue).unwrap();
+    assert_eq!(m.current_key().unwrap().key_id, 2);
 
     // Same identifier bytes, same password, same toString.
     let (id, token) = m.create_token("alice", "yarn", "oozie", issue).unwrap();
@@ -197,7 +197,7 @@ fn expired_token_text_matches_hadoop() {
         utc_offset_minutes: KOLKATA,
         ..DelegationConfig::default()
     };
-    let mut m = DelegationTokenSecretManager::new(
+    let mut m = DelegationTokenSecretManager::started(
         cfg,
         &mut hadoop_wire::entropy::SeededEntropy(3),
         q.issue_date(),
