@@ -12,7 +12,9 @@ use hadoop_wire::token::delegation::{
     format_time, format_token_id, identifier_to_string, DelegationConfig,
     DelegationTokenSecretManager,
 };
-use hadoop_wire::token::{DelegationTokenIdentifier, Token, TokenError, TokenIdentifier};
+use hadoop_wire::token::{
+    DelegationIdentifier as _, DelegationTokenIdentifier, Token, TokenError, TokenIdentifier,
+};
 
 /// Hands out the bytes Java's keys were made of, in order.
 struct Fixed(Vec<u8>);

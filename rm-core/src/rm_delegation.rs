@@ -34,7 +34,8 @@ use hadoop_wire::sasl::message::AuthMethod;
 use hadoop_wire::sasl::server::{TokenPassword, TokenSecrets};
 use hadoop_wire::sasl::SaslError;
 use hadoop_wire::token::delegation::{
-    short_name, DelegationError, DelegationKey, DelegationStore, DelegationTokenSecrets, Setting,
+    short_name, DelegationError, DelegationIdentifier as _, DelegationKey, DelegationStore,
+    DelegationTokenSecrets, Setting,
 };
 use hadoop_wire::token::Limits;
 use hadoop_wire::token::{Token, TokenError, TokenIdentifier};

@@ -22,7 +22,7 @@ use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
 use hadoop_wire::sasl::message::AuthMethod;
 use hadoop_wire::sasl::server::ServerAuth;
 use hadoop_wire::sasl::Qop;
-use hadoop_wire::token::{Limits, Token, TokenIdentifier};
+use hadoop_wire::token::{DelegationIdentifier as _, Limits, Token, TokenIdentifier};
 use hadoop_wire::yarn::{acp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION};
 use ipc::client::{Client, ClientConfig, ClientError};
 use ipc::server::ServerConfig;

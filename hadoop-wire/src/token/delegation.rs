@@ -7,8 +7,8 @@
 //! How the types connect:
 //!
 //! - [`DelegationIdentifier`] is what the manager needs of an identifier: Java's
-//!   `AbstractDelegationTokenIdentifier` fields, a constructor that encodes them as Java writes
-//!   them, and `toString()`. [`DelegationTokenIdentifier`] (HDFS, Writable) and
+//!   `AbstractDelegationTokenIdentifier` fields ([`DelegationFields`]), a constructor that
+//!   encodes them as Java writes them, and `toString()`. [`DelegationTokenIdentifier`] (HDFS, Writable) and
 //!   [`RmDelegationTokenIdentifier`](super::rm_delegation::RmDelegationTokenIdentifier) (YARN,
 //!   protobuf) implement it.
 //! - [`DelegationConfig`] holds the three intervals (`dfs.namenode.delegation.*`,
@@ -219,55 +219,76 @@ pub fn short_name(user: &str) -> &str {
     user.split(['/', '@']).next().unwrap_or(user)
 }
 
-/// What a delegation-token secret manager needs of its identifier: the fields of Java's
-/// `AbstractDelegationTokenIdentifier` and their encoding ([`TokenIdentifier::bytes`], which
-/// the password covers and the stored tokens are keyed by).
+/// The fields of Java's `AbstractDelegationTokenIdentifier`, whatever their encoding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DelegationFields {
+    pub owner: String,
+    /// A short name (Java's `setRenewer` shortens a Kerberos principal first).
+    pub renewer: String,
+    pub real_user: String,
+    pub issue_date: i64,
+    pub max_date: i64,
+    pub sequence_number: i32,
+    pub master_key_id: i32,
+}
+
+impl DelegationFields {
+    /// `AbstractDelegationTokenIdentifier.toString()` under `kind`: `<kind> owner=…,
+    /// renewer=…, realUser=…, issueDate=…, maxDate=…, sequenceNumber=…, masterKeyId=…`.
+    pub fn java_string(&self, kind: &str) -> String {
+        format!(
+            "{kind} owner={}, renewer={}, realUser={}, issueDate={}, maxDate={}, sequenceNumber={}, masterKeyId={}",
+            self.owner,
+            self.renewer,
+            self.real_user,
+            self.issue_date,
+            self.max_date,
+            self.sequence_number,
+            self.master_key_id
+        )
+    }
+}
+
+/// What a delegation-token secret manager needs of its identifier: the
+/// [`DelegationFields`] and their encoding ([`TokenIdentifier::bytes`], which the password
+/// covers and the stored tokens are keyed by).
 pub trait DelegationIdentifier: TokenIdentifier {
     /// What the stored tokens are called in [`TokenError::Full`].
     const STORED: &'static str;
-    /// An identifier with these fields, encoded as Java writes them. (Java's `setRenewer`
-    /// shortens a Kerberos principal to its short name first; pass the short name.)
-    #[allow(clippy::too_many_arguments)]
-    fn with_fields(
-        owner: &str,
-        renewer: &str,
-        real_user: &str,
-        issue_date: i64,
-        max_date: i64,
-        sequence_number: i32,
-        master_key_id: i32,
-    ) -> Self;
-    fn owner(&self) -> &str;
-    fn renewer(&self) -> &str;
-    fn real_user(&self) -> &str;
-    fn issue_date(&self) -> i64;
-    fn max_date(&self) -> i64;
-    fn sequence_number(&self) -> i32;
-    fn master_key_id(&self) -> i32;
+    /// An identifier with these fields, encoded as Java writes them.
+    fn from_fields(fields: DelegationFields) -> Self;
+    fn fields(&self) -> &DelegationFields;
     /// The identifier's `toString()`; `None` where Java throws.
     fn to_java_string(&self) -> Option<String>;
+
+    fn owner(&self) -> &str {
+        &self.fields().owner
+    }
+    fn renewer(&self) -> &str {
+        &self.fields().renewer
+    }
+    fn real_user(&self) -> &str {
+        &self.fields().real_user
+    }
+    fn issue_date(&self) -> i64 {
+        self.fields().issue_date
+    }
+    fn max_date(&self) -> i64 {
+        self.fields().max_date
+    }
+    fn sequence_number(&self) -> i32 {
+        self.fields().sequence_number
+    }
+    fn master_key_id(&self) -> i32 {
+        self.fields().master_key_id
+    }
 }
 
 /// The identifier's `toString()` (see [`DelegationIdentifier::to_java_string`]); for HDFS
-/// `token for <short owner>: ` followed by `AbstractDelegationTokenIdentifier.toString()`
-/// (`HDFS_DELEGATION_TOKEN owner=…, renewer=…, realUser=…, issueDate=…, maxDate=…,
-/// sequenceNumber=…, masterKeyId=…`), `None` for an empty owner (Java has no user).
+/// `token for <short owner>: ` followed by `AbstractDelegationTokenIdentifier.toString()`,
+/// `None` for an empty owner (Java has no user).
 pub fn identifier_to_string<I: DelegationIdentifier>(id: &I) -> Option<String> {
     id.to_java_string()
-}
-
-/// `AbstractDelegationTokenIdentifier.toString()` of the fields under `kind`.
-pub fn abstract_identifier_string<I: DelegationIdentifier>(kind: &str, id: &I) -> String {
-    format!(
-        "{kind} owner={}, renewer={}, realUser={}, issueDate={}, maxDate={}, sequenceNumber={}, masterKeyId={}",
-        id.owner(),
-        id.renewer(),
-        id.real_user(),
-        id.issue_date(),
-        id.max_date(),
-        id.sequence_number(),
-        id.master_key_id()
-    )
 }
 
 /// `formatTokenId`: `(<identifier.toString()>)`, or `( SequenceNumber=<n> )` when `toString`
@@ -276,63 +297,6 @@ pub fn format_token_id<I: DelegationIdentifier>(id: &I) -> String {
     match id.to_java_string() {
         Some(s) => format!("({s})"),
         None => format!("( SequenceNumber={} )", id.sequence_number()),
-    }
-}
-
-impl DelegationIdentifier for DelegationTokenIdentifier {
-    const STORED: &'static str = "stored delegation tokens";
-    fn with_fields(
-        owner: &str,
-        renewer: &str,
-        real_user: &str,
-        issue_date: i64,
-        max_date: i64,
-        sequence_number: i32,
-        master_key_id: i32,
-    ) -> Self {
-        DelegationTokenIdentifier::new(
-            owner,
-            renewer,
-            real_user,
-            issue_date,
-            max_date,
-            sequence_number,
-            master_key_id,
-        )
-    }
-    fn owner(&self) -> &str {
-        DelegationTokenIdentifier::owner(self)
-    }
-    fn renewer(&self) -> &str {
-        DelegationTokenIdentifier::renewer(self)
-    }
-    fn real_user(&self) -> &str {
-        DelegationTokenIdentifier::real_user(self)
-    }
-    fn issue_date(&self) -> i64 {
-        DelegationTokenIdentifier::issue_date(self)
-    }
-    fn max_date(&self) -> i64 {
-        DelegationTokenIdentifier::max_date(self)
-    }
-    fn sequence_number(&self) -> i32 {
-        DelegationTokenIdentifier::sequence_number(self)
-    }
-    fn master_key_id(&self) -> i32 {
-        DelegationTokenIdentifier::master_key_id(self)
-    }
-    /// `DelegationTokenIdentifier.toString()`: `token for <short owner>: ` and the abstract
-    /// identifier's text.
-    fn to_java_string(&self) -> Option<String> {
-        let owner = DelegationTokenIdentifier::owner(self);
-        if owner.is_empty() {
-            return None;
-        }
-        Some(format!(
-            "token for {}: {}",
-            short_name(owner),
-            abstract_identifier_string(super::KIND_HDFS_DELEGATION, self)
-        ))
     }
 }
 
@@ -688,15 +652,15 @@ impl<I: DelegationIdentifier, S: DelegationStore> DelegationSecretManager<I, S> 
             return Err(TokenError::NoCurrentKey);
         };
         self.sequence = self.sequence.wrapping_add(1);
-        let id = I::with_fields(
-            owner,
-            renewer,
-            real_user,
-            now_ms,
-            now_ms.saturating_add(self.cfg.max_lifetime_ms),
-            self.sequence,
-            key.key_id,
-        );
+        let id = I::from_fields(DelegationFields {
+            owner: owner.into(),
+            renewer: renewer.into(),
+            real_user: real_user.into(),
+            issue_date: now_ms,
+            max_date: now_ms.saturating_add(self.cfg.max_lifetime_ms),
+            sequence_number: self.sequence,
+            master_key_id: key.key_id,
+        });
         let password = create_password(&key.bytes, id.bytes());
         let renew_date = now_ms.saturating_add(self.cfg.renew_interval_ms);
         self.tokens.insert(

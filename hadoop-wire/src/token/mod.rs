@@ -54,6 +54,7 @@ use crate::reader::DecodeError;
 use writable::WritableReader;
 
 pub use credentials::{Credentials, Format};
+pub use delegation::DelegationIdentifier;
 pub use identifier::{
     AmrmTokenIdentifier, ContainerTokenIdentifier, DelegationTokenIdentifier, NmTokenIdentifier,
     NodeId,

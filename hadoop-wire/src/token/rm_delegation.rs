@@ -13,7 +13,7 @@ use std::fmt;
 
 use prost::Message as _;
 
-use super::delegation::{abstract_identifier_string, format_token_id, DelegationIdentifier};
+use super::delegation::{format_token_id, DelegationFields, DelegationIdentifier};
 use super::{TokenError, TokenIdentifier};
 use crate::pb::hadoop::yarn::YarnDelegationTokenIdentifierProto;
 
@@ -22,24 +22,18 @@ pub const KIND_RM_DELEGATION: &str = "RM_DELEGATION_TOKEN";
 /// Largest identifier we parse (a Java one is well under 1 KiB).
 pub const MAX_IDENTIFIER_BYTES: usize = 64 << 10;
 
-/// An `RMDelegationTokenIdentifier`: the fields, the bytes as received and the bytes Java's
-/// `getBytes()` gives for them.
+/// An `RMDelegationTokenIdentifier`: the fields (read through [`DelegationIdentifier`]), the
+/// bytes as received and the bytes Java's `getBytes()` gives for them.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RmDelegationTokenIdentifier {
-    owner: String,
-    renewer: String,
-    real_user: String,
-    issue_date: i64,
-    max_date: i64,
-    sequence_number: i32,
-    master_key_id: i32,
+    fields: DelegationFields,
     raw: Vec<u8>,
     bytes: Vec<u8>,
 }
 
 impl fmt::Debug for RmDelegationTokenIdentifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_java_string())
+        f.write_str(&self.fields.java_string(KIND_RM_DELEGATION))
     }
 }
 
@@ -52,73 +46,6 @@ fn nonzero<T: Default + PartialEq>(v: T) -> Option<T> {
 }
 
 impl RmDelegationTokenIdentifier {
-    /// An identifier with these fields (its bytes as Java writes them).
-    pub fn new(
-        owner: &str,
-        renewer: &str,
-        real_user: &str,
-        issue_date: i64,
-        max_date: i64,
-        sequence_number: i32,
-        master_key_id: i32,
-    ) -> RmDelegationTokenIdentifier {
-        let mut id = RmDelegationTokenIdentifier {
-            owner: owner.into(),
-            renewer: renewer.into(),
-            real_user: real_user.into(),
-            issue_date,
-            max_date,
-            sequence_number,
-            master_key_id,
-            raw: Vec::new(),
-            bytes: Vec::new(),
-        };
-        id.bytes = id.canonical();
-        id.raw = id.bytes.clone();
-        id
-    }
-
-    /// `setBuilderFields` + `build().writeTo`: only fields that differ from the defaults.
-    fn canonical(&self) -> Vec<u8> {
-        YarnDelegationTokenIdentifierProto {
-            owner: nonempty(&self.owner),
-            renewer: nonempty(&self.renewer),
-            real_user: nonempty(&self.real_user),
-            issue_date: nonzero(self.issue_date),
-            max_date: nonzero(self.max_date),
-            sequence_number: nonzero(self.sequence_number),
-            master_key_id: nonzero(self.master_key_id),
-        }
-        .encode_to_vec()
-    }
-
-    pub fn owner(&self) -> &str {
-        &self.owner
-    }
-    pub fn renewer(&self) -> &str {
-        &self.renewer
-    }
-    pub fn real_user(&self) -> &str {
-        &self.real_user
-    }
-    pub fn issue_date(&self) -> i64 {
-        self.issue_date
-    }
-    pub fn max_date(&self) -> i64 {
-        self.max_date
-    }
-    pub fn sequence_number(&self) -> i32 {
-        self.sequence_number
-    }
-    pub fn master_key_id(&self) -> i32 {
-        self.master_key_id
-    }
-
-    /// `AbstractDelegationTokenIdentifier.toString()`.
-    pub fn to_java_string(&self) -> String {
-        abstract_identifier_string(KIND_RM_DELEGATION, self)
-    }
-
     /// `formatTokenId`: `(` + `toString()` + `)`.
     pub fn format_token_id(&self) -> String {
         format_token_id(self)
@@ -141,15 +68,15 @@ impl TokenIdentifier for RmDelegationTokenIdentifier {
             what: "YARNDelegationTokenIdentifierProto",
             message: e.to_string(),
         })?;
-        let mut id = RmDelegationTokenIdentifier::new(
-            p.owner.as_deref().unwrap_or(""),
-            p.renewer.as_deref().unwrap_or(""),
-            p.real_user.as_deref().unwrap_or(""),
-            p.issue_date.unwrap_or(0),
-            p.max_date.unwrap_or(0),
-            p.sequence_number.unwrap_or(0),
-            p.master_key_id.unwrap_or(0),
-        );
+        let mut id = RmDelegationTokenIdentifier::from_fields(DelegationFields {
+            owner: p.owner.unwrap_or_default(),
+            renewer: p.renewer.unwrap_or_default(),
+            real_user: p.real_user.unwrap_or_default(),
+            issue_date: p.issue_date.unwrap_or(0),
+            max_date: p.max_date.unwrap_or(0),
+            sequence_number: p.sequence_number.unwrap_or(0),
+            master_key_id: p.master_key_id.unwrap_or(0),
+        });
         id.raw = raw.to_vec();
         Ok(id)
     }
@@ -161,58 +88,44 @@ impl TokenIdentifier for RmDelegationTokenIdentifier {
     }
     /// The owner (`getUser()`'s user name; a proxied token's effective user).
     fn user(&self) -> Option<String> {
-        nonempty(&self.owner)
+        nonempty(&self.fields.owner)
     }
     fn key_id(&self) -> i32 {
-        self.master_key_id
+        self.fields.master_key_id
     }
 }
 
 impl DelegationIdentifier for RmDelegationTokenIdentifier {
     const STORED: &'static str = "stored RM delegation tokens";
-    fn with_fields(
-        owner: &str,
-        renewer: &str,
-        real_user: &str,
-        issue_date: i64,
-        max_date: i64,
-        sequence_number: i32,
-        master_key_id: i32,
-    ) -> Self {
-        RmDelegationTokenIdentifier::new(
-            owner,
-            renewer,
-            real_user,
-            issue_date,
-            max_date,
-            sequence_number,
-            master_key_id,
-        )
+
+    /// `setBuilderFields` + `build().writeTo`: only fields that differ from the defaults.
+    fn from_fields(fields: DelegationFields) -> Self {
+        let f = &fields;
+        let bytes = YarnDelegationTokenIdentifierProto {
+            owner: nonempty(&f.owner),
+            renewer: nonempty(&f.renewer),
+            real_user: nonempty(&f.real_user),
+            issue_date: nonzero(f.issue_date),
+            max_date: nonzero(f.max_date),
+            sequence_number: nonzero(f.sequence_number),
+            master_key_id: nonzero(f.master_key_id),
+        }
+        .encode_to_vec();
+        RmDelegationTokenIdentifier {
+            fields,
+            raw: bytes.clone(),
+            bytes,
+        }
     }
-    fn owner(&self) -> &str {
-        &self.owner
+
+    fn fields(&self) -> &DelegationFields {
+        &self.fields
     }
-    fn renewer(&self) -> &str {
-        &self.renewer
-    }
-    fn real_user(&self) -> &str {
-        &self.real_user
-    }
-    fn issue_date(&self) -> i64 {
-        self.issue_date
-    }
-    fn max_date(&self) -> i64 {
-        self.max_date
-    }
-    fn sequence_number(&self) -> i32 {
-        self.sequence_number
-    }
-    fn master_key_id(&self) -> i32 {
-        self.master_key_id
-    }
-    /// Always some: `YARNDelegationTokenIdentifier` does not override `toString()`.
+
+    /// `AbstractDelegationTokenIdentifier.toString()` (`YARNDelegationTokenIdentifier` does not
+    /// override it), so never `None`.
     fn to_java_string(&self) -> Option<String> {
-        Some(RmDelegationTokenIdentifier::to_java_string(self))
+        Some(self.fields.java_string(KIND_RM_DELEGATION))
     }
 }
 
@@ -224,8 +137,15 @@ mod tests {
 
     #[test]
     fn identifier_is_the_yarn_protobuf_with_defaults_left_out() {
-        let id =
-            RmDelegationTokenIdentifier::new("alice@EXAMPLE.COM", "yarn", "", T0, T0 + 1, 1, 2);
+        let id = RmDelegationTokenIdentifier::from_fields(DelegationFields {
+            owner: "alice@EXAMPLE.COM".into(),
+            renewer: "yarn".into(),
+            real_user: "".into(),
+            issue_date: T0,
+            max_date: T0 + 1,
+            sequence_number: 1,
+            master_key_id: 2,
+        });
         // owner(1), renewer(2), no realUser, issueDate(4), maxDate(5), seq(6), key(7).
         let b = id.bytes();
         assert_eq!(b[0], 0x0a);
