@@ -2,7 +2,7 @@
 //! per-message calls ([`EstablishedContext`]: `gss_wrap`, `gss_unwrap`, the authenticated
 //! initiator), the RFC 4752 §3.1 security-layer message both sides wrap (`[mask, maxbuf24]`),
 //! and the [`SecurityLayer`] a complete GSSAPI mechanism hands over for `auth-int` /
-//! `auth-conf`, with its privacy rule ([`require_sealed`]).
+//! `auth-conf`, with its privacy rule (a token that is not sealed is refused at `auth-conf`).
 //!
 //! The handshakes stay apart: [`GssContext`](super::gssapi::GssContext) adds
 //! `gss_init_sec_context` (client), [`GssAcceptor`](super::gssapi_server::GssAcceptor)
