@@ -10,6 +10,8 @@
 //! tokens are our RFC 4121 layer ([`super::krb5_cfx`]: sequence numbers, replay and order
 //! checks) or MIT's.
 
+use std::fmt;
+
 use super::{Qop, SaslError, SecurityLayer};
 
 /// The receive buffer a client announces when a layer wraps (the JDK's default), and the one
@@ -56,26 +58,70 @@ pub(crate) fn read_layer_message(plain: &[u8; 4]) -> (u8, u32) {
     )
 }
 
-/// The layer a complete mechanism hands over: `None` for `auth` (or when the context was
-/// handed over already). `peer_max` is the peer's announced receive buffer (0: none, taken as
-/// [`CLIENT_MAX_RECEIVE`]).
-pub(crate) fn take_layer<C: EstablishedContext + ?Sized + 'static>(
-    ctx: &mut Option<Box<C>>,
-    qop: Option<Qop>,
+/// A GSSAPI mechanism's context and what its negotiation settled (the layer, the peer's
+/// receive buffer, the authenticated client), until the context is handed over as the
+/// [`SecurityLayer`]. Both mechanisms keep one.
+pub(crate) struct Negotiated<C: ?Sized> {
+    ctx: Option<Box<C>>,
+    pub(crate) qop: Option<Qop>,
+    /// The peer's announced receive buffer (0: none).
     peer_max: u32,
-) -> Option<Box<dyn SecurityLayer>> {
-    let qop = qop.filter(|q| q.wraps())?;
-    let ctx = ctx.take()?;
-    let peer_max = if peer_max == 0 {
-        CLIENT_MAX_RECEIVE
-    } else {
-        peer_max
-    };
-    Some(Box::new(GssLayer {
-        ctx,
-        qop,
-        max_input: (peer_max as usize).saturating_sub(WRAP_OVERHEAD).max(1),
-    }))
+    /// The authenticated client principal, once complete.
+    pub(crate) client: Option<String>,
+}
+
+/// Prints what was settled, never the context.
+impl<C: ?Sized> fmt::Debug for Negotiated<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Negotiated")
+            .field("qop", &self.qop)
+            .field("peer_max", &self.peer_max)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: EstablishedContext + ?Sized + 'static> Negotiated<C> {
+    pub(crate) fn new(ctx: Box<C>) -> Self {
+        Negotiated {
+            ctx: Some(ctx),
+            qop: None,
+            peer_max: 0,
+            client: None,
+        }
+    }
+
+    /// The context, until it is handed over.
+    pub(crate) fn ctx(&mut self) -> Result<&mut C, SaslError> {
+        self.ctx
+            .as_deref_mut()
+            .ok_or_else(|| SaslError::Sasl("GSSAPI: security context already handed over".into()))
+    }
+
+    /// The negotiation's outcome: the layer, the peer's receive buffer, the client.
+    pub(crate) fn complete(&mut self, qop: Qop, peer_max: u32, client: String) {
+        self.qop = Some(qop);
+        self.peer_max = peer_max;
+        self.client = Some(client);
+    }
+
+    /// The layer a complete mechanism hands over: `None` for `auth` (or when the context was
+    /// handed over already). A peer that announced no receive buffer is taken to have
+    /// [`CLIENT_MAX_RECEIVE`].
+    pub(crate) fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
+        let qop = self.qop.filter(|q| q.wraps())?;
+        let ctx = self.ctx.take()?;
+        let peer_max = if self.peer_max == 0 {
+            CLIENT_MAX_RECEIVE
+        } else {
+            self.peer_max
+        };
+        Some(Box::new(GssLayer {
+            ctx,
+            qop,
+            max_input: (peer_max as usize).saturating_sub(WRAP_OVERHEAD).max(1),
+        }))
+    }
 }
 
 /// `auth-int` / `auth-conf` over an established context, of either side.

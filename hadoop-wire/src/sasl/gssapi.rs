@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use super::gss_context::{layer_message, read_layer_message, take_layer};
+use super::gss_context::{layer_message, read_layer_message, Negotiated};
 use super::{ClientMechanism, Qop, SaslError, SecurityLayer};
 
 /// The SASL mechanism name of the KERBEROS auth method.
@@ -124,21 +124,16 @@ enum Stage {
 
 /// The GSSAPI client mechanism over one [`GssContext`].
 pub struct GssapiClient {
-    ctx: Option<Box<dyn GssContext>>,
+    neg: Negotiated<dyn GssContext>,
     qops: Vec<Qop>,
     stage: Stage,
-    qop: Option<Qop>,
-    peer_max: u32,
-    initiator: Option<String>,
 }
 
 impl std::fmt::Debug for GssapiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GssapiClient")
             .field("stage", &self.stage)
-            .field("qop", &self.qop)
-            .field("peer_max", &self.peer_max)
-            .field("initiator", &self.initiator)
+            .field("negotiated", &self.neg)
             .finish_non_exhaustive()
     }
 }
@@ -152,31 +147,22 @@ impl GssapiClient {
             ));
         }
         Ok(Self {
-            ctx: Some(ctx),
+            neg: Negotiated::new(ctx),
             qops,
             stage: Stage::Context,
-            qop: None,
-            peer_max: 0,
-            initiator: None,
         })
     }
 
     /// The authenticated client principal (`user@REALM`), once complete: Java's
     /// `ugi.getUserName()`, which the connection context carries as effectiveUser.
     pub fn initiator(&self) -> Option<&str> {
-        self.initiator.as_deref()
-    }
-
-    fn ctx(&mut self) -> Result<&mut Box<dyn GssContext>, SaslError> {
-        self.ctx
-            .as_mut()
-            .ok_or_else(|| SaslError::Sasl("GSSAPI: security context already handed over".into()))
+        self.neg.client.as_deref()
     }
 
     /// RFC 4752 §3.1: the server's `[mask, maxbuf24]`, wrapped without confidentiality.
     fn security_layer(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
         let mut plain = Vec::with_capacity(4);
-        self.ctx()?.unwrap(challenge, &mut plain)?;
+        self.neg.ctx()?.unwrap(challenge, &mut plain)?;
         let Ok(offer) = <&[u8; 4]>::try_from(plain.as_slice()) else {
             return Err(SaslError::Sasl(format!(
                 "GSSAPI: the server's security layer offer is {} bytes, not 4",
@@ -198,10 +184,9 @@ impl GssapiClient {
         let max = if qop.wraps() { CLIENT_MAX_RECEIVE } else { 0 };
         let reply = layer_message(qop.mask(), max);
         let mut out = Vec::new();
-        self.ctx()?.wrap(false, &reply, &mut out)?;
-        self.initiator = Some(self.ctx()?.initiator()?);
-        self.peer_max = peer_max;
-        self.qop = Some(qop);
+        self.neg.ctx()?.wrap(false, &reply, &mut out)?;
+        let initiator = self.neg.ctx()?.initiator()?;
+        self.neg.complete(qop, peer_max, initiator);
         self.stage = Stage::Complete;
         Ok(out)
     }
@@ -219,7 +204,7 @@ impl ClientMechanism for GssapiClient {
     fn evaluate_challenge(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
         match self.stage {
             Stage::Context => {
-                let ctx = self.ctx()?;
+                let ctx = self.neg.ctx()?;
                 let out = ctx.init_step(challenge)?;
                 if ctx.is_established() {
                     self.stage = Stage::Layer;
@@ -238,15 +223,15 @@ impl ClientMechanism for GssapiClient {
     }
 
     fn negotiated_qop(&self) -> Option<Qop> {
-        self.qop
+        self.neg.qop
     }
 
     fn authenticated_user(&self) -> Option<String> {
-        self.initiator.clone()
+        self.neg.client.clone()
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        take_layer(&mut self.ctx, self.qop, self.peer_max)
+        self.neg.take_layer()
     }
 }
 

@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 pub use super::gss_context::EstablishedContext;
-use super::gss_context::{layer_message, read_layer_message, take_layer};
+use super::gss_context::{layer_message, read_layer_message, Negotiated};
 use super::gssapi::MECHANISM;
 use super::{Qop, SaslError, SecurityLayer, ServerMechanism};
 
@@ -78,12 +78,9 @@ enum Stage {
 
 /// The GSSAPI server mechanism over one [`GssAcceptor`].
 pub struct GssapiServer {
-    ctx: Option<Box<dyn GssAcceptor>>,
+    neg: Negotiated<dyn GssAcceptor>,
     offered: u8,
     stage: Stage,
-    qop: Option<Qop>,
-    peer_max: u32,
-    principal: Option<String>,
 }
 
 impl std::fmt::Debug for GssapiServer {
@@ -91,8 +88,7 @@ impl std::fmt::Debug for GssapiServer {
         f.debug_struct("GssapiServer")
             .field("stage", &self.stage)
             .field("offered", &self.offered)
-            .field("qop", &self.qop)
-            .field("principal", &self.principal)
+            .field("negotiated", &self.neg)
             .finish_non_exhaustive()
     }
 }
@@ -107,31 +103,22 @@ impl GssapiServer {
             ));
         }
         Ok(Self {
-            ctx: Some(ctx),
+            neg: Negotiated::new(ctx),
             offered,
             stage: Stage::Context,
-            qop: None,
-            peer_max: 0,
-            principal: None,
         })
     }
 
     /// The authenticated client principal, once complete.
     pub fn principal(&self) -> Option<&str> {
-        self.principal.as_deref()
-    }
-
-    fn ctx(&mut self) -> Result<&mut Box<dyn GssAcceptor>, SaslError> {
-        self.ctx
-            .as_mut()
-            .ok_or_else(|| SaslError::Sasl("GSSAPI: security context already handed over".into()))
+        self.neg.client.as_deref()
     }
 
     /// RFC 4752 §3.1, server to client: `wrap(conf=false, [offered mask, our maxbuf24])`.
     fn offer(&mut self) -> Result<Vec<u8>, SaslError> {
         let offer = layer_message(self.offered, SERVER_MAX_RECEIVE);
         let mut out = Vec::new();
-        self.ctx()?.wrap(false, &offer, &mut out)?;
+        self.neg.ctx()?.wrap(false, &offer, &mut out)?;
         self.stage = Stage::AwaitChoice;
         Ok(out)
     }
@@ -139,7 +126,7 @@ impl GssapiServer {
     /// The client's `[chosen, maxbuf24][, authzid]`.
     fn choice(&mut self, response: &[u8]) -> Result<Vec<u8>, SaslError> {
         let mut plain = Vec::with_capacity(8);
-        self.ctx()?.unwrap(response, &mut plain)?;
+        self.neg.ctx()?.unwrap(response, &mut plain)?;
         if plain.len() < 4 {
             return Err(SaslError::Sasl(format!(
                 "GSSAPI: the client's security layer choice is {} bytes, not at least 4",
@@ -163,7 +150,7 @@ impl GssapiServer {
                 self.offered
             )));
         }
-        let peer = self.ctx()?.initiator()?;
+        let peer = self.neg.ctx()?.initiator()?;
         if plain.len() > 4 {
             let authzid = std::str::from_utf8(&plain[4..])
                 .map_err(|_| SaslError::Sasl("GSSAPI: authorization id is not UTF-8".into()))?;
@@ -173,9 +160,7 @@ impl GssapiServer {
                 )));
             }
         }
-        self.peer_max = peer_max;
-        self.qop = Some(qop);
-        self.principal = Some(peer);
+        self.neg.complete(qop, peer_max, peer);
         self.stage = Stage::Complete;
         Ok(Vec::new())
     }
@@ -189,7 +174,7 @@ impl ServerMechanism for GssapiServer {
     fn evaluate_response(&mut self, response: &[u8]) -> Result<Vec<u8>, SaslError> {
         match self.stage {
             Stage::Context => {
-                let ctx = self.ctx()?;
+                let ctx = self.neg.ctx()?;
                 let out = ctx.accept_step(response)?;
                 if !ctx.is_established() {
                     return Ok(out);
@@ -220,15 +205,15 @@ impl ServerMechanism for GssapiServer {
     }
 
     fn authorization_id(&self) -> Option<&str> {
-        self.principal.as_deref()
+        self.neg.client.as_deref()
     }
 
     fn negotiated_qop(&self) -> Option<Qop> {
-        self.qop
+        self.neg.qop
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        take_layer(&mut self.ctx, self.qop, self.peer_max)
+        self.neg.take_layer()
     }
 }
 
