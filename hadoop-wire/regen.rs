@@ -5,7 +5,7 @@
 //! From `proto/*.proto`, compiled with `protox` (a pure-Rust protobuf compiler, so no `protoc`),
 //! it writes:
 //!
-//! - `hadoop.{common,yarn,hdfs}.rs`: prost 0.14 message types, one file per package;
+//! - `hadoop.{common,yarn,hdfs}.rs`, `hotpath.rs`: prost 0.14 message types, one file per package;
 //! - `descriptor.bin`: the encoded `FileDescriptorSet` (imports included), used with
 //!   prost-reflect by `hotpath decode`;
 //! - `schema.rs`: static field tables (number, name, type, label, nested message, known enum
@@ -38,10 +38,11 @@ pub const FILES: &[&str] = &[
     "hdfs.proto",
     "ClientNamenodeProtocol.proto",
     "datatransfer.proto",
+    "hotpath_protocols.proto",
 ];
 
 /// Generates everything from the `.proto` files in `proto_dir` into `out_dir`: the prost code
-/// (`hadoop.{common,yarn,hdfs}.rs`), `descriptor.bin` and a rustfmt-formatted `schema.rs`.
+/// (`hadoop.{common,yarn,hdfs}.rs`, `hotpath.rs`), `descriptor.bin` and a rustfmt-formatted `schema.rs`.
 /// The output is final: it is what `src/pb/` holds, byte for byte.
 pub fn generate(proto_dir: &Path, out_dir: &Path) -> Result<(), String> {
     let mut compiler =

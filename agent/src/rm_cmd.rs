@@ -175,7 +175,7 @@ fn apps_security(
     client: SocketAddr,
 ) -> Result<rm_core::service::AppsSecurity> {
     use rm_core::rm_delegation::{
-        RmDelegationConfig, RmDelegationSecrets, RmDelegationTokenSecretManager, ShortNames,
+        config_from_conf, RmDelegationSecrets, RmDelegationTokenSecretManager, ShortNames,
     };
     let kerberized = conf
         .get("hadoop.security.authentication")
@@ -202,7 +202,7 @@ fn apps_security(
         }
         None => None,
     };
-    let dt_cfg = RmDelegationConfig::from_conf(conf)?;
+    let dt_cfg = config_from_conf(conf)?;
     let delegation = Arc::new(RmDelegationSecrets::new(
         RmDelegationTokenSecretManager::new(dt_cfg)?,
         Box::new(|| rm_core::dispatcher::wall_ms() as i64),

@@ -16,6 +16,7 @@ const GENERATED: &[&str] = &[
     "hadoop.common.rs",
     "hadoop.hdfs.rs",
     "hadoop.yarn.rs",
+    "hotpath.rs",
     "schema.rs",
 ];
 

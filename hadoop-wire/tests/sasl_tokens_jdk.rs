@@ -12,7 +12,9 @@ use hadoop_wire::token::delegation::{
     format_time, format_token_id, identifier_to_string, DelegationConfig,
     DelegationTokenSecretManager,
 };
-use hadoop_wire::token::{DelegationTokenIdentifier, Token, TokenError, TokenIdentifier};
+use hadoop_wire::token::{
+    DelegationIdentifier as _, DelegationTokenIdentifier, Token, TokenError, TokenIdentifier,
+};
 
 /// Hands out the bytes Java's keys were made of, in order.
 struct Fixed(Vec<u8>);
@@ -116,8 +118,8 @@ fn delegation_tokens_match_hadoops_manager() {
         utc_offset_minutes: KOLKATA,
         ..DelegationConfig::default()
     };
-    let mut m = DelegationTokenSecretManager::new(cfg, &mut Fixed(bytes), issue).unwrap();
-    assert_eq!(m.current_key().key_id, 2);
+    let mut m = DelegationTokenSecretManager::started(cfg, &mut Fixed(bytes), issue).unwrap();
+    assert_eq!(m.current_key().unwrap().key_id, 2);
 
     // Same identifier bytes, same password, same toString.
     let (id, token) = m.create_token("alice", "yarn", "oozie", issue).unwrap();
@@ -197,7 +199,7 @@ fn expired_token_text_matches_hadoop() {
         utc_offset_minutes: KOLKATA,
         ..DelegationConfig::default()
     };
-    let mut m = DelegationTokenSecretManager::new(
+    let mut m = DelegationTokenSecretManager::started(
         cfg,
         &mut hadoop_wire::entropy::SeededEntropy(3),
         q.issue_date(),

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hadoop_wire::token::{
-    Credentials, DelegationTokenIdentifier, TokenIdentifier, KIND_HDFS_DELEGATION,
+    Credentials, DelegationIdentifier as _, DelegationTokenIdentifier, TokenIdentifier,
+    KIND_HDFS_DELEGATION,
 };
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
 use hdfs_io::tokens::{read_credentials_file, write_credentials_file, TOKEN_FILE_ENV};

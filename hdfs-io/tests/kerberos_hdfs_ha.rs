@@ -24,7 +24,9 @@ mod kerberos;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hadoop_wire::token::{Credentials, DelegationTokenIdentifier, TokenIdentifier as _};
+use hadoop_wire::token::{
+    Credentials, DelegationIdentifier as _, DelegationTokenIdentifier, TokenIdentifier as _,
+};
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig, Role, OBSERVER_PROBE_PERIOD_KEY};
 use kerberos::{dfs_client, index_of, kinit_client, log_count, rpc_requests, sha256_hex};
 use peer_harness::{Kerberos, Mode, Peer, Shared};

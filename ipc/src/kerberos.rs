@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use conf::Configuration;
+use hadoop_wire::sasl::gss_context::EstablishedContext;
 use hadoop_wire::sasl::gssapi::{replace_host, GssContext, GssContextFactory, KerberosClient};
 use hadoop_wire::sasl::gssapi_server::{GssAcceptor, GssAcceptorFactory, KerberosServer};
 use hadoop_wire::sasl::kerberos_name::AuthToLocal;
@@ -266,52 +267,100 @@ impl GssContextFactory for MitGss {
                 env("KRB5CCNAME")
             ),
         };
-        Ok(Box::new(MitContext {
-            ctx: gss::Context::new(),
-            cred,
-            target_name,
-            target: target.to_string(),
-            login,
-            started: false,
-            own_wrap: self.own_wrap.unwrap_or_else(own_wrap_enabled),
-            layer: Layer::Mit,
-        }))
+        Ok(Box::new(MitContext::new(
+            self.own_wrap,
+            format!("GSSAPI unwrap from {target}"),
+            Initiating {
+                cred,
+                target_name,
+                target: target.to_string(),
+                login,
+                started: false,
+            },
+        )))
     }
 }
 
-struct MitContext {
+/// A GSS-API context on MIT krb5, of either side: `H` is the side's handshake state
+/// ([`Initiating`], [`Accepting`]); what is done with the context once it is established is the
+/// same for both ([`EstablishedContext`]).
+struct MitContext<H> {
     ctx: gss::Context,
+    own_wrap: bool,
+    /// Who makes and checks the per-message tokens once the context is established.
+    layer: Layer,
+    /// What a failed unwrap is called (names the server on the client side).
+    unwrap_what: String,
+    handshake: H,
+}
+
+/// The client side's handshake: its credential and the server it is aimed at.
+struct Initiating {
     cred: Cred,
     target_name: NameHandle,
     target: String,
     /// Whose credential, from where (for errors).
     login: String,
     started: bool,
-    own_wrap: bool,
-    /// Who makes and checks the per-message tokens once the context is established.
-    layer: Layer,
 }
 
-impl GssContext for MitContext {
-    fn init_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
-        let input = if self.started { Some(input) } else { None };
-        self.started = true;
+/// The server side's handshake: its keytab credential.
+struct Accepting {
+    cred: Cred,
+}
+
+impl<H> MitContext<H> {
+    /// `own_wrap`: the factory's choice, else [`OWN_WRAP_ENV`]'s.
+    fn new(own_wrap: Option<bool>, unwrap_what: String, handshake: H) -> Self {
+        MitContext {
+            ctx: gss::Context::new(),
+            own_wrap: own_wrap.unwrap_or_else(own_wrap_enabled),
+            layer: Layer::Mit,
+            unwrap_what,
+            handshake,
+        }
+    }
+
+    /// One handshake step; once it establishes the context, the per-message layer is chosen.
+    fn step<E>(
+        &mut self,
+        side: &str,
+        step: impl FnOnce(&mut gss::Context, &mut H) -> Result<Vec<u8>, E>,
+    ) -> Result<Vec<u8>, E> {
         let was = self.ctx.is_established();
-        let tok = self
-            .ctx
-            .init_step(&self.cred, &self.target_name, input)
-            .map_err(|e| {
-                SaslError::Sasl(format!(
-                    "GSSAPI init_sec_context for {} as {}: {e}",
-                    self.target, self.login,
-                ))
-            })?;
+        let tok = step(&mut self.ctx, &mut self.handshake)?;
         if !was && self.ctx.is_established() {
-            self.layer = Layer::for_context(&self.ctx, "client", self.own_wrap);
+            self.layer = Layer::for_context(&self.ctx, side, self.own_wrap);
         }
         Ok(tok)
     }
+}
 
+impl GssContext for MitContext<Initiating> {
+    fn init_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
+        self.step("client", |ctx, h| {
+            let input = if h.started { Some(input) } else { None };
+            h.started = true;
+            ctx.init_step(&h.cred, &h.target_name, input).map_err(|e| {
+                SaslError::Sasl(format!(
+                    "GSSAPI init_sec_context for {} as {}: {e}",
+                    h.target, h.login,
+                ))
+            })
+        })
+    }
+}
+
+impl GssAcceptor for MitContext<Accepting> {
+    fn accept_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
+        self.step("server", |ctx, h| {
+            ctx.accept_step(&h.cred, input)
+                .map_err(|e| SaslError::Sasl(format!("GSS initiate failed: {e}")))
+        })
+    }
+}
+
+impl<H: Send> EstablishedContext for MitContext<H> {
     fn is_established(&self) -> bool {
         self.ctx.is_established()
     }
@@ -336,7 +385,7 @@ impl GssContext for MitContext {
     fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
         self.layer
             .unwrap(&mut self.ctx, token, out)
-            .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap from {}: {e}", self.target)))
+            .map_err(|e| SaslError::Integrity(format!("{}: {e}", self.unwrap_what)))
     }
 }
 
@@ -602,61 +651,13 @@ impl GssAcceptorFactory for MitAcceptors {
     }
 
     fn acceptor(&self) -> Result<Box<dyn GssAcceptor>, SaslError> {
-        Ok(Box::new(MitAccepting {
-            ctx: gss::Context::new(),
-            cred: self.cred.clone(),
-            own_wrap: self.own_wrap.unwrap_or_else(own_wrap_enabled),
-            layer: Layer::Mit,
-        }))
-    }
-}
-
-struct MitAccepting {
-    ctx: gss::Context,
-    cred: Cred,
-    own_wrap: bool,
-    /// Who makes and checks the per-message tokens once the context is established.
-    layer: Layer,
-}
-
-impl GssAcceptor for MitAccepting {
-    fn accept_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError> {
-        let was = self.ctx.is_established();
-        let tok = self
-            .ctx
-            .accept_step(&self.cred, input)
-            .map_err(|e| SaslError::Sasl(format!("GSS initiate failed: {e}")))?;
-        if !was && self.ctx.is_established() {
-            self.layer = Layer::for_context(&self.ctx, "server", self.own_wrap);
-        }
-        Ok(tok)
-    }
-
-    fn is_established(&self) -> bool {
-        self.ctx.is_established()
-    }
-
-    fn initiator(&self) -> Result<String, SaslError> {
-        self.ctx
-            .source_name()
-            .map_err(|e| gss_err("inquire_context", e))
-    }
-
-    fn wrap(
-        &mut self,
-        confidential: bool,
-        plain: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), SaslError> {
-        self.layer
-            .wrap(&mut self.ctx, confidential, plain, out)
-            .map_err(|e| gss_err("wrap", e))
-    }
-
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError> {
-        self.layer
-            .unwrap(&mut self.ctx, token, out)
-            .map_err(|e| SaslError::Integrity(format!("GSSAPI unwrap: {e}")))
+        Ok(Box::new(MitContext::new(
+            self.own_wrap,
+            "GSSAPI unwrap".into(),
+            Accepting {
+                cred: self.cred.clone(),
+            },
+        )))
     }
 }
 

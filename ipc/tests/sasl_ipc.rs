@@ -606,7 +606,7 @@ const EXPIRED_TEXT: &str = "Token oozie has expired, current time: 2026-01-02 00
 /// `DT_ISSUED` and never renewed, and its clock fixed at `DT_NOW`. Seeded, so two calls make
 /// the same keys and the same token: the server holds one, the test's client the other's token.
 fn expired_delegation() -> (DelegationTokenSecrets<fn() -> i64>, TokenCredential) {
-    let mut m = DelegationTokenSecretManager::new(
+    let mut m = DelegationTokenSecretManager::started(
         DelegationConfig::default(),
         &mut SeededEntropy(11),
         DT_ISSUED,

@@ -2,15 +2,14 @@
 //! `ipc::server` on the node address beside the `getBuffer` benchmark protocol.
 //!
 //! `getNodeReport(GetNodeReportRequestProto {})` → [`GetNodeReportResponseProto`]. The
-//! message is ours (field numbers ours, nested records Hadoop's): the node id, http port,
+//! message is ours (`hadoop-wire/proto/hotpath_protocols.proto`; field numbers ours, nested
+//! records Hadoop's): the node id, http port,
 //! total resource, health, every container in the table as a `ContainerStatusProto`, the
 //! updater's phase, the last response id and the time of the last answered heartbeat.
 
 use std::sync::{Arc, OnceLock};
 
-use hadoop_wire::pb::hadoop::yarn::{
-    ContainerStatusProto, NodeHealthStatusProto, NodeIdProto, ResourceProto,
-};
+use hadoop_wire::pb::hadoop::yarn::{NodeHealthStatusProto, NodeIdProto};
 use ipc::server::{BodySource, Call, CallError, Registry, Reply};
 use prost::Message;
 
@@ -21,30 +20,8 @@ pub const PROTOCOL: &str = "hotpath.agent.NodeAgentProtocol";
 pub const VERSION: u64 = 1;
 pub const GET_NODE_REPORT: &str = "getNodeReport";
 
-/// The `getNodeReport` answer.
-#[derive(Clone, PartialEq, Message)]
-pub struct GetNodeReportResponseProto {
-    #[prost(message, optional, tag = "1")]
-    pub node_id: Option<NodeIdProto>,
-    #[prost(int32, optional, tag = "2")]
-    pub http_port: Option<i32>,
-    #[prost(message, optional, tag = "3")]
-    pub total: Option<ResourceProto>,
-    #[prost(message, optional, tag = "4")]
-    pub health: Option<NodeHealthStatusProto>,
-    #[prost(message, repeated, tag = "5")]
-    pub containers: Vec<ContainerStatusProto>,
-    /// `unregistered`, `registered` or `stopped`.
-    #[prost(string, optional, tag = "6")]
-    pub phase: Option<String>,
-    #[prost(int32, optional, tag = "7")]
-    pub last_response_id: Option<i32>,
-    /// Wall-clock ms of the last answered heartbeat (0: none yet).
-    #[prost(int64, optional, tag = "8")]
-    pub last_heartbeat_ms: Option<i64>,
-    #[prost(uint64, optional, tag = "9")]
-    pub heartbeats: Option<u64>,
-}
+/// The `getNodeReport` answer (`hadoop-wire/proto/hotpath_protocols.proto`).
+pub use hadoop_wire::pb::hotpath::GetNodeReportResponseProto;
 
 /// Builds the report from the shared state.
 pub fn node_report(shared: &Shared) -> GetNodeReportResponseProto {

@@ -424,12 +424,9 @@ impl AppsRt {
             let _apps = lock(&self.apps);
             let mut m = d.write();
             let r = f(&mut m);
-            let ops = m.take_ops();
+            let recs = m.store_mut().take();
             let ticket = match &self.writer {
-                Some(w) if !ops.is_empty() => Some(w.send(
-                    ops.into_iter().map(crate::rm_delegation::to_rec).collect(),
-                    Vec::new(),
-                )),
+                Some(w) if !recs.is_empty() => Some(w.send(recs, Vec::new())),
                 _ => None,
             };
             (r, ticket)
@@ -458,12 +455,7 @@ impl AppsRt {
         ];
         recs.extend(a.store_snapshot());
         if let Some(d) = self.delegation.get() {
-            recs.extend(
-                d.read()
-                    .snapshot()
-                    .into_iter()
-                    .map(crate::rm_delegation::to_rec),
-            );
+            recs.extend(crate::rm_delegation::snapshot(&d.read()));
         }
         drop(a);
         let before = s.len();

@@ -83,22 +83,9 @@ pub const APPS_SERVICE_ACLS: &[ipc::authorize::ProtocolPolicy] = &[
     },
 ];
 
-/// Admin protocol messages (written by us; field numbers are ours).
+/// Admin protocol messages (ours: `hadoop-wire/proto/hotpath_protocols.proto`).
 pub mod admin {
-    /// A request naming an application or container (`application_…`, `container_…`), or
-    /// nothing (`refreshNodes`).
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct AdminRequestProto {
-        #[prost(string, optional, tag = "1")]
-        pub id: Option<String>,
-    }
-
-    /// What the RM did.
-    #[derive(Clone, PartialEq, ::prost::Message)]
-    pub struct AdminResponseProto {
-        #[prost(string, optional, tag = "1")]
-        pub message: Option<String>,
-    }
+    pub use hadoop_wire::pb::hotpath::{AdminRequestProto, AdminResponseProto};
 
     pub const FINISH_APPLICATION: &str = "finishApplication";
     pub const KILL_CONTAINER: &str = "killContainer";

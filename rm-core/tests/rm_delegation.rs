@@ -22,7 +22,7 @@ use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
 use hadoop_wire::sasl::message::AuthMethod;
 use hadoop_wire::sasl::server::ServerAuth;
 use hadoop_wire::sasl::Qop;
-use hadoop_wire::token::{Limits, Token, TokenIdentifier};
+use hadoop_wire::token::{DelegationIdentifier as _, Limits, Token, TokenIdentifier};
 use hadoop_wire::yarn::{acp, APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION};
 use ipc::client::{Client, ClientConfig, ClientError};
 use ipc::server::ServerConfig;
@@ -31,8 +31,8 @@ use rm_core::apps::{AppsConfig, Res};
 use rm_core::dispatcher::{wall_ms, Placement};
 use rm_core::rm_delegation::{
     GetDelegationTokenRequestProto, GetDelegationTokenResponseProto,
-    RenewDelegationTokenResponseProto, RmDelegationConfig, RmDelegationSecrets,
-    RmDelegationTokenIdentifier, RmDelegationTokenSecretManager, ShortNames, TokenRequestProto,
+    RenewDelegationTokenRequestProto, RenewDelegationTokenResponseProto, RmDelegationConfig,
+    RmDelegationSecrets, RmDelegationTokenIdentifier, RmDelegationTokenSecretManager, ShortNames,
     KIND_RM_DELEGATION,
 };
 use rm_core::service::{AppsSecurity, AppsSetup, RmService};
@@ -137,7 +137,8 @@ fn get_token(c: &Client, renewer: &str) -> Result<Token, String> {
 }
 
 fn token_call(c: &Client, method: &str, t: &Token) -> Result<Vec<u8>, String> {
-    let req = TokenRequestProto {
+    // renew's and cancel's requests are the same message (one `token` field)
+    let req = RenewDelegationTokenRequestProto {
         token: t.to_proto(),
     };
     c.call(method, &req.encode_to_vec())

@@ -114,9 +114,12 @@ fn amrm_tokens_authenticate_until_the_attempt_finishes() {
 #[test]
 fn an_expired_delegation_token_is_refused_with_javas_text() {
     const T0: i64 = 1_711_242_400_403;
-    let mut m =
-        DelegationTokenSecretManager::new(DelegationConfig::default(), &mut SeededEntropy(5), T0)
-            .unwrap();
+    let mut m = DelegationTokenSecretManager::started(
+        DelegationConfig::default(),
+        &mut SeededEntropy(5),
+        T0,
+    )
+    .unwrap();
     let (_, token) = m.create_token("alice", "yarn", "oozie", T0).unwrap();
     let now = Arc::new(AtomicI64::new(T0 + 1000));
     let clock = now.clone();

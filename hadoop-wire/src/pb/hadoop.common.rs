@@ -11,6 +11,33 @@ pub struct TokenProto {
     pub service: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetDelegationTokenRequestProto {
+    #[prost(string, required, tag = "1")]
+    pub renewer: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetDelegationTokenResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub token: ::core::option::Option<TokenProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenewDelegationTokenRequestProto {
+    #[prost(message, required, tag = "1")]
+    pub token: TokenProto,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenewDelegationTokenResponseProto {
+    #[prost(uint64, required, tag = "1")]
+    pub new_expiry_time: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelDelegationTokenRequestProto {
+    #[prost(message, required, tag = "1")]
+    pub token: TokenProto,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CancelDelegationTokenResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CredentialsKvProto {
     #[prost(string, required, tag = "1")]
     pub alias: ::prost::alloc::string::String,

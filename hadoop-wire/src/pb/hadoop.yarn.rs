@@ -1787,6 +1787,23 @@ pub struct ContainerTokenIdentifierProto {
     #[prost(string, repeated, tag = "16")]
     pub allocation_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct YarnDelegationTokenIdentifierProto {
+    #[prost(string, optional, tag = "1")]
+    pub owner: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2")]
+    pub renewer: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub real_user: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int64, optional, tag = "4")]
+    pub issue_date: ::core::option::Option<i64>,
+    #[prost(int64, optional, tag = "5")]
+    pub max_date: ::core::option::Option<i64>,
+    #[prost(int32, optional, tag = "6")]
+    pub sequence_number: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "7")]
+    pub master_key_id: ::core::option::Option<i32>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SignalContainerRequestProto {
     #[prost(message, required, tag = "1")]

@@ -3,7 +3,8 @@
 //! One module per protobuf package: [`hadoop::common`] (RPC headers, connection context,
 //! RequestHeader, TokenProto, CredentialsProto), [`hadoop::yarn`] (ResourceTracker heartbeat
 //! set, the token identifiers of `yarn_security_token.proto`) and
-//! [`hadoop::hdfs`] (ClientNamenodeProtocol read subset, DataTransfer read path). Field
+//! [`hadoop::hdfs`] (ClientNamenodeProtocol read subset, DataTransfer read path), and
+//! [`hotpath`], hotpath's own protocols' messages (the only ones not Hadoop's). Field
 //! names are prost's snake_case of Hadoop's names (`containersStatuses` →
 //! `containers_statuses`), and type names are prost's CamelCase (`NMContainerStatusProto` →
 //! `NmContainerStatusProto`, `DatanodeIDProto` → `DatanodeIdProto`).
@@ -25,7 +26,7 @@
 //! git diff hadoop-wire/src/pb/                        # review, then commit
 //! ```
 //!
-//! This runs `hadoop-wire/regen.rs` and rewrites `hadoop.{common,yarn,hdfs}.rs`, `descriptor.bin`
+//! This runs `hadoop-wire/regen.rs` and rewrites `hadoop.{common,yarn,hdfs}.rs`, `hotpath.rs`, `descriptor.bin`
 //! and `schema.rs` (the field tables and the generated per-message validators behind the views'
 //! `validate()`, already rustfmt-formatted). `tests/pb_fresh.rs` runs the same generator into a
 //! temp dir and fails unless the checked-in files match it byte for byte;
@@ -42,6 +43,13 @@ pub mod hadoop {
     pub mod hdfs {
         include!("hadoop.hdfs.rs");
     }
+}
+
+/// hotpath's own IPC messages (`proto/hotpath_protocols.proto`, package `hotpath`): the RM
+/// admin protocol's request and response, the node agent's `getNodeReport` answer.
+#[allow(clippy::all, missing_docs, rustdoc::all)]
+pub mod hotpath {
+    include!("hotpath.rs");
 }
 
 pub(crate) mod schema;

@@ -11,6 +11,115 @@ pub mod hadoop {
     pub mod common {
         #[allow(unused_imports)]
         use super::*;
+        pub static CancelDelegationTokenRequestProto: Schema = Schema {
+            name: "hadoop.common.CancelDelegationTokenRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "token",
+                kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                label: Label::Required,
+            }],
+            slots: &[0, 1],
+            required: 0x1,
+            fast: fast_CancelDelegationTokenRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CancelDelegationTokenRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CancelDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CancelDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static CancelDelegationTokenResponseProto: Schema = Schema {
+            name: "hadoop.common.CancelDelegationTokenResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_CancelDelegationTokenResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_CancelDelegationTokenResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CancelDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &CancelDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static CredentialsKVProto: Schema = Schema {
             name: "hadoop.common.CredentialsKVProto",
             fields: &[
@@ -123,6 +232,124 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&CredentialsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetDelegationTokenRequestProto: Schema = Schema {
+            name: "hadoop.common.GetDelegationTokenRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "renewer",
+                kind: Kind::String,
+                label: Label::Required,
+            }],
+            slots: &[0, 1],
+            required: 0x1,
+            fast: fast_GetDelegationTokenRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetDelegationTokenRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetDelegationTokenResponseProto: Schema = Schema {
+            name: "hadoop.common.GetDelegationTokenResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "token",
+                kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetDelegationTokenResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetDelegationTokenResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -304,6 +531,124 @@ pub mod hadoop {
                 }
             }
             if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static RenewDelegationTokenRequestProto: Schema = Schema {
+            name: "hadoop.common.RenewDelegationTokenRequestProto",
+            fields: &[Field {
+                number: 1,
+                name: "token",
+                kind: Kind::Message(&crate::pb::schema::hadoop::common::TokenProto),
+                label: Label::Required,
+            }],
+            slots: &[0, 1],
+            required: 0x1,
+            fast: fast_RenewDelegationTokenRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_RenewDelegationTokenRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::common::fast_TokenProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RenewDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RenewDelegationTokenRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static RenewDelegationTokenResponseProto: Schema = Schema {
+            name: "hadoop.common.RenewDelegationTokenResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "newExpiryTime",
+                kind: Kind::UInt64,
+                label: Label::Required,
+            }],
+            slots: &[0, 1],
+            required: 0x1,
+            fast: fast_RenewDelegationTokenResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_RenewDelegationTokenResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RenewDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &RenewDelegationTokenResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
                 return Err(Invalid);
             }
             Ok(())
@@ -15090,6 +15435,125 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static YARNDelegationTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.YARNDelegationTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "owner",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "renewer",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 3,
+                    name: "realUser",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 4,
+                    name: "issueDate",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 5,
+                    name: "maxDate",
+                    kind: Kind::Int64,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 6,
+                    name: "sequenceNumber",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 7,
+                    name: "masterKeyId",
+                    kind: Kind::Int32,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2, 3, 4, 5, 6, 7],
+            required: 0x0,
+            fast: fast_YARNDelegationTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_YARNDelegationTokenIdentifierProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x1a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x4;
+                    }
+                    Some(0x20) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x8;
+                    }
+                    Some(0x28) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x10;
+                    }
+                    Some(0x30) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x20;
+                    }
+                    Some(0x38) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x40;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &YARNDelegationTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &YARNDelegationTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static YarnClusterMetricsProto: Schema = Schema {
             name: "hadoop.yarn.YarnClusterMetricsProto",
             fields: &[
@@ -15204,5 +15668,226 @@ pub mod hadoop {
             }
             Ok(())
         }
+    }
+}
+pub mod hotpath {
+    #[allow(unused_imports)]
+    use super::*;
+    pub static AdminRequestProto: Schema = Schema {
+        name: "hotpath.AdminRequestProto",
+        fields: &[Field {
+            number: 1,
+            name: "id",
+            kind: Kind::String,
+            label: Label::Optional,
+        }],
+        slots: &[0, 1],
+        required: 0x0,
+        fast: fast_AdminRequestProto,
+    };
+    #[inline]
+    pub(crate) fn fast_AdminRequestProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+        if depth >= RECURSION_LIMIT {
+            return Err(Invalid);
+        }
+        let mut r = Reader::new(buf);
+        let mut seen: u64 = 0;
+        while !r.is_empty() {
+            match r.one_byte_tag() {
+                Some(0x0a) => {
+                    r.len_delimited::<Invalid>()?;
+                    seen |= 0x1;
+                }
+                Some(b) => {
+                    let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                    (r, seen) = field_g::<Invalid>(&AdminRequestProto, r, n, wt, seen, depth)?;
+                }
+                None => {
+                    let (n, wt) = r.tag::<Invalid>()?;
+                    (r, seen) = field_g::<Invalid>(&AdminRequestProto, r, n, wt, seen, depth)?;
+                }
+            }
+        }
+        if 0x0 & !seen != 0 {
+            return Err(Invalid);
+        }
+        Ok(())
+    }
+    pub static AdminResponseProto: Schema = Schema {
+        name: "hotpath.AdminResponseProto",
+        fields: &[Field {
+            number: 1,
+            name: "message",
+            kind: Kind::String,
+            label: Label::Optional,
+        }],
+        slots: &[0, 1],
+        required: 0x0,
+        fast: fast_AdminResponseProto,
+    };
+    #[inline]
+    pub(crate) fn fast_AdminResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+        if depth >= RECURSION_LIMIT {
+            return Err(Invalid);
+        }
+        let mut r = Reader::new(buf);
+        let mut seen: u64 = 0;
+        while !r.is_empty() {
+            match r.one_byte_tag() {
+                Some(0x0a) => {
+                    r.len_delimited::<Invalid>()?;
+                    seen |= 0x1;
+                }
+                Some(b) => {
+                    let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                    (r, seen) = field_g::<Invalid>(&AdminResponseProto, r, n, wt, seen, depth)?;
+                }
+                None => {
+                    let (n, wt) = r.tag::<Invalid>()?;
+                    (r, seen) = field_g::<Invalid>(&AdminResponseProto, r, n, wt, seen, depth)?;
+                }
+            }
+        }
+        if 0x0 & !seen != 0 {
+            return Err(Invalid);
+        }
+        Ok(())
+    }
+    pub static GetNodeReportResponseProto: Schema = Schema {
+        name: "hotpath.GetNodeReportResponseProto",
+        fields: &[
+            Field {
+                number: 1,
+                name: "node_id",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                label: Label::Optional,
+            },
+            Field {
+                number: 2,
+                name: "http_port",
+                kind: Kind::Int32,
+                label: Label::Optional,
+            },
+            Field {
+                number: 3,
+                name: "total",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceProto),
+                label: Label::Optional,
+            },
+            Field {
+                number: 4,
+                name: "health",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeHealthStatusProto),
+                label: Label::Optional,
+            },
+            Field {
+                number: 5,
+                name: "containers",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ContainerStatusProto),
+                label: Label::Repeated,
+            },
+            Field {
+                number: 6,
+                name: "phase",
+                kind: Kind::String,
+                label: Label::Optional,
+            },
+            Field {
+                number: 7,
+                name: "last_response_id",
+                kind: Kind::Int32,
+                label: Label::Optional,
+            },
+            Field {
+                number: 8,
+                name: "last_heartbeat_ms",
+                kind: Kind::Int64,
+                label: Label::Optional,
+            },
+            Field {
+                number: 9,
+                name: "heartbeats",
+                kind: Kind::UInt64,
+                label: Label::Optional,
+            },
+        ],
+        slots: &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+        required: 0x0,
+        fast: fast_GetNodeReportResponseProto,
+    };
+    #[inline]
+    pub(crate) fn fast_GetNodeReportResponseProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+        if depth >= RECURSION_LIMIT {
+            return Err(Invalid);
+        }
+        let mut r = Reader::new(buf);
+        let mut seen: u64 = 0;
+        while !r.is_empty() {
+            match r.one_byte_tag() {
+                Some(0x0a) => {
+                    let b = r.len_delimited::<Invalid>()?;
+                    if seen & 0x1 != 0 {
+                        return Err(Invalid);
+                    }
+                    crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                    seen |= 0x1;
+                }
+                Some(0x10) => {
+                    r.skip_varint_g::<Invalid>()?;
+                    seen |= 0x2;
+                }
+                Some(0x1a) => {
+                    let b = r.len_delimited::<Invalid>()?;
+                    if seen & 0x4 != 0 {
+                        return Err(Invalid);
+                    }
+                    crate::pb::schema::hadoop::yarn::fast_ResourceProto(b, depth + 1)?;
+                    seen |= 0x4;
+                }
+                Some(0x22) => {
+                    let b = r.len_delimited::<Invalid>()?;
+                    if seen & 0x8 != 0 {
+                        return Err(Invalid);
+                    }
+                    crate::pb::schema::hadoop::yarn::fast_NodeHealthStatusProto(b, depth + 1)?;
+                    seen |= 0x8;
+                }
+                Some(0x2a) => {
+                    let b = r.len_delimited::<Invalid>()?;
+                    crate::pb::schema::hadoop::yarn::fast_ContainerStatusProto(b, depth + 1)?;
+                    seen |= 0x10;
+                }
+                Some(0x32) => {
+                    r.len_delimited::<Invalid>()?;
+                    seen |= 0x20;
+                }
+                Some(0x38) => {
+                    r.skip_varint_g::<Invalid>()?;
+                    seen |= 0x40;
+                }
+                Some(0x40) => {
+                    r.skip_varint_g::<Invalid>()?;
+                    seen |= 0x80;
+                }
+                Some(0x48) => {
+                    r.skip_varint_g::<Invalid>()?;
+                    seen |= 0x100;
+                }
+                Some(b) => {
+                    let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                    (r, seen) =
+                        field_g::<Invalid>(&GetNodeReportResponseProto, r, n, wt, seen, depth)?;
+                }
+                None => {
+                    let (n, wt) = r.tag::<Invalid>()?;
+                    (r, seen) =
+                        field_g::<Invalid>(&GetNodeReportResponseProto, r, n, wt, seen, depth)?;
+                }
+            }
+        }
+        if 0x0 & !seen != 0 {
+            return Err(Invalid);
+        }
+        Ok(())
     }
 }

@@ -24,39 +24,20 @@
 
 use std::sync::Arc;
 
+use super::gss_context::{layer_message, read_layer_message, Negotiated};
 use super::{ClientMechanism, Qop, SaslError, SecurityLayer};
 
 /// The SASL mechanism name of the KERBEROS auth method.
 pub const MECHANISM: &str = "GSSAPI";
 
-/// The receive buffer this client announces when a layer wraps (the JDK's default).
-pub const CLIENT_MAX_RECEIVE: u32 = 65536;
+pub use super::gss_context::{EstablishedContext, CLIENT_MAX_RECEIVE, WRAP_OVERHEAD};
 
-/// What one Kerberos wrap token adds to its plaintext at most (RFC 4121 with AES: 16-byte header,
-/// 16-byte confounder, encrypted header copy, 12-byte checksum; older enctypes less), with room
-/// to spare. The plaintext of one WRAP is kept that far under the server's receive buffer.
-pub const WRAP_OVERHEAD: usize = 128;
-
-/// A GSS-API security context on the initiating side (`gss_init_sec_context`, `gss_wrap`,
-/// `gss_unwrap`), for one connection.
-pub trait GssContext: Send {
+/// A GSS-API security context on the initiating side (`gss_init_sec_context`, then the
+/// [`EstablishedContext`] calls both sides share), for one connection.
+pub trait GssContext: EstablishedContext {
     /// One `gss_init_sec_context` step: `input` is empty on the first call, then the acceptor's
     /// token. Returns the token to send (empty when there is none).
     fn init_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError>;
-    /// Whether the context is established (no more `init_step` needed).
-    fn is_established(&self) -> bool;
-    /// The authenticated initiator, `user@REALM`, once established.
-    fn initiator(&self) -> Result<String, SaslError>;
-    /// Appends `gss_wrap(conf_req = confidential, qop 0)` of `plain` to `out`.
-    fn wrap(
-        &mut self,
-        confidential: bool,
-        plain: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), SaslError>;
-    /// Appends `gss_unwrap(token)` to `out` and returns its `conf_state` (whether the token
-    /// was sealed); a bad token is an error, never silently empty.
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError>;
 }
 
 /// Makes the initiating context for one connection, given the target service principal.
@@ -143,21 +124,16 @@ enum Stage {
 
 /// The GSSAPI client mechanism over one [`GssContext`].
 pub struct GssapiClient {
-    ctx: Option<Box<dyn GssContext>>,
+    neg: Negotiated<dyn GssContext>,
     qops: Vec<Qop>,
     stage: Stage,
-    qop: Option<Qop>,
-    peer_max: u32,
-    initiator: Option<String>,
 }
 
 impl std::fmt::Debug for GssapiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GssapiClient")
             .field("stage", &self.stage)
-            .field("qop", &self.qop)
-            .field("peer_max", &self.peer_max)
-            .field("initiator", &self.initiator)
+            .field("negotiated", &self.neg)
             .finish_non_exhaustive()
     }
 }
@@ -171,37 +147,29 @@ impl GssapiClient {
             ));
         }
         Ok(Self {
-            ctx: Some(ctx),
+            neg: Negotiated::new(ctx),
             qops,
             stage: Stage::Context,
-            qop: None,
-            peer_max: 0,
-            initiator: None,
         })
     }
 
     /// The authenticated client principal (`user@REALM`), once complete: Java's
     /// `ugi.getUserName()`, which the connection context carries as effectiveUser.
     pub fn initiator(&self) -> Option<&str> {
-        self.initiator.as_deref()
-    }
-
-    fn ctx(&mut self) -> Result<&mut Box<dyn GssContext>, SaslError> {
-        self.ctx
-            .as_mut()
-            .ok_or_else(|| SaslError::Sasl("GSSAPI: security context already handed over".into()))
+        self.neg.client.as_deref()
     }
 
     /// RFC 4752 §3.1: the server's `[mask, maxbuf24]`, wrapped without confidentiality.
     fn security_layer(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
         let mut plain = Vec::with_capacity(4);
-        self.ctx()?.unwrap(challenge, &mut plain)?;
-        let &[mask, b1, b2, b3] = plain.as_slice() else {
+        self.neg.ctx()?.unwrap(challenge, &mut plain)?;
+        let Ok(offer) = <&[u8; 4]>::try_from(plain.as_slice()) else {
             return Err(SaslError::Sasl(format!(
                 "GSSAPI: the server's security layer offer is {} bytes, not 4",
                 plain.len()
             )));
         };
+        let (mask, peer_max) = read_layer_message(offer);
         let Some(&qop) = self.qops.iter().find(|q| mask & q.mask() != 0) else {
             return Err(SaslError::Sasl(format!(
                 "No common protection layer between client and server (server offers mask \
@@ -214,13 +182,11 @@ impl GssapiClient {
             )));
         };
         let max = if qop.wraps() { CLIENT_MAX_RECEIVE } else { 0 };
-        let mb = max.to_be_bytes();
-        let reply = [qop.mask(), mb[1], mb[2], mb[3]];
+        let reply = layer_message(qop.mask(), max);
         let mut out = Vec::new();
-        self.ctx()?.wrap(false, &reply, &mut out)?;
-        self.initiator = Some(self.ctx()?.initiator()?);
-        self.peer_max = u32::from_be_bytes([0, b1, b2, b3]);
-        self.qop = Some(qop);
+        self.neg.ctx()?.wrap(false, &reply, &mut out)?;
+        let initiator = self.neg.ctx()?.initiator()?;
+        self.neg.complete(qop, peer_max, initiator);
         self.stage = Stage::Complete;
         Ok(out)
     }
@@ -238,7 +204,7 @@ impl ClientMechanism for GssapiClient {
     fn evaluate_challenge(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
         match self.stage {
             Stage::Context => {
-                let ctx = self.ctx()?;
+                let ctx = self.neg.ctx()?;
                 let out = ctx.init_step(challenge)?;
                 if ctx.is_established() {
                     self.stage = Stage::Layer;
@@ -257,71 +223,16 @@ impl ClientMechanism for GssapiClient {
     }
 
     fn negotiated_qop(&self) -> Option<Qop> {
-        self.qop
+        self.neg.qop
     }
 
     fn authenticated_user(&self) -> Option<String> {
-        self.initiator.clone()
+        self.neg.client.clone()
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        let qop = self.qop.filter(|q| q.wraps())?;
-        let ctx = self.ctx.take()?;
-        let peer_max = if self.peer_max == 0 {
-            CLIENT_MAX_RECEIVE
-        } else {
-            self.peer_max
-        };
-        Some(Box::new(GssLayer {
-            ctx,
-            qop,
-            max_input: (peer_max as usize).saturating_sub(WRAP_OVERHEAD).max(1),
-        }))
+        self.neg.take_layer()
     }
-}
-
-/// `auth-int` / `auth-conf` over an established context.
-struct GssLayer {
-    ctx: Box<dyn GssContext>,
-    qop: Qop,
-    max_input: usize,
-}
-
-impl SecurityLayer for GssLayer {
-    fn qop(&self) -> Qop {
-        self.qop
-    }
-
-    fn max_wrap_input(&self) -> usize {
-        self.max_input
-    }
-
-    fn wrap(&mut self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        if plain.is_empty() {
-            return Ok(());
-        }
-        self.ctx.wrap(self.qop == Qop::AuthConf, plain, out)
-    }
-
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        let before = out.len();
-        let sealed = self.ctx.unwrap(token, out)?;
-        require_sealed(self.qop, sealed).inspect_err(|_| out.truncate(before))
-    }
-}
-
-/// At `auth-conf` every token after the negotiation must be sealed: one that is only
-/// integrity-protected is refused (the JDK's `GssKrb5Base.unwrap` refuses it too), so a peer
-/// cannot fall back to sending in the clear what was negotiated as private.
-pub(crate) fn require_sealed(qop: Qop, sealed: bool) -> Result<(), SaslError> {
-    if qop == Qop::AuthConf && !sealed {
-        return Err(SaslError::Integrity(
-            "GSSAPI: a token without confidentiality on a connection that negotiated privacy \
-             (auth-conf)"
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -358,6 +269,9 @@ mod tests {
             self.done += 1;
             Ok(out.clone())
         }
+    }
+
+    impl EstablishedContext for Fake {
         fn is_established(&self) -> bool {
             self.done == self.steps.len()
         }

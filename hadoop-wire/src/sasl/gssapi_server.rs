@@ -20,32 +20,20 @@
 
 use std::sync::Arc;
 
-use super::gssapi::{CLIENT_MAX_RECEIVE, MECHANISM, WRAP_OVERHEAD};
+pub use super::gss_context::EstablishedContext;
+use super::gss_context::{layer_message, read_layer_message, Negotiated};
+use super::gssapi::MECHANISM;
 use super::{Qop, SaslError, SecurityLayer, ServerMechanism};
 
 /// The receive buffer the server announces (the JDK's default `javax.security.sasl.maxbuffer`).
 pub const SERVER_MAX_RECEIVE: u32 = 65536;
 
-/// A GSS-API security context on the accepting side (`gss_accept_sec_context`, `gss_wrap`,
-/// `gss_unwrap`), for one connection.
-pub trait GssAcceptor: Send {
+/// A GSS-API security context on the accepting side (`gss_accept_sec_context`, then the
+/// [`EstablishedContext`] calls both sides share), for one connection.
+pub trait GssAcceptor: EstablishedContext {
     /// One `gss_accept_sec_context` step with the initiator's token. Returns the token to send
     /// back (empty when there is none).
     fn accept_step(&mut self, input: &[u8]) -> Result<Vec<u8>, SaslError>;
-    /// Whether the context is established.
-    fn is_established(&self) -> bool;
-    /// The authenticated initiator, `user@REALM` or `svc/host@REALM`, once established.
-    fn initiator(&self) -> Result<String, SaslError>;
-    /// Appends `gss_wrap(conf_req = confidential, qop 0)` of `plain` to `out`.
-    fn wrap(
-        &mut self,
-        confidential: bool,
-        plain: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<(), SaslError>;
-    /// Appends `gss_unwrap(token)` to `out` and returns its `conf_state` (whether the token
-    /// was sealed); a bad token is an error.
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<bool, SaslError>;
 }
 
 /// The server's Kerberos identity: its principal and accepting contexts made with its keytab.
@@ -90,12 +78,9 @@ enum Stage {
 
 /// The GSSAPI server mechanism over one [`GssAcceptor`].
 pub struct GssapiServer {
-    ctx: Option<Box<dyn GssAcceptor>>,
+    neg: Negotiated<dyn GssAcceptor>,
     offered: u8,
     stage: Stage,
-    qop: Option<Qop>,
-    peer_max: u32,
-    principal: Option<String>,
 }
 
 impl std::fmt::Debug for GssapiServer {
@@ -103,8 +88,7 @@ impl std::fmt::Debug for GssapiServer {
         f.debug_struct("GssapiServer")
             .field("stage", &self.stage)
             .field("offered", &self.offered)
-            .field("qop", &self.qop)
-            .field("principal", &self.principal)
+            .field("negotiated", &self.neg)
             .finish_non_exhaustive()
     }
 }
@@ -119,32 +103,22 @@ impl GssapiServer {
             ));
         }
         Ok(Self {
-            ctx: Some(ctx),
+            neg: Negotiated::new(ctx),
             offered,
             stage: Stage::Context,
-            qop: None,
-            peer_max: 0,
-            principal: None,
         })
     }
 
     /// The authenticated client principal, once complete.
     pub fn principal(&self) -> Option<&str> {
-        self.principal.as_deref()
-    }
-
-    fn ctx(&mut self) -> Result<&mut Box<dyn GssAcceptor>, SaslError> {
-        self.ctx
-            .as_mut()
-            .ok_or_else(|| SaslError::Sasl("GSSAPI: security context already handed over".into()))
+        self.neg.client.as_deref()
     }
 
     /// RFC 4752 §3.1, server to client: `wrap(conf=false, [offered mask, our maxbuf24])`.
     fn offer(&mut self) -> Result<Vec<u8>, SaslError> {
-        let mb = SERVER_MAX_RECEIVE.to_be_bytes();
-        let offer = [self.offered, mb[1], mb[2], mb[3]];
+        let offer = layer_message(self.offered, SERVER_MAX_RECEIVE);
         let mut out = Vec::new();
-        self.ctx()?.wrap(false, &offer, &mut out)?;
+        self.neg.ctx()?.wrap(false, &offer, &mut out)?;
         self.stage = Stage::AwaitChoice;
         Ok(out)
     }
@@ -152,14 +126,14 @@ impl GssapiServer {
     /// The client's `[chosen, maxbuf24][, authzid]`.
     fn choice(&mut self, response: &[u8]) -> Result<Vec<u8>, SaslError> {
         let mut plain = Vec::with_capacity(8);
-        self.ctx()?.unwrap(response, &mut plain)?;
+        self.neg.ctx()?.unwrap(response, &mut plain)?;
         if plain.len() < 4 {
             return Err(SaslError::Sasl(format!(
                 "GSSAPI: the client's security layer choice is {} bytes, not at least 4",
                 plain.len()
             )));
         }
-        let chosen = plain[0];
+        let (chosen, peer_max) = read_layer_message(plain[..4].try_into().expect("4 bytes"));
         let qop = match chosen {
             1 => Qop::Auth,
             2 => Qop::AuthInt,
@@ -176,7 +150,7 @@ impl GssapiServer {
                 self.offered
             )));
         }
-        let peer = self.ctx()?.initiator()?;
+        let peer = self.neg.ctx()?.initiator()?;
         if plain.len() > 4 {
             let authzid = std::str::from_utf8(&plain[4..])
                 .map_err(|_| SaslError::Sasl("GSSAPI: authorization id is not UTF-8".into()))?;
@@ -186,9 +160,7 @@ impl GssapiServer {
                 )));
             }
         }
-        self.peer_max = u32::from_be_bytes([0, plain[1], plain[2], plain[3]]);
-        self.qop = Some(qop);
-        self.principal = Some(peer);
+        self.neg.complete(qop, peer_max, peer);
         self.stage = Stage::Complete;
         Ok(Vec::new())
     }
@@ -202,7 +174,7 @@ impl ServerMechanism for GssapiServer {
     fn evaluate_response(&mut self, response: &[u8]) -> Result<Vec<u8>, SaslError> {
         match self.stage {
             Stage::Context => {
-                let ctx = self.ctx()?;
+                let ctx = self.neg.ctx()?;
                 let out = ctx.accept_step(response)?;
                 if !ctx.is_established() {
                     return Ok(out);
@@ -233,56 +205,15 @@ impl ServerMechanism for GssapiServer {
     }
 
     fn authorization_id(&self) -> Option<&str> {
-        self.principal.as_deref()
+        self.neg.client.as_deref()
     }
 
     fn negotiated_qop(&self) -> Option<Qop> {
-        self.qop
+        self.neg.qop
     }
 
     fn take_layer(&mut self) -> Option<Box<dyn SecurityLayer>> {
-        let qop = self.qop.filter(|q| q.wraps())?;
-        let ctx = self.ctx.take()?;
-        let peer_max = if self.peer_max == 0 {
-            CLIENT_MAX_RECEIVE
-        } else {
-            self.peer_max
-        };
-        Some(Box::new(AcceptorLayer {
-            ctx,
-            qop,
-            max_input: (peer_max as usize).saturating_sub(WRAP_OVERHEAD).max(1),
-        }))
-    }
-}
-
-/// `auth-int` / `auth-conf` over an established accepting context.
-struct AcceptorLayer {
-    ctx: Box<dyn GssAcceptor>,
-    qop: Qop,
-    max_input: usize,
-}
-
-impl SecurityLayer for AcceptorLayer {
-    fn qop(&self) -> Qop {
-        self.qop
-    }
-
-    fn max_wrap_input(&self) -> usize {
-        self.max_input
-    }
-
-    fn wrap(&mut self, plain: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        if plain.is_empty() {
-            return Ok(());
-        }
-        self.ctx.wrap(self.qop == Qop::AuthConf, plain, out)
-    }
-
-    fn unwrap(&mut self, token: &[u8], out: &mut Vec<u8>) -> Result<(), SaslError> {
-        let before = out.len();
-        let sealed = self.ctx.unwrap(token, out)?;
-        super::gssapi::require_sealed(self.qop, sealed).inspect_err(|_| out.truncate(before))
+        self.neg.take_layer()
     }
 }
 
@@ -324,6 +255,7 @@ impl KerberosServer {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::sasl::gss_context::WRAP_OVERHEAD;
 
     /// A scripted acceptor: expects `AP-REQ`, answers `reply`, and "wraps" as
     /// `[conf flag] ‖ plaintext xor 0x5a` (the client tests' fake uses the same form).
@@ -349,6 +281,9 @@ pub(crate) mod tests {
             self.established = true;
             Ok(self.reply.clone())
         }
+    }
+
+    impl EstablishedContext for FakeAcceptor {
         fn is_established(&self) -> bool {
             self.established
         }
@@ -538,6 +473,8 @@ pub(crate) mod tests {
                 _ => Err(SaslError::Sasl("init out of order".into())),
             }
         }
+    }
+    impl EstablishedContext for FakeInit {
         fn is_established(&self) -> bool {
             self.0 >= 2
         }

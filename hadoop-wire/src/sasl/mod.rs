@@ -6,7 +6,8 @@
 //! - A mechanism is a [`ClientMechanism`] or a [`ServerMechanism`]: it turns challenges into
 //!   responses until it is complete. [`digest`] is DIGEST-MD5 (RFC 2831 as the JDK runs it), the
 //!   mechanism of the TOKEN auth method; [`gssapi`] (client) and [`gssapi_server`] are GSSAPI
-//!   (RFC 4752), the mechanism of KERBEROS, over a GSS-API context the caller supplies;
+//!   (RFC 4752), the mechanism of KERBEROS, over a GSS-API context the caller supplies
+//!   ([`gss_context`]: what both sides share once the context is established);
 //!   [`kerberos_name`] maps a server's authenticated principals to users
 //!   (`hadoop.security.auth_to_local`).
 //! - A complete mechanism hands over a [`SecurityLayer`] when the negotiated [`Qop`] is
@@ -16,6 +17,7 @@
 
 pub mod client;
 pub mod digest;
+pub mod gss_context;
 pub mod gssapi;
 pub mod gssapi_server;
 pub mod kerberos_name;

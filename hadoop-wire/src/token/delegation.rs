@@ -1,27 +1,40 @@
-//! The NameNode's delegation-token secret manager, sans-IO. Mirrors Java's
-//! `org.apache.hadoop.security.token.delegation.AbstractDelegationTokenSecretManager` as the
-//! HDFS `DelegationTokenSecretManager` uses it (checked against the Hadoop 3.5.0 bytecode).
+//! Delegation-token secret managers, sans-IO: Java's
+//! `org.apache.hadoop.security.token.delegation.AbstractDelegationTokenSecretManager` once, for
+//! every identifier encoding that uses it (checked against the Hadoop 3.5.0 bytecode): the
+//! NameNode's HDFS tokens (Writable identifiers) and the RM's `RM_DELEGATION_TOKEN`s
+//! (`YARNDelegationTokenIdentifierProto`).
 //!
 //! How the types connect:
 //!
-//! - [`DelegationConfig`] holds the three `dfs.namenode.delegation.*` intervals, the token
-//!   remover's scan interval (`FSNamesystem`: one hour), the cap on stored tokens, and the
-//!   UTC offset Java's `Time.formatTime` prints with (the JVM's default time zone).
+//! - [`DelegationIdentifier`] is what the manager needs of an identifier: Java's
+//!   `AbstractDelegationTokenIdentifier` fields ([`DelegationFields`]), a constructor that
+//!   encodes them as Java writes them, and `toString()`. [`DelegationTokenIdentifier`] (HDFS, Writable) and
+//!   [`RmDelegationTokenIdentifier`](super::rm_delegation::RmDelegationTokenIdentifier) (YARN,
+//!   protobuf) implement it.
+//! - [`DelegationConfig`] holds the three intervals (`dfs.namenode.delegation.*`,
+//!   `yarn.resourcemanager.delegation.*`; the same defaults), the token remover's scan interval
+//!   (one hour), the cap on stored tokens, and the UTC offset Java's `Time.formatTime` prints
+//!   with (the JVM's default time zone).
 //! - [`DelegationKey`] is Java's `DelegationKey`: id, expiry date and the raw HMAC key bytes
 //!   (8 bytes, `KeyGenerator(HmacSHA1).init(64)`), drawn from an [`Entropy`].
-//! - [`DelegationTokenSecretManager`] keeps every key that has not expired (`allKeys`), the
+//! - [`DelegationSecretManager`] keeps every key that has not expired (`allKeys`), the
 //!   current key, the key and sequence counters, and the stored tokens (`currentTokens`:
-//!   identifier → renew date and password). [`new`](DelegationTokenSecretManager::new) is
-//!   `startThreads` followed by the remover thread's first pass, which rolls at once (so the
-//!   first token carries key id 2, as on a real NameNode); [`tick`](DelegationTokenSecretManager::tick)
-//!   is one pass of `ExpiredTokenRemover`: roll the key when `key-update-interval` has passed
-//!   (dropping expired keys), drop expired tokens once per scan interval.
-//! - Tokens are [`DelegationTokenIdentifier`]s (owner, renewer, real user, issue and max date,
-//!   sequence number, key id) with `HMAC-SHA1(current key, identifier bytes)` passwords.
-//!   `create_token` (`createPassword`), `retrieve_password` (`checkToken`: known and not past
-//!   its renew date), `verify_token`, `renew_token` (the password is recomputed over the token's
-//!   identifier bytes *as received*, as Java does), `cancel_token`.
-//! - [`DelegationTokenSecrets`] puts the manager behind a lock with a clock the caller supplies
+//!   identifier → renew date and password). [`new`](DelegationSecretManager::new) is the
+//!   constructor; [`recover`](DelegationSecretManager::recover) takes back what a store kept;
+//!   [`start`](DelegationSecretManager::start) is `startThreads` followed by the remover
+//!   thread's first pass, which rolls at once (so a fresh manager's first token carries key
+//!   id 2, as on a real NameNode or RM); [`tick`](DelegationSecretManager::tick) is one pass of
+//!   `ExpiredTokenRemover`: roll the key when `key-update-interval` has passed (dropping
+//!   expired keys), drop expired tokens once per scan interval.
+//! - Tokens carry `HMAC-SHA1(current key, identifier bytes)` passwords. `create_token`
+//!   (`createPassword`), `retrieve_password` (`checkToken`: known and not past its renew date),
+//!   `verify_token`, `renew_token` (the password is recomputed over the token's identifier
+//!   bytes *as received*, as Java does), `cancel_token`.
+//! - [`DelegationStore`] is where a manager persists its keys and tokens (Java's
+//!   `storeNewMasterKey`, `storeNewToken`, `updateStoredToken` and their removals): every
+//!   change goes through it as it is made. The NameNode's is [`Unpersisted`]; the RM's writes
+//!   its state store.
+//! - [`DelegationTokenSecrets`] puts a manager behind a lock with a clock the caller supplies
 //!   and implements [`TokenSecrets`] for `ipc`'s SASL server.
 //!
 //! Every refusal carries Java's text and class: [`TokenError::InvalidToken`]
@@ -33,6 +46,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::RwLock;
 
 use super::identifier::DelegationTokenIdentifier;
@@ -54,7 +68,8 @@ pub const DEFAULT_KEY_UPDATE_INTERVAL_MS: i64 = 86_400_000;
 pub const DEFAULT_MAX_LIFETIME_MS: i64 = 604_800_000;
 /// Default renew interval: one day.
 pub const DEFAULT_RENEW_INTERVAL_MS: i64 = 86_400_000;
-/// `FSNamesystem.DELEGATION_TOKEN_REMOVER_SCAN_INTERVAL`: one hour.
+/// `FSNamesystem.DELEGATION_TOKEN_REMOVER_SCAN_INTERVAL` and the RM's
+/// `yarn.resourcemanager.delegation.token.remove-scan-interval` default: one hour.
 pub const DEFAULT_REMOVER_SCAN_INTERVAL_MS: i64 = 3_600_000;
 /// Default cap on stored tokens.
 pub const DEFAULT_MAX_TOKENS: usize = 1_000_000;
@@ -76,7 +91,8 @@ pub struct DelegationConfig {
 }
 
 impl Default for DelegationConfig {
-    /// Hadoop 3.5.0's defaults, times printed in UTC.
+    /// Hadoop 3.5.0's defaults (hdfs-default.xml and yarn-default.xml agree), times printed
+    /// in UTC.
     fn default() -> Self {
         DelegationConfig {
             key_update_interval_ms: DEFAULT_KEY_UPDATE_INTERVAL_MS,
@@ -89,28 +105,48 @@ impl Default for DelegationConfig {
     }
 }
 
+/// A setting of [`DelegationConfig`], as named in a [`ConfigError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    KeyUpdateInterval,
+    MaxLifetime,
+    RenewInterval,
+    RemoverScanInterval,
+    UtcOffset,
+}
+
+/// A [`DelegationConfig`] the manager refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("delegation token configuration: {setting:?} {reason}")]
+pub struct ConfigError {
+    /// The setting at fault (for two that do not fit together, the key update interval).
+    pub setting: Setting,
+    pub reason: &'static str,
+}
+
 impl DelegationConfig {
     /// Positive intervals, and few enough keys alive at once (a key lives for
     /// `key_update_interval + max_lifetime` and one is made per interval).
-    pub fn check(&self) -> Result<(), TokenError> {
-        let bad = |what: &str| {
-            Err(TokenError::Malformed {
-                what: "delegation token configuration",
-                reason: what.to_string(),
-            })
-        };
-        if self.key_update_interval_ms <= 0
-            || self.max_lifetime_ms <= 0
-            || self.renew_interval_ms <= 0
-            || self.remover_scan_interval_ms <= 0
-        {
-            return bad("intervals must be > 0");
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |setting, reason| Err(ConfigError { setting, reason });
+        for (setting, v) in [
+            (Setting::KeyUpdateInterval, self.key_update_interval_ms),
+            (Setting::MaxLifetime, self.max_lifetime_ms),
+            (Setting::RenewInterval, self.renew_interval_ms),
+            (Setting::RemoverScanInterval, self.remover_scan_interval_ms),
+        ] {
+            if v <= 0 {
+                return bad(setting, "must be > 0");
+            }
         }
         if self.max_lifetime_ms / self.key_update_interval_ms > (MAX_KEYS as i64 - 3) {
-            return bad("max-lifetime / key.update-interval keeps too many keys alive");
+            return bad(
+                Setting::KeyUpdateInterval,
+                "max-lifetime / key.update-interval keeps too many keys alive",
+            );
         }
         if self.utc_offset_minutes.abs() > 18 * 60 {
-            return bad("UTC offset beyond 18 hours");
+            return bad(Setting::UtcOffset, "UTC offset beyond 18 hours");
         }
         Ok(())
     }
@@ -142,13 +178,14 @@ struct TokenInfo {
     password: Password,
 }
 
-/// Why [`DelegationTokenSecretManager::new`] or [`DelegationTokenSecretManager::tick`] failed.
+/// Why [`DelegationSecretManager::new`], [`start`](DelegationSecretManager::start) or
+/// [`tick`](DelegationSecretManager::tick) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DelegationError {
     #[error(transparent)]
     Entropy(#[from] EntropyError),
     #[error(transparent)]
-    Config(#[from] TokenError),
+    Config(#[from] ConfigError),
 }
 
 /// Java's `Time.formatTime(ms)`: `SimpleDateFormat("yyyy-MM-dd HH:mm:ss,SSSZ")` in a zone at
@@ -182,45 +219,124 @@ pub fn short_name(user: &str) -> &str {
     user.split(['/', '@']).next().unwrap_or(user)
 }
 
-/// The HDFS `DelegationTokenIdentifier.toString()`: `token for <short owner>: ` followed by
-/// `AbstractDelegationTokenIdentifier.toString()` (`HDFS_DELEGATION_TOKEN owner=…, renewer=…,
-/// realUser=…, issueDate=…, maxDate=…, sequenceNumber=…, masterKeyId=…`). `None` where Java
-/// throws (an empty owner has no user).
-pub fn identifier_to_string(id: &DelegationTokenIdentifier) -> Option<String> {
-    if id.owner().is_empty() {
-        return None;
+/// The fields of Java's `AbstractDelegationTokenIdentifier`, whatever their encoding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DelegationFields {
+    pub owner: String,
+    /// A short name (Java's `setRenewer` shortens a Kerberos principal first).
+    pub renewer: String,
+    pub real_user: String,
+    pub issue_date: i64,
+    pub max_date: i64,
+    pub sequence_number: i32,
+    pub master_key_id: i32,
+}
+
+impl DelegationFields {
+    /// `AbstractDelegationTokenIdentifier.toString()` under `kind`: `<kind> owner=…,
+    /// renewer=…, realUser=…, issueDate=…, maxDate=…, sequenceNumber=…, masterKeyId=…`.
+    pub fn java_string(&self, kind: &str) -> String {
+        format!(
+            "{kind} owner={}, renewer={}, realUser={}, issueDate={}, maxDate={}, sequenceNumber={}, masterKeyId={}",
+            self.owner,
+            self.renewer,
+            self.real_user,
+            self.issue_date,
+            self.max_date,
+            self.sequence_number,
+            self.master_key_id
+        )
     }
-    Some(format!(
-        "token for {}: {} owner={}, renewer={}, realUser={}, issueDate={}, maxDate={}, sequenceNumber={}, masterKeyId={}",
-        short_name(id.owner()),
-        super::KIND_HDFS_DELEGATION,
-        id.owner(),
-        id.renewer(),
-        id.real_user(),
-        id.issue_date(),
-        id.max_date(),
-        id.sequence_number(),
-        id.master_key_id()
-    ))
+}
+
+/// What a delegation-token secret manager needs of its identifier: the
+/// [`DelegationFields`] and their encoding ([`TokenIdentifier::bytes`], which the password
+/// covers and the stored tokens are keyed by).
+pub trait DelegationIdentifier: TokenIdentifier {
+    /// What the stored tokens are called in [`TokenError::Full`].
+    const STORED: &'static str;
+    /// An identifier with these fields, encoded as Java writes them.
+    fn from_fields(fields: DelegationFields) -> Self;
+    fn fields(&self) -> &DelegationFields;
+    /// The identifier's `toString()`; `None` where Java throws.
+    fn to_java_string(&self) -> Option<String>;
+
+    fn owner(&self) -> &str {
+        &self.fields().owner
+    }
+    fn renewer(&self) -> &str {
+        &self.fields().renewer
+    }
+    fn real_user(&self) -> &str {
+        &self.fields().real_user
+    }
+    fn issue_date(&self) -> i64 {
+        self.fields().issue_date
+    }
+    fn max_date(&self) -> i64 {
+        self.fields().max_date
+    }
+    fn sequence_number(&self) -> i32 {
+        self.fields().sequence_number
+    }
+    fn master_key_id(&self) -> i32 {
+        self.fields().master_key_id
+    }
+}
+
+/// The identifier's `toString()` (see [`DelegationIdentifier::to_java_string`]); for HDFS
+/// `token for <short owner>: ` followed by `AbstractDelegationTokenIdentifier.toString()`,
+/// `None` for an empty owner (Java has no user).
+pub fn identifier_to_string<I: DelegationIdentifier>(id: &I) -> Option<String> {
+    id.to_java_string()
 }
 
 /// `formatTokenId`: `(<identifier.toString()>)`, or `( SequenceNumber=<n> )` when `toString`
 /// throws.
-pub fn format_token_id(id: &DelegationTokenIdentifier) -> String {
-    match identifier_to_string(id) {
+pub fn format_token_id<I: DelegationIdentifier>(id: &I) -> String {
+    match id.to_java_string() {
         Some(s) => format!("({s})"),
         None => format!("( SequenceNumber={} )", id.sequence_number()),
     }
 }
 
-/// `AbstractDelegationTokenSecretManager` for HDFS delegation tokens.
-#[derive(Clone)]
-pub struct DelegationTokenSecretManager {
+/// Where a secret manager persists its keys and tokens, told of every change as it is made
+/// (Java's `storeNewMasterKey` / `updateDelegationKey`, `removeStoredMasterKey`,
+/// `storeNewToken` / `updateStoredToken`, `removeStoredToken`).
+pub trait DelegationStore {
+    /// A key made, or updated (its expiry moved at a roll).
+    fn store_key(&mut self, key: &DelegationKey);
+    /// An expired key dropped.
+    fn remove_key(&mut self, key_id: i32);
+    /// A token stored or renewed: its identifier's canonical bytes, its renew date and the
+    /// sequence-number counter after it.
+    fn store_token(&mut self, identifier: &[u8], renew_date: i64, sequence: i32);
+    /// A token cancelled or expired.
+    fn remove_token(&mut self, identifier: &[u8]);
+}
+
+/// A manager that keeps its keys and tokens in memory only (the NameNode's edit log is not
+/// ours).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unpersisted;
+
+impl DelegationStore for Unpersisted {
+    fn store_key(&mut self, _: &DelegationKey) {}
+    fn remove_key(&mut self, _: i32) {}
+    fn store_token(&mut self, _: &[u8], _: i64, _: i32) {}
+    fn remove_token(&mut self, _: &[u8]) {}
+}
+
+/// The NameNode's secret manager: HDFS identifiers, nothing persisted.
+pub type DelegationTokenSecretManager = DelegationSecretManager<DelegationTokenIdentifier>;
+
+/// `AbstractDelegationTokenSecretManager` over identifiers `I`, persisting through `S`.
+pub struct DelegationSecretManager<I, S = Unpersisted> {
     cfg: DelegationConfig,
     /// `allKeys`, by id (the current key among them).
     keys: BTreeMap<i32, DelegationKey>,
-    /// `currentKey`.
-    current: DelegationKey,
+    /// `currentKey` (none before [`start`](Self::start)).
+    current: Option<DelegationKey>,
     /// `currentId`: the id of the last key made.
     key_serial: i32,
     /// `delegationTokenSequenceNumber`.
@@ -230,51 +346,88 @@ pub struct DelegationTokenSecretManager {
     tokens: HashMap<Vec<u8>, TokenInfo>,
     last_key_update: i64,
     last_cleanup: i64,
+    store: S,
+    identifier: PhantomData<fn() -> I>,
+}
+
+impl<I, S: Clone> Clone for DelegationSecretManager<I, S> {
+    fn clone(&self) -> Self {
+        DelegationSecretManager {
+            cfg: self.cfg,
+            keys: self.keys.clone(),
+            current: self.current.clone(),
+            key_serial: self.key_serial,
+            sequence: self.sequence,
+            tokens: self.tokens.clone(),
+            last_key_update: self.last_key_update,
+            last_cleanup: self.last_cleanup,
+            store: self.store.clone(),
+            identifier: PhantomData,
+        }
+    }
 }
 
 /// Prints the settings, key ids and counters, never keys or passwords.
-impl fmt::Debug for DelegationTokenSecretManager {
+impl<I, S> fmt::Debug for DelegationSecretManager<I, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DelegationTokenSecretManager")
+        f.debug_struct("DelegationSecretManager")
             .field("cfg", &self.cfg)
             .field("keys", &self.keys.keys().collect::<Vec<_>>())
-            .field("current", &self.current.key_id)
+            .field("current", &self.current.as_ref().map(|k| k.key_id))
             .field("sequence", &self.sequence)
             .field("tokens", &self.tokens.len())
             .finish_non_exhaustive()
     }
 }
 
-impl DelegationTokenSecretManager {
-    /// `startThreads` at `now_ms` (key 1), then the remover's first pass, which rolls to key 2
-    /// and sets the first token scan.
-    pub fn new(
+impl<I: DelegationIdentifier, S: DelegationStore + Default> DelegationSecretManager<I, S> {
+    /// A manager with no keys and no tokens yet: [`recover`](Self::recover) what a store kept,
+    /// then [`start`](Self::start).
+    pub fn new(cfg: DelegationConfig) -> Result<Self, DelegationError> {
+        Self::with_store(cfg, S::default())
+    }
+
+    /// [`new`](Self::new), then [`start`](Self::start) at `now_ms`.
+    pub fn started(
         cfg: DelegationConfig,
         entropy: &mut dyn Entropy,
         now_ms: i64,
-    ) -> Result<DelegationTokenSecretManager, DelegationError> {
+    ) -> Result<Self, DelegationError> {
+        let mut m = Self::new(cfg)?;
+        m.start(entropy, now_ms)?;
+        Ok(m)
+    }
+}
+
+impl<I: DelegationIdentifier, S: DelegationStore> DelegationSecretManager<I, S> {
+    /// A manager with no keys and no tokens yet, persisting through `store`.
+    pub fn with_store(cfg: DelegationConfig, store: S) -> Result<Self, DelegationError> {
         cfg.check()?;
-        let mut m = DelegationTokenSecretManager {
+        Ok(DelegationSecretManager {
             cfg,
             keys: BTreeMap::new(),
-            current: DelegationKey {
-                key_id: 0,
-                expiry_date: 0,
-                bytes: Vec::new(),
-            },
+            current: None,
             key_serial: 0,
             sequence: 0,
             tokens: HashMap::new(),
             last_key_update: 0,
             last_cleanup: 0,
-        };
-        m.update_current_key(entropy, now_ms)?;
-        m.tick(entropy, now_ms)?;
-        Ok(m)
+            store,
+            identifier: PhantomData,
+        })
     }
 
     pub fn config(&self) -> &DelegationConfig {
         &self.cfg
+    }
+
+    /// The store the manager persists through.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
     }
 
     /// `formatTime` in this manager's zone.
@@ -282,9 +435,69 @@ impl DelegationTokenSecretManager {
         format_time(ms, self.cfg.utc_offset_minutes)
     }
 
+    /// Rebuilds from a store: keys (the key counter follows the largest id), tokens (their
+    /// passwords recomputed from their keys; one whose key is gone, or whose identifier does
+    /// not parse, is dropped, as Java's `addPersistedDelegationToken` refuses it) and the
+    /// sequence counter. Returns how many tokens were dropped. Nothing is written to the store.
+    pub fn recover(
+        &mut self,
+        keys: impl IntoIterator<Item = DelegationKey>,
+        tokens: impl IntoIterator<Item = (Vec<u8>, i64)>,
+        sequence: i32,
+    ) -> usize {
+        for k in keys {
+            self.key_serial = self.key_serial.max(k.key_id);
+            self.keys.insert(k.key_id, k);
+        }
+        let mut dropped = 0;
+        for (bytes, renew_date) in tokens {
+            let Ok(id) = I::parse(&bytes) else {
+                dropped += 1;
+                continue;
+            };
+            let Some(key) = self.keys.get(&id.master_key_id()) else {
+                dropped += 1;
+                continue;
+            };
+            let password = create_password(&key.bytes, id.bytes());
+            self.sequence = self.sequence.max(id.sequence_number());
+            self.tokens.insert(
+                id.bytes().to_vec(),
+                TokenInfo {
+                    renew_date,
+                    password,
+                },
+            );
+        }
+        self.sequence = self.sequence.max(sequence);
+        dropped
+    }
+
+    /// `startThreads`: a new current key, then the remover's first pass, which rolls again
+    /// and sets the first token scan (so a fresh manager's first token carries key 2).
+    pub fn start(&mut self, entropy: &mut dyn Entropy, now_ms: i64) -> Result<(), DelegationError> {
+        self.update_current_key(entropy, now_ms)?;
+        self.tick(entropy, now_ms)?;
+        Ok(())
+    }
+
+    /// Writes everything the manager holds now into `store` (keys, then tokens in identifier
+    /// order, each with the current sequence counter): what a store rewritten from scratch
+    /// must hold.
+    pub fn persist_all(&self, store: &mut impl DelegationStore) {
+        for k in self.keys.values() {
+            store.store_key(k);
+        }
+        let mut toks: Vec<_> = self.tokens.iter().collect();
+        toks.sort_by(|a, b| a.0.cmp(b.0));
+        for (bytes, info) in toks {
+            store.store_token(bytes, info.renew_date, self.sequence);
+        }
+    }
+
     /// One pass of `ExpiredTokenRemover`: rolls the key once `key_update_interval` has passed
     /// since the last roll, and removes expired tokens once per scan interval. Returns the
-    /// identifiers' sequence numbers of the tokens it removed.
+    /// identifiers' sequence numbers of the tokens it removed, in order.
     pub fn tick(
         &mut self,
         entropy: &mut dyn Entropy,
@@ -328,15 +541,17 @@ impl DelegationTokenSecretManager {
             bytes,
         };
         self.keys.insert(key.key_id, key.clone());
-        self.current = key;
+        self.store.store_key(&key);
+        self.current = Some(key);
         // Bounded by DelegationConfig::check; this only guards against a clock that keeps
         // jumping backwards (keys never expire then).
         while self.keys.len() > MAX_KEYS {
-            let current = self.current.key_id;
+            let current = self.key_serial;
             let Some((&oldest, _)) = self.keys.iter().find(|(&id, _)| id != current) else {
                 break;
             };
             self.keys.remove(&oldest);
+            self.store.remove_key(oldest);
         }
         Ok(())
     }
@@ -351,36 +566,49 @@ impl DelegationTokenSecretManager {
         self.remove_expired_keys(now_ms);
         // Java: currentKey.setExpiryDate(now + maxLifetime); updateDelegationKey(currentKey),
         // which puts it back into allKeys.
-        self.current.expiry_date = now_ms.saturating_add(self.cfg.max_lifetime_ms);
-        self.keys.insert(self.current.key_id, self.current.clone());
+        if let Some(cur) = self.current.as_mut() {
+            cur.expiry_date = now_ms.saturating_add(self.cfg.max_lifetime_ms);
+            self.keys.insert(cur.key_id, cur.clone());
+            self.store.store_key(cur);
+        }
         self.update_current_key(entropy, now_ms)
     }
 
     /// `removeExpiredKeys`: drops every key whose expiry date is before now.
     fn remove_expired_keys(&mut self, now_ms: i64) {
-        self.keys.retain(|_, k| k.expiry_date >= now_ms);
+        let store = &mut self.store;
+        self.keys.retain(|&id, k| {
+            let keep = k.expiry_date >= now_ms;
+            if !keep {
+                store.remove_key(id);
+            }
+            keep
+        });
     }
 
     /// `removeExpiredToken`: drops every token whose renew date is before now; returns their
-    /// sequence numbers.
+    /// sequence numbers, in order.
     pub fn remove_expired_tokens(&mut self, now_ms: i64) -> Vec<i32> {
         let mut removed = Vec::new();
+        let store = &mut self.store;
         self.tokens.retain(|bytes, info| {
             if info.renew_date < now_ms {
-                if let Ok(id) = DelegationTokenIdentifier::parse(bytes) {
+                if let Ok(id) = I::parse(bytes) {
                     removed.push(id.sequence_number());
                 }
+                store.remove_token(bytes);
                 false
             } else {
                 true
             }
         });
+        removed.sort_unstable();
         removed
     }
 
-    /// The key new tokens are signed with.
-    pub fn current_key(&self) -> &DelegationKey {
-        &self.current
+    /// The key new tokens are signed with (none before [`start`](Self::start)).
+    pub fn current_key(&self) -> Option<&DelegationKey> {
+        self.current.as_ref()
     }
 
     /// `getDelegationKey`.
@@ -399,56 +627,57 @@ impl DelegationTokenSecretManager {
     }
 
     /// The renew date of a stored token.
-    pub fn renew_date(&self, id: &DelegationTokenIdentifier) -> Option<i64> {
+    pub fn renew_date(&self, id: &I) -> Option<i64> {
         self.tokens.get(id.bytes()).map(|i| i.renew_date)
     }
 
     /// `getDelegationToken` + `createPassword`: a token for `owner` (renewable by `renewer`, a
     /// short name; `real_user` empty unless a proxy asked), issued now, valid for
-    /// `max_lifetime`, to be renewed within `renew_interval`. Kind `HDFS_DELEGATION_TOKEN`,
-    /// empty service (the client sets it).
+    /// `max_lifetime`, to be renewed within `renew_interval`. Kind `I::KIND`, empty service
+    /// (the client sets it).
     pub fn create_token(
         &mut self,
         owner: &str,
         renewer: &str,
         real_user: &str,
         now_ms: i64,
-    ) -> Result<(DelegationTokenIdentifier, Token), TokenError> {
+    ) -> Result<(I, Token), TokenError> {
         if self.tokens.len() >= self.cfg.max_tokens {
             return Err(TokenError::Full {
-                what: "stored delegation tokens",
+                what: I::STORED,
                 max: self.cfg.max_tokens,
             });
         }
+        let Some(key) = self.current.as_ref() else {
+            return Err(TokenError::NoCurrentKey);
+        };
         self.sequence = self.sequence.wrapping_add(1);
-        let key = self.current_key();
-        let id = DelegationTokenIdentifier::new(
-            owner,
-            renewer,
-            real_user,
-            now_ms,
-            now_ms.saturating_add(self.cfg.max_lifetime_ms),
-            self.sequence,
-            key.key_id,
-        );
+        let id = I::from_fields(DelegationFields {
+            owner: owner.into(),
+            renewer: renewer.into(),
+            real_user: real_user.into(),
+            issue_date: now_ms,
+            max_date: now_ms.saturating_add(self.cfg.max_lifetime_ms),
+            sequence_number: self.sequence,
+            master_key_id: key.key_id,
+        });
         let password = create_password(&key.bytes, id.bytes());
+        let renew_date = now_ms.saturating_add(self.cfg.renew_interval_ms);
         self.tokens.insert(
             id.bytes().to_vec(),
             TokenInfo {
-                renew_date: now_ms.saturating_add(self.cfg.renew_interval_ms),
+                renew_date,
                 password,
             },
         );
+        self.store
+            .store_token(id.bytes(), renew_date, self.sequence);
         let token = Token::for_identifier(&id, &password, "");
         Ok((id, token))
     }
 
     /// `checkToken`.
-    fn check_token(
-        &self,
-        id: &DelegationTokenIdentifier,
-        now_ms: i64,
-    ) -> Result<&TokenInfo, TokenError> {
+    fn check_token(&self, id: &I, now_ms: i64) -> Result<&TokenInfo, TokenError> {
         let Some(info) = self.tokens.get(id.bytes()) else {
             return Err(TokenError::InvalidToken(format!(
                 "Token for real user: {}, can't be found in cache",
@@ -467,22 +696,13 @@ impl DelegationTokenSecretManager {
     }
 
     /// `retrievePassword`: the stored password of a known token not past its renew date.
-    pub fn retrieve_password(
-        &self,
-        id: &DelegationTokenIdentifier,
-        now_ms: i64,
-    ) -> Result<Password, TokenError> {
+    pub fn retrieve_password(&self, id: &I, now_ms: i64) -> Result<Password, TokenError> {
         self.check_token(id, now_ms).map(|i| i.password)
     }
 
     /// `verifyToken`: [`retrieve_password`](Self::retrieve_password), then a constant-time
     /// comparison with `password`.
-    pub fn verify_token(
-        &self,
-        id: &DelegationTokenIdentifier,
-        password: &[u8],
-        now_ms: i64,
-    ) -> Result<(), TokenError> {
+    pub fn verify_token(&self, id: &I, password: &[u8], now_ms: i64) -> Result<(), TokenError> {
         let stored = self.retrieve_password(id, now_ms)?;
         if !passwords_match(&stored, password) {
             return Err(TokenError::InvalidToken(format!(
@@ -503,7 +723,7 @@ impl DelegationTokenSecretManager {
         renewer: &str,
         now_ms: i64,
     ) -> Result<i64, TokenError> {
-        let id = DelegationTokenIdentifier::parse(&token.identifier)?;
+        let id = I::parse(&token.identifier)?;
         let fmt_id = format_token_id(&id);
         if id.max_date() < now_ms {
             return Err(TokenError::InvalidToken(format!(
@@ -548,17 +768,27 @@ impl DelegationTokenSecretManager {
             renew_date,
             password,
         };
+        self.store
+            .store_token(id.bytes(), renew_date, self.sequence);
         Ok(renew_date)
     }
 
-    /// `cancelToken`: the owner (full name) or the renewer (by the canceller's short name)
-    /// may cancel; the token is forgotten. Returns its identifier.
-    pub fn cancel_token(
+    /// `cancelToken(token, canceller)`: the owner (`canceller`, the caller's full user name)
+    /// or the renewer (by the canceller's [`short_name`], the `DEFAULT` rule) may cancel; the
+    /// token is forgotten. Returns its identifier.
+    pub fn cancel_token(&mut self, token: &Token, canceller: &str) -> Result<I, TokenError> {
+        self.cancel_token_as(token, canceller, short_name(canceller))
+    }
+
+    /// [`cancel_token`](Self::cancel_token) with the canceller's short name given
+    /// (`canceller_short`, under the caller's `hadoop.security.auth_to_local` rules).
+    pub fn cancel_token_as(
         &mut self,
         token: &Token,
         canceller: &str,
-    ) -> Result<DelegationTokenIdentifier, TokenError> {
-        let id = DelegationTokenIdentifier::parse(&token.identifier)?;
+        canceller_short: &str,
+    ) -> Result<I, TokenError> {
+        let id = I::parse(&token.identifier)?;
         if id.owner().is_empty() {
             return Err(TokenError::InvalidToken(format!(
                 "Token with no owner {}",
@@ -566,7 +796,7 @@ impl DelegationTokenSecretManager {
             )));
         }
         let renewer = id.renewer();
-        if canceller != id.owner() && (renewer.is_empty() || short_name(canceller) != renewer) {
+        if canceller != id.owner() && (renewer.is_empty() || canceller_short != renewer) {
             return Err(TokenError::AccessControl(format!(
                 "{canceller} is not authorized to cancel the token {}",
                 format_token_id(&id)
@@ -578,38 +808,42 @@ impl DelegationTokenSecretManager {
                 format_token_id(&id)
             )));
         }
+        self.store.remove_token(id.bytes());
         Ok(id)
     }
 }
 
-/// The manager behind a lock, with the clock the SASL path reads `now` from (the manager
+/// A manager behind a lock, with the clock the SASL path reads `now` from (the manager
 /// itself never reads a clock).
-pub struct DelegationTokenSecrets<C> {
-    manager: RwLock<DelegationTokenSecretManager>,
+pub struct DelegationTokenSecrets<C, I = DelegationTokenIdentifier, S = Unpersisted> {
+    manager: RwLock<DelegationSecretManager<I, S>>,
     clock: C,
 }
 
-impl<C> fmt::Debug for DelegationTokenSecrets<C> {
+impl<C, I, S> fmt::Debug for DelegationTokenSecrets<C, I, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DelegationTokenSecrets")
             .finish_non_exhaustive()
     }
 }
 
-impl<C: Fn() -> i64 + Send + Sync> DelegationTokenSecrets<C> {
+impl<C: Fn() -> i64 + Send + Sync, I, S> DelegationTokenSecrets<C, I, S> {
     /// `clock` returns milliseconds since the epoch.
-    pub fn new(manager: DelegationTokenSecretManager, clock: C) -> DelegationTokenSecrets<C> {
+    pub fn new(
+        manager: DelegationSecretManager<I, S>,
+        clock: C,
+    ) -> DelegationTokenSecrets<C, I, S> {
         DelegationTokenSecrets {
             manager: RwLock::new(manager),
             clock,
         }
     }
 
-    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, DelegationTokenSecretManager> {
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, DelegationSecretManager<I, S>> {
         self.manager.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, DelegationTokenSecretManager> {
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, DelegationSecretManager<I, S>> {
         self.manager.write().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -619,14 +853,34 @@ impl<C: Fn() -> i64 + Send + Sync> DelegationTokenSecrets<C> {
     }
 }
 
-/// TOKEN authentication with HDFS delegation tokens: the identifier is decoded and checked
-/// against the stored tokens at the clock's now; the user is the owner.
-impl<C: Fn() -> i64 + Send + Sync> TokenSecrets for DelegationTokenSecrets<C> {
-    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+impl<C, I, S> DelegationTokenSecrets<C, I, S>
+where
+    C: Fn() -> i64 + Send + Sync,
+    I: DelegationIdentifier,
+    S: DelegationStore,
+{
+    /// TOKEN authentication (Java's `SaslDigestCallbackHandler`): the identifier is decoded and
+    /// checked against the stored tokens at the clock's now; returns its password and the
+    /// identifier (whose owner is the caller).
+    pub fn retrieve_token(&self, identifier: &[u8]) -> Result<(Password, I), SaslError> {
         // Java: SaslDigestCallbackHandler.getIdentifier.
-        let id = DelegationTokenIdentifier::parse(identifier)
+        let id = I::parse(identifier)
             .map_err(|_| SaslError::InvalidToken("Can't de-serialize tokenIdentifier".into()))?;
         let password = self.read().retrieve_password(&id, self.now())?;
+        Ok((password, id))
+    }
+}
+
+/// TOKEN authentication with delegation tokens: the user is the identifier's
+/// [`user`](TokenIdentifier::user) (the owner, whole).
+impl<C, I, S> TokenSecrets for DelegationTokenSecrets<C, I, S>
+where
+    C: Fn() -> i64 + Send + Sync,
+    I: DelegationIdentifier,
+    S: DelegationStore + Send + Sync,
+{
+    fn retrieve(&self, identifier: &[u8]) -> Result<TokenPassword, SaslError> {
+        let (password, id) = self.retrieve_token(identifier)?;
         Ok(TokenPassword {
             password: password.to_vec(),
             user: id.user().unwrap_or_default(),
@@ -644,7 +898,7 @@ mod tests {
 
     fn manager(cfg: DelegationConfig) -> (DelegationTokenSecretManager, SeededEntropy) {
         let mut e = SeededEntropy(9);
-        let m = DelegationTokenSecretManager::new(cfg, &mut e, T0).unwrap();
+        let m = DelegationTokenSecretManager::started(cfg, &mut e, T0).unwrap();
         (m, e)
     }
 
@@ -699,7 +953,7 @@ mod tests {
         assert_eq!(token.identifier, id.bytes());
         assert_eq!(
             token.password,
-            create_password(&m.current_key().bytes, &token.identifier).to_vec()
+            create_password(&m.current_key().unwrap().bytes, &token.identifier).to_vec()
         );
         assert_eq!(m.renew_date(&id), Some(T0 + DAY));
         m.verify_token(&id, &token.password, T0 + 1).unwrap();
@@ -749,7 +1003,7 @@ mod tests {
         m.retrieve_password(&id, T0 + DAY + 1).unwrap();
         // Renewal survives key rolls: the signing key is kept until it expires.
         m.tick(&mut e, T0 + DAY + 1).unwrap();
-        assert_eq!(m.current_key().key_id, 3);
+        assert_eq!(m.current_key().unwrap().key_id, 3);
         assert_eq!(
             m.renew_token(&token, "yarn", T0 + 6 * DAY + DAY / 2)
                 .unwrap(),
@@ -898,7 +1152,7 @@ mod tests {
         assert!(!ids.contains(&1) && !ids.contains(&2), "{ids:?}");
         assert!(ids.len() <= 9, "{ids:?}");
         assert!(m.all_keys().all(|k| k.expiry_date >= now));
-        assert_eq!(m.current_key().key_id, *ids.last().unwrap());
+        assert_eq!(m.current_key().unwrap().key_id, *ids.last().unwrap());
     }
 
     #[test]
@@ -936,7 +1190,7 @@ mod tests {
             ..DelegationConfig::default()
         };
         assert!(c.check().is_err(), "too many live keys");
-        assert!(DelegationTokenSecretManager::new(c, &mut SeededEntropy(1), T0).is_err());
+        assert!(DelegationTokenSecretManager::started(c, &mut SeededEntropy(1), T0).is_err());
     }
 
     #[test]

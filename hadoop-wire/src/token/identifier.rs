@@ -24,6 +24,7 @@
 use std::fmt;
 
 use super::canonical;
+use super::delegation::{short_name, DelegationFields, DelegationIdentifier};
 use super::writable::{self, WritableReader};
 use super::{TokenError, TokenIdentifier};
 use crate::pb::hadoop::yarn::{
@@ -528,18 +529,13 @@ impl TokenIdentifier for ContainerTokenIdentifier {
 
 /// The Writable identifier of HDFS delegation tokens (`AbstractDelegationTokenIdentifier`):
 /// `byte version (0) ‖ Text owner ‖ Text renewer ‖ Text realUser ‖ vlong issueDate ‖
-/// vlong maxDate ‖ vint sequenceNumber ‖ vint masterKeyId`.
+/// vlong maxDate ‖ vint sequenceNumber ‖ vint masterKeyId`. Its fields are read through
+/// [`DelegationIdentifier`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DelegationTokenIdentifier {
     raw: Vec<u8>,
     bytes: Vec<u8>,
-    owner: String,
-    renewer: String,
-    real_user: String,
-    issue_date: i64,
-    max_date: i64,
-    sequence_number: i32,
-    master_key_id: i32,
+    fields: DelegationFields,
 }
 
 /// Java reads each `Text` with `Text.DEFAULT_MAX_LEN` (1 MiB) and refuses a length `>=` it.
@@ -558,9 +554,7 @@ impl DelegationTokenIdentifier {
         sequence_number: i32,
         master_key_id: i32,
     ) -> DelegationTokenIdentifier {
-        let mut id = DelegationTokenIdentifier {
-            raw: Vec::new(),
-            bytes: Vec::new(),
+        DelegationTokenIdentifier::from_fields(DelegationFields {
             owner: owner.to_string(),
             renewer: renewer.to_string(),
             real_user: real_user.to_string(),
@@ -568,60 +562,60 @@ impl DelegationTokenIdentifier {
             max_date,
             sequence_number,
             master_key_id,
-        };
-        id.bytes = id.encode();
-        id.raw = id.bytes.clone();
-        id
+        })
     }
 
     /// `writeImpl`.
-    fn encode(&self) -> Vec<u8> {
+    fn encode(f: &DelegationFields) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            1 + self.owner.len() + self.renewer.len() + self.real_user.len() + 3 * 5 + 2 * 9,
+            1 + f.owner.len() + f.renewer.len() + f.real_user.len() + 3 * 5 + 2 * 9,
         );
         out.push(0);
-        writable::write_text(&mut out, &self.owner);
-        writable::write_text(&mut out, &self.renewer);
-        writable::write_text(&mut out, &self.real_user);
-        writable::write_vlong(&mut out, self.issue_date);
-        writable::write_vlong(&mut out, self.max_date);
-        writable::write_vint(&mut out, self.sequence_number);
-        writable::write_vint(&mut out, self.master_key_id);
+        writable::write_text(&mut out, &f.owner);
+        writable::write_text(&mut out, &f.renewer);
+        writable::write_text(&mut out, &f.real_user);
+        writable::write_vlong(&mut out, f.issue_date);
+        writable::write_vlong(&mut out, f.max_date);
+        writable::write_vint(&mut out, f.sequence_number);
+        writable::write_vint(&mut out, f.master_key_id);
         out
-    }
-
-    pub fn owner(&self) -> &str {
-        &self.owner
-    }
-
-    pub fn renewer(&self) -> &str {
-        &self.renewer
-    }
-
-    pub fn real_user(&self) -> &str {
-        &self.real_user
-    }
-
-    pub fn issue_date(&self) -> i64 {
-        self.issue_date
-    }
-
-    pub fn max_date(&self) -> i64 {
-        self.max_date
-    }
-
-    pub fn sequence_number(&self) -> i32 {
-        self.sequence_number
-    }
-
-    pub fn master_key_id(&self) -> i32 {
-        self.master_key_id
     }
 
     /// Whether Java's `getUser()` is a proxy user: a real user that is set and differs from
     /// the owner (the owner acting through `real_user`).
     pub fn is_proxy(&self) -> bool {
-        !self.owner.is_empty() && !self.real_user.is_empty() && self.real_user != self.owner
+        let f = &self.fields;
+        !f.owner.is_empty() && !f.real_user.is_empty() && f.real_user != f.owner
+    }
+}
+
+impl DelegationIdentifier for DelegationTokenIdentifier {
+    const STORED: &'static str = "stored delegation tokens";
+
+    fn from_fields(fields: DelegationFields) -> Self {
+        let bytes = DelegationTokenIdentifier::encode(&fields);
+        DelegationTokenIdentifier {
+            raw: bytes.clone(),
+            bytes,
+            fields,
+        }
+    }
+
+    fn fields(&self) -> &DelegationFields {
+        &self.fields
+    }
+
+    /// `DelegationTokenIdentifier.toString()`: `token for <short owner>: ` and the abstract
+    /// identifier's text.
+    fn to_java_string(&self) -> Option<String> {
+        if self.fields.owner.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "token for {}: {}",
+            short_name(&self.fields.owner),
+            self.fields.java_string(super::KIND_HDFS_DELEGATION)
+        ))
     }
 }
 
@@ -667,10 +661,10 @@ impl TokenIdentifier for DelegationTokenIdentifier {
 
     /// The owner (Java: `null` when the owner is empty).
     fn user(&self) -> Option<String> {
-        (!self.owner.is_empty()).then(|| self.owner.clone())
+        (!self.fields.owner.is_empty()).then(|| self.fields.owner.clone())
     }
 
     fn key_id(&self) -> i32 {
-        self.master_key_id
+        self.fields.master_key_id
     }
 }

@@ -22,9 +22,11 @@
 //! - [`secret`] computes passwords (`HMAC-SHA1(key, identifier.bytes())`), holds the
 //!   [`secret::MasterKey`]s the RM rolls and the NM receives, and verifies NM and container
 //!   tokens as the Java NodeManager does, with its `InvalidToken` texts.
-//! - [`delegation`] is the NameNode's delegation-token secret manager
-//!   (`AbstractDelegationTokenSecretManager`): rolled delegation keys, minted, renewed,
-//!   cancelled and expired tokens, and Java's `formatTokenId` / `Time.formatTime` texts.
+//! - [`delegation`] is the delegation-token secret manager
+//!   (`AbstractDelegationTokenSecretManager`), once for the NameNode's HDFS tokens and the
+//!   RM's [`rm_delegation`] tokens: rolled delegation keys, minted, renewed, cancelled and
+//!   expired tokens, persisted through a store the caller gives, and Java's `formatTokenId` /
+//!   `Time.formatTime` texts.
 //!
 //! Errors are [`TokenError`]s; [`TokenError::java_class`] names the Java exception a Hadoop
 //! server answers with, and a `TokenError` converts into
@@ -36,6 +38,7 @@
 pub mod credentials;
 pub mod delegation;
 pub mod identifier;
+pub mod rm_delegation;
 pub mod secret;
 pub mod writable;
 
@@ -51,6 +54,7 @@ use crate::reader::DecodeError;
 use writable::WritableReader;
 
 pub use credentials::{Credentials, Format};
+pub use delegation::DelegationIdentifier;
 pub use identifier::{
     AmrmTokenIdentifier, ContainerTokenIdentifier, DelegationTokenIdentifier, NmTokenIdentifier,
     NodeId,

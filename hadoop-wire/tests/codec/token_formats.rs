@@ -15,8 +15,9 @@ use hadoop_wire::token::secret::{
 use hadoop_wire::token::writable::{self, WritableReader};
 use hadoop_wire::token::{
     sasl_decode, AmrmTokenIdentifier, ContainerTokenIdentifier, Credentials,
-    DelegationTokenIdentifier, Format, Limits, MasterKey, MasterKeys, NmTokenIdentifier, NodeId,
-    Token, TokenError, TokenIdentifier, KIND_CONTAINER, KIND_HDFS_DELEGATION, KIND_NM,
+    DelegationIdentifier as _, DelegationTokenIdentifier, Format, Limits, MasterKey, MasterKeys,
+    NmTokenIdentifier, NodeId, Token, TokenError, TokenIdentifier, KIND_CONTAINER,
+    KIND_HDFS_DELEGATION, KIND_NM,
 };
 use hadoop_wire::yarn::ids::{AppId, AttemptId, ContainerId};
 use prost::Message;
