@@ -17,8 +17,7 @@ use agent::node::{Agent, AgentConfig};
 use peer_harness::{Mode, Shared};
 use serde_json::Value;
 
-#[path = "support/daemon.rs"]
-mod daemon;
+use crate::daemon;
 use daemon::{agent_running, start_agent, Daemon};
 
 static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents"]);
@@ -238,8 +237,7 @@ use ipc::client::{Client, ClientError};
 use nm_core::ids::{AppId, AttemptId, ContainerId};
 use prost::Message as _;
 
-#[path = "support/cmp.rs"]
-mod cmp_support;
+use crate::cmp as cmp_support;
 use cmp_support::{now_ms, remote, wait_for, Minter};
 
 fn token_client(m: &Minter<'_>, token: TokenCredential, a: AttemptId) -> Client {

@@ -10,11 +10,9 @@ use std::time::{Duration, Instant};
 use peer_harness::{Mode, Shared};
 use serde_json::Value;
 
-#[path = "support/app_run.rs"]
-mod app_run;
+use crate::app_run;
+use crate::daemon;
 use app_run::{app_run, fail_one};
-#[path = "support/daemon.rs"]
-mod daemon;
 use daemon::{start_agent, Daemon};
 
 static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents"]);

@@ -6,8 +6,7 @@
 
 use peer_harness::{Mode, Shared};
 
-#[path = "support/app_run.rs"]
-mod app_run;
+use crate::app_run;
 use app_run::app_run;
 
 static RM: Shared = Shared::new(

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use peer_harness::{Mode, Shared};
 
-#[path = "support/app_run.rs"]
-mod app_run;
+use crate::app_run;
 use app_run::{app_run, fail_one};
 
 static RM: Shared = Shared::new(Mode::YarnRm, &["--profile", "agents", "--nms", "2"]);

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use peer_harness::{Mode, Peer};
 use serde_json::Value;
 
-#[path = "support/daemon.rs"]
-mod daemon;
+use crate::daemon;
 use daemon::{start_agent, Daemon};
 
 fn start_rm(extra: &[(&str, String)]) -> Daemon {

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 
 use peer_harness::{Mode, Peer};
 
-#[path = "support/daemon.rs"]
-mod daemon;
+use crate::daemon;
 use daemon::{agent_running, processes_with, start_agent, start_rm_daemon, Daemon};
 use serde_json::Value;
 

@@ -15,7 +15,7 @@
 //!
 //! The test fails loudly if the peer cannot start (no Maven build, no JVM).
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

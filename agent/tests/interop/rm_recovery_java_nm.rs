@@ -26,10 +26,8 @@ use std::time::{Duration, Instant};
 use peer_harness::{Mode, Peer};
 use serde_json::Value;
 
-#[path = "support/cmp.rs"]
-mod cmp;
-#[path = "support/daemon.rs"]
-mod daemon;
+use crate::cmp;
+use crate::daemon;
 use cmp::wait_for;
 use daemon::{processes_with, start_rm_daemon, Daemon};
 

@@ -26,8 +26,7 @@ struct Node {
     _dir: tempfile::TempDir,
 }
 
-#[path = "support/cmp.rs"]
-mod cmp_support;
+use crate::cmp as cmp_support;
 use cmp_support::{call, now_ms, remote, wait_for, Minter};
 
 fn node() -> Node {

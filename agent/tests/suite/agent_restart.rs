@@ -25,8 +25,7 @@ use nm_core::ids::{AppId, AttemptId, ContainerId};
 use nm_core::table::ContainerState;
 use nm_core::wire::container_id_proto;
 
-#[path = "support/cmp.rs"]
-mod cmp_support;
+use crate::cmp as cmp_support;
 use cmp_support::{call, now_ms, wait_for, Minter};
 
 const IP: &str = "127.0.0.51";

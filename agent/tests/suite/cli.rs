@@ -1,6 +1,6 @@
 //! The `hotpath` binary's own subcommands, run as a user runs them.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

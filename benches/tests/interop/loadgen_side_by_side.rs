@@ -8,8 +8,7 @@
 //! loadgen_side_by_side -- --ignored --nocapture`. It fails if any run reports an RPC error, a
 //! SHUTDOWN, or no heartbeats at all. `LOADGEN_SIDES=ours` or `java` runs one side only.
 
-#[path = "../../agent/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

@@ -4,8 +4,7 @@
 //! RM's own `hotpath_rm_heartbeats_total` / `hotpath_rm_registrations_total`, and the RM
 //! recorded the handling time of every heartbeat it answered.
 
-#[path = "../../agent/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -5,8 +5,7 @@
 //! (same frame size). Then the raw server with two load processes and two loop threads each,
 //! which goes through the children's shared start and the parent's merge. No timing checks.
 
-#[path = "../../agent/tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::Command;
 

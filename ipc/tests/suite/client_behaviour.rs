@@ -1,7 +1,7 @@
 //! Client behaviour: per-call timeouts, reconnect with backoff, failing pending calls when the
 //! connection breaks, and the response-length cap. Server-backed tests run on both backends.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};

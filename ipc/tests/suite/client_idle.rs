@@ -4,7 +4,7 @@
 //! while calls keep coming, and the next call opens a new connection (over SASL: a new
 //! authentication). A ping keeps it open `max_idle` longer, as Java's `sendPing` does.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};

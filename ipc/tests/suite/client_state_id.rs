@@ -6,7 +6,7 @@
 //! request message: 8 bytes little-endian, or empty for none) and returns, as the response
 //! message, the stateId the request header carried (8 bytes, or empty when absent).
 
-mod server_support;
+use crate::server_support;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};

@@ -2,7 +2,7 @@
 //! backends, and every refusal the server must make (each closes only its own connection and
 //! is counted). Java's client and server are checked against these in `peers/`.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::Write;
 use std::net::SocketAddr;

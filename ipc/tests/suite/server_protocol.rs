@@ -1,7 +1,7 @@
 //! The IPC server's protocol behaviour, on both backends (`HOTPATH_IO=uring|epoll` picks one):
 //! round trips, pipelining, Hadoop's ERROR/FATAL answers, ping, observer state ids.
 
-mod server_support;
+use crate::server_support;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -3,7 +3,7 @@
 //! connection without one is refused with Java's text, and a token whose attempt has finished
 //! no longer authenticates a new connection.
 
-mod support;
+use crate::support;
 
 use hadoop_wire::pb::hadoop::yarn::AllocateRequestProto;
 use hadoop_wire::token::Token;

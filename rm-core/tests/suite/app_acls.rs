@@ -4,7 +4,7 @@
 //! `getApplications` with scope VIEWABLE, an ACL naming a group, and the application list of a
 //! caller beside the whole one.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! the AMRMToken's user, the attempt id, as in Java). The KERBEROS side is
 //! `agent/tests/rm_apps_kerberos.rs`.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! with recovery on every non-COMPLETE one is (`killOrphanContainerOnNode`). An application
 //! the RM runs is never cleaned up.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
