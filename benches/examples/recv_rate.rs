@@ -4,7 +4,7 @@
 //! registered, unregistered, registered with READ_FIXED; blocking); wall time and this thread's
 //! CPU (from `/proc/thread-self/schedstat`, ns) per GB.
 //!
-//! `cargo run --release -p hdfs-io --example recv_rate -- [rounds] [MiB] [packet KiB]`
+//! `cargo run --release -p benches --example recv_rate -- [rounds] [MiB] [packet KiB]`
 
 use benches::dn_select::thread_cpu_ns;
 use hdfs_io::block_reader::{BlockRead, ReadBlockRequest};

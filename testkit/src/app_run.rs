@@ -1,7 +1,5 @@
-//! Running `hotpath app run` (the built binary) and reading what it printed, for the app tests
-//! (`#[path = "support/app_run.rs"] mod app_run;`).
-
-#![allow(dead_code)] // each test crate uses its part
+//! Running `hotpath app run` (the built binary, an argument) and reading what it printed, for
+//! the application tests.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,10 +31,10 @@ impl RunResult {
     }
 }
 
-/// `hotpath app run --conf-dir CONF ARGS… -- COMMAND`.
-pub fn app_run(conf_dir: &Path, args: &[&str], command: &str) -> RunResult {
+/// `hotpath app run --conf-dir CONF ARGS… -- COMMAND`, `hotpath` being the binary.
+pub fn app_run(hotpath: &Path, conf_dir: &Path, args: &[&str], command: &str) -> RunResult {
     let t0 = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+    let out = Command::new(hotpath)
         .args(["app", "run", "--conf-dir"])
         .arg(conf_dir)
         .args(args)

@@ -1,8 +1,7 @@
 //! A `hotpath` daemon (`agent`, `rm`) as a child process of a test, from its `READY {json}`
 //! line to SIGTERM on drop; and the `--set`s that put an agent on a loopback address with its
-//! own directories. Shared by the test binaries that run whole clusters of child processes
-//! (`#[path = "support/daemon.rs"] mod daemon;`).
-#![allow(dead_code)]
+//! own directories. For the tests that run whole clusters of child processes; the `hotpath`
+//! binary is an argument (`CARGO_BIN_EXE_hotpath` in the agent's tests).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -69,6 +68,7 @@ impl Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         // SAFETY: kill(2) on our own child's pid.
+        #[allow(unsafe_code)]
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
@@ -86,17 +86,22 @@ impl Drop for Daemon {
 
 /// `hotpath agent` on `ip` (every port ephemeral) registering with the ResourceTracker `rt`:
 /// 4 GiB and 8 vcores, its local and log dirs and control socket in a fresh temp dir.
-pub fn start_agent(rt: &str, ip: &str) -> Daemon {
-    let (cmd, dir) = agent_command(rt, ip, &[]);
+pub fn start_agent(hotpath: &Path, rt: &str, ip: &str) -> Daemon {
+    let (cmd, dir) = agent_command(hotpath, rt, ip, &[]);
     Daemon::spawn(cmd, dir)
 }
 
 /// The command [`start_agent`] runs, with `extra` `--set`s after its own, and the temp dir
 /// that holds the agent's dirs (to pass to [`Daemon::spawn`]).
-pub fn agent_command(rt: &str, ip: &str, extra: &[(&str, String)]) -> (Command, tempfile::TempDir) {
+pub fn agent_command(
+    hotpath: &Path,
+    rt: &str,
+    ip: &str,
+    extra: &[(&str, String)],
+) -> (Command, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    let mut cmd = Command::new(hotpath);
     cmd.arg("agent").arg("--ready-line");
     cmd.args(set_args(&[
         ("yarn.resourcemanager.resource-tracker.address", rt.into()),
@@ -127,8 +132,8 @@ pub fn agent_command(rt: &str, ip: &str, extra: &[(&str, String)]) -> (Command, 
 }
 
 /// Containers RUNNING on an agent started by [`start_agent`], from its control socket.
-pub fn agent_running(a: &Daemon) -> u64 {
-    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+pub fn agent_running(hotpath: &Path, a: &Daemon) -> u64 {
+    let out = Command::new(hotpath)
         .args(["container", "--socket"])
         .arg(a.dir().join("agent.sock"))
         .arg("status")
@@ -142,13 +147,14 @@ pub fn agent_running(a: &Daemon) -> u64 {
 /// ephemeral port), NodeManager heartbeats every 200 ms, its completion log in a fresh temp
 /// dir, and `extra` `--set`s after those.
 pub fn start_rm_daemon(
+    hotpath: &Path,
     rt: &str,
     client: &str,
     scheduler: &str,
     extra: &[(&str, String)],
 ) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hotpath"));
+    let mut cmd = Command::new(hotpath);
     cmd.arg("rm")
         .arg("--ready-line")
         .arg("--metrics-port")

@@ -1,7 +1,6 @@
-//! Shared by the agent's test binaries (`mod support;`) and the benches' load-generator tests
-//! (`#[path]`): `hotpath rm` as a child process, and one sample read from a Prometheus
-//! `/metrics` endpoint.
-#![allow(dead_code)]
+//! `hotpath rm` as a child process of a test, and one sample read from a Prometheus `/metrics`
+//! endpoint. The `hotpath` binary is an argument: cargo names it (`CARGO_BIN_EXE_hotpath`) only
+//! in the agent's own tests; other packages' tests find it with [`hotpath_beside`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -32,23 +31,15 @@ impl Drop for RmChild {
     }
 }
 
-/// The `hotpath` binary. In the agent's tests cargo names it. In the benches' tests (another
-/// package: cargo names only `hotpath-bench` there) it is the one beside `hotpath-bench` in
-/// the same target directory, brought up to date once per test process by `cargo build`
-/// (a no-op when `cargo test --workspace` just built it).
-pub fn hotpath_exe() -> PathBuf {
-    let bench = match (
-        option_env!("CARGO_BIN_EXE_hotpath"),
-        option_env!("CARGO_BIN_EXE_hotpath-bench"),
-    ) {
-        (Some(p), _) => return p.into(),
-        (None, Some(b)) => PathBuf::from(b),
-        (None, None) => panic!("support is used by the agent's or the benches' tests"),
-    };
+/// The `hotpath` binary beside `exe` (another binary of the workspace, e.g. the calling test's
+/// `CARGO_BIN_EXE_hotpath-bench`) in the same target directory, brought up to date once per
+/// test process by `cargo build -p agent --bin hotpath` (a no-op when `cargo test --workspace`
+/// just built it).
+pub fn hotpath_beside(exe: &Path) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let profile_dir = bench.parent().expect("target/<profile>");
+            let profile_dir = exe.parent().expect("target/<profile>");
             let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
             cmd.args([
                 "build",
@@ -73,12 +64,12 @@ pub fn hotpath_exe() -> PathBuf {
         .clone()
 }
 
-/// Starts `hotpath rm` on 127.0.0.1 port 0 (the resource tracker, client and scheduler
+/// Starts `hotpath rm` (the binary `hotpath`) on 127.0.0.1 port 0 (the resource tracker, client and scheduler
 /// addresses) with `--metrics-port 0 --ready-line`, its completion
 /// log under `dir`, each of `sets` as `--set key=value`, `HOTPATH_LOG=log` and stderr going to
 /// `stderr`; returns once it printed its READY line.
-pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
-    let mut cmd = Command::new(hotpath_exe());
+pub fn start_rm(hotpath: &Path, dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
+    let mut cmd = Command::new(hotpath);
     cmd.args([
         "rm",
         "--address",

@@ -1,4 +1,4 @@
-//! A TCP relay for tests (`#[path = "support/relay.rs"] mod relay;`): it forwards each
+//! A TCP relay for tests: it forwards each
 //! connection to `upstream`, counts them, and can cut them all at once (a connection broken
 //! under the client, as a network failure or a restarted server does).
 

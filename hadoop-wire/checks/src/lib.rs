@@ -1,8 +1,10 @@
 //! One function per fuzz target: run the code under test on arbitrary bytes and assert its
 //! invariants. A panic here is a finding. Each returns whether the input got all the way through
 //! (a frame or packet decoded; a view validated and decoded by prost), which the regression
-//! test requires of its `seed-*` inputs. Only `ipc` and `std` are used, so that this file also
-//! compiles inside ipc's test suite.
+//! test requires of its `seed-*` inputs. Used by the cargo-fuzz targets (`fuzz/`, nightly) and
+//! by hadoop-wire's `fuzz_regressions` test (stable), so a crashing input replays as an
+//! ordinary test.
+#![forbid(unsafe_code)]
 
 use hadoop_wire::frame::{
     parse_preamble, Decoded, FrameAccumulator, FrameDecoder, PacketDecoded, PacketDecoder,

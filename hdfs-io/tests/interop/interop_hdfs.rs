@@ -286,7 +286,7 @@ fn filestatus_bench_runs_against_the_namenode() {
     peer.command("mkfiles /interop/fs 100").expect("mkfiles");
     let c = client(&peer, None);
     let paths: Vec<String> = (0..100).map(|i| format!("/interop/fs/f{i}")).collect();
-    let r = benches::filestatus::run(
+    let r = testkit::filestatus::run(
         c.namenode(),
         &paths,
         4,
@@ -298,7 +298,7 @@ fn filestatus_bench_runs_against_the_namenode() {
     assert!(r.ops > 100, "{r:?}");
     assert_eq!((r.errors, r.missing), (0, 0), "{r:?}");
     // paced: about the offered rate
-    let p = benches::filestatus::run(
+    let p = testkit::filestatus::run(
         c.namenode(),
         &paths,
         2,

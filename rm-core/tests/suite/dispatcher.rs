@@ -4,9 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request,
-};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
@@ -19,6 +16,9 @@ use rm_core::master_key::SeededEntropy;
 use rm_core::metrics::render_prometheus;
 use rm_core::tracker::{HeartbeatOutcome, ResourceTracker};
 use rm_core::RmConfig;
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request,
+};
 
 fn run(placement: Placement) {
     let dir = tempfile::tempdir().unwrap();

@@ -2,8 +2,9 @@
 //! dispatcher and service over TCP, applications, ACLs, tokens, robustness. Each module is one
 //! former `tests/<name>.rs`.
 //!
-//! Beside this directory: `alloc_free.rs` (its own `main`, process-wide allocation counts) and
-//! `sasl_amrm_jdk.rs` (the JDK; `interop` feature).
+//! Beside this directory: `sasl_amrm_jdk.rs` (the JDK; `interop` feature). The heartbeat's
+//! allocation-free check runs on the code `hotpath-bench heartbeat` measures, in benches
+//! (`benches/tests/heartbeat_alloc_free.rs`).
 
 #[path = "../support/mod.rs"]
 mod support;

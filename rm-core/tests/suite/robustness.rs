@@ -5,9 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request,
-};
 use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, ExecutionTypeProto};
 use proptest::prelude::*;
 use rm_core::completion_log::scan;
@@ -18,6 +15,9 @@ use rm_core::master_key::SeededEntropy;
 use rm_core::shard::Shard;
 use rm_core::tracker::ResourceTracker;
 use rm_core::RmConfig;
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request,
+};
 
 fn valid_heartbeat() -> Vec<u8> {
     let n = NodeKey::new("127.0.0.1", 45454);

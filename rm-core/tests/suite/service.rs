@@ -3,9 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
-};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeActionProto, NodeHeartbeatResponseProto,
     RegisterNodeManagerResponseProto, UnRegisterNodeManagerRequestProto,
@@ -18,6 +15,9 @@ use rm_core::dispatcher::Placement;
 use rm_core::ids::{AppKey, NodeKey};
 use rm_core::service::{admin, RmService, ADMIN_PROTOCOL, RESOURCE_TRACKER_PROTOCOL};
 use rm_core::RmConfig;
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
+};
 
 fn client(addr: std::net::SocketAddr, protocol: &str) -> Client {
     Client::new(

@@ -4,9 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
-};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NmContainerStatusProto, NodeActionProto,
     NodeHeartbeatResponseProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
@@ -22,6 +19,9 @@ use rm_core::node::Lifecycle;
 use rm_core::shard::Shard;
 use rm_core::tracker::{HeartbeatOutcome, Membership, RegisterOutcome, ResourceTracker};
 use rm_core::{Error, RmConfig};
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, CLUSTER_TS,
+};
 
 const MS: u64 = 1_000_000;
 
@@ -393,7 +393,7 @@ fn restart_reloads_the_log_and_registration_statuses_are_recorded() {
     let req = RegisterNodeManagerRequestProto {
         node_id: Some(n.to_proto()),
         http_port: Some(8042),
-        resource: Some(benches::rm_heartbeat::capability(8192, 8)),
+        resource: Some(testkit::heartbeat::capability(8192, 8)),
         nm_version: Some("3.4.1".into()),
         container_statuses: vec![
             NmContainerStatusProto {
@@ -572,7 +572,7 @@ fn registration_running_applications_finished_ones_are_cleaned_up_live_ones_adop
     let req = RegisterNodeManagerRequestProto {
         node_id: Some(n.to_proto()),
         http_port: Some(8042),
-        resource: Some(benches::rm_heartbeat::capability(8192, 8)),
+        resource: Some(testkit::heartbeat::capability(8192, 8)),
         nm_version: Some("3.4.1".into()),
         container_statuses: vec![NmContainerStatusProto {
             container_id: Some(done.to_proto()),

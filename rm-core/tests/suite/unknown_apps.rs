@@ -10,9 +10,6 @@ use crate::support;
 
 use std::time::Duration;
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request,
-};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NmContainerStatusProto, NodeActionProto,
     NodeHeartbeatResponseProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
@@ -23,6 +20,9 @@ use prost::Message;
 use rm_core::apps::{AppsConfig, Res};
 use rm_core::ids::{AppKey, ContainerKey, NodeKey};
 use rm_core::service::RmService;
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request,
+};
 
 struct Nm {
     client: Client,
