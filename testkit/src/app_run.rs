@@ -17,7 +17,7 @@ pub struct RunResult {
     pub app_id: String,
     /// node → exit statuses, from the per-node table.
     pub table: BTreeMap<String, Vec<String>>,
-    /// "<STATE> final status <STATUS>" from the last line of that form.
+    /// "`<STATE> final status <STATUS>`" from the last line of that form.
     pub state: String,
     pub final_status: String,
 }
