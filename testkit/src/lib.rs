@@ -8,6 +8,8 @@
 //!   READY line to SIGTERM on drop.
 //! - [`app_run`]: `hotpath app run` and what it printed.
 //! - [`relay`]: a TCP relay whose connections a test can cut.
+//! - [`loopback`]: our `ipc::server` standing in for a Hadoop server on loopback, one SASL token
+//!   it accepts, the wait for idle connections to close, this process's TCP rows in `/proc`.
 //! - [`heartbeat`]: NodeManager heartbeat and registration requests as Java encodes them.
 //! - [`filestatus`]: the NNThroughputBenchmark-style getFileInfo load (`hotpath-bench
 //!   filestatus` and hdfs-io's test of it against the real NameNode).
@@ -21,4 +23,5 @@ pub mod daemon;
 pub mod filestatus;
 pub mod heartbeat;
 pub mod hotpath;
+pub mod loopback;
 pub mod relay;

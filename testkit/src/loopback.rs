@@ -1,5 +1,4 @@
-//! For other crates' tests only (feature `test-support`, turned on by their dev-dependencies;
-//! never part of a normal build): our [`Server`] standing in for a Hadoop server on loopback,
+//! Our [`Server`] (`ipc::server`) standing in for a Hadoop server on loopback,
 //! one SASL TOKEN it accepts, the wait for its idle connections to be closed by the client,
 //! and this process's TCP connections as `/proc` shows them.
 //!
@@ -16,7 +15,7 @@ use hadoop_wire::sasl::message::AuthMethod;
 use hadoop_wire::sasl::server::{ServerAuth, TokenPassword, TokenSecrets};
 use hadoop_wire::sasl::{Qop, SaslError};
 
-use crate::server::{Registry, Server, ServerConfig};
+use ipc::server::{Registry, Server, ServerConfig};
 
 /// Token secrets knowing one token: identifier `id` with password `password`, standing for
 /// `user`. Any other identifier is an invalid token.

@@ -15,12 +15,12 @@ use hadoop_wire::sasl::Qop;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use hdfs_io::{Error, RemoteKind};
 use ipc::server::{Call, CallError, Registry, Reply, Server};
-use ipc::test_support::{start_local, wait_idle_closed, OneToken};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use testkit::loopback::{start_local, wait_idle_closed, OneToken};
 
 fn src(req: &[u8]) -> String {
     let mut r = Reader::new(req);
