@@ -2,7 +2,7 @@
 //! submits, eight containers of `true`): every part measures, with sane figures. No timing
 //! goals are checked, only that the numbers are there and consistent.
 
-use crate::support;
+mod support;
 
 use std::process::Command;
 

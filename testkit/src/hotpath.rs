@@ -31,7 +31,7 @@ impl Drop for RmChild {
     }
 }
 
-/// The `hotpath` binary for another package's tests: `$HOTPATH_BIN` if set (`scripts/test` sets
+/// The `hotpath` binary for another package's tests: `$TESTKIT_HOTPATH` if set (`scripts/test` sets
 /// it to the one its `cargo test --workspace` just built, with the same features), else the one
 /// beside `exe` (another binary of the workspace, e.g. the calling test's
 /// `CARGO_BIN_EXE_hotpath-bench`) in the same target directory, brought up to date once per
@@ -39,7 +39,7 @@ impl Drop for RmChild {
 /// the tests' dev-dependencies and the `interop` features, so under `cargo test --workspace` it
 /// would rebuild the workspace's libraries and the `hotpath` the agent's tests run.
 pub fn hotpath_beside(exe: &Path) -> PathBuf {
-    if let Some(bin) = std::env::var_os("HOTPATH_BIN") {
+    if let Some(bin) = std::env::var_os("TESTKIT_HOTPATH") {
         return bin.into();
     }
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
