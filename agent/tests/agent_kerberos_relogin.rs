@@ -76,7 +76,7 @@ fn as_issued(log: &Path, principal: &str) -> usize {
 
 /// This process's ESTABLISHED TCP connections to `port`.
 fn connections_to(port: u16) -> usize {
-    ipc::test_support::my_ports_to(port).len()
+    testkit::loopback::my_ports_to(port).len()
 }
 
 /// The agent's Kerberos keys: `principal` from `keytab`, the RM as `rm_principal`.

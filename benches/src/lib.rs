@@ -10,15 +10,16 @@
 //!   that the bench, the callgrind example (`examples/heartbeat_decode_once.rs`) and the tests
 //!   measure exactly the same code.
 //! - [`rm_heartbeat`]: rm-core's heartbeat handling (ours, opportunistic, the eager Java-like
-//!   baseline, end to end) and the request fixtures rm-core's tests share.
+//!   baseline, end to end), on the request fixtures rm-core's tests share (`testkit::heartbeat`).
 //! - [`dn_select`]: hdfs-io's DataNode choice beside a per-call URI parse baseline.
-//! - [`filestatus`]: the NNThroughputBenchmark-style getFileInfo load.
+//! - [`filestatus`]: the NNThroughputBenchmark-style getFileInfo load (`testkit::filestatus`,
+//!   which hdfs-io's tests run against the real NameNode).
 //! - [`checksum_rate`]: the read path's CRC verification rate.
 
 #![forbid(unsafe_code)]
 
 pub mod checksum_rate;
 pub mod dn_select;
-pub mod filestatus;
+pub use testkit::filestatus;
 pub mod heartbeat;
 pub mod rm_heartbeat;

@@ -2,7 +2,6 @@
 //! submits, eight containers of `true`): every part measures, with sane figures. No timing
 //! goals are checked, only that the numbers are there and consistent.
 
-#[path = "../../agent/tests/support/mod.rs"]
 mod support;
 
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Checks shared by the fuzz targets and by hadoop-wire's `tests/codec/fuzz_regressions.rs`
-//! (which includes `checks.rs` by path, so a crashing input replays as an ordinary test on
-//! stable Rust).
-pub mod checks;
+//! The fuzz targets' checks live in `hadoop-wire-checks` (hadoop-wire/checks), which
+//! hadoop-wire's `fuzz_regressions` test replays on stable Rust; re-exported here under the name
+//! the targets use.
+pub use hadoop_wire_checks as checks;

@@ -11,8 +11,8 @@ use hadoop_wire::sasl::server::ServerAuth;
 use hadoop_wire::sasl::Qop;
 use hdfs_io::namenode::{Endpoint, NameNodeClient, NameNodeConfig, CLIENT_PROTOCOL};
 use ipc::server::{Call, CallError, Registry, Reply, Server};
-use ipc::test_support::{start_local, OneToken};
 use std::time::Duration;
+use testkit::loopback::{start_local, OneToken};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use hadoop_wire::token::Credentials;
 use hdfs_io::namenode::{NameNodeClient, NameNodeConfig};
-use ipc::test_support::{my_ports_to, tcp_rows, wait_idle_closed};
 use kerberos::{keytab_client, kinit_client, log_count};
 use peer_harness::{Kerberos, Mode, Shared};
+use testkit::loopback::{my_ports_to, tcp_rows, wait_idle_closed};
 
 #[global_allocator]
 static GLOBAL: alloc_counter::Counting = alloc_counter::Counting;

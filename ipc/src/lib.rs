@@ -39,8 +39,6 @@
 //!   the agent serves and the benches and transport tests drive; registered on a [`server`].
 //! - [`metrics`]: the Prometheus text renderer and the `/metrics` HTTP endpoint every service
 //!   (RM core, agent) serves its counters with.
-//! - `test_support` (feature `test-support`, other crates' tests only): our server on loopback
-//!   with one SASL token, the wait for idle connections to close, `/proc`'s TCP rows.
 //!
 //! Errors: `transport::TransportError`, `server::ServerError`, `client::ClientError`,
 //! `kerberos::LoginError`; the codec's are `hadoop_wire::Error` and its parts.
@@ -53,6 +51,4 @@ pub mod kerberos;
 pub mod metrics;
 pub mod sasl;
 pub mod server;
-#[cfg(feature = "test-support")]
-pub mod test_support;
 pub mod transport;

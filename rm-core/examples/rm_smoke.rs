@@ -7,9 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use benches::rm_heartbeat::{
-    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
-};
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerStateProto, ExecutionTypeProto, NodeHeartbeatResponseProto,
 };
@@ -23,6 +20,9 @@ use rm_core::dispatcher::Placement;
 use rm_core::ids::NodeKey;
 use rm_core::service::RmService;
 use rm_core::RmConfig;
+use testkit::heartbeat::{
+    container_status, containers, heartbeat_request, node_status, register_request, set_response_id,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -19,7 +19,7 @@ use hadoop_wire::yarn::{
     CONTAINER_MANAGEMENT_PROTOCOL,
 };
 use ipc::server::{Call, CallError, Registry, Reply, Server};
-use ipc::test_support::{start_local, wait_idle_closed, OneToken};
+use testkit::loopback::{start_local, wait_idle_closed, OneToken};
 use yarn_client::application_client::ApplicationClient;
 use yarn_client::application_master::ApplicationMaster;
 use yarn_client::container_manager::ContainerManager;

@@ -1,143 +1,17 @@
-//! Shared by the agent's test binaries (`mod support;`) and the benches' load-generator tests
-//! (`#[path]`): `hotpath rm` as a child process, and one sample read from a Prometheus
-//! `/metrics` endpoint.
-#![allow(dead_code)]
+//! `testkit::hotpath` bound to this package's `hotpath` binary, for the agent's test binaries.
+#![allow(dead_code, unused_imports)] // each test binary uses its part
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::process::Stdio;
 
-use serde_json::Value;
+pub use testkit::hotpath::{metric, RmChild};
 
-/// A running `hotpath rm`, killed (if still running) when dropped.
-pub struct RmChild {
-    pub child: Child,
-    /// The ResourceTracker address from its READY line.
-    pub tracker: String,
-    /// The `/metrics` address from its READY line.
-    pub metrics: String,
-    /// The client (ApplicationClientProtocol) and scheduler addresses from its READY line.
-    pub client: String,
-    pub scheduler: String,
-    pub pid: u32,
-}
-
-impl Drop for RmChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The `hotpath` binary. In the agent's tests cargo names it. In the benches' tests (another
-/// package: cargo names only `hotpath-bench` there) it is the one beside `hotpath-bench` in
-/// the same target directory, brought up to date once per test process by `cargo build`
-/// (a no-op when `cargo test --workspace` just built it).
+/// The `hotpath` binary cargo built for these tests.
 pub fn hotpath_exe() -> PathBuf {
-    let bench = match (
-        option_env!("CARGO_BIN_EXE_hotpath"),
-        option_env!("CARGO_BIN_EXE_hotpath-bench"),
-    ) {
-        (Some(p), _) => return p.into(),
-        (None, Some(b)) => PathBuf::from(b),
-        (None, None) => panic!("support is used by the agent's or the benches' tests"),
-    };
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let profile_dir = bench.parent().expect("target/<profile>");
-            let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-            cmd.args([
-                "build",
-                "--quiet",
-                "-p",
-                "agent",
-                "--bin",
-                "hotpath",
-                "--target-dir",
-            ])
-            .arg(profile_dir.parent().expect("the target directory"));
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let status = cmd.status().expect("running cargo build for hotpath");
-            assert!(
-                status.success(),
-                "cargo build -p agent --bin hotpath failed"
-            );
-            profile_dir.join("hotpath")
-        })
-        .clone()
+    env!("CARGO_BIN_EXE_hotpath").into()
 }
 
-/// Starts `hotpath rm` on 127.0.0.1 port 0 (the resource tracker, client and scheduler
-/// addresses) with `--metrics-port 0 --ready-line`, its completion
-/// log under `dir`, each of `sets` as `--set key=value`, `HOTPATH_LOG=log` and stderr going to
-/// `stderr`; returns once it printed its READY line.
+/// [`testkit::hotpath::start_rm`] with this package's `hotpath`.
 pub fn start_rm(dir: &Path, sets: &[String], log: &str, stderr: Stdio) -> RmChild {
-    let mut cmd = Command::new(hotpath_exe());
-    cmd.args([
-        "rm",
-        "--address",
-        "127.0.0.1:0",
-        "--metrics-port",
-        "0",
-        "--ready-line",
-    ])
-    .arg("--set")
-    .arg(format!(
-        "hotpath.rm.completion-log.dir={}",
-        dir.join("completion-log").display()
-    ))
-    // The client and scheduler protocols on free ports too (their defaults are 8032, 8030).
-    .args(["--set", "yarn.resourcemanager.address=127.0.0.1:0"])
-    .args([
-        "--set",
-        "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
-    ]);
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    let mut child = cmd
-        .env("HOTPATH_LOG", log)
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .expect("starting hotpath rm");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let ready: Value = serde_json::from_str(
-        line.trim()
-            .strip_prefix("READY ")
-            .unwrap_or_else(|| panic!("hotpath rm printed no READY line: {line:?}")),
-    )
-    .unwrap();
-    RmChild {
-        child,
-        tracker: ready["resource_tracker"].as_str().unwrap().into(),
-        metrics: ready["metrics"].as_str().unwrap().into(),
-        client: ready["client"].as_str().unwrap_or_default().into(),
-        scheduler: ready["scheduler"].as_str().unwrap_or_default().into(),
-        pid: ready["pid"].as_u64().unwrap() as u32,
-    }
-}
-
-/// The sample `name` (with its labels, if any, exactly as exposed) from `/metrics` at `addr`.
-pub fn metric(addr: &str, name: &str) -> f64 {
-    let mut s = TcpStream::connect(addr).expect("connecting to /metrics");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == name).then(|| v.trim().parse::<f64>().ok())?
-        })
-        .unwrap_or_else(|| panic!("{name} missing from /metrics:\n{text}"))
+    testkit::hotpath::start_rm(&hotpath_exe(), dir, sets, log, stderr)
 }

@@ -1,14 +1,12 @@
 //! Replays every input under `tests/fuzz-regressions/<target>/` through the same checks the
-//! cargo-fuzz targets run (`fuzz/src/checks.rs`, included by path), on stable Rust.
+//! cargo-fuzz targets run (`hadoop-wire-checks`, hadoop-wire/checks), on stable Rust.
 //!
 //! Each directory holds the crashing inputs found by fuzzing (named `crash-*`, minimised, with
 //! the fix in the commit that added them) and a few seed inputs (`seed-*`: valid frames,
 //! packets and messages, also used as the fuzzers' starting corpus; they must decode fully), and
 //! other hand-made inputs (`input-*`).
 
-#[path = "../../../fuzz/src/checks.rs"]
-#[allow(dead_code)]
-mod checks;
+use hadoop_wire_checks as checks;
 
 use std::path::Path;
 
