@@ -9,13 +9,13 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use nm_runtime::localizer::ResourceLocalizer;
 use hadoop_wire::pb::hadoop::yarn::{
     LocalResourceProto, LocalResourceTypeProto as T, LocalResourceVisibilityProto as V,
     StringLocalResourceMapProto, UrlProto,
 };
 use nm_core::ids::{AppId, ContainerId};
 use nm_core::localization::{ResourceRequest, DEFAULT_MAX_FILES_PER_DIRECTORY};
+use nm_runtime::localizer::ResourceLocalizer;
 
 const USER: &str = "alice";
 
