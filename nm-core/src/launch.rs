@@ -2,7 +2,7 @@
 //! where a container's files go, the environment and `launch_container.sh` it runs with, the two
 //! wrapper scripts that record its pid and exit code, and how an exit code and a kill reason
 //! become the exit status and diagnostics the RM sees. Everything is passed in (no clock, no
-//! environment reads, no files); the agent's `node::executor` writes the files, spawns the
+//! environment reads, no files); `nm-runtime`'s `executor` writes the files, spawns the
 //! process and reports back through [`classify_exit`].
 //!
 //! How the types connect:

@@ -1,8 +1,8 @@
 //! Resource localization rules, without I/O: what a container's `LocalResourceProto`s ask for,
 //! where each download goes, how it is unpacked and with which permissions, and the messages
 //! a failure carries (Java's `ResourceLocalizationService`, `LocalResourcesTrackerImpl`,
-//! `LocalCacheDirectoryManager` and `FSDownload` decide the same things). The agent's
-//! `node::resources` does the file system work with these answers.
+//! `LocalCacheDirectoryManager` and `FSDownload` decide the same things). `nm-runtime`'s
+//! `localizer` does the file system work with these answers.
 //!
 //! How the types connect:
 //!
