@@ -37,58 +37,23 @@ use daemon::{agent_command, Daemon};
 
 const PROTECTION: &str = "privacy";
 
-struct Krb {
-    krb5_conf: PathBuf,
-    realm: String,
-    rm_keytab: PathBuf,
-    nm_keytab: PathBuf,
-    client_keytab: PathBuf,
-    client_principal: String,
-}
+use testkit::kerberos::PeerKerberos as Krb;
 
 fn krb(peer: &Peer) -> Krb {
-    let k = &peer.ready()["kerberos"];
-    let s = |f: &str| {
-        k[f].as_str()
-            .unwrap_or_else(|| panic!("kerberos.{f} in READY {}", peer.ready()))
-            .to_string()
-    };
-    Krb {
-        krb5_conf: s("krb5_conf").into(),
-        realm: s("realm"),
-        rm_keytab: s("rm_keytab").into(),
-        nm_keytab: s("nm_keytab").into(),
-        client_keytab: s("client_keytab").into(),
-        client_principal: s("client_principal"),
-    }
+    Krb::from_ready(peer.ready())
 }
 
-impl Krb {
-    /// The harness's view of this KDC, for its MIT helpers (kinit as `client`).
-    fn harness(&self) -> Kerberos {
-        Kerberos {
-            realm: self.realm.clone(),
-            kdc: String::new(),
-            krb5_conf: self.krb5_conf.clone(),
-            client_principal: self.client_principal.clone(),
-            client_keytab: self.client_keytab.clone(),
-            namenode_principal: String::new(),
-            service_keytab: PathBuf::new(),
-            rpc_protection: PROTECTION.into(),
-        }
-    }
-
-    fn rm_principal(&self) -> String {
-        format!("rm/_HOST@{}", self.realm)
-    }
-
-    /// What every Kerberized client of the RM sets.
-    fn client_sets(&self) -> Vec<String> {
-        vec![
-            "hadoop.security.authentication=kerberos".into(),
-            format!("yarn.resourcemanager.principal={}", self.rm_principal()),
-            format!("hadoop.rpc.protection={PROTECTION}"),
-        ]
+/// The harness's view of this KDC, for its MIT helpers (kinit as `client`).
+fn harness(k: &Krb) -> Kerberos {
+    Kerberos {
+        realm: k.realm.clone(),
+        kdc: String::new(),
+        krb5_conf: k.krb5_conf.clone(),
+        client_principal: k.client_principal.clone(),
+        client_keytab: k.client_keytab.clone(),
+        namenode_principal: String::new(),
+        service_keytab: PathBuf::new(),
+        rpc_protection: PROTECTION.into(),
     }
 }
 
@@ -242,7 +207,7 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for s in k.client_sets() {
+    for s in k.client_sets(PROTECTION) {
         args.extend(["--set".to_string(), s]);
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -307,10 +272,15 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     );
 
     // 2. hotpath app run with a kinit'ed cache
-    let h = k.harness();
+    let h = harness(&k);
     let cc = tempfile::tempdir().unwrap();
     h.kinit_process(cc.path()).expect("kinit as client");
-    let run = app_run(&rm, &k.client_sets(), 3, &app_run::fail_one("000003", 7));
+    let run = app_run(
+        &rm,
+        &k.client_sets(PROTECTION),
+        3,
+        &app_run::fail_one("000003", 7),
+    );
     eprintln!(
         "hotpath app run over KERBEROS:\n{}{}",
         run.stdout, run.stderr
@@ -330,7 +300,7 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     // ... without a ticket: a clear error, no application
     Kerberos::clear_process_credentials(cc.path());
     let t0 = Instant::now();
-    let run = app_run(&rm, &k.client_sets(), 1, "true");
+    let run = app_run(&rm, &k.client_sets(PROTECTION), 1, "true");
     eprintln!("without a ticket: {}", run.stderr.trim());
     assert_eq!(run.code, 2, "{run:#?}");
     assert!(run.app_id.is_empty(), "{run:#?}");
@@ -392,7 +362,7 @@ fn kerberized_hotpath_rm_runs_applications_for_kerberos_clients() {
     );
     h.kinit_process(cc.path()).expect("kinit as client");
     let t0 = Instant::now();
-    let run = app_run(&rm, &k.client_sets(), 1, "true");
+    let run = app_run(&rm, &k.client_sets(PROTECTION), 1, "true");
     eprintln!("ACL refusal: {}", run.stderr.trim());
     assert_eq!(run.code, 2, "{run:#?}");
     assert!(

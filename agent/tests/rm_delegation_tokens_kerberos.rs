@@ -22,7 +22,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,30 +35,10 @@ use daemon::Daemon;
 
 const PROTECTION: &str = "privacy";
 
-struct Krb {
-    krb5_conf: PathBuf,
-    realm: String,
-    rm_keytab: PathBuf,
-    nm_keytab: PathBuf,
-    client_keytab: PathBuf,
-    client_principal: String,
-}
+use testkit::kerberos::PeerKerberos as Krb;
 
 fn krb(peer: &Peer) -> Krb {
-    let k = &peer.ready()["kerberos"];
-    let s = |f: &str| {
-        k[f].as_str()
-            .unwrap_or_else(|| panic!("kerberos.{f} in READY {}", peer.ready()))
-            .to_string()
-    };
-    Krb {
-        krb5_conf: s("krb5_conf").into(),
-        realm: s("realm"),
-        rm_keytab: s("rm_keytab").into(),
-        nm_keytab: s("nm_keytab").into(),
-        client_keytab: s("client_keytab").into(),
-        client_principal: s("client_principal"),
-    }
+    Krb::from_ready(peer.ready())
 }
 
 /// A free port on 127.0.0.1 (the RM restarts on the same client address: the token's service

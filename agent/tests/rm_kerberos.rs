@@ -38,30 +38,10 @@ use ipc::kerberos::MitGss;
 use peer_harness::{Kerberos, Mode, Peer};
 use support::RmChild;
 
-struct Krb {
-    krb5_conf: PathBuf,
-    rm_keytab: PathBuf,
-    nm_keytab: PathBuf,
-    client_keytab: PathBuf,
-    client_principal: String,
-    realm: String,
-}
+use testkit::kerberos::PeerKerberos as Krb;
 
 fn krb(peer: &Peer) -> Krb {
-    let k = &peer.ready()["kerberos"];
-    let s = |f: &str| {
-        k[f].as_str()
-            .unwrap_or_else(|| panic!("kerberos.{f} in READY {}", peer.ready()))
-            .to_string()
-    };
-    Krb {
-        krb5_conf: s("krb5_conf").into(),
-        rm_keytab: s("rm_keytab").into(),
-        nm_keytab: s("nm_keytab").into(),
-        client_keytab: s("client_keytab").into(),
-        client_principal: s("client_principal"),
-        realm: s("realm"),
-    }
+    Krb::from_ready(peer.ready())
 }
 
 struct Rm {

@@ -8,6 +8,7 @@
 //!   READY line to SIGTERM on drop.
 //! - [`app_run`]: `hotpath app run` and what it printed.
 //! - [`relay`]: a TCP relay whose connections a test can cut.
+//! - [`kerberos`]: a Kerberized peer's realm, keytabs and client principal from its READY line.
 //! - [`loopback`]: our `ipc::server` standing in for a Hadoop server on loopback, one SASL token
 //!   it accepts, the wait for idle connections to close, this process's TCP rows in `/proc`.
 //! - [`heartbeat`]: NodeManager heartbeat and registration requests as Java encodes them.
@@ -23,5 +24,6 @@ pub mod daemon;
 pub mod filestatus;
 pub mod heartbeat;
 pub mod hotpath;
+pub mod kerberos;
 pub mod loopback;
 pub mod relay;
