@@ -3,9 +3,9 @@
 //! allocation test, and `hotpath-bench heartbeat` (whose `--json` keys are the fields of
 //! [`HeartbeatFigures`]).
 //!
-//! The fixture ([`testkit::heartbeat`], shared with rm-core's tests) is what a Java NodeManager
-//! sends: a `NodeHeartbeatRequestProto` whose `NodeStatusProto` carries [`CONTAINERS`] RUNNING GUARANTEED container statuses, each with a
-//! full container id, empty diagnostics, exit status −1000, a capability with memory, vcores and
+//! The fixture ([`testkit::heartbeat`], shared with rm-core's tests) is what a Java
+//! NodeManager sends: a `NodeHeartbeatRequestProto` whose `NodeStatusProto` carries
+//! [`CONTAINERS`] RUNNING GUARANTEED container statuses, each with a full container id, empty diagnostics, exit status −1000, a capability with memory, vcores and
 //! the `memory-mb` / `vcores` resource map entries (as `ResourcePBImpl` writes them), the
 //! execution type and the sub-state; plus health, utilization and both last-known master keys.
 //! The containers are already known (steady state).
