@@ -5,8 +5,9 @@
 //!
 //! The fixture ([`testkit::heartbeat`], shared with rm-core's tests) is what a Java
 //! NodeManager sends: a `NodeHeartbeatRequestProto` whose `NodeStatusProto` carries
-//! [`CONTAINERS`] RUNNING GUARANTEED container statuses, each with a full container id, empty diagnostics, exit status −1000, a capability with memory, vcores and
-//! the `memory-mb` / `vcores` resource map entries (as `ResourcePBImpl` writes them), the
+//! [`CONTAINERS`] RUNNING GUARANTEED container statuses, each with a full container id, empty
+//! diagnostics, exit status −1000, a capability with memory, vcores and the `memory-mb` /
+//! `vcores` resource map entries (as `ResourcePBImpl` writes them), the
 //! execution type and the sub-state; plus health, utilization and both last-known master keys.
 //! The containers are already known (steady state).
 //!
