@@ -241,15 +241,16 @@ fn a_killed_application_ends_killed_with_its_attempt() {
     assert_eq!(killed["rm_app_state"], "KILLED", "{killed}");
     assert_eq!(killed["attempts"][0]["state"], "KILLED", "{killed}");
     // the AM never finished its work: either it never wrote its result or, on a loaded machine
-    // (seen in CI with two test lanes), the NodeManager's kill of the sleeper reached the AM
-    // through allocate before its own kill did, and its result says the sleeper did not end as
-    // planned
+    // (seen in CI with two test lanes), it heard of the kill first, through allocate (its
+    // sleeper's kill, or the RM's shutdown order), and its result says it did not end as planned
     if result.exists() {
         let r: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&result).expect("result")).expect("json");
         assert_eq!(r["final_status"], "FAILED", "{r}");
-        let unexpected = r["unexpected"].to_string();
-        assert!(unexpected.contains("container 0 exit status"), "{r}");
+        assert!(
+            !r["unexpected"].as_array().expect("unexpected").is_empty(),
+            "{r}"
+        );
     }
     // and the NodeManagers cleaned its containers up (AM and sleeper)
     let deadline = Instant::now() + Duration::from_secs(30);
