@@ -293,3 +293,74 @@ fn wordcount_reducers_fetch_map_outputs_from_both_agents() {
     assert_eq!(got, expected);
     drop(c.agents);
 }
+
+#[test]
+fn a_job_survives_an_agent_killed_minus_9_once_its_maps_are_done() {
+    // ~90 s: five maps, the agent without the AM killed −9 as the last map finishes (reducers
+    // start, or fetch, with it gone), restarted empty on the same address (a new NodeId: no
+    // recovery, so its map outputs are gone as with Java's NM); the RM declares the old node
+    // LOST after its 10 s expiry, the AM re-runs the maps that ran there, and the job succeeds.
+    let work = tempfile::tempdir().unwrap();
+    let input = work.path().join("in");
+    let output = work.path().join("out");
+    let expected = write_wordcount_input(&input);
+    let mut c = cluster();
+    let sub =
+        c.rm.command(&format!(
+            "submit wordcount in={} out={} r=2",
+            input.display(),
+            output.display()
+        ))
+        .expect("submit");
+    let job_id = sub["job_id"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    let am = loop {
+        let r = c.rm.command(&format!("am-node {job_id}")).expect("am-node");
+        if let Some(n) = r["node_id"].as_str() {
+            break n.to_string();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "no AM container");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let victim = c
+        .agents
+        .iter()
+        .position(|a| a.field("node_id") != am)
+        .expect("an agent without the AM");
+    loop {
+        let s = c.rm.command(&format!("status {job_id}")).expect("status");
+        assert_ne!(s["state"], "FAILED", "{}", explain(&s, &c.rm));
+        if s["map_progress"].as_f64() == Some(1.0) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(240),
+            "maps not done: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ip = IPS[victim];
+    c.agents[victim].kill9();
+    let rt = c.rm.ready()["resource_tracker"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (cmd, dir) = daemon::agent_command(&rt, ip, &agent_sets());
+    c.agents.push(Daemon::spawn(cmd, dir));
+
+    let job = c.rm.command(&format!("wait {job_id} 300")).expect("wait");
+    assert_eq!(job["timed_out"], false, "{job}");
+    assert_eq!(job["state"], "SUCCEEDED", "{}", explain(&job, &c.rm));
+    let launched = counter(
+        &job,
+        "org.apache.hadoop.mapreduce.JobCounter",
+        "TOTAL_LAUNCHED_MAPS",
+    )
+    .unwrap_or(0);
+    assert!(
+        launched > 5,
+        "the maps of the killed agent ran again ({launched} launched): {job}"
+    );
+    assert_eq!(read_wordcount_output(&output), expected);
+    drop(c.agents);
+}

@@ -57,6 +57,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
  *   <li>{@code wait JOB_ID [TIMEOUT_S]} (300): polls until the job is complete →
  *       {@code timed_out}, then {@link #describe}
  *   <li>{@code status JOB_ID} → {@link #describe} without waiting
+ *   <li>{@code am-node JOB_ID} → {@code node_id} of the job's current AM container, or null
  *   <li>{@code kill JOB_ID} → {@code killed}
  * </ul>
  *
@@ -179,6 +180,8 @@ final class MrRm {
         return waitFor(job(args), args.length > 1 ? Long.parseLong(args[1]) : 300);
       case "status":
         return describe(job(args));
+      case "am-node":
+        return amNode(args);
       case "kill": {
         Job j = job(args);
         j.killJob();
@@ -187,7 +190,7 @@ final class MrRm {
       default:
         throw new IllegalArgumentException("unknown command " + name
             + " (mr-rm: ping, nodes, submit sleep|wordcount KEY=VALUE..., wait JOB_ID [TIMEOUT_S],"
-            + " status JOB_ID, kill JOB_ID)");
+            + " status JOB_ID, am-node JOB_ID, kill JOB_ID)");
     }
   }
 
@@ -212,6 +215,16 @@ final class MrRm {
           "vcores", n.getTotalCapability().getVirtualCores()));
     }
     return Json.obj("nodes", out);
+  }
+
+  private Map<String, Object> amNode(String[] args) {
+    Job j = job(args);
+    org.apache.hadoop.yarn.api.records.ApplicationId app =
+        org.apache.hadoop.mapreduce.TypeConverter.toYarn(j.getJobID()).getAppId();
+    var rmApp = cluster.getResourceManager().getRMContext().getRMApps().get(app);
+    var attempt = rmApp == null ? null : rmApp.getCurrentAppAttempt();
+    var master = attempt == null ? null : attempt.getMasterContainer();
+    return Json.obj("node_id", master == null ? null : master.getNodeId().toString());
   }
 
   private Job job(String[] args) {
