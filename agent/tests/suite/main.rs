@@ -21,4 +21,5 @@ mod demo_apps;
 mod demo_faults;
 mod executor;
 mod logs_http;
+mod mr_container;
 mod resources;
