@@ -2,7 +2,7 @@
 //! `MiniMRYarnCluster` with no NodeManagers of its own, Hadoop's MR client in the same JVM;
 //! the AM and tasks get that JVM's unshaded class path through `yarn.is.minicluster`).
 //!
-//! The agents (`hotpath agent` child processes on 127.0.0.61 and 127.0.0.62) run
+//! The agents (`hotpath agent` child processes on 127.0.0.71 and 127.0.0.72) run
 //! `yarn.nodemanager.aux-services=mapreduce_shuffle` on an ephemeral shuffle port and have
 //! 1 GB each, so that with the peer's job defaults (AM 512 MB, tasks 256 MB) an AM and two tasks
 //! fit on one and four tasks on the other: a job of five or more maps runs maps on both.
@@ -12,10 +12,13 @@
 //! - a word count (Hadoop's `TokenCounterMapper` and `IntSumReducer`) over five input files
 //!   with two reducers succeeds with every map on one of the agents, maps on both, its output
 //!   equal to the counts computed here, `REDUCE_SHUFFLE_BYTES` > 0 and every `Shuffle Errors`
-//!   counter 0 (needs the shuffle service itself).
+//!   counter 0 (needs the shuffle service itself);
+//! - the same word count with the agent that does not hold the AM killed −9 once every map is
+//!   done and restarted empty: the maps that ran there run again and the job succeeds.
 //!
-//! One peer for the file (~8 s to start); each test starts its own two agents. Roughly 30-60 s
-//! per job on the 2-vCPU CI machine (an AM JVM and one JVM per task).
+//! One peer for the file (~8 s to start); each test starts its own two agents. Measured on the
+//! 2-vCPU machine with other builds running: the map-only job ~50 s, the word count ~70 s, the
+//! kill ~90 s (an AM JVM and one JVM per task); ~4 min for the file.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,7 +31,7 @@ use crate::daemon::{self, Daemon};
 
 static RM: Shared = Shared::new(Mode::MrRm, &["--log-level", "WARN"]);
 
-const IPS: [&str; 2] = ["127.0.0.61", "127.0.0.62"];
+const IPS: [&str; 2] = ["127.0.0.71", "127.0.0.72"];
 
 struct Cluster {
     rm: SharedGuard<'static>,
@@ -89,6 +92,7 @@ fn cluster() -> Cluster {
 impl Cluster {
     /// `submit KIND ARGS`, then `wait` up to `timeout_s`: the job's final description.
     fn run(&mut self, kind_and_args: &str, timeout_s: u64) -> Value {
+        let t0 = Instant::now();
         let sub = self
             .rm
             .command(&format!("submit {kind_and_args}"))
@@ -99,6 +103,11 @@ impl Cluster {
             .command(&format!("wait {job} {timeout_s}"))
             .unwrap_or_else(|e| panic!("wait {job}: {e}"));
         assert_eq!(done["timed_out"], false, "{job} still running: {done}");
+        eprintln!(
+            "{job} ({kind_and_args}): {} after {:?}",
+            done["state"],
+            t0.elapsed()
+        );
         done
     }
 
@@ -152,7 +161,7 @@ fn counter(job: &Value, group: &str, name: &str) -> Option<i64> {
 
 #[test]
 fn map_only_sleep_job_runs_on_hotpath_agents() {
-    // ~30 s: AM start, five 1 s maps on two agents.
+    // ~50 s: AM start, five 1 s maps on two agents.
     let mut c = cluster();
     let job = c.run("sleep m=5 r=0 mt=1000", 240);
     assert_eq!(job["state"], "SUCCEEDED", "{}", explain(&job, &c.rm));
@@ -241,7 +250,7 @@ fn read_wordcount_output(dir: &Path) -> BTreeMap<String, u64> {
 
 #[test]
 fn wordcount_reducers_fetch_map_outputs_from_both_agents() {
-    // ~45 s: five maps over two agents, then two reducers fetching from both.
+    // ~70 s: five maps over two agents, then two reducers fetching from both.
     let work = tempfile::tempdir().unwrap();
     let input = work.path().join("in");
     let output = work.path().join("out");
@@ -288,6 +297,7 @@ fn wordcount_reducers_fetch_map_outputs_from_both_agents() {
         Some(10),
         "each of two reducers fetched each of five maps: {job}"
     );
+    eprintln!("REDUCE_SHUFFLE_BYTES {shuffled}");
     let got = read_wordcount_output(&output);
     assert_eq!(got.len(), expected.len(), "distinct words");
     assert_eq!(got, expected);
@@ -357,6 +367,11 @@ fn a_job_survives_an_agent_killed_minus_9_once_its_maps_are_done() {
         "TOTAL_LAUNCHED_MAPS",
     )
     .unwrap_or(0);
+    eprintln!(
+        "{job_id}: {} after {:?}, {launched} maps launched",
+        job["state"],
+        t0.elapsed()
+    );
     assert!(
         launched > 5,
         "the maps of the killed agent ran again ({launched} launched): {job}"

@@ -86,7 +86,7 @@ fn a_mapreduce_task_container_gets_what_mr_needs_and_its_map_output_outlives_its
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cfg =
-        AgentConfig::local(cluster.rm_addr(), "127.0.0.24".parse().unwrap(), dir.path()).unwrap();
+        AgentConfig::local(cluster.rm_addr(), "127.0.0.28".parse().unwrap(), dir.path()).unwrap();
     cfg.memory_mb = 4096;
     cfg.vcores = 4;
     let agent = Agent::start(cfg).unwrap();
