@@ -524,7 +524,7 @@ fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
         flood.push(s);
         if i % 300 == 299 {
             // a real fetch in the middle of the flood gets its answer
-            let req = fetcher_request(port, &job(5), 1, &[map.clone()], None);
+            let req = fetcher_request(port, &job(5), 1, std::slice::from_ref(&map), None);
             let r = fetch_raw(node.addr(), req.as_bytes());
             assert_eq!(r.status, 200);
         }
@@ -543,6 +543,6 @@ fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
     }
     assert!(node.metrics.timeouts.load(Relaxed) >= 1);
     drop(flood);
-    let req = fetcher_request(port, &job(5), 0, &[map.clone()], None);
+    let req = fetcher_request(port, &job(5), 0, std::slice::from_ref(&map), None);
     assert_eq!(fetch_raw(node.addr(), req.as_bytes()).status, 200);
 }
