@@ -22,3 +22,4 @@ mod demo_faults;
 mod executor;
 mod logs_http;
 mod resources;
+mod shuffle_aux;
