@@ -231,3 +231,72 @@ fn an_aux_service_the_agent_cannot_serve_stops_it_at_start() {
     let e = Agent::start(cfg).err().expect("refused").to_string();
     assert!(e.contains("spark_shuffle"), "{e}");
 }
+
+#[test]
+fn with_recovery_a_restarted_agent_still_serves_its_registered_jobs() {
+    let cluster = Cluster::start(DemoConfig {
+        agents: 0,
+        heartbeat_ms: 200,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let start = |recovery: bool| {
+        let mut cfg =
+            AgentConfig::local(cluster.rm_addr(), "127.0.0.26".parse().unwrap(), dir.path())
+                .unwrap();
+        cfg.nm.recovery = recovery;
+        cfg.nm.shuffle = Some(ShuffleConfig {
+            port: 0,
+            ..ShuffleConfig::default()
+        });
+        let agent = Agent::start(cfg).unwrap();
+        wait_for("keys", Duration::from_secs(10), || {
+            agent.shared().cm.lock().unwrap().has_keys()
+        });
+        agent
+    };
+    let agent = start(true);
+    let job = format!("job_{TS}_0002");
+    {
+        let m = Minter::new(&agent, &whoami());
+        let a = attempt(2);
+        let client = m.client_with(
+            ClientAuth::token(m.nm_token(a, &m.node(), None, false), vec![Qop::Auth]),
+            &a.to_string(),
+        );
+        let c = ContainerId {
+            app: a.app,
+            attempt: 1,
+            id: 2,
+        };
+        let mut task = m.start_request(c, &agent.node_id(), now_ms() + 600_000, "true");
+        task.container_launch_context
+            .as_mut()
+            .unwrap()
+            .service_data
+            .push(service_data(&job, &[9; 8]));
+        let r: StartContainersResponseProto = call(
+            &client,
+            cmp::START_CONTAINERS,
+            &StartContainersRequestProto {
+                start_container_request: vec![task],
+            },
+        )
+        .unwrap();
+        assert!(r.failed_requests.is_empty(), "{:?}", r.failed_requests);
+    }
+    assert!(probe(agent.shuffle_port().unwrap(), &job).contains("fetcher cannot be authenticated"));
+    agent.stop();
+    agent.join();
+    let again = start(true);
+    assert!(
+        probe(again.shuffle_port().unwrap(), &job).contains("fetcher cannot be authenticated"),
+        "the job was not recovered"
+    );
+    again.stop();
+    again.join();
+    // without recovery the registration is not read back
+    let plain = start(false);
+    assert!(probe(plain.shuffle_port().unwrap(), &job).contains("Can't find job token"));
+}
