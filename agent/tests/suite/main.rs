@@ -23,3 +23,4 @@ mod executor;
 mod logs_http;
 mod mr_container;
 mod resources;
+mod shuffle_aux;

@@ -510,7 +510,9 @@ impl Loop<'_> {
             &self.ep,
             &c.sock,
             epoll::EventData::new_u64(token(idx, c.gen)),
-            epoll::EventFlags::OUT | epoll::EventFlags::RDHUP,
+            // Not RDHUP: a peer that half-closed after its request still reads, and a
+            // level-triggered RDHUP would spin the loop while its socket is full.
+            epoll::EventFlags::OUT,
         )
         .is_err()
         {
