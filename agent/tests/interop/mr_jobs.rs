@@ -33,9 +33,26 @@ static RM: Shared = Shared::new(Mode::MrRm, &["--log-level", "WARN"]);
 
 const IPS: [&str; 2] = ["127.0.0.71", "127.0.0.72"];
 
+/// Fields drop in order: the agents stop (unregistering) before the RM's lock is let go.
 struct Cluster {
-    rm: SharedGuard<'static>,
     agents: Vec<Daemon>,
+    /// Jobs submitted through [`Cluster::submit`], killed on drop if still running (under the
+    /// FIFO scheduler a job left behind by a failed test would starve the next test's job).
+    jobs: Vec<String>,
+    rm: SharedGuard<'static>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for job in std::mem::take(&mut self.jobs) {
+            let done = self.rm.command(&format!("status {job}")).is_ok_and(|s| {
+                ["SUCCEEDED", "FAILED", "KILLED"].contains(&s["state"].as_str().unwrap_or(""))
+            });
+            if !done {
+                let _ = self.rm.command(&format!("kill {job}"));
+            }
+        }
+    }
 }
 
 fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
@@ -86,18 +103,31 @@ fn cluster() -> Cluster {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    Cluster { rm, agents }
+    Cluster {
+        agents,
+        jobs: Vec::new(),
+        rm,
+    }
 }
 
 impl Cluster {
-    /// `submit KIND ARGS`, then `wait` up to `timeout_s`: the job's final description.
-    fn run(&mut self, kind_and_args: &str, timeout_s: u64) -> Value {
-        let t0 = Instant::now();
+    /// `submit KIND ARGS`: the job id.
+    fn submit(&mut self, kind_and_args: &str) -> String {
         let sub = self
             .rm
             .command(&format!("submit {kind_and_args}"))
             .unwrap_or_else(|e| panic!("submit {kind_and_args}: {e}"));
         let job = sub["job_id"].as_str().expect("job_id").to_string();
+        self.jobs.push(job.clone());
+        job
+    }
+
+    /// `submit KIND ARGS`, then `wait` up to `timeout_s` (below the peer's 300 s command
+    /// timeout, so that a slow job fails with its state rather than a dead channel): the job's
+    /// final description.
+    fn run(&mut self, kind_and_args: &str, timeout_s: u64) -> Value {
+        let t0 = Instant::now();
+        let job = self.submit(kind_and_args);
         let done = self
             .rm
             .command(&format!("wait {job} {timeout_s}"))
@@ -188,7 +218,6 @@ fn map_only_sleep_job_runs_on_hotpath_agents() {
         2,
         "maps on both agents: {job}"
     );
-    drop(c.agents);
 }
 
 /// Five input files of words drawn from a fixed vocabulary by a fixed generator (each file one
@@ -262,7 +291,7 @@ fn wordcount_reducers_fetch_map_outputs_from_both_agents() {
             input.display(),
             output.display()
         ),
-        300,
+        270,
     );
     assert_eq!(job["state"], "SUCCEEDED", "{}", explain(&job, &c.rm));
     assert_eq!(
@@ -301,7 +330,6 @@ fn wordcount_reducers_fetch_map_outputs_from_both_agents() {
     let got = read_wordcount_output(&output);
     assert_eq!(got.len(), expected.len(), "distinct words");
     assert_eq!(got, expected);
-    drop(c.agents);
 }
 
 #[test]
@@ -358,7 +386,7 @@ fn a_job_survives_an_agent_killed_minus_9_once_its_maps_are_done() {
     let (cmd, dir) = daemon::agent_command(&rt, ip, &agent_sets());
     c.agents.push(Daemon::spawn(cmd, dir));
 
-    let job = c.rm.command(&format!("wait {job_id} 300")).expect("wait");
+    let job = c.rm.command(&format!("wait {job_id} 270")).expect("wait");
     assert_eq!(job["timed_out"], false, "{job}");
     assert_eq!(job["state"], "SUCCEEDED", "{}", explain(&job, &c.rm));
     let launched = counter(
@@ -377,5 +405,4 @@ fn a_job_survives_an_agent_killed_minus_9_once_its_maps_are_done() {
         "the maps of the killed agent ran again ({launched} launched): {job}"
     );
     assert_eq!(read_wordcount_output(&output), expected);
-    drop(c.agents);
 }
