@@ -58,13 +58,15 @@ pub fn relative_path(user: &str, app: &str, attempt: &str, file: &str) -> String
     format!("usercache/{user}/appcache/{app}/output/{attempt}/{file}")
 }
 
-/// Opens `rel` in the first local dir that has it (Java's `getLocalPathForRead`).
-pub fn open_in_dirs(dirs: &[PathBuf], rel: &str) -> Result<(File, PathBuf), MapOutputError> {
+/// Opens `rel` in the first local dir that has it as a regular file (Java's
+/// `getLocalPathForRead`): the file, its path and its length.
+pub fn open_in_dirs(dirs: &[PathBuf], rel: &str) -> Result<(File, PathBuf, u64), MapOutputError> {
     for d in dirs {
         let p = d.join(rel);
         if let Ok(f) = File::open(&p) {
-            if f.metadata().is_ok_and(|m| m.is_file()) {
-                return Ok((f, p));
+            match f.metadata() {
+                Ok(m) if m.is_file() => return Ok((f, p, m.len())),
+                _ => {}
             }
         }
     }
@@ -74,9 +76,8 @@ pub fn open_in_dirs(dirs: &[PathBuf], rel: &str) -> Result<(File, PathBuf), MapO
 }
 
 /// Reads and checks an index file (`SpillRecord`).
-pub fn read_index(mut f: File, path: &Path) -> Result<Vec<IndexRecord>, MapOutputError> {
+pub fn read_index(mut f: File, path: &Path, len: u64) -> Result<Vec<IndexRecord>, MapOutputError> {
     let read_err = |m: String| MapOutputError(format!("Error Reading IndexFile{m}"));
-    let len = f.metadata().map_err(|e| read_err(e.to_string()))?.len();
     if len > MAX_INDEX_BYTES {
         return Err(read_err(format!(
             "{}: {len} bytes is larger than {MAX_INDEX_BYTES}",
@@ -121,15 +122,32 @@ pub struct IndexCache {
     max_bytes: usize,
 }
 
+/// Job → attempt → records (nested, so that a hit is looked up by `&str`, allocating
+/// nothing), with the insertion order for eviction.
 #[derive(Debug, Default)]
 struct CacheInner {
-    map: HashMap<(String, String), Arc<Vec<IndexRecord>>>,
+    map: HashMap<String, HashMap<String, Arc<Vec<IndexRecord>>>>,
     order: VecDeque<(String, String)>,
     bytes: usize,
 }
 
 fn weight(key: &(String, String), v: &[IndexRecord]) -> usize {
     key.0.len() + key.1.len() + v.len() * INDEX_RECORD_LENGTH as usize
+}
+
+impl CacheInner {
+    fn get(&self, job: &str, attempt: &str) -> Option<&Arc<Vec<IndexRecord>>> {
+        self.map.get(job)?.get(attempt)
+    }
+
+    fn remove(&mut self, key: &(String, String)) -> Option<Arc<Vec<IndexRecord>>> {
+        let per_job = self.map.get_mut(&key.0)?;
+        let v = per_job.remove(&key.1);
+        if per_job.is_empty() {
+            self.map.remove(&key.0);
+        }
+        v
+    }
 }
 
 impl IndexCache {
@@ -154,33 +172,35 @@ impl IndexCache {
         app: &str,
         attempt: &str,
     ) -> Result<Arc<Vec<IndexRecord>>, MapOutputError> {
-        let key = (job.to_string(), attempt.to_string());
         if let Some(v) = self
             .inner
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .map
-            .get(&key)
+            .get(job, attempt)
         {
             return Ok(v.clone());
         }
+        let key = (job.to_string(), attempt.to_string());
         let rel = relative_path(user, app, attempt, "file.out.index");
-        let (f, path) = open_in_dirs(dirs, &rel)?;
-        let records = Arc::new(read_index(f, &path)?);
+        let (f, path, len) = open_in_dirs(dirs, &rel)?;
+        let records = Arc::new(read_index(f, &path, len)?);
         let w = weight(&key, &records);
         let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if w <= self.max_bytes && !c.map.contains_key(&key) {
+        if w <= self.max_bytes && c.get(job, attempt).is_none() {
             while c.bytes + w > self.max_bytes {
                 let Some(old) = c.order.pop_front() else {
                     break;
                 };
-                if let Some(v) = c.map.remove(&old) {
+                if let Some(v) = c.remove(&old) {
                     c.bytes -= weight(&old, &v);
                 }
             }
             c.bytes += w;
             c.order.push_back(key.clone());
-            c.map.insert(key, records.clone());
+            c.map
+                .entry(key.0)
+                .or_default()
+                .insert(key.1, records.clone());
         }
         Ok(records)
     }
@@ -188,16 +208,12 @@ impl IndexCache {
     /// Forgets a job's entries (its application was cleaned up).
     pub fn remove_job(&self, job: &str) {
         let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let CacheInner { map, order, bytes } = &mut *c;
-        order.retain(|k| {
-            if k.0 != job {
-                return true;
+        if let Some(gone) = c.map.remove(job) {
+            for (attempt, v) in gone {
+                c.bytes -= weight(&(job.to_string(), attempt), &v);
             }
-            if let Some(v) = map.remove(k) {
-                *bytes -= weight(k, &v);
-            }
-            false
-        });
+            c.order.retain(|k| k.0 != job);
+        }
     }
 }
 
@@ -267,7 +283,7 @@ mod tests {
         }
         b.extend_from_slice(&0x1b56_0ee2u64.to_be_bytes());
         std::fs::write(&p, &b).unwrap();
-        let r = read_index(File::open(&p).unwrap(), &p).unwrap();
+        let r = read_index(File::open(&p).unwrap(), &p, b.len() as u64).unwrap();
         assert_eq!(
             r[1],
             IndexRecord {
@@ -278,9 +294,61 @@ mod tests {
         );
         b[50] ^= 1;
         std::fs::write(&p, &b).unwrap();
-        let e = read_index(File::open(&p).unwrap(), &p).unwrap_err();
+        let e = read_index(File::open(&p).unwrap(), &p, b.len() as u64).unwrap_err();
         assert!(
             e.0.starts_with("Error Reading IndexFileChecksum error reading spill index: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_index_cache_stays_within_its_bound_and_forgets_a_stopped_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = vec![dir.path().to_path_buf()];
+        let mut b = Vec::new();
+        for v in [0i64, 8, 12, 12, 2, 6] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        b.extend_from_slice(&u64::from(crc32fast::hash(&b)).to_be_bytes());
+        let maps: Vec<String> = (0..5)
+            .map(|i| format!("attempt_1_0001_m_00000{i}_0"))
+            .collect();
+        for m in &maps {
+            let d = dir
+                .path()
+                .join(relative_path("u", "application_1_0001", m, ""));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("file.out.index"), &b).unwrap();
+        }
+        // room for two entries (48 bytes of records + the key's bytes each)
+        let w = 48 + "job_1_0001".len() + maps[0].len();
+        let cache = IndexCache::new(2 * w + 10);
+        for m in &maps {
+            let r = cache
+                .get(&dirs, "job_1_0001", "u", "application_1_0001", m)
+                .unwrap();
+            assert_eq!(r.len(), 2);
+            assert!(cache.bytes() <= 2 * w + 10);
+        }
+        assert_eq!(cache.bytes(), 2 * w);
+        // a file deleted after it was cached is still answered from the cache
+        let last = dir.path().join(relative_path(
+            "u",
+            "application_1_0001",
+            &maps[4],
+            "file.out.index",
+        ));
+        std::fs::remove_file(&last).unwrap();
+        assert!(cache
+            .get(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
+            .is_ok());
+        cache.remove_job("job_1_0001");
+        assert_eq!(cache.bytes(), 0);
+        let e = cache
+            .get(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
+            .unwrap_err();
+        assert!(
+            e.0.starts_with("Could not find usercache/u/appcache/application_1_0001/output/"),
             "{e}"
         );
     }

@@ -68,6 +68,8 @@ pub struct Jobs {
     inner: Arc<RwLock<HashMap<String, Arc<Job>>>>,
     /// Where recovery files go (`None`: recovery off).
     state_dirs: Option<Arc<Vec<PathBuf>>>,
+    /// The running service's index cache: a stopped job's entries leave it.
+    cache: Arc<std::sync::OnceLock<Arc<super::index::IndexCache>>>,
 }
 
 impl Jobs {
@@ -77,7 +79,13 @@ impl Jobs {
         Jobs {
             inner: Arc::default(),
             state_dirs: recovery_dirs.filter(|d| !d.is_empty()).map(Arc::new),
+            cache: Arc::default(),
         }
+    }
+
+    /// The service's index cache, emptied of a job at its stop.
+    pub(crate) fn attach_cache(&self, cache: Arc<super::index::IndexCache>) {
+        let _ = self.cache.set(cache);
     }
 
     /// The job registered under `job_id`.
@@ -153,6 +161,9 @@ impl Jobs {
             .remove(&job_id(app));
         if gone.is_some() {
             tracing::info!("mapreduce_shuffle: {} stopped", job_id(app));
+        }
+        if let Some(cache) = self.cache.get() {
+            cache.remove_job(&job_id(app));
         }
         if let Some(path) = self.state_path(app) {
             let _ = std::fs::remove_file(path);

@@ -62,6 +62,8 @@ const TICK: Duration = Duration::from_millis(100);
 /// Connections accepted per loop turn before other events are served.
 const ACCEPTS_PER_TURN: usize = 64;
 const LISTENER: u64 = u64::MAX;
+/// Segments below this size get no `POSIX_FADV_WILLNEED` (one syscall saved per small map).
+const SMALL_SEGMENT: u64 = 256 << 10;
 
 /// What the loops share.
 struct Ctx {
@@ -69,7 +71,7 @@ struct Ctx {
     port: u16,
     dirs: Vec<PathBuf>,
     jobs: Jobs,
-    cache: IndexCache,
+    cache: Arc<IndexCache>,
     metrics: Arc<ShuffleMetrics>,
     /// Java's `activeConnections`: every open connection, counted from accept.
     active: AtomicUsize,
@@ -125,8 +127,10 @@ impl ShuffleServer {
             })?
             .port();
         let threads = cfg.loop_threads();
+        let cache = Arc::new(IndexCache::new(cfg.index_cache_bytes));
+        jobs.attach_cache(cache.clone());
         let ctx = Arc::new(Ctx {
-            cache: IndexCache::new(cfg.index_cache_bytes),
+            cache,
             cfg,
             port,
             dirs: local_dirs,
@@ -712,7 +716,8 @@ fn respond(ctx: &Ctx, head: &super::request::Head<'_>) -> Answer {
             continue;
         }
         bytes += s.len;
-        if ctx.cfg.readahead_bytes > 0 {
+        // WILLNEED ahead of a large segment; a small one is the kernel's own readahead's.
+        if ctx.cfg.readahead_bytes > 0 && s.len >= SMALL_SEGMENT {
             let _ = fadvise(
                 &s.file,
                 s.start,
@@ -768,11 +773,7 @@ fn map_output(
                 index.len()
             ))
         })?;
-    let (file, path) = open_in_dirs(&ctx.dirs, &relative_path(user, app, map, "file.out"))?;
-    let size = file
-        .metadata()
-        .map_err(|e| MapOutputError(format!("{}: {e}", path.display())))?
-        .len();
+    let (file, path, size) = open_in_dirs(&ctx.dirs, &relative_path(user, app, map, "file.out"))?;
     let (start, len) = (rec.start_offset, rec.part_length);
     let fits = start >= 0
         && len >= 0

@@ -505,7 +505,7 @@ fn over_max_connections_a_connect_gets_429_with_retry_after() {
 #[test]
 fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
     let node = Node::start(ShuffleConfig {
-        max_open: 200,
+        max_open: 100,
         threads: 2,
         request_timeout: Duration::from_secs(2),
         ..ShuffleConfig::default()
@@ -515,14 +515,15 @@ fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
     write_fixture(&node.locals[0], &node.locals[0], app(5), &map);
     let port = node.server.port();
     let mut flood = Vec::new();
-    for i in 0..1500 {
+    // 800 client sockets + at most 100 accepted: under a 1024-descriptor soft limit
+    for i in 0..800 {
         let mut s = TcpStream::connect(node.addr()).unwrap();
         if i % 2 == 0 {
             // half a request, never finished
             let _ = s.write_all(b"GET /mapOutput?job=job_1_0001&reduce=0&map=attempt_1_0001_m_0");
         }
         flood.push(s);
-        if i % 300 == 299 {
+        if i % 200 == 199 {
             // a real fetch in the middle of the flood gets its answer
             let req = fetcher_request(port, &job(5), 1, std::slice::from_ref(&map), None);
             let r = fetch_raw(node.addr(), req.as_bytes());
@@ -530,8 +531,8 @@ fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
         }
     }
     let open = node.metrics.open.load(Relaxed);
-    assert!(open <= 200, "{open} connections open");
-    assert!(node.metrics.evicted.load(Relaxed) >= 1000);
+    assert!(open <= 100, "{open} connections open");
+    assert!(node.metrics.evicted.load(Relaxed) >= 600);
     // idle connections time out after the request timeout
     let t0 = Instant::now();
     while node.metrics.open.load(Relaxed) > 0 {
