@@ -68,7 +68,10 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
  * {@code failed_diagnostics} {attempt id: [diagnostics]} for attempts that did not succeed.
  */
 final class MrRm {
-  /** RM defaults for running MR on two small external NodeManagers. */
+  /**
+   * RM defaults for running MR on two small external NodeManagers. The AM liveness expiry stays
+   * Hadoop's (10 min): an MR AM JVM on a loaded 2-vCPU machine can take over 30 s to register.
+   */
   static final Map<String, String> CLUSTER = ordered(
       YarnConfiguration.RM_SCHEDULER,
       "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler",
@@ -77,7 +80,6 @@ final class MrRm {
       YarnConfiguration.RM_NM_EXPIRY_INTERVAL_MS, "10000",
       YarnConfiguration.CLIENT_NM_CONNECT_MAX_WAIT_MS, "5000",
       YarnConfiguration.CLIENT_NM_CONNECT_RETRY_INTERVAL_MS, "1000",
-      YarnConfiguration.RM_AM_EXPIRY_INTERVAL_MS, "30000",
       // no JobHistoryServer: nothing here reads history, and it costs seconds and ports
       MiniMRYarnCluster.MR_HISTORY_MINICLUSTER_ENABLED, "false",
       "yarn.nodemanager.aux-services", "mapreduce_shuffle");
