@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hotpath needs on a fresh Debian/Ubuntu machine, and only what is missing:
 #   - libhwloc-dev + pkg-config (the `hw` crate links libhwloc by default)
-#   - a JDK and Maven (the real-Hadoop peer in peers/hadoop)
+#   - a JDK and Maven (the real-Hadoop peers in peers/hadoop and peers/hadoop-mr)
 #   - libkrb5-dev + libclang-dev (the `libgssapi` crate behind ipc's Kerberos client: bindgen over
 #     MIT krb5's gssapi headers, found with pkg-config) and krb5-user (kinit/klist, used by the
 #     Kerberos interop tests to fill a ticket cache from the MiniKdc keytab)

@@ -40,7 +40,7 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetContainerStatusesRequestProto, GetContainerStatusesResponseProto, SerializedExceptionProto,
     SignalContainerCommandProto, SignalContainerRequestProto, StartContainerRequestProto,
     StartContainersRequestProto, StartContainersResponseProto, StopContainersRequestProto,
-    StopContainersResponseProto,
+    StopContainersResponseProto, StringBytesMapProto,
 };
 use hadoop_wire::token::identifier::{
     container_from_proto, ContainerTokenIdentifier, NmTokenIdentifier, NodeId,
@@ -194,6 +194,9 @@ pub struct ContainerManager {
     stopped_order: VecDeque<(i64, ContainerId)>,
     shutting_down: bool,
     stats: ManagerStats,
+    /// `services_meta_data` of every StartContainers answer: each running aux service's
+    /// metadata (Java's `AuxServices.getMetaData()`, e.g. the shuffle port).
+    service_metadata: Vec<StringBytesMapProto>,
 }
 
 fn serialized(class: &str, message: &str) -> SerializedExceptionProto {
@@ -232,6 +235,7 @@ impl ContainerManager {
             stopped_order: VecDeque::new(),
             shutting_down: false,
             stats: ManagerStats::default(),
+            service_metadata: Vec::new(),
         }
     }
 
@@ -300,6 +304,18 @@ impl ContainerManager {
     /// The RM identifier from the registration.
     pub fn rm_identifier(&self) -> Option<i64> {
         self.rm_identifier
+    }
+
+    /// A running aux service's metadata (for `mapreduce_shuffle` its port as a 4-byte
+    /// big-endian int): every StartContainers answer carries all of them, as Java's does,
+    /// whether or not the request named the service. Setting a name again replaces it.
+    pub fn set_service_metadata(&mut self, name: &str, metadata: Vec<u8>) {
+        self.service_metadata
+            .retain(|e| e.key.as_deref() != Some(name));
+        self.service_metadata.push(StringBytesMapProto {
+            key: Some(name.to_string()),
+            value: Some(metadata),
+        });
     }
 
     /// The node is stopping: further starts are refused.
@@ -373,6 +389,7 @@ impl ContainerManager {
             )));
         }
         let mut out = StartOutcome::default();
+        out.response.services_meta_data = self.service_metadata.clone();
         for one in req.start_container_request {
             let StartContainerRequestProto {
                 container_launch_context,

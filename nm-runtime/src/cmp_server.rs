@@ -58,8 +58,15 @@ fn answer<M: prost::Message>(reply: &mut Reply<'_, '_>, m: &M) -> Result<(), Cal
     Ok(())
 }
 
-/// Registers the ContainerManagementProtocol handlers.
-pub fn register(reg: &mut Registry, slot: Arc<OnceLock<Arc<Shared>>>, launcher: LauncherHandle) {
+/// Registers the ContainerManagementProtocol handlers. With `shuffle_jobs` (the
+/// `mapreduce_shuffle` service runs), an accepted start's `service_data["mapreduce_shuffle"]`
+/// registers its job before the answer goes out (Java does it at the container's init).
+pub fn register(
+    reg: &mut Registry,
+    slot: Arc<OnceLock<Arc<Shared>>>,
+    launcher: LauncherHandle,
+    shuffle_jobs: Option<crate::shuffle::Jobs>,
+) {
     let (s, l) = (slot.clone(), launcher.clone());
     reg.register(
         CONTAINER_MANAGEMENT_PROTOCOL,
@@ -79,6 +86,20 @@ pub fn register(reg: &mut Registry, slot: Arc<OnceLock<Arc<Shared>>>, launcher: 
                     .map_err(failure)?
             };
             let stamps = stamps.accept();
+            if let Some(jobs) = &shuffle_jobs {
+                for order in &outcome.launches {
+                    for sd in &order.context.service_data {
+                        if sd.key.as_deref() != Some(crate::shuffle::SERVICE_ID) {
+                            continue;
+                        }
+                        let data = sd.value.as_deref().unwrap_or(&[]);
+                        // Java logs a bad token and starts the container; its fetches get 401.
+                        if let Err(e) = jobs.register(&order.user, order.id.app, data) {
+                            tracing::error!("Error during initApp: {e}");
+                        }
+                    }
+                }
+            }
             for order in outcome.launches {
                 l.send(LaunchCommand::Launch(Box::new(order), stamps));
             }

@@ -240,8 +240,9 @@ pub struct NmSettings {
     pub rpc_protection: Vec<hadoop_wire::sasl::Qop>,
     /// `hadoop.security.sasl.mechanism`.
     pub sasl_mechanism: String,
-    /// `yarn.nodemanager.aux-services` (none are run by this agent, so a start naming one is
-    /// refused as Java refuses an unknown one).
+    /// `yarn.nodemanager.aux-services`: at most `mapreduce_shuffle` (served by
+    /// [`crate::shuffle`]; any other name stops the agent at start); a start naming a service
+    /// not listed is refused as Java refuses an unknown one.
     pub aux_services: Vec<String>,
     /// `yarn.nodemanager.env-whitelist`.
     pub env_whitelist: Vec<String>,
@@ -271,6 +272,9 @@ pub struct NmSettings {
     /// `hotpath.agent.zygotes`: container processes kept ready (forked into their cgroups
     /// ahead of the launch); 0 forks at every launch. Default 4, at most 64.
     pub zygotes: usize,
+    /// The `mapreduce_shuffle` service's settings (`mapreduce.shuffle.*`), when
+    /// `yarn.nodemanager.aux-services` lists it ([`crate::shuffle::check_aux_services`]).
+    pub shuffle: Option<crate::shuffle::ShuffleConfig>,
 }
 
 impl NmSettings {
@@ -298,6 +302,13 @@ impl NmSettings {
             .into_iter()
             .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(&d)))
             .collect();
+        let aux_services = strings("yarn.nodemanager.aux-services", "");
+        let shuffle = crate::shuffle::check_aux_services(conf, &aux_services)
+            .and_then(|on| {
+                on.then(|| crate::shuffle::ShuffleConfig::from_conf(conf))
+                    .transpose()
+            })
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let cgroups = match conf.get("hotpath.agent.cgroups").map(str::trim) {
             None | Some("") | Some("auto") => true,
             Some("off") => false,
@@ -316,7 +327,7 @@ impl NmSettings {
                 .unwrap_or("DIGEST-MD5")
                 .trim()
                 .to_string(),
-            aux_services: strings("yarn.nodemanager.aux-services", ""),
+            aux_services,
             env_whitelist: strings(
                 "yarn.nodemanager.env-whitelist",
                 "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ",
@@ -354,6 +365,7 @@ impl NmSettings {
                     )))
                 }
             },
+            shuffle,
         })
     }
 }

@@ -115,6 +115,10 @@ pub struct LauncherConfig {
     pub java17: bool,
     /// Where launch workers run (the housekeeping CPU).
     pub worker_cpu: Option<u32>,
+    /// Running aux services' metadata (`NM_AUX_SERVICE_<name>` in every container).
+    pub aux_services: Vec<(String, Vec<u8>)>,
+    /// `mapreduce_shuffle`'s jobs: an application's goes at its cleanup on this node.
+    pub shuffle_jobs: Option<crate::shuffle::Jobs>,
 }
 
 impl LauncherConfig {
@@ -322,6 +326,11 @@ fn run(
             if busy {
                 return true;
             }
+            // Java's APPLICATION_STOP to the aux services, in the same step as the
+            // application's resources: the shuffle stops serving its map outputs.
+            if let Some(jobs) = &cfg.shuffle_jobs {
+                jobs.stop_application(*app);
+            }
             if let Some(user) = users.remove(app) {
                 if let Err(e) = localizer.app_finished(&user, app) {
                     tracing::warn!("cleaning up {app}: {e}");
@@ -469,7 +478,7 @@ fn launch_one(
             http_port: cfg.http_port,
             user: order.user.clone(),
             user_home_dir: cfg.nm.user_home_dir.clone(),
-            aux_services: Vec::new(),
+            aux_services: cfg.aux_services.clone(),
             localization_counters: counters,
             java17: cfg.java17,
         },

@@ -51,6 +51,8 @@
 //!   it and of the logs endpoint.
 //! - [`metrics`]: counters and the RPC latency histogram for `/metrics`; [`shared`]: the
 //!   state the threads share (container table, health, status snapshot, stop signal).
+//! - [`shuffle`]: the `mapreduce_shuffle` aux service MapReduce's reducers fetch map outputs
+//!   from (HTTP on `mapreduce.shuffle.port`, segments sent with `sendfile`).
 //! - [`simulate`]: `--simulate`, a synthetic workload on the container table.
 //! - [`sys`]: the wall clock, CPU affinity masks and a child's set-up between fork and exec
 //!   (a leaf: every module may use it, it uses none).
@@ -74,6 +76,7 @@ pub mod report;
 pub mod runtime;
 pub mod setup;
 pub mod shared;
+pub mod shuffle;
 pub mod simulate;
 pub mod sys;
 pub mod zygote;

@@ -31,6 +31,37 @@ pub struct LocalizeMetrics {
     pub reader_running: AtomicU64,
 }
 
+/// The `mapreduce_shuffle` service's counters (`crate::shuffle`), shared by its loops and
+/// `/metrics`.
+#[derive(Debug, Default)]
+pub struct ShuffleMetrics {
+    /// Connections accepted (429s and evictions included).
+    pub connections: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Requests answered 200 whose last byte went out.
+    pub fetches: AtomicU64,
+    /// Map outputs (segments) sent in those answers.
+    pub maps: AtomicU64,
+    /// Segment bytes sent (`sendfile`), headers excluded.
+    pub bytes: AtomicU64,
+    /// 400/405: not a shuffle request (bad head, version, parameters).
+    pub bad_requests: AtomicU64,
+    /// 401: unknown job, missing or wrong `UrlHash`.
+    pub unauthorized: AtomicU64,
+    /// 500: a requested map output missing, unreadable or not a map id.
+    pub map_output_errors: AtomicU64,
+    /// 429: over `mapreduce.shuffle.max.connections` or the agent's bound.
+    pub too_many: AtomicU64,
+    /// Connections closed without their request to make room for a new one.
+    pub evicted: AtomicU64,
+    /// Connections closed for a request not sent in time, a keep-alive idle timeout or a
+    /// peer that stopped reading.
+    pub timeouts: AtomicU64,
+    /// Answers cut off by a write error (the peer reset or went away).
+    pub aborted: AtomicU64,
+}
+
 /// Counters shared by the agent's threads.
 #[derive(Debug)]
 pub struct AgentMetrics {
@@ -54,6 +85,8 @@ pub struct AgentMetrics {
     pub localize: LocalizeMetrics,
     /// The agent's IPC servers by name (`container_management`, `agent`), set once they run.
     ipc_servers: Mutex<Vec<(&'static str, ServerStats)>>,
+    /// The `mapreduce_shuffle` service (all zero when it is not configured).
+    pub shuffle: std::sync::Arc<ShuffleMetrics>,
 }
 
 impl Default for AgentMetrics {
@@ -77,6 +110,7 @@ impl Default for AgentMetrics {
             ),
             localize: LocalizeMetrics::default(),
             ipc_servers: Mutex::new(Vec::new()),
+            shuffle: std::sync::Arc::default(),
         }
     }
 }
@@ -231,6 +265,53 @@ impl AgentMetrics {
             "hotpath_agent_registered",
             "Whether the node is registered with the RM.",
             registered as u8,
+        );
+        let sm = &self.shuffle;
+        for (name, help, v) in [
+            (
+                "hotpath_agent_shuffle_connections_total",
+                "mapreduce_shuffle connections accepted.",
+                l(&sm.connections),
+            ),
+            (
+                "hotpath_agent_shuffle_fetches_total",
+                "mapreduce_shuffle requests answered 200 and sent whole.",
+                l(&sm.fetches),
+            ),
+            (
+                "hotpath_agent_shuffle_map_outputs_total",
+                "Map output segments sent by mapreduce_shuffle.",
+                l(&sm.maps),
+            ),
+            (
+                "hotpath_agent_shuffle_bytes_total",
+                "Map output bytes sent by mapreduce_shuffle (sendfile).",
+                l(&sm.bytes),
+            ),
+        ] {
+            e.counter(name, help, v);
+        }
+        let name = "hotpath_agent_shuffle_failures_total";
+        e.family(
+            name,
+            "mapreduce_shuffle requests or connections that failed, by cause.",
+            Kind::Counter,
+        );
+        for (cause, v) in [
+            ("bad_request", l(&sm.bad_requests)),
+            ("unauthorized", l(&sm.unauthorized)),
+            ("map_output", l(&sm.map_output_errors)),
+            ("too_many_connections", l(&sm.too_many)),
+            ("evicted", l(&sm.evicted)),
+            ("timeout", l(&sm.timeouts)),
+            ("aborted", l(&sm.aborted)),
+        ] {
+            e.sample(name, &format!("cause=\"{cause}\""), v);
+        }
+        e.gauge(
+            "hotpath_agent_shuffle_connections_open",
+            "mapreduce_shuffle connections open now.",
+            l(&sm.open),
         );
         if let Ok(h) = self.rpc_latency_us.lock() {
             let name = "hotpath_agent_rpc_latency_seconds";

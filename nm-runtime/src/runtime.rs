@@ -107,6 +107,8 @@ pub struct Agent {
     metrics_addr: Option<SocketAddr>,
     ipc_addr: Option<SocketAddr>,
     started: Instant,
+    /// `mapreduce_shuffle`, when `yarn.nodemanager.aux-services` lists it.
+    shuffle: Option<crate::shuffle::ShuffleServer>,
 }
 
 fn spawn<T: Send + 'static>(
@@ -190,9 +192,33 @@ impl Agent {
         };
         let nm_tokens = Arc::new(std::sync::RwLock::new(NmTokenSecretManager::default()));
         let (launcher, launcher_rx) = LauncherHandle::channel();
+        // Aux services: only mapreduce_shuffle (AgentConfig::from_conf refuses others; a
+        // configuration built in code is checked here). Its jobs are registered by the CMP
+        // handlers and dropped by the launcher at application cleanup.
+        if let Some(other) = cfg
+            .nm
+            .aux_services
+            .iter()
+            .find(|n| n.as_str() != crate::shuffle::SERVICE_ID || cfg.nm.shuffle.is_none())
+        {
+            return Err(ConfigError::Invalid(format!(
+                "yarn.nodemanager.aux-services names {other}, which this agent cannot serve \
+                 (it serves only {} when configured)",
+                crate::shuffle::SERVICE_ID
+            ))
+            .into());
+        }
+        let shuffle_jobs = cfg.nm.shuffle.as_ref().map(|_| {
+            crate::shuffle::Jobs::new(cfg.nm.recovery.then(|| cfg.health.local_dirs.clone()))
+        });
         let cmp_server = {
             let mut reg = Registry::new();
-            crate::cmp_server::register(&mut reg, shared_slot.clone(), launcher.clone());
+            crate::cmp_server::register(
+                &mut reg,
+                shared_slot.clone(),
+                launcher.clone(),
+                shuffle_jobs.clone(),
+            );
             let auth = ServerAuth::new(
                 AuthMethod::Token,
                 Some(nm_tokens.clone() as Arc<dyn TokenSecrets>),
@@ -272,15 +298,39 @@ impl Agent {
         if cfg.journal {
             table.enable_journal();
         }
+        let mut aux_services = cfg.nm.aux_services.clone();
+        if shuffle_jobs.is_some() && aux_services.is_empty() {
+            aux_services.push(crate::shuffle::SERVICE_ID.to_string());
+        }
         let cm = ContainerManager::new(
             ManagerConfig {
                 node: NodeId::new(identity.host.clone(), identity.port),
-                aux_services: cfg.nm.aux_services.clone(),
+                aux_services,
                 track_stopped_ms: cfg.track_stopped_ms as i64,
             },
             nm_tokens,
         );
         let shared = Arc::new(Shared::with_manager(identity.clone(), cm, table));
+        // mapreduce_shuffle listens before the node registers (a reducer told of a port that
+        // does not accept yet retries for minutes), with the jobs a previous run recorded.
+        let mut aux_metadata = Vec::new();
+        let shuffle = match (&cfg.nm.shuffle, &shuffle_jobs) {
+            (Some(scfg), Some(jobs)) => {
+                jobs.recover(&cfg.health.local_dirs);
+                let server = crate::shuffle::ShuffleServer::start(
+                    scfg.clone(),
+                    cfg.health.local_dirs.clone(),
+                    jobs.clone(),
+                    shared.metrics.shuffle.clone(),
+                )
+                .map_err(|e| Error::Bind(e.to_string()))?;
+                let meta = crate::shuffle::port_metadata(server.port());
+                lock(&shared.cm).set_service_metadata(crate::shuffle::SERVICE_ID, meta.clone());
+                aux_metadata.push((crate::shuffle::SERVICE_ID.to_string(), meta));
+                Some(server)
+            }
+            _ => None,
+        };
         let _ = shared_slot.set(shared.clone());
         shared.metrics.set_ipc_servers(
             std::iter::once(("container_management", cmp_server.stats()))
@@ -369,6 +419,8 @@ impl Agent {
                 agent_env,
                 java17,
                 worker_cpu: hk_cpu,
+                aux_services: aux_metadata,
+                shuffle_jobs,
             },
             executor,
             localizer,
@@ -407,7 +459,14 @@ impl Agent {
             metrics_addr,
             ipc_addr,
             started,
+            shuffle,
         })
+    }
+
+    /// The port `mapreduce_shuffle` listens on (what every StartContainers answer carries),
+    /// when it is configured.
+    pub fn shuffle_port(&self) -> Option<u16> {
+        self.shuffle.as_ref().map(|s| s.port())
     }
 
     pub fn shared(&self) -> &Arc<Shared> {
@@ -470,6 +529,9 @@ impl Agent {
             s.shutdown();
         }
         if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+        if let Some(s) = self.shuffle.take() {
             s.shutdown();
         }
         if let Some(p) = &self.control_path {

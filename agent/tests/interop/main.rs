@@ -22,6 +22,7 @@ mod app_run_agents;
 mod app_run_amrm_roll;
 mod app_run_java_nm;
 mod hdfs_kerberos_fetchdt;
+mod mr_jobs;
 mod resources_hdfs;
 mod rm_app_acls;
 mod rm_apps;

@@ -21,4 +21,6 @@ mod demo_apps;
 mod demo_faults;
 mod executor;
 mod logs_http;
+mod mr_container;
 mod resources;
+mod shuffle_aux;

@@ -1,4 +1,5 @@
-//! Building `peers/hadoop` once: Maven under a file lock, skipped when a stamp matches.
+//! Building `peers/hadoop` (and `peers/hadoop-mr`, the unshaded MapReduce peer) once: Maven
+//! under a file lock, skipped when a stamp matches.
 
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::OsString;
@@ -67,14 +68,41 @@ pub fn ensure_built() -> Result<Build, PeerError> {
     static OUTCOME: OnceLock<Result<Build, String>> = OnceLock::new();
     static GATE: Mutex<()> = Mutex::new(());
     let _g = GATE.lock().unwrap_or_else(|e| e.into_inner());
-    let outcome = OUTCOME.get_or_init(|| build_locked(&project_dir()).map_err(|e| e.to_string()));
+    let outcome = OUTCOME.get_or_init(|| {
+        build_locked(&project_dir(), "hotpath/peer/Launcher.class").map_err(|e| e.to_string())
+    });
     outcome.clone().map_err(|output| PeerError::Build {
         command: "peer build (first attempt in this process)".into(),
         output,
     })
 }
 
-fn build_locked(project: &Path) -> Result<Build, PeerError> {
+/// The `peers/hadoop-mr` directory next to this crate: Hadoop 3.5.0's unshaded MapReduce
+/// runtime and a Java RM for it (launcher `hotpath.mr.MrLauncher`, mode `mr-rm`). A Maven
+/// project of its own, since `peers/hadoop`'s shaded client jars cannot run MapReduce.
+pub fn mr_project_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("hadoop-mr")
+}
+
+/// [`ensure_built`] for `peers/hadoop-mr`.
+pub fn ensure_built_mr() -> Result<Build, PeerError> {
+    static OUTCOME: OnceLock<Result<Build, String>> = OnceLock::new();
+    static GATE: Mutex<()> = Mutex::new(());
+    let _g = GATE.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = OUTCOME.get_or_init(|| {
+        build_locked(&mr_project_dir(), "hotpath/mr/MrLauncher.class").map_err(|e| e.to_string())
+    });
+    outcome.clone().map_err(|output| PeerError::Build {
+        command: "MapReduce peer build (first attempt in this process)".into(),
+        output,
+    })
+}
+
+/// Builds `project` under its lock unless its stamp matches and `marker` (a class file under
+/// `target/classes`) and every jar of `target/classpath.txt` exist.
+fn build_locked(project: &Path, marker: &str) -> Result<Build, PeerError> {
     let project = project
         .canonicalize()
         .map_err(|e| PeerError::io(format!("peer project {project:?}"), e))?;
@@ -96,7 +124,7 @@ fn build_locked(project: &Path) -> Result<Build, PeerError> {
     });
     let fresh = fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str())
         && jars_present
-        && classes.join("hotpath/peer/Launcher.class").is_file();
+        && classes.join(marker).is_file();
     let mut ran_maven = false;
     if !fresh {
         run_maven(&project)?;

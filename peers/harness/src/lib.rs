@@ -6,7 +6,8 @@
 //!   Java sources) skips Maven when nothing changed, and `mvn -o` is tried before going online.
 //!   It yields a [`build::Build`]: the `java` command line prefix (flags + classpath).
 //! - [`peer`] starts one launcher JVM in a [`peer::Mode`] (`hdfs`, `hdfs-ha`, `yarn-rm`,
-//!   `yarn-nm`, `yarn-client`, `sasl`) inside a fresh temp dir, waits for its `READY {json}` line, and then exchanges
+//!   `yarn-nm`, `yarn-client`, `sasl`; `mr-rm` from the MapReduce peer in `peers/hadoop-mr`,
+//!   built the same way) inside a fresh temp dir, waits for its `READY {json}` line, and then exchanges
 //!   one-line commands for one-line JSON replies. A [`Peer`] owns the JVM: dropping it (also
 //!   during a panic) closes the JVM's stdin, which stops every Hadoop service, and kills it if
 //!   it lingers. [`peer::Shared`] keeps one running peer per test binary behind a mutex, which

@@ -215,6 +215,11 @@ pub enum Mode {
     /// TOKEN-only ContainerManagementProtocol servers, token minting, a Java IPC client, JDK
     /// SASL sessions.
     Sasl,
+    /// The MapReduce peer (`peers/hadoop-mr`, its own unshaded classpath): a Java RM set up for
+    /// MapReduce (`MiniMRYarnCluster` with no NodeManagers) and Hadoop 3.5.0's MR client in one
+    /// JVM. Commands `nodes`, `submit sleep|wordcount KEY=VALUE...`, `wait JOB_ID [TIMEOUT_S]`,
+    /// `status JOB_ID`, `kill JOB_ID`: see `peers/hadoop-mr/src/main/java/hotpath/mr/MrRm.java`.
+    MrRm,
 }
 
 impl Mode {
@@ -226,6 +231,15 @@ impl Mode {
             Mode::YarnNm => "yarn-nm",
             Mode::YarnClient => "yarn-client",
             Mode::Sasl => "sasl",
+            Mode::MrRm => "mr-rm",
+        }
+    }
+
+    /// The launcher class that runs this mode.
+    pub fn launcher_class(self) -> &'static str {
+        match self {
+            Mode::MrRm => "hotpath.mr.MrLauncher",
+            _ => "hotpath.peer.Launcher",
         }
     }
 }
@@ -307,7 +321,10 @@ impl Peer {
     }
 
     pub fn start_with(mode: Mode, args: &[&str], opts: Options) -> Result<Peer, PeerError> {
-        let build = ensure_built()?;
+        let build = match mode {
+            Mode::MrRm => crate::build::ensure_built_mr()?,
+            _ => ensure_built()?,
+        };
         let dir = tempfile::Builder::new()
             .prefix(&format!("hotpath-peer-{mode}-"))
             .tempdir()
@@ -321,7 +338,7 @@ impl Peer {
         let log = File::create(&log_path)
             .map_err(|e| PeerError::io(format!("create {log_path:?}"), e))?;
 
-        let mut cmd = build.java_command("hotpath.peer.Launcher");
+        let mut cmd = build.java_command(mode.launcher_class());
         cmd.arg(mode.as_str())
             .arg("--conf-dir")
             .arg(&conf_dir)

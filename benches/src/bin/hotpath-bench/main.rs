@@ -11,6 +11,7 @@ mod nm_launch;
 mod rm_apps;
 mod rm_apps_am;
 mod sasl;
+mod shuffle;
 mod storm;
 mod storm_raw;
 mod storm_sweep;
@@ -83,6 +84,10 @@ enum Cmd {
     /// allocate CPU per call with outstanding asks, submit → AM running, containers of `true`
     /// allocated and launched per second.
     RmApps(rm_apps::RmAppsArgs),
+    /// mapreduce_shuffle (issue 32): map outputs served by our service and by a raw sendfile
+    /// server, fetched with the Fetcher's request pattern: large partitions (GB/s, CPU per GB)
+    /// and many small ones (map outputs/s, CPU per map output).
+    Shuffle(shuffle::ShuffleArgs),
     /// Internal: the ApplicationMaster of `rm-apps`, launched by the RM in a container.
     #[command(name = "rm-apps-am", hide = true)]
     RmAppsAm(rm_apps_am::AmArgs),
@@ -114,6 +119,7 @@ fn main() -> Result<()> {
         Cmd::StormSweep(args) => storm_sweep::run(args),
         Cmd::LoopbackFloor(args) => loopback_floor::run(args),
         Cmd::RmApps(args) => rm_apps::run(args),
+        Cmd::Shuffle(args) => shuffle::run(args),
         Cmd::RmAppsAm(args) => rm_apps_am::run(args, started),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }
