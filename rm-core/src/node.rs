@@ -211,6 +211,26 @@ pub enum NodeEvent {
     Released { node: u32, count: u32 },
 }
 
+/// A change the scheduler must hear of, collected by the shard while the RM runs applications
+/// ([`UnknownApps::Clean`]) and handed to it in batches off the heartbeat path (see
+/// [`crate::dispatcher`]). An unchanged heartbeat (the steady fast path) produces none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedChange {
+    /// A container of a live application first reported RUNNING on its node.
+    Started(ContainerKey),
+    /// A container of a live application reported COMPLETE for the first time (the report
+    /// the completion log recorded; repeats until the acknowledgement are not passed on).
+    Completed {
+        container: ContainerKey,
+        exit_status: i32,
+        diagnostics: String,
+    },
+    /// The node reported itself unhealthy (Java removes it from the scheduler).
+    Unhealthy { node: NodeKey, report: String },
+    /// The node is healthy again after being unhealthy.
+    Healthy { node: NodeKey },
+}
+
 /// Counters a shard keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeStats {
@@ -261,6 +281,8 @@ pub struct ShardCtx<'a> {
     pub acks: &'a mut Vec<(u32, ContainerKey)>,
     pub events: &'a mut Vec<NodeEvent>,
     pub stats: &'a mut NodeStats,
+    /// Changes for the scheduler (only under [`UnknownApps::Clean`]).
+    pub sched: &'a mut Vec<SchedChange>,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -595,6 +617,18 @@ impl NodeState {
                 from: self.lifecycle,
                 to,
             });
+            if ctx.unknown_apps != UnknownApps::Adopt {
+                if to == Lifecycle::Unhealthy {
+                    ctx.sched.push(SchedChange::Unhealthy {
+                        node: self.id.clone(),
+                        report: self.health_report.clone(),
+                    });
+                } else if self.lifecycle == Lifecycle::Unhealthy && to == Lifecycle::Running {
+                    ctx.sched.push(SchedChange::Healthy {
+                        node: self.id.clone(),
+                    });
+                }
+            }
             self.lifecycle = to;
         }
     }
@@ -762,6 +796,9 @@ impl NodeState {
         }
         let sg = self.launched.insert(key, exec, self.epoch);
         ctx.stats.launched += 1;
+        if ctx.unknown_apps != UnknownApps::Adopt && !self.registering {
+            ctx.sched.push(SchedChange::Started(key));
+        }
         (true, Some(sg))
     }
 
@@ -825,6 +862,17 @@ impl NodeState {
             .record(key, exit_status, ctx.now_ms, &self.id, diagnostics)
         {
             ctx.stats.completions_new += 1;
+            if ctx.unknown_apps != UnknownApps::Adopt
+                && !self.registering
+                && ctx.live_apps.contains(&key.app)
+            {
+                // (A registration's statuses reach the scheduler with the registration.)
+                ctx.sched.push(SchedChange::Completed {
+                    container: key,
+                    exit_status,
+                    diagnostics: diagnostics.to_string(),
+                });
+            }
         } else {
             ctx.stats.completions_dup += 1;
         }

@@ -146,6 +146,7 @@ impl Apps {
                     app.attempts.push(Attempt::new(next, self.epoch, now_ms));
                     app.state = AppState::Accepted;
                     self.unplaced = true;
+                    self.pending.insert(app.id.id);
                 } else {
                     let global = self.cfg.max_attempts;
                     let text = format!(

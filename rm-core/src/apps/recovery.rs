@@ -88,6 +88,12 @@ impl Apps {
                 && a.current()
                     .is_some_and(|t| t.state == AttemptState::Scheduled)
         });
+        self.pending = self
+            .apps
+            .iter()
+            .filter(|(_, a)| super::pending_need(a).is_some())
+            .map(|(&i, _)| i)
+            .collect();
         self.update_gate();
         (live, done)
     }
