@@ -214,8 +214,10 @@ impl ClusterNodes {
     /// The totals from a full walk over the nodes (what [`Totals::apply`] keeps running).
     #[cfg(test)]
     pub(super) fn recount(&self) -> Totals {
-        let mut t = Totals::default();
-        t.unhealthy = self.map.values().filter(|n| n.unhealthy).count();
+        let mut t = Totals {
+            unhealthy: self.map.values().filter(|n| n.unhealthy).count(),
+            ..Totals::default()
+        };
         for n in self.map.values().filter(|n| n.active) {
             t.active += 1;
             t.total.add(n.total);
