@@ -494,6 +494,10 @@ pub struct NodeState {
     /// RUNNING containers of unknown applications already handled (Java's `launchedContainers`
     /// entries for them): each is queued for cleanup at most once per registration.
     orphans: FastSet<ContainerKey>,
+    /// Containers released when the node turned unhealthy: the scheduler kills them (Java
+    /// removes the node from the scheduler), and a kill of one of them reaches the node
+    /// although it is no longer launched. Cleared when the node is healthy again or resets.
+    released_unhealthy: FastSet<ContainerKey>,
     /// Unknown applications flagged in the status update of epoch `unknown_epoch`.
     unknown_seen: FastSet<AppKey>,
     unknown_epoch: u32,
@@ -551,6 +555,7 @@ impl NodeState {
             running_apps: FastSet::default(),
             apps_cleanup_sent: FastSet::default(),
             orphans: FastSet::default(),
+            released_unhealthy: FastSet::default(),
             unknown_seen: FastSet::default(),
             unknown_epoch: 0,
             registering: false,
@@ -654,6 +659,7 @@ impl NodeState {
         self.running_apps.clear();
         self.apps_cleanup_sent.clear();
         self.orphans.clear();
+        self.released_unhealthy.clear();
         self.registering = kind == ResetKind::Registered;
         if matches!(kind, ResetKind::Registered | ResetKind::Reconnected) {
             self.healthy = true;
@@ -740,7 +746,7 @@ impl NodeState {
 
     /// Admin: kill `c` if it runs here. Returns whether it did.
     pub fn kill_container(&mut self, c: ContainerKey, ctx: &mut ShardCtx<'_>) -> bool {
-        if self.launched.contains(&c) {
+        if self.launched.contains(&c) || self.released_unhealthy.remove(&c) {
             ctx.out.push((self.index, OutItem::CleanupContainer(c)));
             true
         } else {
@@ -917,7 +923,13 @@ impl NodeState {
                 Lifecycle::Unhealthy
             };
             if to == Lifecycle::Unhealthy && self.lifecycle != Lifecycle::Unhealthy {
+                if ctx.unknown_apps != UnknownApps::Adopt {
+                    self.released_unhealthy
+                        .extend(self.launched.iter().map(|s| s.key));
+                }
                 self.release_all(ctx);
+            } else if to == Lifecycle::Running && !self.released_unhealthy.is_empty() {
+                self.released_unhealthy.clear();
             }
             self.set_lifecycle(to, ctx);
         }
