@@ -531,6 +531,10 @@ pub struct Apps {
     /// Some allocated container may not have been reported RUNNING yet (set on allocation,
     /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
     unstarted: bool,
+    /// The containers allocated and not yet seen RUNNING (a superset: one that completed or
+    /// started leaves at the next [`Apps::tick`]), so that the allocation expiry visits these
+    /// rather than every live container.
+    unstarted_ids: HashSet<ContainerId>,
     /// An attempt became SCHEDULED (submitted or retried) since [`Apps::place_unplaced`] last
     /// ran.
     unplaced: bool,
@@ -627,6 +631,7 @@ impl Apps {
             completed_order: Vec::new(),
             live_apps: 0,
             unstarted: false,
+            unstarted_ids: HashSet::new(),
             epoch: 0,
             store_ops: None,
             reconcile: false,

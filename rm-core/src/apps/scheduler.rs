@@ -276,6 +276,9 @@ impl Apps {
         {
             l.started = true;
         }
+        if !self.unstarted_ids.is_empty() {
+            self.unstarted_ids.remove(&c);
+        }
     }
 
     pub(super) fn is_live(&self, c: ContainerId) -> bool {
@@ -378,6 +381,8 @@ impl Apps {
                     let added = at.new_containers.len() - before;
                     if added > 0 {
                         self.unstarted = true;
+                        self.unstarted_ids
+                            .extend(at.new_containers[before..].iter().map(|n| n.id));
                     }
                     self.nodes.update(key, |n| {
                         n.used = n.used.plus(avail.minus(left));
