@@ -17,6 +17,14 @@
 //! ([`ResourceTracker::tick`]), samples heartbeats per second, and logs a summary line every
 //! 10 s. Node joins, resyncs, shutdowns and losses are logged at INFO.
 //!
+//! With applications, a NORMAL heartbeat adds one relaxed load ([`AppsRt::has_work`]) to the
+//! ring thread's work: the applications' lock is taken only while some pending need fits on
+//! some node, to schedule on the heartbeat's node. What a heartbeat changes for the scheduler
+//! (completions, containers first seen RUNNING, health) is found by the shard, whose steady
+//! path skips unchanged statuses by comparing bytes, and handed to the scheduler in batches
+//! from the shard thread ([`AppsRt::sched_sink`]). Registrations, unregistrations and node
+//! losses still reach the scheduler from the thread that saw them (they are rare).
+//!
 //! Left to the binary: the `/metrics` HTTP endpoint (serve [`RmService::metrics_text`]),
 //! SIGHUP (call [`RmService::refresh_nodes`]), thread placement of the rings
 //! (`ServerConfig::transport.cpus`).

@@ -19,8 +19,14 @@
 //!   by priority (lower number first): node-local, then rack-local, then off-switch, with Java's
 //!   `relaxLocality` rules and node/rack/ANY counts decremented together. Asks are normalized up
 //!   to the minimum allocation; a container fits a node only if both memory and vcores fit.
-//!   Allocation happens on a node update ([`Apps::node_update`], Java's NODE_UPDATE), which the
-//!   heartbeat path calls only while [`Apps::gate`] says something is in flight; and, with
+//!   Only applications in the pending index (an AM container to place, or ANY asks with
+//!   containers outstanding) are visited, in submission order. Allocation happens in a node's
+//!   heartbeat ([`Apps::node_heartbeat`], Java's NODE_UPDATE), which the heartbeat path calls
+//!   only while [`Apps::work`] says some pending need fits on some node (an unchanged
+//!   heartbeat otherwise costs one relaxed load: no lock, no allocation); on the nodes a
+//!   batch of completions freed room on ([`Apps::apply_node_changes`]: the shards hand the
+//!   scheduler completions, containers seen RUNNING and health transitions, off the ring
+//!   threads, one lock per batch); and, with
 //!   [`AppsConfig::immediate_placement`] (`hotpath.rm.scheduler.immediate-placement`, on by
 //!   default), also as soon as there is something to place: an AM container at submission or
 //!   at an attempt's retry ([`Apps::place_unplaced`]), an AM's new asks within its `allocate`
