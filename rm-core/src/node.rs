@@ -227,7 +227,8 @@ pub enum SchedChange {
     },
     /// The node reported itself unhealthy (Java removes it from the scheduler).
     Unhealthy { node: NodeKey, report: String },
-    /// The node is healthy again after being unhealthy.
+    /// The node is healthy: again after being unhealthy, or first after a registration (the
+    /// scheduler ignores it for a node it does not hold out as unhealthy).
     Healthy { node: NodeKey },
 }
 
@@ -628,7 +629,9 @@ impl NodeState {
                         node: self.id.clone(),
                         report: self.health_report.clone(),
                     });
-                } else if self.lifecycle == Lifecycle::Unhealthy && to == Lifecycle::Running {
+                } else if to == Lifecycle::Running {
+                    // Also after a registration (NEW → RUNNING): an unhealthy report the
+                    // scheduler heard of after the node re-registered must not keep it out.
                     ctx.sched.push(SchedChange::Healthy {
                         node: self.id.clone(),
                     });
