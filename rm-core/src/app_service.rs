@@ -52,6 +52,7 @@ use crate::apps::{
 };
 use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
+use crate::node::SchedChange;
 use crate::reports;
 use crate::state_store::{AmAllocatedRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
@@ -73,6 +74,8 @@ fn decode<M: Message + Default>(call: &Call<'_>) -> Result<M, CallError> {
 pub struct AppsRt {
     pub apps: Arc<Mutex<Apps>>,
     pub gate: Arc<AtomicBool>,
+    /// [`Apps::work`]: a heartbeat schedules on its node only while it is set.
+    pub work: Arc<AtomicBool>,
     pub amrm: Arc<AmrmTokenSecrets>,
     mailboxes: Vec<Arc<Mailbox>>,
     tracker: Arc<Mutex<ResourceTracker>>,
@@ -249,6 +252,7 @@ impl AppsRt {
     ) -> std::io::Result<AppsRt> {
         let expiry_ms = apps.config().container_token_expiry_ms;
         let gate = apps.gate();
+        let work = apps.work();
         let mailboxes = lock(tracker).mailboxes().to_vec();
         let launcher = Arc::new(Mutex::new(None));
         let store = store.map(|s| Arc::new(Mutex::new(s)));
@@ -259,6 +263,7 @@ impl AppsRt {
         let rt = AppsRt {
             apps: Arc::new(Mutex::new(apps)),
             gate,
+            work,
             amrm,
             mailboxes,
             tracker: tracker.clone(),
@@ -291,6 +296,22 @@ impl AppsRt {
         self.gate.load(Ordering::Relaxed)
     }
 
+    /// Whether a heartbeat should schedule on its node (one relaxed load; see
+    /// [`Apps::refresh_work`]).
+    #[inline]
+    pub fn has_work(&self) -> bool {
+        self.work.load(Ordering::Relaxed)
+    }
+
+    /// Where the shards hand what they saw change on the nodes ([`SchedChange`]s): applied
+    /// to the applications in one lock per batch, off the ring threads.
+    pub fn sched_sink(&self) -> crate::dispatcher::SchedSink {
+        let rt = self.clone();
+        Arc::new(move |changes: &mut Vec<SchedChange>| {
+            rt.with_nowait(|a| a.apply_node_changes(changes, wall_ms()));
+        })
+    }
+
     /// Runs `f` on the applications, then sends its launches and cleanups on. With the state
     /// store on, what `f` changed is written (and fsynced) by the store's writer thread, which
     /// launches AM containers only once their records are durable; `with` returns once the
@@ -320,6 +341,7 @@ impl AppsRt {
             if a.has_unplaced() {
                 a.place_unplaced(wall_ms());
             }
+            a.refresh_work();
             let mut launches = a.take_launches();
             let mut ticket = None;
             if let Some(w) = &self.writer {
@@ -567,10 +589,18 @@ fn node_reports(
     rt: &AppsRt,
     states: &[i32],
 ) -> Vec<NodeReportProto> {
-    let rows: Vec<_> = {
-        let t = lock(tracker);
-        t.nodes()
-            .map(|n| {
+    // Read in chunks, the tracker's lock taken per chunk: a report over 10,000 nodes does
+    // not hold heartbeats up for the whole walk.
+    const CHUNK: usize = 256;
+    let mut rows = Vec::new();
+    let shards = lock(tracker).shard_count();
+    for s in 0..shards {
+        let mut from = 0;
+        loop {
+            let t = lock(tracker);
+            let nodes = t.shard_nodes(s);
+            let to = nodes.len().min(from + CHUNK);
+            rows.extend(nodes.get(from..to).unwrap_or_default().iter().map(|n| {
                 (
                     n.id.clone(),
                     node_state(n.membership),
@@ -578,11 +608,26 @@ fn node_reports(
                     Res::new(n.total_memory_mb, n.total_vcores as i64),
                     n.last_seen_ms(),
                 )
-            })
-            .collect()
-    };
+            }));
+            if to >= nodes.len() {
+                break;
+            }
+            from = to;
+        }
+    }
     let apps = lock(&rt.apps);
     rows.into_iter()
+        .map(|(id, s, http, total, seen)| {
+            // An active node the scheduler took out as unhealthy is UNHEALTHY, as in Java.
+            let sched = apps.node(&id);
+            let s = match sched {
+                Some(n) if n.unhealthy && s == NodeStateProto::NsRunning => {
+                    NodeStateProto::NsUnhealthy
+                }
+                _ => s,
+            };
+            (id, s, http, total, seen, sched)
+        })
         .filter(|(_, s, ..)| {
             if states.is_empty() {
                 *s == NodeStateProto::NsRunning
@@ -590,11 +635,14 @@ fn node_reports(
                 states.contains(&(*s as i32))
             }
         })
-        .map(|(id, s, http, total, _seen)| {
-            let (used, containers) = apps
-                .node(&id)
+        .map(|(id, s, http, total, _seen, sched)| {
+            let (used, containers) = sched
                 .filter(|_| s == NodeStateProto::NsRunning)
                 .map(|n| (n.used, n.containers as i32))
+                .unwrap_or_default();
+            let health = sched
+                .filter(|n| n.unhealthy)
+                .map(|n| n.health_report.clone())
                 .unwrap_or_default();
             NodeReportProto {
                 node_id: Some(id.to_proto()),
@@ -604,7 +652,7 @@ fn node_reports(
                 capability: Some(total.to_proto()),
                 num_containers: Some(containers),
                 node_state: Some(s as i32),
-                health_report: Some(String::new()),
+                health_report: Some(health),
                 last_health_report_time: Some(wall_ms() as i64),
                 ..Default::default()
             }
@@ -883,21 +931,26 @@ pub fn register_client(
                 .map_err(CallError::from)
         },
     );
-    let t = tracker.clone();
+    let (r, t) = (rt.clone(), tracker.clone());
     reg.register(
         p,
         v,
         acp::GET_CLUSTER_METRICS,
         move |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let mut m = YarnClusterMetricsProto::default();
+            // Counted as nodes change (O(1) under each lock: heartbeats do not wait on a
+            // walk over the nodes). Java counts an UNHEALTHY node apart from the active ones.
+            let unhealthy = lock(&r.apps).unhealthy_nodes();
             let t = lock(&t);
-            let count = |s: Membership| t.nodes().filter(|n| n.membership == s).count() as i32;
-            m.num_active_nms = Some(count(Membership::Active));
+            let count = |s: Membership| t.count(s) as i32;
+            let active = count(Membership::Active);
+            let unhealthy = (unhealthy as i32).min(active);
+            m.num_active_nms = Some(active - unhealthy);
             m.num_lost_nms = Some(count(Membership::Lost));
             m.num_decommissioned_nms = Some(count(Membership::Decommissioned));
             m.num_rebooted_nms = Some(count(Membership::Rebooted));
             m.num_shutdown_nms = Some(count(Membership::Shutdown));
-            m.num_unhealthy_nms = Some(0);
+            m.num_unhealthy_nms = Some(unhealthy);
             m.num_decommissioning_nms = Some(0);
             m.num_node_managers = m.num_active_nms;
             drop(t);

@@ -6,16 +6,22 @@
 //! A node belongs to shard `shard_of(host, port, N)` ([`crate::ids::shard_of`]); only that
 //! thread touches its state. Each thread, once a second, publishes node gauges and prunes the
 //! completion deduplication set. Node transitions and releases are logged at INFO.
+//!
+//! While the RM runs applications, each shard thread also hands the scheduler what its batch
+//! changed for it ([`SchedChange`]: completions, containers first seen RUNNING, health
+//! transitions) through the [`SchedSink`] set with [`Dispatcher::set_sched_sink`]: once per
+//! batch that has any, off the ring threads. A batch of unchanged heartbeats has none, and
+//! calls nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::completion_log::LoadReport;
 use crate::mailbox::Mailbox;
 use crate::metrics::{ShardMetrics, ShardView};
-use crate::node::NodeEvent;
+use crate::node::{NodeEvent, SchedChange};
 use crate::shard::Shard;
 use crate::{Error, RmConfig};
 
@@ -82,6 +88,10 @@ impl Placement {
     }
 }
 
+/// Where the shard threads hand their batches of [`SchedChange`]s (the scheduler). The sink
+/// may leave the vector non-empty; the shard clears it after the call and reuses it.
+pub type SchedSink = Arc<dyn Fn(&mut Vec<SchedChange>) + Send + Sync>;
+
 enum Worker {
     Pinned(hw::PinnedThread<()>),
     Plain(JoinHandle<()>),
@@ -102,6 +112,7 @@ pub struct Dispatcher {
     metrics: Vec<Arc<ShardMetrics>>,
     threads: Vec<Worker>,
     stop: Arc<AtomicBool>,
+    sink: Arc<OnceLock<SchedSink>>,
 }
 
 impl Dispatcher {
@@ -127,11 +138,13 @@ impl Dispatcher {
             .collect();
         let metrics: Vec<Arc<ShardMetrics>> = shards.iter().map(|s| s.metrics().clone()).collect();
         let mut threads = Vec::with_capacity(n);
+        let sink: Arc<OnceLock<SchedSink>> = Arc::new(OnceLock::new());
         for (shard, cpu) in shards.into_iter().zip(cpus) {
             let mb = mailboxes[shard.index()].clone();
             let wait = Duration::from_millis(cfg.batch_interval_ms.max(1));
             let retention = cfg.dedup_retention_ms;
-            let body = move || shard_loop(shard, mb, wait, retention, clock);
+            let sk = sink.clone();
+            let body = move || shard_loop(shard, mb, wait, retention, clock, sk);
             let handle = match cpu {
                 Some(cpu) => {
                     let role = hw::Role::DispatcherShard(threads.len() as u16);
@@ -155,6 +168,7 @@ impl Dispatcher {
                 metrics,
                 threads,
                 stop,
+                sink,
             },
             reports,
         ))
@@ -163,6 +177,12 @@ impl Dispatcher {
     /// The mailboxes, one per shard (give them to the tracker).
     pub fn mailboxes(&self) -> Vec<Arc<Mailbox>> {
         self.mailboxes.clone()
+    }
+
+    /// Sets where the shards hand their [`SchedChange`]s (once; later calls are ignored).
+    /// Until then they are dropped: without applications nothing produces them.
+    pub fn set_sched_sink(&self, sink: SchedSink) {
+        let _ = self.sink.set(sink);
     }
 
     pub fn shards(&self) -> usize {
@@ -208,9 +228,17 @@ impl Dispatcher {
     }
 }
 
-fn shard_loop(mut shard: Shard, mb: Arc<Mailbox>, wait: Duration, retention_ms: u64, clock: Clock) {
+fn shard_loop(
+    mut shard: Shard,
+    mb: Arc<Mailbox>,
+    wait: Duration,
+    retention_ms: u64,
+    clock: Clock,
+    sink: Arc<OnceLock<SchedSink>>,
+) {
     let now = || (wall_ms(), clock.now_ns());
     let mut last_housekeeping = Instant::now();
+    let mut sched = Vec::new();
     loop {
         match shard.run_once(&mb, wait, &now) {
             Ok(Some(_)) => {}
@@ -222,6 +250,13 @@ fn shard_loop(mut shard: Shard, mb: Arc<Mailbox>, wait: Duration, retention_ms: 
                 );
                 std::thread::sleep(wait);
             }
+        }
+        if shard.has_sched() {
+            shard.take_sched(&mut sched);
+            if let Some(f) = sink.get() {
+                f(&mut sched);
+            }
+            sched.clear();
         }
         let idx = shard.index();
         let events: Vec<NodeEvent> = shard.drain_events().collect();

@@ -211,6 +211,27 @@ pub enum NodeEvent {
     Released { node: u32, count: u32 },
 }
 
+/// A change the scheduler must hear of, collected by the shard while the RM runs applications
+/// ([`UnknownApps::Clean`]) and handed to it in batches off the heartbeat path (see
+/// [`crate::dispatcher`]). An unchanged heartbeat (the steady fast path) produces none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedChange {
+    /// A container of a live application first reported RUNNING on its node.
+    Started(ContainerKey),
+    /// A container of a live application reported COMPLETE for the first time (the report
+    /// the completion log recorded; repeats until the acknowledgement are not passed on).
+    Completed {
+        container: ContainerKey,
+        exit_status: i32,
+        diagnostics: String,
+    },
+    /// The node reported itself unhealthy (Java removes it from the scheduler).
+    Unhealthy { node: NodeKey, report: String },
+    /// The node is healthy: again after being unhealthy, or first after a registration (the
+    /// scheduler ignores it for a node it does not hold out as unhealthy).
+    Healthy { node: NodeKey },
+}
+
 /// Counters a shard keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeStats {
@@ -261,6 +282,8 @@ pub struct ShardCtx<'a> {
     pub acks: &'a mut Vec<(u32, ContainerKey)>,
     pub events: &'a mut Vec<NodeEvent>,
     pub stats: &'a mut NodeStats,
+    /// Changes for the scheduler (only under [`UnknownApps::Clean`]).
+    pub sched: &'a mut Vec<SchedChange>,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -472,6 +495,10 @@ pub struct NodeState {
     /// RUNNING containers of unknown applications already handled (Java's `launchedContainers`
     /// entries for them): each is queued for cleanup at most once per registration.
     orphans: FastSet<ContainerKey>,
+    /// Containers released when the node turned unhealthy: the scheduler kills them (Java
+    /// removes the node from the scheduler), and a kill of one of them reaches the node
+    /// although it is no longer launched. Cleared when the node is healthy again or resets.
+    released_unhealthy: FastSet<ContainerKey>,
     /// Unknown applications flagged in the status update of epoch `unknown_epoch`.
     unknown_seen: FastSet<AppKey>,
     unknown_epoch: u32,
@@ -529,6 +556,7 @@ impl NodeState {
             running_apps: FastSet::default(),
             apps_cleanup_sent: FastSet::default(),
             orphans: FastSet::default(),
+            released_unhealthy: FastSet::default(),
             unknown_seen: FastSet::default(),
             unknown_epoch: 0,
             registering: false,
@@ -595,6 +623,20 @@ impl NodeState {
                 from: self.lifecycle,
                 to,
             });
+            if ctx.unknown_apps != UnknownApps::Adopt {
+                if to == Lifecycle::Unhealthy {
+                    ctx.sched.push(SchedChange::Unhealthy {
+                        node: self.id.clone(),
+                        report: self.health_report.clone(),
+                    });
+                } else if to == Lifecycle::Running {
+                    // Also after a registration (NEW → RUNNING): an unhealthy report the
+                    // scheduler heard of after the node re-registered must not keep it out.
+                    ctx.sched.push(SchedChange::Healthy {
+                        node: self.id.clone(),
+                    });
+                }
+            }
             self.lifecycle = to;
         }
     }
@@ -620,6 +662,7 @@ impl NodeState {
         self.running_apps.clear();
         self.apps_cleanup_sent.clear();
         self.orphans.clear();
+        self.released_unhealthy.clear();
         self.registering = kind == ResetKind::Registered;
         if matches!(kind, ResetKind::Registered | ResetKind::Reconnected) {
             self.healthy = true;
@@ -706,7 +749,7 @@ impl NodeState {
 
     /// Admin: kill `c` if it runs here. Returns whether it did.
     pub fn kill_container(&mut self, c: ContainerKey, ctx: &mut ShardCtx<'_>) -> bool {
-        if self.launched.contains(&c) {
+        if self.launched.contains(&c) || self.released_unhealthy.remove(&c) {
             ctx.out.push((self.index, OutItem::CleanupContainer(c)));
             true
         } else {
@@ -762,6 +805,9 @@ impl NodeState {
         }
         let sg = self.launched.insert(key, exec, self.epoch);
         ctx.stats.launched += 1;
+        if ctx.unknown_apps != UnknownApps::Adopt && !self.registering {
+            ctx.sched.push(SchedChange::Started(key));
+        }
         (true, Some(sg))
     }
 
@@ -825,6 +871,17 @@ impl NodeState {
             .record(key, exit_status, ctx.now_ms, &self.id, diagnostics)
         {
             ctx.stats.completions_new += 1;
+            if ctx.unknown_apps != UnknownApps::Adopt
+                && !self.registering
+                && ctx.live_apps.contains(&key.app)
+            {
+                // (A registration's statuses reach the scheduler with the registration.)
+                ctx.sched.push(SchedChange::Completed {
+                    container: key,
+                    exit_status,
+                    diagnostics: diagnostics.to_string(),
+                });
+            }
         } else {
             ctx.stats.completions_dup += 1;
         }
@@ -869,7 +926,13 @@ impl NodeState {
                 Lifecycle::Unhealthy
             };
             if to == Lifecycle::Unhealthy && self.lifecycle != Lifecycle::Unhealthy {
+                if ctx.unknown_apps != UnknownApps::Adopt {
+                    self.released_unhealthy
+                        .extend(self.launched.iter().map(|s| s.key));
+                }
                 self.release_all(ctx);
+            } else if to == Lifecycle::Running && !self.released_unhealthy.is_empty() {
+                self.released_unhealthy.clear();
             }
             self.set_lifecycle(to, ctx);
         }

@@ -17,6 +17,14 @@
 //! ([`ResourceTracker::tick`]), samples heartbeats per second, and logs a summary line every
 //! 10 s. Node joins, resyncs, shutdowns and losses are logged at INFO.
 //!
+//! With applications, a NORMAL heartbeat adds one relaxed load ([`AppsRt::has_work`]) to the
+//! ring thread's work: the applications' lock is taken only while some pending need fits on
+//! some node, to schedule on the heartbeat's node. What a heartbeat changes for the scheduler
+//! (completions, containers first seen RUNNING, health) is found by the shard, whose steady
+//! path skips unchanged statuses by comparing bytes, and handed to the scheduler in batches
+//! from the shard thread ([`AppsRt::sched_sink`]). Registrations, unregistrations and node
+//! losses still reach the scheduler from the thread that saw them (they are rare).
+//!
 //! Left to the binary: the `/metrics` HTTP endpoint (serve [`RmService::metrics_text`]),
 //! SIGHUP (call [`RmService::refresh_nodes`]), thread placement of the rings
 //! (`ServerConfig::transport.cpus`).
@@ -209,6 +217,11 @@ impl RmService {
                 }
             },
         };
+        if let Some(rt) = &rt {
+            // Completions, containers seen RUNNING and health transitions reach the scheduler
+            // from the shard threads, a batch at a time.
+            dispatcher.set_sched_sink(rt.sched_sink());
+        }
         let mut reg = Registry::new();
         register_tracker(&mut reg, &tracker, clock, rt.clone());
         register_admin(&mut reg, &tracker, &cfg, clock);
@@ -537,8 +550,11 @@ fn departed(rt: &Option<AppsRt>, gone: Vec<NodeKey>) {
     }
 }
 
-/// NODE_UPDATE for the scheduler: the status's completed containers, then allocation on the
-/// node. Called only while applications are in flight.
+/// NODE_UPDATE for the scheduler, called only while [`AppsRt::has_work`] says some pending
+/// application's need fits on some node: allocation on the heartbeat's node if it is healthy
+/// and has room (Java allocates in the node's heartbeat). Completions and containers seen
+/// RUNNING reach the scheduler from the shards instead ([`AppsRt::sched_sink`]), batched and
+/// off the ring thread. Allocates nothing unless it places a container.
 fn node_update(rt: &AppsRt, request: &[u8]) {
     use hadoop_wire::view::yarn::NodeHeartbeatRequestView;
     let Ok(Some(status)) = NodeHeartbeatRequestView::new(request).node_status() else {
@@ -550,7 +566,14 @@ fn node_update(rt: &AppsRt, request: &[u8]) {
     let Ok((host, port)) = NodeKey::read(nid) else {
         return;
     };
-    rt.with_nowait(|a| a.node_update(host, port, status, wall_ms()));
+    // proto2: an absent is_node_healthy reads as false, as in Java (and in the shard).
+    let healthy = matches!(
+        status
+            .node_health_status()
+            .map(|h| h.map(|h| h.is_node_healthy())),
+        Ok(Some(Ok(Some(true))))
+    );
+    rt.with_nowait(|a| a.node_heartbeat(host, port, healthy, wall_ms()));
 }
 
 fn register_tracker(
@@ -580,8 +603,10 @@ fn register_tracker(
                     _ => g.take_departed(),
                 };
                 drop(g);
+                // With applications, an unchanged heartbeat costs one relaxed load here: no lock
+                // on the applications, no allocation (rm-core/tests/alloc_apps.rs).
                 if let Some(r) = &r {
-                    if r.active() && matches!(o, HeartbeatOutcome::Normal { .. }) {
+                    if r.has_work() && matches!(o, HeartbeatOutcome::Normal { .. }) {
                         node_update(r, call.request);
                     }
                 }

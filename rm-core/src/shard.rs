@@ -15,7 +15,9 @@ use crate::completion_log::{CompletionLog, LoadReport};
 use crate::ids::{AppKey, ContainerKey, FastSet};
 use crate::mailbox::{ops, Global, Inbox, Mailbox, Op};
 use crate::metrics::ShardMetrics;
-use crate::node::{NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, ShardCtx, UnknownApps};
+use crate::node::{
+    NodeEvent, NodeSnapshot, NodeState, NodeStats, OutItem, SchedChange, ShardCtx, UnknownApps,
+};
 use crate::Error;
 
 /// What one batch did.
@@ -40,6 +42,8 @@ pub struct Shard {
     out: Vec<(u32, OutItem)>,
     acks: Vec<(u32, ContainerKey)>,
     events: Vec<NodeEvent>,
+    /// Changes for the scheduler since the last [`take_sched`](Self::take_sched).
+    sched: Vec<SchedChange>,
     stats: NodeStats,
     opportunistic: bool,
     steady_fast_path: bool,
@@ -66,6 +70,7 @@ impl Shard {
             out: Vec::new(),
             acks: Vec::new(),
             events: Vec::new(),
+            sched: Vec::new(),
             stats: NodeStats::default(),
             opportunistic,
             steady_fast_path: true,
@@ -129,6 +134,18 @@ impl Shard {
         self.events.drain(..)
     }
 
+    /// Moves the changes for the scheduler collected so far (completions, containers first
+    /// seen RUNNING, health transitions; only while the RM runs applications) into `into`,
+    /// keeping the shard's buffer for reuse.
+    pub fn take_sched(&mut self, into: &mut Vec<SchedChange>) {
+        into.append(&mut self.sched);
+    }
+
+    /// Whether changes for the scheduler are waiting.
+    pub fn has_sched(&self) -> bool {
+        !self.sched.is_empty()
+    }
+
     /// Items for responses produced so far and not yet published (cleanups at once; acks only
     /// after [`commit`](Self::commit)).
     pub fn take_out(&mut self, into: &mut Vec<(u32, OutItem)>) {
@@ -150,6 +167,7 @@ impl Shard {
                 acks: &mut self.acks,
                 events: &mut self.events,
                 stats: &mut self.stats,
+                sched: &mut self.sched,
             },
         )
     }
@@ -225,6 +243,7 @@ impl Shard {
             acks: &mut self.acks,
             events: &mut self.events,
             stats: &mut self.stats,
+            sched: &mut self.sched,
         };
         for g in &inbox.globals {
             match *g {

@@ -144,6 +144,9 @@ pub struct ResourceTracker {
     metrics: Arc<TrackerMetrics>,
     scratch: Vec<(u32, OutItem)>,
     active: usize,
+    /// Nodes by [`Membership`] (indexed by its discriminant), kept as they change: cluster
+    /// reports read them without walking the nodes under the lock.
+    by_membership: [usize; 5],
     /// Nodes deactivated since the last [`ResourceTracker::take_departed`] (cold path only),
     /// for the scheduler; capped at the node count.
     departed: Vec<NodeKey>,
@@ -239,6 +242,7 @@ impl ResourceTracker {
             metrics: Arc::new(TrackerMetrics::default()),
             scratch: Vec::new(),
             active: 0,
+            by_membership: [0; 5],
             departed: Vec::new(),
             held_apps: FastSet::default(),
             parked: FastMap::default(),
@@ -293,6 +297,22 @@ impl ResourceTracker {
     /// Every node ever registered.
     pub fn nodes(&self) -> impl Iterator<Item = &TrackedNode> {
         self.shards.iter().flatten()
+    }
+
+    /// The number of shards (for [`shard_nodes`](Self::shard_nodes)).
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The nodes of shard `s` in registration order (empty for a shard that does not exist):
+    /// a report can read them a range at a time.
+    pub fn shard_nodes(&self, s: usize) -> &[TrackedNode] {
+        self.shards.get(s).map_or(&[], Vec::as_slice)
+    }
+
+    /// Nodes in membership `m` (O(1): counted as they change).
+    pub fn count(&self, m: Membership) -> usize {
+        self.by_membership[m as usize]
     }
 
     /// Active nodes.
@@ -355,6 +375,8 @@ impl ResourceTracker {
         if n.membership == Membership::Active {
             n.membership = to;
             self.active -= 1;
+            self.by_membership[Membership::Active as usize] -= 1;
+            self.by_membership[to as usize] += 1;
             self.mailboxes[shard].push_reset(local, None, kind, now_ns);
             self.note_departed(shard, local);
             self.count_active();
@@ -609,6 +631,7 @@ impl ResourceTracker {
                     containers_to_cleanup: Vec::new(),
                 });
                 self.by_id.insert(key.clone(), (s, l));
+                self.by_membership[Membership::Lost as usize] += 1;
                 (s, l)
             }
         };
@@ -617,6 +640,8 @@ impl ResourceTracker {
         if !reconnect {
             self.active += 1;
         }
+        self.by_membership[n.membership as usize] -= 1;
+        self.by_membership[Membership::Active as usize] += 1;
         n.membership = Membership::Active;
         n.http_port = req.http_port.unwrap_or(0);
         n.total_memory_mb = mem;

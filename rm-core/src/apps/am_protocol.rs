@@ -315,6 +315,9 @@ impl Apps {
                     m.insert(name, ask);
                 }
             }
+            if !req.ask.is_empty() {
+                self.pending.insert(a.app.id);
+            }
         }
         // Immediate placement: new asks are placed now and come back in this response (Java's
         // asynchronous scheduling also allocates between an AM's calls).

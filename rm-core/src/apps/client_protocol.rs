@@ -186,6 +186,7 @@ impl Apps {
                 now_ms,
             ));
             self.unplaced = true;
+            self.pending.insert(id.id);
         }
         if let Some(ops) = self.store_ops.as_mut() {
             ops.push(Rec::Submitted(SubmittedRec {

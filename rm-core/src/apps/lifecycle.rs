@@ -146,6 +146,7 @@ impl Apps {
                     app.attempts.push(Attempt::new(next, self.epoch, now_ms));
                     app.state = AppState::Accepted;
                     self.unplaced = true;
+                    self.pending.insert(app.id.id);
                 } else {
                     let global = self.cfg.max_attempts;
                     let text = format!(
@@ -225,20 +226,25 @@ impl Apps {
     pub fn tick(&mut self, now_ms: u64) -> Vec<AttemptId> {
         let limit = self.cfg.container_token_expiry_ms;
         let mut unused = Vec::new();
-        let mut unstarted = false;
-        for app in self.apps.values() {
-            for at in &app.attempts {
-                for (c, l) in &at.live {
-                    if !l.started {
-                        unstarted = true;
-                        if now_ms.saturating_sub(l.allocated_ms) > limit {
-                            unused.push(*c);
-                        }
+        // The containers not seen RUNNING only, not every live one.
+        let apps = &self.apps;
+        self.unstarted_ids.retain(|c| {
+            let live = apps
+                .get(&c.app.id)
+                .filter(|a| a.id == c.app)
+                .and_then(|a| a.attempts.iter().find(|t| t.id.attempt == c.attempt))
+                .and_then(|t| t.live.get(c));
+            match live {
+                Some(l) if !l.started => {
+                    if now_ms.saturating_sub(l.allocated_ms) > limit {
+                        unused.push(*c);
                     }
+                    true
                 }
+                _ => false,
             }
-        }
-        self.unstarted = unstarted;
+        });
+        self.unstarted = !self.unstarted_ids.is_empty();
         for c in unused {
             self.container_completed(
                 c,

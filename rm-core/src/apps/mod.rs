@@ -19,8 +19,14 @@
 //!   by priority (lower number first): node-local, then rack-local, then off-switch, with Java's
 //!   `relaxLocality` rules and node/rack/ANY counts decremented together. Asks are normalized up
 //!   to the minimum allocation; a container fits a node only if both memory and vcores fit.
-//!   Allocation happens on a node update ([`Apps::node_update`], Java's NODE_UPDATE), which the
-//!   heartbeat path calls only while [`Apps::gate`] says something is in flight; and, with
+//!   Only applications in the pending index (an AM container to place, or ANY asks with
+//!   containers outstanding) are visited, in submission order. Allocation happens in a node's
+//!   heartbeat ([`Apps::node_heartbeat`], Java's NODE_UPDATE), which the heartbeat path calls
+//!   only while [`Apps::work`] says some pending need fits on some node (an unchanged
+//!   heartbeat otherwise costs one relaxed load: no lock, no allocation); on the nodes a
+//!   batch of completions freed room on ([`Apps::apply_node_changes`]: the shards hand the
+//!   scheduler completions, containers seen RUNNING and health transitions, off the ring
+//!   threads, one lock per batch); and, with
 //!   [`AppsConfig::immediate_placement`] (`hotpath.rm.scheduler.immediate-placement`, on by
 //!   default), also as soon as there is something to place: an AM container at submission or
 //!   at an attempt's retry ([`Apps::place_unplaced`]), an AM's new asks within its `allocate`
@@ -74,7 +80,7 @@
 //!   snapshot ([`Apps::store_snapshot`]), and a node's first registration after a restart;
 //! - `tests/`: the unit tests, a file per concern.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -531,6 +537,10 @@ pub struct Apps {
     /// Some allocated container may not have been reported RUNNING yet (set on allocation,
     /// recomputed by [`Apps::tick`]): only then do node updates look at RUNNING statuses.
     unstarted: bool,
+    /// The containers allocated and not yet seen RUNNING (a superset: one that completed or
+    /// started leaves at the next [`Apps::tick`]), so that the allocation expiry visits these
+    /// rather than every live container.
+    unstarted_ids: HashSet<ContainerId>,
     /// An attempt became SCHEDULED (submitted or retried) since [`Apps::place_unplaced`] last
     /// ran.
     unplaced: bool,
@@ -540,6 +550,19 @@ pub struct Apps {
     store_ops: Option<Vec<Rec>>,
     /// Live applications were recovered: a node's first registration reconciles them.
     reconcile: bool,
+    /// Applications that may have something to place (an attempt waiting for its AM
+    /// container, or an ANY ask with containers outstanding), in submission order: a node's
+    /// scheduling visits these, not every application. A superset: an application enters
+    /// where it may gain work (submission, retry, recovery, an `allocate` with asks) and
+    /// leaves when a visit or [`refresh_work`](Apps::refresh_work) finds it has none.
+    pending: BTreeSet<i32>,
+    /// The smallest resource some pending application waits for (as of the last
+    /// [`refresh_work`](Apps::refresh_work)).
+    min_need: Option<Res>,
+    /// Some pending application's smallest need fits on some active node
+    /// ([`refresh_work`](Apps::refresh_work)): only then does a heartbeat schedule on its
+    /// node. One relaxed load on the ring thread.
+    work: Arc<AtomicBool>,
 }
 
 /// A container a (re-)registering NodeManager reports (`NMContainerStatusProto`).
@@ -564,6 +587,26 @@ fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto 
         execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
         container_attributes: Vec::new(),
         container_sub_state: None,
+    }
+}
+
+/// What `app` waits for, if anything: its AM container's resource while its attempt is
+/// SCHEDULED, else the smallest capability of its outstanding ANY asks.
+fn pending_need(app: &RmApp) -> Option<Res> {
+    if !matches!(app.state, AppState::Accepted | AppState::Running) {
+        return None;
+    }
+    let at = app.current()?;
+    match at.state {
+        AttemptState::Scheduled => Some(app.am_res),
+        AttemptState::Launched | AttemptState::Running => at
+            .asks
+            .values()
+            .filter_map(|m| m.get(ANY))
+            .filter(|a| a.num > 0)
+            .map(|a| a.capability)
+            .reduce(Res::smallest),
+        _ => None,
     }
 }
 
@@ -594,10 +637,14 @@ impl Apps {
             completed_order: Vec::new(),
             live_apps: 0,
             unstarted: false,
+            unstarted_ids: HashSet::new(),
             epoch: 0,
             store_ops: None,
             reconcile: false,
             unplaced: false,
+            pending: BTreeSet::new(),
+            min_need: None,
+            work: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -635,7 +682,45 @@ impl Apps {
     }
 
     fn update_gate(&self) {
-        self.gate.store(self.live_apps > 0, Ordering::Relaxed);
+        let open = self.live_apps > 0;
+        // Stored only on a change: the flag's cache line stays shared with the readers.
+        if self.gate.load(Ordering::Relaxed) != open {
+            self.gate.store(open, Ordering::Relaxed);
+        }
+    }
+
+    /// True while some pending application's smallest need fits on some active node (see
+    /// [`refresh_work`](Self::refresh_work)): the heartbeat path schedules on the heartbeat's
+    /// node only then.
+    pub fn work(&self) -> Arc<AtomicBool> {
+        self.work.clone()
+    }
+
+    /// Drops applications with nothing to place from the pending index, and sets the
+    /// [`work`](Self::work) flag: some pending application's smallest need fits on some
+    /// active node. Called after every change ([`crate::app_service::AppsRt`] does);
+    /// O(pending applications × their priorities), nothing when none is pending.
+    pub fn refresh_work(&mut self) {
+        let mut need: Option<Res> = None;
+        let apps = &self.apps;
+        self.pending
+            .retain(|i| match apps.get(i).and_then(pending_need) {
+                Some(n) => {
+                    need = Some(need.map_or(n, |m| m.smallest(n)));
+                    true
+                }
+                None => false,
+            });
+        self.min_need = need;
+        let work = need.is_some_and(|n| self.nodes.roomiest(n, &[]).is_some());
+        if self.work.load(Ordering::Relaxed) != work {
+            self.work.store(work, Ordering::Relaxed);
+        }
+    }
+
+    /// Applications in the pending index (a superset of those with something to place).
+    pub fn pending_apps(&self) -> usize {
+        self.pending.len()
     }
 
     pub fn app(&self, id: AppId) -> Option<&RmApp> {

@@ -18,6 +18,10 @@ pub struct SchedNode {
     pub used: Res,
     pub containers: usize,
     pub active: bool,
+    /// Reported unhealthy: out of the scheduler (not active) until healthy again, and
+    /// reported UNHEALTHY with its health report.
+    pub unhealthy: bool,
+    pub health_report: String,
     /// Its number in [`ClusterNodes`]'s room index (registration order; never reused).
     slot: u32,
 }
@@ -98,6 +102,8 @@ fn reindex(by_room: &mut BTreeSet<RoomKey>, before: Option<RoomKey>, after: Opti
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Totals {
     active: usize,
+    /// Nodes out of the scheduler because they reported themselves unhealthy.
+    unhealthy: usize,
     total: ResSum,
     used: ResSum,
 }
@@ -110,7 +116,13 @@ impl Totals {
             self.total.sub(n.total);
             self.used.sub(n.used);
         }
+        if n.unhealthy {
+            self.unhealthy -= 1;
+        }
         let r = f(n);
+        if n.unhealthy {
+            self.unhealthy += 1;
+        }
         if n.active {
             self.active += 1;
             self.total.add(n.total);
@@ -166,6 +178,8 @@ impl ClusterNodes {
                 used: Res::default(),
                 containers: 0,
                 active: false,
+                unhealthy: false,
+                health_report: String::new(),
                 slot,
             }
         });
@@ -186,6 +200,11 @@ impl ClusterNodes {
             .map(|&(.., slot)| (slot, &self.keys[slot as usize]))
     }
 
+    /// Nodes out of the scheduler as unhealthy.
+    pub(super) fn unhealthy(&self) -> usize {
+        self.totals.unhealthy
+    }
+
     /// Active nodes, their total and their used resources.
     pub(super) fn totals(&self) -> (usize, Res, Res) {
         let t = &self.totals;
@@ -195,7 +214,10 @@ impl ClusterNodes {
     /// The totals from a full walk over the nodes (what [`Totals::apply`] keeps running).
     #[cfg(test)]
     pub(super) fn recount(&self) -> Totals {
-        let mut t = Totals::default();
+        let mut t = Totals {
+            unhealthy: self.map.values().filter(|n| n.unhealthy).count(),
+            ..Totals::default()
+        };
         for n in self.map.values().filter(|n| n.active) {
             t.active += 1;
             t.total.add(n.total);

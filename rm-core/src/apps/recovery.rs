@@ -88,6 +88,21 @@ impl Apps {
                 && a.current()
                     .is_some_and(|t| t.state == AttemptState::Scheduled)
         });
+        self.unstarted_ids = self
+            .apps
+            .values()
+            .flat_map(|a| &a.attempts)
+            .flat_map(|t| &t.live)
+            .filter(|(_, l)| !l.started)
+            .map(|(&c, _)| c)
+            .collect();
+        self.unstarted = !self.unstarted_ids.is_empty();
+        self.pending = self
+            .apps
+            .iter()
+            .filter(|(_, a)| super::pending_need(a).is_some())
+            .map(|(&i, _)| i)
+            .collect();
         self.update_gate();
         (live, done)
     }
@@ -321,6 +336,7 @@ impl Apps {
             }
             if !started {
                 self.unstarted = true;
+                self.unstarted_ids.insert(r.id);
             }
         }
         let (mut used, mut count) = (Res::default(), 0);

@@ -11,7 +11,17 @@ use hadoop_wire::view::yarn::NodeStatusView;
 use hadoop_wire::yarn::exit_status;
 use hadoop_wire::yarn::ids::ContainerId;
 
-use crate::ids::{NodeKey, NodeKeyRef};
+use crate::ids::{ContainerKey, NodeKey, NodeKeyRef};
+use crate::node::SchedChange;
+
+/// The scheduler's container id of a shard's container key.
+fn container_id(k: &ContainerKey) -> ContainerId {
+    ContainerId {
+        app: hadoop_wire::yarn::ids::AppId::new(k.app.cluster_timestamp, k.app.id),
+        attempt: k.attempt,
+        id: k.id,
+    }
+}
 
 use super::{
     err, exc, AmLaunch, AppError, AppState, Apps, Ask, Attempt, AttemptState, Cleanup,
@@ -25,13 +35,18 @@ impl Apps {
             n.http_address = http_address;
             n.total = total;
             n.active = true;
+            n.unhealthy = false;
+            n.health_report.clear();
         });
     }
 
     /// A node left (lost, shut down, decommissioned, rebooted): its containers are completed
     /// ABORTED "Container released on a *lost* node".
     pub fn node_removed(&mut self, key: &NodeKey, now_ms: u64) {
-        self.nodes.update(key, |n| n.active = false);
+        self.nodes.update(key, |n| {
+            n.active = false;
+            n.unhealthy = false;
+        });
         let mut gone = Vec::new();
         for app in self.apps.values() {
             for at in &app.attempts {
@@ -87,13 +102,110 @@ impl Apps {
         (total, used)
     }
 
+    /// Nodes out of the scheduler because they reported themselves unhealthy.
+    pub fn unhealthy_nodes(&self) -> usize {
+        self.nodes.unhealthy()
+    }
+
     /// Active nodes (`numClusterNodes`).
     pub fn active_nodes(&self) -> usize {
         self.nodes.totals().0
     }
 
+    /// A heartbeat of a node while [`work`](Self::work) is set (Java's NODE_UPDATE allocates
+    /// in the node's heartbeat): the scheduler assigns containers on the node if it is
+    /// healthy, active and has room for the smallest pending need. Completions and containers
+    /// seen RUNNING do not come this way: the shards pass them on
+    /// ([`apply_node_changes`](Self::apply_node_changes)). Allocates nothing unless it places
+    /// a container.
+    pub fn node_heartbeat(&mut self, host: &str, port: i32, healthy: bool, now_ms: u64) {
+        if !healthy {
+            return;
+        }
+        let Some(need) = self.min_need else {
+            return;
+        };
+        let probe: &dyn NodeKeyRef = &(host, port);
+        let Some(n) = self.nodes.get(probe) else {
+            return;
+        };
+        if !n.active || !need.fits_in(n.total.minus(n.used)) {
+            return;
+        }
+        let key = n.key.clone();
+        self.schedule_on(&key, now_ms);
+        self.update_gate();
+    }
+
+    /// What the shards saw change on the nodes, in a batch (see [`SchedChange`]): containers
+    /// first seen RUNNING (for the allocation expiry), completions (each applied once: a
+    /// container no longer live is skipped), and health transitions (an unhealthy node leaves
+    /// the scheduler as in Java, its containers completed as lost; healthy again, it is
+    /// back). Then the scheduler assigns containers on the nodes that completions freed room
+    /// on, while applications are pending.
+    pub fn apply_node_changes(&mut self, changes: &[SchedChange], now_ms: u64) {
+        let mut freed: Vec<NodeKey> = Vec::new();
+        for ch in changes {
+            match ch {
+                SchedChange::Started(k) => self.mark_started(container_id(k)),
+                SchedChange::Completed {
+                    container,
+                    exit_status,
+                    diagnostics,
+                } => {
+                    let c = container_id(container);
+                    let node = self.live_node(c);
+                    if let Some(node) = node {
+                        self.container_completed(c, *exit_status, diagnostics, now_ms);
+                        if !freed.contains(&node) {
+                            freed.push(node);
+                        }
+                    }
+                }
+                SchedChange::Unhealthy { node, report } => {
+                    // (A node already out, lost or gone, stays as it is.)
+                    if self.nodes.get(node).is_some_and(|n| n.active) {
+                        self.node_removed(node, now_ms);
+                        self.nodes.update(node, |n| {
+                            n.unhealthy = true;
+                            n.health_report.clone_from(report);
+                        });
+                    }
+                }
+                SchedChange::Healthy { node } => {
+                    self.nodes.update(node, |n| {
+                        if n.unhealthy {
+                            n.unhealthy = false;
+                            n.health_report.clear();
+                            n.active = true;
+                        }
+                    });
+                }
+            }
+        }
+        if !self.pending.is_empty() {
+            for node in &freed {
+                self.schedule_on(node, now_ms);
+            }
+        }
+        self.update_gate();
+    }
+
+    /// The node a live container was placed on.
+    fn live_node(&self, c: ContainerId) -> Option<NodeKey> {
+        self.apps
+            .get(&c.app.id)
+            .filter(|a| a.id == c.app)
+            .and_then(|a| a.attempts.iter().find(|t| t.id.attempt == c.attempt))
+            .and_then(|t| t.live.get(&c))
+            .map(|l| l.node.clone())
+    }
+
     /// NODE_UPDATE: completed containers reported in this status are applied, then the
-    /// scheduler assigns containers on the node. Malformed statuses are skipped.
+    /// scheduler assigns containers on the node. Malformed statuses are skipped. (The RM's
+    /// heartbeat path no longer calls this: see [`node_heartbeat`](Self::node_heartbeat) and
+    /// [`apply_node_changes`](Self::apply_node_changes). Kept for the unit tests and for a
+    /// caller without shards.)
     pub fn node_update(&mut self, host: &str, port: i32, status: NodeStatusView<'_>, now_ms: u64) {
         let probe: &dyn NodeKeyRef = &(host, port);
         let Some(key) = self.nodes.get(probe).map(|n| n.key.clone()) else {
@@ -164,6 +276,9 @@ impl Apps {
         {
             l.started = true;
         }
+        if !self.unstarted_ids.is_empty() {
+            self.unstarted_ids.remove(&c);
+        }
     }
 
     pub(super) fn is_live(&self, c: ContainerId) -> bool {
@@ -181,25 +296,15 @@ impl Apps {
         if !node.active {
             return;
         }
-        // Applications in submission order, without collecting them (this runs on every
-        // heartbeat while something is in flight).
+        // The pending applications in submission order (an index, not a walk over every
+        // application); one found with nothing to place leaves the index.
         let mut from = Some(0);
-        while let Some(i) = from.and_then(|f| {
-            self.apps
-                .range(f..)
-                .find(|(_, a)| {
-                    matches!(a.state, AppState::Accepted | AppState::Running)
-                        && a.current().is_some_and(|t| {
-                            t.state == AttemptState::Scheduled
-                                || (matches!(
-                                    t.state,
-                                    AttemptState::Launched | AttemptState::Running
-                                ) && !t.asks.is_empty())
-                        })
-                })
-                .map(|(&i, _)| i)
-        }) {
+        while let Some(i) = from.and_then(|f| self.pending.range(f..).next().copied()) {
             from = i.checked_add(1);
+            if self.apps.get(&i).and_then(super::pending_need).is_none() {
+                self.pending.remove(&i);
+                continue;
+            }
             let avail = match self.nodes.get(key) {
                 Some(n) => n.total.minus(n.used),
                 None => return,
@@ -276,6 +381,8 @@ impl Apps {
                     let added = at.new_containers.len() - before;
                     if added > 0 {
                         self.unstarted = true;
+                        self.unstarted_ids
+                            .extend(at.new_containers[before..].iter().map(|n| n.id));
                     }
                     self.nodes.update(key, |n| {
                         n.used = n.used.plus(avail.minus(left));
@@ -307,8 +414,9 @@ impl Apps {
             return;
         }
         let waiting = |a: &Apps| {
-            a.apps
-                .values()
+            a.pending
+                .iter()
+                .filter_map(|i| a.apps.get(i))
                 .filter(|x| {
                     matches!(x.state, AppState::Accepted)
                         && x.current()
@@ -370,8 +478,14 @@ impl Apps {
 /// Assigns the attempt's asks on one node, priority by priority (FifoScheduler
 /// `assignContainersOnNode`): node-local, rack-local, off-switch.
 fn assign_asks(at: &mut Attempt, key: &NodeKey, avail: &mut Res, now_ms: u64) {
-    let prios: Vec<i32> = at.asks.keys().copied().collect();
-    for p in prios {
+    // Priorities in order, without collecting them (this runs on heartbeats).
+    let mut next = at.asks.keys().next().copied();
+    while let Some(p) = next {
+        next = at
+            .asks
+            .range((std::ops::Bound::Excluded(p), std::ops::Bound::Unbounded))
+            .next()
+            .map(|(&k, _)| k);
         while let Some(m) = at.asks.get(&p) {
             let Some(any) = m.get(ANY).copied() else {
                 break;

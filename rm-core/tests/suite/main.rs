@@ -11,6 +11,7 @@ mod support;
 
 mod amrm_calls;
 mod app_acls;
+mod apps_churn;
 mod apps_security;
 mod dispatcher;
 mod merge;

@@ -2,6 +2,8 @@
 //! on loopback, clients of its ports, and an application submitted straight to its scheduler.
 #![allow(dead_code)]
 
+pub mod apps_rig;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
