@@ -219,16 +219,59 @@ struct Policy {
 
 /// The ACLs of the protocols a server enforces.
 pub struct ServiceAuthorization {
-    acls: HashMap<String, Policy>,
+    /// Replaced whole by [`reload`](ServiceAuthorization::reload) (`yarn rmadmin
+    /// -refreshServiceAcls`); read once per connection.
+    acls: std::sync::RwLock<HashMap<String, Policy>>,
+    protocols: Vec<ProtocolPolicy>,
     groups: Box<dyn GroupsMapping>,
 }
 
 impl std::fmt::Debug for ServiceAuthorization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceAuthorization")
-            .field("protocols", &self.acls.keys().collect::<Vec<_>>())
+            .field(
+                "protocols",
+                &self
+                    .protocols
+                    .iter()
+                    .map(|p| p.protocol)
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
+}
+
+/// Each protocol's ACLs from `conf` (unset keys: `security.service.authorization.default.acl`).
+fn policies(conf: &Configuration, protocols: &[ProtocolPolicy]) -> HashMap<String, Policy> {
+    let default = conf.get(DEFAULT_ACL_KEY).unwrap_or("*");
+    let default_blocked = conf
+        .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
+        .unwrap_or("");
+    let mut acls = HashMap::new();
+    for p in protocols {
+        let key = p.acl_key;
+        let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
+        let blocked = AccessControlList::parse(
+            conf.get(&format!("{key}.blocked"))
+                .unwrap_or(default_blocked),
+        );
+        let client_principal = p
+            .client_principal_key
+            .and_then(|k| conf.get(k))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        acls.insert(
+            p.protocol.to_string(),
+            Policy {
+                acl_key: key.to_string(),
+                allowed,
+                blocked,
+                client_principal,
+            },
+        );
+    }
+    acls
 }
 
 impl ServiceAuthorization {
@@ -248,41 +291,26 @@ impl ServiceAuthorization {
         if !on {
             return Ok(None);
         }
-        let default = conf.get(DEFAULT_ACL_KEY).unwrap_or("*");
-        let default_blocked = conf
-            .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
-            .unwrap_or("");
-        let mut acls = HashMap::new();
-        for p in protocols {
-            let key = p.acl_key;
-            let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
-            let blocked = AccessControlList::parse(
-                conf.get(&format!("{key}.blocked"))
-                    .unwrap_or(default_blocked),
-            );
-            let client_principal = p
-                .client_principal_key
-                .and_then(|k| conf.get(k))
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string);
-            acls.insert(
-                p.protocol.to_string(),
-                Policy {
-                    acl_key: key.to_string(),
-                    allowed,
-                    blocked,
-                    client_principal,
-                },
-            );
-        }
-        Ok(Some(ServiceAuthorization { acls, groups }))
+        Ok(Some(ServiceAuthorization {
+            acls: std::sync::RwLock::new(policies(conf, protocols)),
+            protocols: protocols.to_vec(),
+            groups,
+        }))
+    }
+
+    /// Re-reads the ACLs of the same protocols from `conf` (Java's
+    /// `refreshServiceAclWithLoadedConfiguration`): connections opened from now on are checked
+    /// against them. `hadoop.security.authorization` itself is not re-read (Java's is not).
+    pub fn reload(&self, conf: &Configuration) {
+        let new = policies(conf, &self.protocols);
+        *self.acls.write().unwrap_or_else(|p| p.into_inner()) = new;
     }
 
     /// Checks `who` for `protocol` (Java's `ServiceAuthorizationManager.authorize`). `Err` is
     /// the refusal text.
     pub fn authorize(&self, who: &Subject<'_>, protocol: &str) -> Result<(), String> {
-        let Some(p) = self.acls.get(protocol) else {
+        let acls = self.acls.read().unwrap_or_else(|p| p.into_inner());
+        let Some(p) = acls.get(protocol) else {
             return Ok(());
         };
         let shown = format!("{} (auth:{})", who.full_name, who.method);

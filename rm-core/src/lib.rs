@@ -69,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod am_launcher;
 pub mod amrm_token;
 pub mod app_acls;

@@ -283,6 +283,11 @@ impl RmService {
         &self.tracker
     }
 
+    /// The monotonic clock the tracker's times are on (for [`crate::admin`]).
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
     /// The Prometheus text for `/metrics`: the tracker's and shards' numbers, then the IPC
     /// servers' counters (`hotpath_rm_ipc_…{server="resource_tracker"|"client"|"scheduler"}`,
     /// authentication failures included), then the applications by state.

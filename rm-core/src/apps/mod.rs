@@ -93,6 +93,7 @@ use crate::state_store::{AppEndedRec, Rec};
 mod am_protocol;
 mod client_protocol;
 mod config;
+mod decommission;
 mod lifecycle;
 mod nodes;
 mod recovery;

@@ -18,6 +18,9 @@ pub struct SchedNode {
     pub used: Res,
     pub containers: usize,
     pub active: bool,
+    /// DECOMMISSIONING (`yarn rmadmin -refreshNodes -g`): keeps its containers, gets no new
+    /// ones ([`super::decommission`]).
+    pub decommissioning: bool,
     /// Its number in [`ClusterNodes`]'s room index (registration order; never reused).
     slot: u32,
 }
@@ -75,7 +78,7 @@ type RoomKey = (Reverse<i64>, Reverse<i64>, u32);
 /// Where `n` stands in the room index: nowhere unless it is active and has room.
 fn room_key(n: &SchedNode) -> Option<RoomKey> {
     let room = n.total.minus(n.used);
-    (n.active && room.mem > 0 && room.vcores > 0).then_some((
+    (n.active && !n.decommissioning && room.mem > 0 && room.vcores > 0).then_some((
         Reverse(room.mem),
         Reverse(room.vcores),
         n.slot,
@@ -166,6 +169,7 @@ impl ClusterNodes {
                 used: Res::default(),
                 containers: 0,
                 active: false,
+                decommissioning: false,
                 slot,
             }
         });
