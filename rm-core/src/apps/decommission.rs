@@ -79,7 +79,10 @@ mod tests {
         let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
         let mut a = apps(false);
         assert!(a.set_decommissioning(&h1, true));
-        assert!(!a.set_decommissioning(&NodeKey::new("h9", 9), true), "unknown");
+        assert!(
+            !a.set_decommissioning(&NodeKey::new("h9", 9), true),
+            "unknown"
+        );
         submit(&mut a);
         heartbeat(&mut a, &h1);
         assert!(a.take_launches().is_empty(), "h1 is DECOMMISSIONING");

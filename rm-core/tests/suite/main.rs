@@ -14,6 +14,7 @@ mod app_acls;
 mod apps_security;
 mod dispatcher;
 mod merge;
+mod rm_admin;
 mod rm_delegation;
 mod robustness;
 mod sasl_tokens;
