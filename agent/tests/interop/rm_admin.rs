@@ -106,16 +106,24 @@ fn hadoops_rmadmin_cli_refreshes_nodes_queues_and_groups_and_refuses_non_admins(
     // A non-admin: Java's refusal, exit status 255 (-1).
     let (code, _, err) = rmadmin(&admin, "mallory", &["-refreshQueues"]);
     assert_eq!(code, 255, "{err}");
+    // RMAdminCLI prints `<command>: <message>`; the message is the YarnException's, which
+    // wraps the AccessControlException as Java's RPCUtil does.
     assert!(
-        err.contains("User mallory doesn't have permission to call 'refreshQueues'"),
+        err.lines().any(|l| l
+            == "refreshQueues: org.apache.hadoop.security.AccessControlException: \
+                User mallory doesn't have permission to call 'refreshQueues'"),
         "{err}"
     );
 
     // Graceful decommission of the (idle) agent, tracked by the client (-client): it polls
     // checkForDecommissioningNodes until the node is gone.
     std::fs::write(&exclude, "127.0.0.62\n").unwrap();
-    let (code, _, err) = rmadmin(&admin, "admin", &["-refreshNodes", "-g", "60", "-client"]);
+    let (code, out, err) = rmadmin(&admin, "admin", &["-refreshNodes", "-g", "60", "-client"]);
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("Graceful decommissioning completed in"),
+        "{out}"
+    );
     wait_for("the agent DECOMMISSIONED", Duration::from_secs(30), || {
         node_state(&mut client, "127.0.0.62").as_deref() == Some("DECOMMISSIONED")
     });
