@@ -91,6 +91,7 @@ pub mod rm_delegation;
 pub mod service;
 pub mod shard;
 pub mod state_store;
+pub mod token_renewer;
 pub mod tracker;
 pub mod version;
 
