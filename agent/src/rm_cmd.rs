@@ -384,6 +384,98 @@ fn admin_call(
     Ok(())
 }
 
+/// The RM's HDFS client for [`rm_core::token_renewer`]: renews and cancels
+/// `HDFS_DELEGATION_TOKEN`s at the NameNode their service names (`host:port`, or
+/// `ha-hdfs:<nameservice>` through the HA keys), logged in from `yarn.resourcemanager.keytab` as
+/// `yarn.resourcemanager.principal` (Java's RM renews with its own login). One client per
+/// service, kept.
+struct HdfsRenewal {
+    conf: conf::Configuration,
+    principal: String,
+    keytab: Option<PathBuf>,
+    clients:
+        std::sync::Mutex<std::collections::HashMap<String, Arc<hdfs_io::namenode::NameNodeClient>>>,
+}
+
+impl HdfsRenewal {
+    fn client(&self, service: &str) -> Result<Arc<hdfs_io::namenode::NameNodeClient>, String> {
+        let mut g = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = g.get(service) {
+            return Ok(c.clone());
+        }
+        let mut conf = self.conf.clone();
+        let authority = service.strip_prefix("ha-hdfs:").unwrap_or(service);
+        conf.set("fs.defaultFS", &format!("hdfs://{authority}"));
+        let base = hdfs_io::namenode::NameNodeConfig {
+            kerberos: Some(hdfs_io::namenode::NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: Some(self.principal.clone()),
+                keytab: self.keytab.clone(),
+            }),
+            credentials: Some(Arc::new(hadoop_wire::token::Credentials::default())),
+            ..Default::default()
+        };
+        let c = Arc::new(
+            hdfs_io::namenode::NameNodeClient::from_conf_with(&conf, base)
+                .map_err(|e| format!("NameNode client for {service}: {e}"))?,
+        );
+        g.insert(service.to_string(), c.clone());
+        Ok(c)
+    }
+}
+
+impl rm_core::token_renewer::TokenRenewal for HdfsRenewal {
+    fn manages(&self, kind: &str) -> bool {
+        kind == hadoop_wire::token::KIND_HDFS_DELEGATION
+    }
+
+    fn renew(&self, token: &hadoop_wire::token::Token) -> Result<i64, String> {
+        self.client(&token.service)?
+            .renew_delegation_token(token)
+            .map_err(|e| e.to_string())
+    }
+
+    fn cancel(&self, token: &hadoop_wire::token::Token) -> Result<(), String> {
+        self.client(&token.service)?
+            .cancel_delegation_token(token)
+            .map_err(|e| e.to_string())
+    }
+
+    fn describe(&self, token: &hadoop_wire::token::Token) -> String {
+        hdfs_io::tokens::describe(token)
+    }
+}
+
+/// On a Kerberized RM, the applications' token renewer ([`rm_core::token_renewer`]), renewing
+/// as the RM's principal (`login_user`, `_HOST` replaced) from `yarn.resourcemanager.keytab`.
+fn token_renewer(
+    conf: &conf::Configuration,
+    login_user: Option<&str>,
+) -> Result<Option<Arc<rm_core::token_renewer::DelegationTokenRenewer>>> {
+    let Some(principal) = login_user else {
+        return Ok(None);
+    };
+    let key = rm_core::token_renewer::REMOVAL_DELAY_KEY;
+    let delay = match conf.get(key) {
+        Some(_) => conf.get_u64(key).with_context(|| key.to_string())?,
+        None => rm_core::token_renewer::DEFAULT_REMOVAL_DELAY_MS,
+    };
+    let renewal = HdfsRenewal {
+        conf: conf.clone(),
+        principal: principal.to_string(),
+        keytab: conf
+            .get("yarn.resourcemanager.keytab")
+            .map(|k| PathBuf::from(k.trim())),
+        clients: Default::default(),
+    };
+    tracing::info!("applications' HDFS delegation tokens renewed as {principal}");
+    Ok(Some(rm_core::token_renewer::DelegationTokenRenewer::new(
+        Arc::new(renewal),
+        delay,
+        || rm_core::dispatcher::wall_ms() as i64,
+    )))
+}
+
 /// `yarn rmadmin -refreshNodes [-g SECS]` against `addr`.
 fn rmadmin_refresh_nodes(
     conf: &conf::Configuration,
@@ -544,8 +636,17 @@ fn serve(
         .map(|a| a.cfg.queues.clone())
         .unwrap_or_default();
     let admin = admin_setup(conf, reload, service_acls, app_acls, queues)?;
+    let renewer = token_renewer(
+        conf,
+        apps.as_ref().and_then(|a| a.security.login_user.as_deref()),
+    )?;
     let rm = RmService::start_with_apps(cfg, addr, &placement, server_cfg, apps)?;
     let admin = rm_core::admin::AdminService::start(&rm, admin)?;
+    if let (Some(r), Some(rt)) = (&renewer, rm.apps()) {
+        r.start(rt.apps.clone())
+            .context("starting the delegation token renewer")?;
+        rt.set_token_renewer(r.clone());
+    }
     // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after
     // the service started its threads, so that none of them inherits this one-CPU mask.
     if let Some(cpu) = housekeeping_cpu {
@@ -605,6 +706,9 @@ fn serve(
         }
     }
     admin.shutdown();
+    if let Some(r) = &renewer {
+        r.shutdown();
+    }
     tracing::info!("stopping: finishing the dispatcher backlog and committing the completion log");
     let rm = rm.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(rm) = rm {

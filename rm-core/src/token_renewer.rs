@@ -35,7 +35,8 @@ use hadoop_wire::yarn::ids::AppId;
 use crate::apps::Apps;
 
 /// `yarn.resourcemanager.delayed.delegation-token.removal-interval-ms`.
-pub const REMOVAL_DELAY_KEY: &str = "yarn.resourcemanager.delayed.delegation-token.removal-interval-ms";
+pub const REMOVAL_DELAY_KEY: &str =
+    "yarn.resourcemanager.delayed.delegation-token.removal-interval-ms";
 /// Its default.
 pub const DEFAULT_REMOVAL_DELAY_MS: u64 = 30_000;
 
@@ -184,6 +185,16 @@ impl DelegationTokenRenewer {
         Ok(n)
     }
 
+    /// `app` was never accepted (its submission was refused after its tokens were renewed):
+    /// it holds its tokens no more, and they are not cancelled for it.
+    pub fn forget_application(&self, app: AppId) {
+        let mut s = lock(&self.state.0);
+        for t in s.tokens.values_mut() {
+            t.apps.remove(&app);
+        }
+        s.tokens.retain(|_, t| !t.apps.is_empty());
+    }
+
     /// `app` ended: its tokens go after the removal delay.
     pub fn application_finished(&self, app: AppId) {
         let (m, cv) = &*self.state;
@@ -272,7 +283,11 @@ impl DelegationTokenRenewer {
                 t.due = next;
             }
         }
-        lock(&self.state.0).tokens.values().filter_map(|t| t.due).min()
+        lock(&self.state.0)
+            .tokens
+            .values()
+            .filter_map(|t| t.due)
+            .min()
     }
 
     fn run(&self, apps: &Mutex<Apps>) {
@@ -422,12 +437,19 @@ mod tests {
         assert_eq!(nn.renewals.lock().unwrap().len(), 2);
         assert_eq!(r.tracked()[0].2, Some(now() + 9_000));
         // The same token in a second application that keeps it: not cancelled while app 2 runs.
-        r.add_application(app(2), &creds(&[("HDFS_DELEGATION_TOKEN", "nn:8020")]), false)
-            .unwrap();
+        r.add_application(
+            app(2),
+            &creds(&[("HDFS_DELEGATION_TOKEN", "nn:8020")]),
+            false,
+        )
+        .unwrap();
         r.application_finished(app(1));
         NOW.fetch_add(500, Ordering::SeqCst);
         r.tick();
-        assert!(nn.cancels.lock().unwrap().is_empty(), "app 2 still holds it");
+        assert!(
+            nn.cancels.lock().unwrap().is_empty(),
+            "app 2 still holds it"
+        );
         assert_eq!(r.tracked().len(), 1);
         r.application_finished(app(2));
         NOW.fetch_add(499, Ordering::SeqCst);
@@ -450,7 +472,11 @@ mod tests {
         });
         let r = DelegationTokenRenewer::new(nn.clone(), 0, now);
         let e = r
-            .add_application(app(3), &creds(&[("HDFS_DELEGATION_TOKEN", "refuses")]), true)
+            .add_application(
+                app(3),
+                &creds(&[("HDFS_DELEGATION_TOKEN", "refuses")]),
+                true,
+            )
             .unwrap_err();
         assert_eq!(
             e,

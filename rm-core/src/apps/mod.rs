@@ -97,6 +97,7 @@ mod decommission;
 mod lifecycle;
 mod nodes;
 mod recovery;
+mod renewal;
 mod scheduler;
 #[cfg(test)]
 mod tests;
