@@ -82,6 +82,9 @@ struct State {
     tokens: BTreeMap<(String, String, Vec<u8>), Tracked>,
     /// Applications ended, and when their tokens may go.
     ending: BTreeMap<AppId, i64>,
+    /// Applications seen among the RM's (their tokens are renewed before they are accepted,
+    /// so one not yet seen is being submitted, not gone).
+    seen: std::collections::BTreeSet<AppId>,
     stop: bool,
 }
 
@@ -189,6 +192,7 @@ impl DelegationTokenRenewer {
     /// it holds its tokens no more, and they are not cancelled for it.
     pub fn forget_application(&self, app: AppId) {
         let mut s = lock(&self.state.0);
+        s.seen.remove(&app);
         for t in s.tokens.values_mut() {
             t.apps.remove(&app);
         }
@@ -234,6 +238,7 @@ impl DelegationTokenRenewer {
             let mut gone = Vec::new();
             for a in ended {
                 s.ending.remove(&a);
+                s.seen.remove(&a);
                 let keys: Vec<_> = s.tokens.keys().cloned().collect();
                 for k in keys {
                     let Some(t) = s.tokens.get_mut(&k) else {
@@ -305,12 +310,17 @@ impl DelegationTokenRenewer {
                 v
             };
             if !held.is_empty() {
-                let ended: Vec<AppId> = {
+                let (present, ended): (Vec<AppId>, Vec<AppId>) = {
                     let a = apps.lock().unwrap_or_else(|p| p.into_inner());
-                    held.into_iter()
-                        .filter(|id| a.app(*id).is_none_or(|x| x.state.is_final()))
-                        .collect()
+                    let seen = lock(&self.state.0).seen.clone();
+                    let present = held.iter().copied().filter(|id| a.app(*id).is_some());
+                    let ended = held.iter().copied().filter(|id| match a.app(*id) {
+                        Some(x) => x.state.is_final(),
+                        None => seen.contains(id),
+                    });
+                    (present.collect(), ended.collect())
                 };
+                lock(&self.state.0).seen.extend(present);
                 for id in ended {
                     self.application_finished(id);
                 }

@@ -20,5 +20,6 @@ mod robustness;
 mod sasl_tokens;
 mod service;
 mod steady;
+mod token_renewer;
 mod tracker;
 mod unknown_apps;
