@@ -267,6 +267,7 @@ fn apps_security(
         app_acls: None,
         delegation: Some(delegation),
         login_user,
+        proxy_users: Some(proxy_users(conf)),
     })
 }
 
@@ -516,6 +517,15 @@ fn rmadmin_refresh_nodes(
     Ok(())
 }
 
+/// `hadoop.proxyuser.*` (and the RM's `yarn.resourcemanager.proxyuser.*`), groups from the
+/// name service: who may act for others on the client and admin ports (KERBEROS callers).
+fn proxy_users(conf: &conf::Configuration) -> Arc<ipc::authorize::ProxyUsers> {
+    Arc::new(ipc::authorize::ProxyUsers::from_conf(
+        &rm_core::config::with_rm_proxy_users(conf.clone()),
+        Box::new(ipc::authorize::UnixGroups),
+    ))
+}
+
 /// The admin service's setup: its address, the client port's authentication, the service
 /// ACLs of every RM server (refreshed together), the RM's own user as an admin.
 #[allow(clippy::too_many_arguments)]
@@ -525,6 +535,7 @@ fn admin_setup(
     mut service_acls: Vec<Arc<ipc::authorize::ServiceAuthorization>>,
     app_acls: Option<Arc<rm_core::app_acls::AclPolicy>>,
     queues: Vec<String>,
+    proxy_users: Option<Arc<ipc::authorize::ProxyUsers>>,
 ) -> Result<rm_core::admin::AdminSetup> {
     let address = rm_address(
         conf,
@@ -559,6 +570,7 @@ fn admin_setup(
         server: ipc::server::ServerConfig {
             auth: Arc::new(auth),
             authorization,
+            proxy_users: proxy_users.clone(),
             ..ipc::server::ServerConfig::default()
         },
         reload: Box::new(move || rm_core::config::rm_configuration(dir.as_deref(), &set)),
@@ -567,6 +579,7 @@ fn admin_setup(
         service_acls,
         app_acls,
         queues,
+        proxy_users,
     })
 }
 
@@ -635,7 +648,11 @@ fn serve(
         .as_ref()
         .map(|a| a.cfg.queues.clone())
         .unwrap_or_default();
-    let admin = admin_setup(conf, reload, service_acls, app_acls, queues)?;
+    let proxy = apps
+        .as_ref()
+        .and_then(|a| a.security.proxy_users.clone())
+        .unwrap_or_else(|| proxy_users(conf));
+    let admin = admin_setup(conf, reload, service_acls, app_acls, queues, Some(proxy))?;
     let renewer = token_renewer(
         conf,
         apps.as_ref().and_then(|a| a.security.login_user.as_deref()),

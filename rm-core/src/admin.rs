@@ -17,9 +17,9 @@
 //!   `yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs`, 3600) passes;
 //!   FORCEFUL: every DECOMMISSIONING node now), `refreshAdminAcls` `yarn.admin.acl`,
 //!   `refreshServiceAcls` every RM server's service ACLs, `refreshQueues` the queue ACLs.
-//!   `refreshUserToGroupsMappings` has nothing to drop (groups are not cached) and
-//!   `refreshSuperUserGroupsConfiguration` nothing to reload (no proxy users yet): both succeed
-//!   after the admin check, as Java's do. `refreshNodesResources` and
+//!   `refreshSuperUserGroupsConfiguration` re-reads the proxy users (`hadoop.proxyuser.*`);
+//!   `refreshUserToGroupsMappings` has nothing to drop (groups are not cached) and succeeds
+//!   after the admin check, as Java's does. `refreshNodesResources` and
 //!   `refreshClusterMaxPriority` succeed as Java's do without `dynamic-resources.xml` and with
 //!   the priority unused by our scheduler. The node-label methods answer Java's "Node-label-based
 //!   scheduling is disabled" (labels are never enabled here).
@@ -39,7 +39,9 @@ use hadoop_wire::pb::hadoop::yarn::{
     CheckForDecommissioningNodesResponseProto, GetGroupsForUserRequestProto,
     GetGroupsForUserResponseProto, NodeIdProto,
 };
-use ipc::authorize::{AccessControlList, GroupsMapping, ProtocolPolicy, ServiceAuthorization};
+use ipc::authorize::{
+    AccessControlList, GroupsMapping, ProtocolPolicy, ProxyUsers, ServiceAuthorization,
+};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
 
 use crate::app_acls::{AclPolicy, ACCESS_CONTROL_EXCEPTION, ADMIN_ACL, DEFAULT_ADMIN_ACL};
@@ -147,6 +149,9 @@ pub struct AdminSetup {
     pub app_acls: Option<Arc<AclPolicy>>,
     /// The queues the RM serves (their ACL keys are re-read).
     pub queues: Vec<String>,
+    /// `hadoop.proxyuser.*` (the client and admin ports'), re-read by
+    /// `refreshSuperUserGroupsConfiguration`.
+    pub proxy_users: Option<Arc<ProxyUsers>>,
 }
 
 /// A host being decommissioned gracefully.
@@ -164,6 +169,7 @@ struct State {
     service_acls: Vec<Arc<ServiceAuthorization>>,
     app_acls: Option<Arc<AclPolicy>>,
     queues: Vec<String>,
+    proxy_users: Option<Arc<ProxyUsers>>,
     tracker: Arc<Mutex<ResourceTracker>>,
     apps: Option<AppsRt>,
     clock: Clock,
@@ -404,6 +410,7 @@ impl AdminService {
             service_acls: setup.service_acls,
             app_acls: setup.app_acls,
             queues: setup.queues,
+            proxy_users: setup.proxy_users,
             tracker: rm.tracker().clone(),
             apps: rm.apps().cloned(),
             clock: rm.clock(),
@@ -546,8 +553,14 @@ fn register(reg: &mut Registry, state: &Arc<State>) {
         }
         Ok(Vec::new())
     });
+    serve(reg, state, REFRESH_SUPER_USER_GROUPS, |s, call| {
+        s.check(call, REFRESH_SUPER_USER_GROUPS)?;
+        if let Some(p) = &s.proxy_users {
+            p.reload(&crate::config::with_rm_proxy_users(s.conf()?));
+        }
+        Ok(Vec::new())
+    });
     for name in [
-        REFRESH_SUPER_USER_GROUPS,
         REFRESH_USER_TO_GROUPS,
         REFRESH_NODES_RESOURCES,
         REFRESH_CLUSTER_MAX_PRIORITY,

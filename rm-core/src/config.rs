@@ -285,6 +285,23 @@ impl RmConfig {
 /// configuration provider skips it.
 pub const ACL_FILES: [&str; 2] = ["capacity-scheduler.xml", "hadoop-policy.xml"];
 
+/// Java's `RMServerUtils.processRMProxyUsersConf`: each `yarn.resourcemanager.proxyuser.X`
+/// also as `hadoop.proxyuser.X` (overriding it, as Java does): the RM's own proxy-user rules.
+pub fn with_rm_proxy_users(mut conf: Configuration) -> Configuration {
+    const RM_PREFIX: &str = "yarn.resourcemanager.proxyuser.";
+    let extra: Vec<(String, String)> = conf
+        .keys_with_prefix(RM_PREFIX)
+        .filter_map(|k| {
+            let v = conf.get(k)?.to_string();
+            Some((format!("hadoop.proxyuser.{}", &k[RM_PREFIX.len()..]), v))
+        })
+        .collect();
+    for (k, v) in extra {
+        conf.set(&k, &v);
+    }
+    conf
+}
+
 /// The RM's configuration as Java's RM sees it: the site files of `dir` (else
 /// `$HADOOP_CONF_DIR`), then [`ACL_FILES`] from the same directory, then the `KEY=VALUE`
 /// overrides (`--set`). Read at start and again by each `yarn rmadmin` refresh.

@@ -138,6 +138,8 @@ pub struct AppsSecurity {
     /// The RM's own user name (`yarn.resourcemanager.principal`, `_HOST` replaced), Java's
     /// login user: it renews any token as that token's renewer.
     pub login_user: Option<String>,
+    /// `hadoop.proxyuser.*` on the client port: who may submit and call for others.
+    pub proxy_users: Option<Arc<ipc::authorize::ProxyUsers>>,
 }
 
 /// The running RM.
@@ -450,6 +452,7 @@ fn start_apps(
             .clone()
             .unwrap_or_else(|| defaults.auth.clone()),
         authorization: setup.security.authorization.clone(),
+        proxy_users: setup.security.proxy_users.clone(),
         ..defaults.clone()
     };
     let master_cfg = ServerConfig {

@@ -101,6 +101,7 @@ fn start(
             service_acls,
             app_acls,
             queues,
+            proxy_users: None,
         },
     )
     .unwrap();
