@@ -14,6 +14,7 @@ mod app_acls;
 mod apps_security;
 mod dispatcher;
 mod merge;
+mod proxy_users;
 mod rm_admin;
 mod rm_delegation;
 mod robustness;
