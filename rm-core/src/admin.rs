@@ -250,17 +250,21 @@ impl State {
         let (gone, marked, unmarked) = {
             let mut t = lock(&self.tracker);
             let gone = t.refresh_hosts(installed, self.clock.now_ns());
-            let of_host = |hosts: &dyn Fn(&str) -> bool| -> Vec<NodeKey> {
-                t.nodes()
-                    .filter(|n| n.membership == Membership::Active && hosts(&n.id.host))
-                    .map(|n| n.id.clone())
-                    .collect()
-            };
-            (
-                gone,
-                of_host(&|h| draining.contains_key(h)),
-                of_host(&|h| back.iter().any(|b| b == h)),
-            )
+            let marked: Vec<NodeKey> = t
+                .nodes()
+                .filter(|n| {
+                    n.membership == Membership::Active && draining.contains_key(&*n.id.host)
+                })
+                .map(|n| n.id.clone())
+                .collect();
+            // Whatever their state now: one decommissioned here keeps no mark for when it
+            // registers again.
+            let unmarked: Vec<NodeKey> = t
+                .nodes()
+                .filter(|n| back.iter().any(|b| **b == *n.id.host))
+                .map(|n| n.id.clone())
+                .collect();
+            (gone, marked, unmarked)
         };
         *g = (lists, draining);
         drop(g);
@@ -277,7 +281,7 @@ impl State {
         for n in &marked {
             tracing::info!("node {n}: DECOMMISSIONING");
         }
-        for n in &unmarked {
+        for n in unmarked.iter().filter(|n| !gone.contains(n)) {
             tracing::info!("node {n}: back in service (RECOMMISSIONED)");
         }
         for n in &gone {

@@ -441,9 +441,18 @@ fn refresh_nodes_normal_graceful_and_forceful() {
     std::fs::write(&exclude, "127.0.0.1 127.0.0.2\n").unwrap();
     refresh_nodes(addr, DecommissionType::Graceful, Some(3600));
     assert_eq!(decommissioning(addr), vec![b.to_proto()]);
+    assert_eq!(
+        apps.with(|x| x.node(&b).map(|n| n.decommissioning)),
+        Some(true)
+    );
     refresh_nodes(addr, DecommissionType::Forceful, None);
     assert!(decommissioning(addr).is_empty());
     assert_eq!(beat_b(), NodeActionProto::Shutdown);
+    assert_eq!(
+        apps.with(|x| x.node(&b).map(|n| n.decommissioning)),
+        Some(false),
+        "no mark left for when it registers again"
+    );
     admin.shutdown();
     drop(silent);
 }
