@@ -143,13 +143,17 @@ impl DelegationTokenRenewer {
 
     /// A submission's tokens (`credentials`: the launch context's `tokens` bytes): each managed
     /// one renewed now and scheduled. `Err`: Java's diagnostics for the first that could not
-    /// be renewed (the application must fail); nothing is kept then.
+    /// be renewed (the application must fail); nothing is kept then. No tokens (empty bytes,
+    /// what a submission without `tokens` gives): nothing to do.
     pub fn add_application(
         &self,
         app: AppId,
         credentials: &[u8],
         cancel_at_end: bool,
     ) -> Result<usize, String> {
+        if credentials.is_empty() {
+            return Ok(0);
+        }
         let creds = Credentials::read(credentials).map_err(|e| format!("bad tokens: {e}"))?;
         let mine: Vec<Token> = creds
             .tokens

@@ -162,6 +162,38 @@ fn submissions_tokens_are_renewed_refused_and_cancelled_at_the_end() {
         "b's token stays (cancel_tokens_when_complete = false)"
     );
 
+    // A submission without tokens is untouched.
+    let n: GetNewApplicationResponseProto = call(
+        &rm,
+        "alice",
+        acp::GET_NEW_APPLICATION,
+        &GetNewApplicationRequestProto {},
+    )
+    .unwrap();
+    let p = n.application_id.unwrap();
+    let plain = AppId::new(p.cluster_timestamp(), p.id());
+    let _: SubmitApplicationResponseProto = call(
+        &rm,
+        "alice",
+        acp::SUBMIT_APPLICATION,
+        &SubmitApplicationRequestProto {
+            application_submission_context: Some(ApplicationSubmissionContextProto {
+                application_id: Some(plain.to_proto()),
+                am_container_spec: Some(ContainerLaunchContextProto::default()),
+                resource: Some(Res::new(1024, 1).to_proto()),
+                queue: Some("default".into()),
+                ..Default::default()
+            }),
+        },
+    )
+    .unwrap();
+    assert_ne!(
+        report(&rm, plain).yarn_application_state(),
+        YarnApplicationStateProto::Failed,
+        "{:?}",
+        report(&rm, plain).diagnostics
+    );
+
     // A token the RM may not renew: the application FAILS with Java's diagnostics.
     let c = submit(&rm, "127.0.0.9:8020", None);
     let r = report(&rm, c);
