@@ -17,7 +17,7 @@
 //!   for log aggregation), unless the submission said `cancel_tokens_when_complete = false`
 //!   (MapReduce's `mapreduce.job.complete.cancel.delegation.tokens=false`) or another running
 //!   application holds the same token. An application's end is found by polling
-//!   [`Apps`](crate::apps::Apps) every second (Java gets an event).
+//!   [`Apps`] every second (Java gets an event).
 //!
 //! Differences from Java: the renewal at submission is synchronous in the client port's
 //! handler (Java's runs on a thread pool and rejects the application afterwards); the RM's own

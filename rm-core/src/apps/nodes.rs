@@ -19,7 +19,7 @@ pub struct SchedNode {
     pub containers: usize,
     pub active: bool,
     /// DECOMMISSIONING (`yarn rmadmin -refreshNodes -g`): keeps its containers, gets no new
-    /// ones ([`super::decommission`]).
+    /// ones (`Apps::set_decommissioning`).
     pub decommissioning: bool,
     /// Its number in [`ClusterNodes`]'s room index (registration order; never reused).
     slot: u32,
