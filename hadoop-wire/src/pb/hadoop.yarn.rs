@@ -2586,12 +2586,18 @@ pub struct RefreshUserToGroupsMappingsRequestProto {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RefreshUserToGroupsMappingsResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RefreshAdminAclsRequestProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshAdminAclsRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RefreshAdminAclsResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RefreshServiceAclsRequestProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshServiceAclsRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RefreshServiceAclsResponseProto {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2604,18 +2610,27 @@ pub struct GetGroupsForUserResponseProto {
     #[prost(string, repeated, tag = "1")]
     pub groups: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RefreshNodesResourcesRequestProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshNodesResourcesRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RefreshNodesResourcesResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct CheckForDecommissioningNodesRequestProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CheckForDecommissioningNodesRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CheckForDecommissioningNodesResponseProto {
     #[prost(message, repeated, tag = "1")]
     pub decommissioning_nodes: ::prost::alloc::vec::Vec<NodeIdProto>,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct RefreshClusterMaxPriorityRequestProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshClusterMaxPriorityRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RefreshClusterMaxPriorityResponseProto {}

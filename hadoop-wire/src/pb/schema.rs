@@ -5856,8 +5856,13 @@ pub mod hadoop {
         }
         pub static CheckForDecommissioningNodesRequestProto: Schema = Schema {
             name: "hadoop.yarn.CheckForDecommissioningNodesRequestProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "sub_cluster_id",
+                kind: Kind::String,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_CheckForDecommissioningNodesRequestProto,
         };
@@ -5873,6 +5878,10 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -12397,8 +12406,13 @@ pub mod hadoop {
         }
         pub static RefreshAdminAclsRequestProto: Schema = Schema {
             name: "hadoop.yarn.RefreshAdminAclsRequestProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "sub_cluster_id",
+                kind: Kind::String,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_RefreshAdminAclsRequestProto,
         };
@@ -12414,6 +12428,10 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -12493,8 +12511,13 @@ pub mod hadoop {
         }
         pub static RefreshClusterMaxPriorityRequestProto: Schema = Schema {
             name: "hadoop.yarn.RefreshClusterMaxPriorityRequestProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "sub_cluster_id",
+                kind: Kind::String,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_RefreshClusterMaxPriorityRequestProto,
         };
@@ -12510,6 +12533,10 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -12589,8 +12616,13 @@ pub mod hadoop {
         }
         pub static RefreshNodesResourcesRequestProto: Schema = Schema {
             name: "hadoop.yarn.RefreshNodesResourcesRequestProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "sub_cluster_id",
+                kind: Kind::String,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_RefreshNodesResourcesRequestProto,
         };
@@ -12606,6 +12638,10 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -12802,8 +12838,13 @@ pub mod hadoop {
         }
         pub static RefreshServiceAclsRequestProto: Schema = Schema {
             name: "hadoop.yarn.RefreshServiceAclsRequestProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "sub_cluster_id",
+                kind: Kind::String,
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_RefreshServiceAclsRequestProto,
         };
@@ -12819,6 +12860,10 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
