@@ -6,7 +6,9 @@
 //! a graceful decommission, polls `checkForDecommissioningNodes` until the (idle) node is
 //! gone, and the agent leaves the RUNNING nodes.
 //!
-//! About 20 s (one RM, one agent, a JVM per CLI call).
+//! The refusal is compared with the peer's Java RM's (`yarn-rm`, same `yarn.admin.acl`).
+//!
+//! About 30 s (one RM, one agent, a Java RM, a JVM per CLI call).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -103,9 +105,27 @@ fn hadoops_rmadmin_cli_refreshes_nodes_queues_and_groups_and_refuses_non_admins(
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), format!("root : {me}").trim(), "{out}");
 
-    // A non-admin: Java's refusal, exit status 255 (-1).
+    // A non-admin: Java's refusal, exit status 255 (-1), as from the peer's Java RM with the
+    // same yarn.admin.acl.
     let (code, _, err) = rmadmin(&admin, "mallory", &["-refreshQueues"]);
     assert_eq!(code, 255, "{err}");
+    let java_rm = Peer::start(Mode::YarnRm, &["--set", "yarn.admin.acl=admin"]).expect("yarn-rm");
+    let java_admin = java_rm.ready()["admin_address"]
+        .as_str()
+        .expect("admin_address")
+        .replace("0.0.0.0", "127.0.0.1");
+    let (java_code, _, java_err) = rmadmin(&java_admin, "mallory", &["-refreshQueues"]);
+    let refusal = |e: &str| {
+        e.lines()
+            .find(|l| l.starts_with("refreshQueues: "))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        (code, refusal(&err)),
+        (java_code, refusal(&java_err)),
+        "ours vs the Java RM's"
+    );
+    drop(java_rm);
     // RMAdminCLI prints `<command>: <message>`; the message is the YarnException's, which
     // wraps the AccessControlException as Java's RPCUtil does.
     assert!(
