@@ -34,6 +34,8 @@ pub const FILES: &[&str] = &[
     "ResourceTracker.proto",
     "applicationmaster_protocol.proto",
     "applicationclient_protocol.proto",
+    "server/yarn_server_resourcemanager_service_protos.proto",
+    "server/resourcemanager_administration_protocol.proto",
     "acl.proto",
     "hdfs.proto",
     "ClientNamenodeProtocol.proto",

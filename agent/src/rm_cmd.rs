@@ -3,8 +3,15 @@
 //! `hotpath rm` runs the ResourceTracker service from `yarn-site.xml` (resource-tracker address,
 //! heartbeat interval, NM expiry, opportunistic flag, include/exclude lists), pins its threads by
 //! `hw::Plan::for_rm`, serves Prometheus text at `/metrics` from the main (housekeeping) thread,
-//! re-reads the host lists on SIGHUP and stops on SIGINT/SIGTERM. The admin subcommands talk to
-//! a running RM over our admin protocol on the same port.
+//! re-reads the host lists on SIGHUP and stops on SIGINT/SIGTERM. `finish-app` and
+//! `kill-container` talk to a running RM over our admin protocol on the same port;
+//! `refresh-nodes` is Hadoop's `yarn rmadmin -refreshNodes` on the admin port.
+//!
+//! `yarn rmadmin` (Hadoop's `ResourceManagerAdministrationProtocol`, [`rm_core::admin`]) is
+//! served on `yarn.resourcemanager.admin.address` (8033), authenticated as the client port and
+//! checked against `yarn.admin.acl`. The configuration is the site files plus
+//! `capacity-scheduler.xml` and `hadoop-policy.xml` from the same directory (where a Java RM
+//! reads queue and service ACLs), then `--set`.
 //!
 //! Applications (unless `hotpath.rm.applications.enabled=false`): ApplicationClientProtocol on
 //! `yarn.resourcemanager.address` (8032) and ApplicationMasterProtocol on
@@ -53,8 +60,22 @@ enum RmCmd {
     FinishApp { app_id: String },
     /// Kill a container: it goes to containers_to_cleanup on its node.
     KillContainer { container_id: String },
-    /// Re-read the include/exclude host lists (as SIGHUP does).
-    RefreshNodes,
+    /// Re-read the include/exclude host lists (as SIGHUP does): `yarn rmadmin -refreshNodes`
+    /// on the admin port (`yarn.resourcemanager.admin.address`, or `--admin-address`).
+    RefreshNodes {
+        /// Decommission newly excluded nodes gracefully, waiting up to this many seconds for
+        /// their containers (negative: `yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs`).
+        #[arg(
+            short = 'g',
+            long = "graceful",
+            value_name = "SECS",
+            allow_hyphen_values = true
+        )]
+        graceful: Option<i32>,
+        /// The admin address to call.
+        #[arg(long)]
+        admin_address: Option<String>,
+    },
 }
 
 fn tracker_address(conf: &conf::Configuration, flag: &Option<String>) -> Result<SocketAddr> {
@@ -119,20 +140,12 @@ fn apps_setup(conf: &conf::Configuration) -> Result<Option<rm_core::service::App
     }))
 }
 
-/// `yarn.acl.enable`: the application ACLs ([`rm_core::app_acls`]), with `yarn.admin.acl`, the
-/// queues' `acl_administer_queue` keys and groups from the name service. The RM's own user is
-/// an admin, as Java's `AdminACLsManager` adds its login user: the short name of
-/// `yarn.resourcemanager.principal` (by `auth_to_local`) when Kerberized, else
-/// `HADOOP_USER_NAME` / the process's user.
-fn app_acls(
-    conf: &conf::Configuration,
-    queues: &[String],
-    kerberos: bool,
-    client: SocketAddr,
-) -> Result<Option<Arc<rm_core::app_acls::AclPolicy>>> {
-    let daemon_user = if kerberos {
+/// The RM's own short name: of `yarn.resourcemanager.principal` (`_HOST` = `bind`'s host,
+/// by `auth_to_local`) when Kerberized, else `HADOOP_USER_NAME` / the process's user.
+fn daemon_user(conf: &conf::Configuration, kerberos: bool, bind: SocketAddr) -> Option<String> {
+    if kerberos {
         conf.get("yarn.resourcemanager.principal").and_then(|p| {
-            let host = ipc::kerberos::server_host_name(client.ip());
+            let host = ipc::kerberos::server_host_name(bind.ip());
             let p = hadoop_wire::sasl::gssapi::replace_host(p.trim(), &host);
             let realm = p.rsplit_once('@').map(|(_, r)| r).unwrap_or("");
             let rules = conf
@@ -144,7 +157,21 @@ fn app_acls(
         })
     } else {
         Some(yarn_client::application_client::current_user())
-    };
+    }
+}
+
+/// `yarn.acl.enable`: the application ACLs ([`rm_core::app_acls`]), with `yarn.admin.acl`, the
+/// queues' `acl_administer_queue` keys and groups from the name service. The RM's own user is
+/// an admin, as Java's `AdminACLsManager` adds its login user: the short name of
+/// `yarn.resourcemanager.principal` (by `auth_to_local`) when Kerberized, else
+/// `HADOOP_USER_NAME` / the process's user.
+fn app_acls(
+    conf: &conf::Configuration,
+    queues: &[String],
+    kerberos: bool,
+    client: SocketAddr,
+) -> Result<Option<Arc<rm_core::app_acls::AclPolicy>>> {
+    let daemon_user = daemon_user(conf, kerberos, client);
     let policy = rm_core::app_acls::AclPolicy::from_conf(
         conf,
         queues,
@@ -240,22 +267,46 @@ fn apps_security(
         app_acls: None,
         delegation: Some(delegation),
         login_user,
+        proxy_users: Some(proxy_users(conf)),
     })
 }
 
 pub fn run(args: RmArgs) -> Result<()> {
-    let conf = conf::Configuration::from_flags(args.conf_dir.as_deref(), &args.set)
+    let conf = rm_core::config::rm_configuration(args.conf_dir.as_deref(), &args.set)
         .context("reading the Hadoop configuration")?;
     let addr = tracker_address(&conf, &args.address)?;
     match args.cmd {
-        None => serve(&conf, addr, args.metrics_port, args.ready_line),
+        None => serve(
+            &conf,
+            addr,
+            args.metrics_port,
+            args.ready_line,
+            (args.conf_dir.clone(), args.set.clone()),
+        ),
         Some(RmCmd::FinishApp { app_id }) => {
             admin_call(&conf, addr, admin::FINISH_APPLICATION, Some(app_id))
         }
         Some(RmCmd::KillContainer { container_id }) => {
             admin_call(&conf, addr, admin::KILL_CONTAINER, Some(container_id))
         }
-        Some(RmCmd::RefreshNodes) => admin_call(&conf, addr, admin::REFRESH_NODES, None),
+        Some(RmCmd::RefreshNodes {
+            graceful,
+            admin_address,
+        }) => {
+            let addr = match admin_address {
+                Some(a) => a
+                    .to_socket_addrs()
+                    .with_context(|| format!("resolving {a}"))?
+                    .next()
+                    .with_context(|| format!("{a} resolves to nothing"))?,
+                None => rm_address(
+                    &conf,
+                    rm_core::admin::ADDRESS_KEY,
+                    rm_core::admin::DEFAULT_PORT,
+                )?,
+            };
+            rmadmin_refresh_nodes(&conf, addr, graceful)
+        }
     }
 }
 
@@ -334,11 +385,210 @@ fn admin_call(
     Ok(())
 }
 
+/// The RM's HDFS client for [`rm_core::token_renewer`]: renews and cancels
+/// `HDFS_DELEGATION_TOKEN`s at the NameNode their service names (`host:port`, or
+/// `ha-hdfs:<nameservice>` through the HA keys), logged in from `yarn.resourcemanager.keytab` as
+/// `yarn.resourcemanager.principal` (Java's RM renews with its own login). One client per
+/// service, kept.
+struct HdfsRenewal {
+    conf: conf::Configuration,
+    principal: String,
+    keytab: Option<PathBuf>,
+    clients:
+        std::sync::Mutex<std::collections::HashMap<String, Arc<hdfs_io::namenode::NameNodeClient>>>,
+}
+
+impl HdfsRenewal {
+    fn client(&self, service: &str) -> Result<Arc<hdfs_io::namenode::NameNodeClient>, String> {
+        let mut g = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = g.get(service) {
+            return Ok(c.clone());
+        }
+        let mut conf = self.conf.clone();
+        let authority = service.strip_prefix("ha-hdfs:").unwrap_or(service);
+        conf.set("fs.defaultFS", &format!("hdfs://{authority}"));
+        let base = hdfs_io::namenode::NameNodeConfig {
+            kerberos: Some(hdfs_io::namenode::NameNodeKerberos {
+                server_principal: String::new(),
+                client_principal: Some(self.principal.clone()),
+                keytab: self.keytab.clone(),
+            }),
+            credentials: Some(Arc::new(hadoop_wire::token::Credentials::default())),
+            ..Default::default()
+        };
+        let c = Arc::new(
+            hdfs_io::namenode::NameNodeClient::from_conf_with(&conf, base)
+                .map_err(|e| format!("NameNode client for {service}: {e}"))?,
+        );
+        g.insert(service.to_string(), c.clone());
+        Ok(c)
+    }
+}
+
+impl rm_core::token_renewer::TokenRenewal for HdfsRenewal {
+    fn manages(&self, kind: &str) -> bool {
+        kind == hadoop_wire::token::KIND_HDFS_DELEGATION
+    }
+
+    fn renew(&self, token: &hadoop_wire::token::Token) -> Result<i64, String> {
+        self.client(&token.service)?
+            .renew_delegation_token(token)
+            .map_err(|e| e.to_string())
+    }
+
+    fn cancel(&self, token: &hadoop_wire::token::Token) -> Result<(), String> {
+        self.client(&token.service)?
+            .cancel_delegation_token(token)
+            .map_err(|e| e.to_string())
+    }
+
+    fn describe(&self, token: &hadoop_wire::token::Token) -> String {
+        hdfs_io::tokens::describe(token)
+    }
+}
+
+/// On a Kerberized RM, the applications' token renewer ([`rm_core::token_renewer`]), renewing
+/// as the RM's principal (`login_user`, `_HOST` replaced) from `yarn.resourcemanager.keytab`.
+fn token_renewer(
+    conf: &conf::Configuration,
+    login_user: Option<&str>,
+) -> Result<Option<Arc<rm_core::token_renewer::DelegationTokenRenewer>>> {
+    let Some(principal) = login_user else {
+        return Ok(None);
+    };
+    let key = rm_core::token_renewer::REMOVAL_DELAY_KEY;
+    let delay = match conf.get(key) {
+        Some(_) => conf.get_u64(key).with_context(|| key.to_string())?,
+        None => rm_core::token_renewer::DEFAULT_REMOVAL_DELAY_MS,
+    };
+    let renewal = HdfsRenewal {
+        conf: conf.clone(),
+        principal: principal.to_string(),
+        keytab: conf
+            .get("yarn.resourcemanager.keytab")
+            .map(|k| PathBuf::from(k.trim())),
+        clients: Default::default(),
+    };
+    tracing::info!("applications' HDFS delegation tokens renewed as {principal}");
+    Ok(Some(rm_core::token_renewer::DelegationTokenRenewer::new(
+        Arc::new(renewal),
+        delay,
+        || rm_core::dispatcher::wall_ms() as i64,
+    )))
+}
+
+/// `yarn rmadmin -refreshNodes [-g SECS]` against `addr`.
+fn rmadmin_refresh_nodes(
+    conf: &conf::Configuration,
+    addr: SocketAddr,
+    graceful: Option<i32>,
+) -> Result<()> {
+    use prost::Message;
+    let mut auth = ipc::sasl::client_auth(conf, None).context("client authentication")?;
+    if auth.security_enabled {
+        let host = ipc::kerberos::canonical_host_name(addr.ip());
+        auth.kerberos = Some(
+            ipc::kerberos::kerberos_client(conf, "yarn.resourcemanager.principal", &host, None)
+                .context("RM Kerberos principal")?,
+        );
+    }
+    let client = Client::new(
+        addr,
+        ClientConfig {
+            protocol: rm_core::admin::PROTOCOL.into(),
+            call_timeout: Duration::from_secs(30),
+            auth,
+            ..ClientConfig::default()
+        },
+    );
+    let req = rm_core::admin::RefreshNodesRequestProto {
+        decommission_type: Some(if graceful.is_some() {
+            rm_core::admin::DecommissionType::Graceful as i32
+        } else {
+            rm_core::admin::DecommissionType::Normal as i32
+        }),
+        decommission_timeout: graceful,
+        sub_cluster_id: None,
+    };
+    client
+        .call(rm_core::admin::method::REFRESH_NODES, &req.encode_to_vec())
+        .with_context(|| format!("refreshNodes on {addr}"))?;
+    println!("refreshNodes: done");
+    Ok(())
+}
+
+/// `hadoop.proxyuser.*` (and the RM's `yarn.resourcemanager.proxyuser.*`), groups from the
+/// name service: who may act for others on the client and admin ports (KERBEROS callers).
+fn proxy_users(conf: &conf::Configuration) -> Arc<ipc::authorize::ProxyUsers> {
+    Arc::new(ipc::authorize::ProxyUsers::from_conf(
+        &rm_core::config::with_rm_proxy_users(conf.clone()),
+        Box::new(ipc::authorize::UnixGroups),
+    ))
+}
+
+/// The admin service's setup: its address, the client port's authentication, the service
+/// ACLs of every RM server (refreshed together), the RM's own user as an admin.
+#[allow(clippy::too_many_arguments)]
+fn admin_setup(
+    conf: &conf::Configuration,
+    reload: (Option<PathBuf>, Vec<String>),
+    mut service_acls: Vec<Arc<ipc::authorize::ServiceAuthorization>>,
+    app_acls: Option<Arc<rm_core::app_acls::AclPolicy>>,
+    queues: Vec<String>,
+    proxy_users: Option<Arc<ipc::authorize::ProxyUsers>>,
+) -> Result<rm_core::admin::AdminSetup> {
+    let address = rm_address(
+        conf,
+        rm_core::admin::ADDRESS_KEY,
+        rm_core::admin::DEFAULT_PORT,
+    )?;
+    let auth = ipc::sasl::daemon_server_auth(
+        conf,
+        None,
+        "yarn.resourcemanager.principal",
+        "yarn.resourcemanager.keytab",
+        || ipc::kerberos::server_host_name(address.ip()),
+    )
+    .context("ResourceManagerAdministrationProtocol authentication")?;
+    let kerberos = auth
+        .methods()
+        .contains(&hadoop_wire::sasl::message::AuthMethod::Kerberos);
+    let authorization = ipc::authorize::ServiceAuthorization::from_conf(
+        conf,
+        rm_core::admin::SERVICE_ACLS,
+        Box::new(ipc::authorize::UnixGroups),
+    )
+    .map_err(anyhow::Error::msg)?
+    .map(Arc::new);
+    if let Some(a) = &authorization {
+        service_acls.push(a.clone());
+    }
+    let daemon_user = daemon_user(conf, kerberos, address);
+    let (dir, set) = reload;
+    Ok(rm_core::admin::AdminSetup {
+        address,
+        server: ipc::server::ServerConfig {
+            auth: Arc::new(auth),
+            authorization,
+            proxy_users: proxy_users.clone(),
+            ..ipc::server::ServerConfig::default()
+        },
+        reload: Box::new(move || rm_core::config::rm_configuration(dir.as_deref(), &set)),
+        daemon_user,
+        groups: Arc::new(ipc::authorize::UnixGroups),
+        service_acls,
+        app_acls,
+        queues,
+        proxy_users,
+    })
+}
+
 fn serve(
     conf: &conf::Configuration,
     addr: SocketAddr,
     metrics_port: Option<u16>,
     ready_line: bool,
+    reload: (Option<PathBuf>, Vec<String>),
 ) -> Result<()> {
     let cfg = RmConfig::from_conf(conf)?;
     let plan = hw::Topology::detect().map(|t| hw::Plan::for_rm(&t));
@@ -383,7 +633,37 @@ fn serve(
     }
     secure(conf, addr, &mut server_cfg)?;
     let apps = apps_setup(conf)?;
+    // refreshServiceAcls reloads every server's ACLs; refreshQueues the queue ACLs.
+    let service_acls: Vec<_> = server_cfg
+        .authorization
+        .iter()
+        .chain(
+            apps.iter()
+                .filter_map(|a| a.security.authorization.as_ref()),
+        )
+        .cloned()
+        .collect();
+    let app_acls = apps.as_ref().and_then(|a| a.security.app_acls.clone());
+    let queues = apps
+        .as_ref()
+        .map(|a| a.cfg.queues.clone())
+        .unwrap_or_default();
+    let proxy = apps
+        .as_ref()
+        .and_then(|a| a.security.proxy_users.clone())
+        .unwrap_or_else(|| proxy_users(conf));
+    let admin = admin_setup(conf, reload, service_acls, app_acls, queues, Some(proxy))?;
+    let renewer = token_renewer(
+        conf,
+        apps.as_ref().and_then(|a| a.security.login_user.as_deref()),
+    )?;
     let rm = RmService::start_with_apps(cfg, addr, &placement, server_cfg, apps)?;
+    let admin = rm_core::admin::AdminService::start(&rm, admin)?;
+    if let (Some(r), Some(rt)) = (&renewer, rm.apps()) {
+        r.start(rt.apps.clone())
+            .context("starting the delegation token renewer")?;
+        rt.set_token_renewer(r.clone());
+    }
     // This thread is the housekeeping role (/metrics, SIGHUP). It is pinned only now, after
     // the service started its threads, so that none of them inherits this one-CPU mask.
     if let Some(cpu) = housekeeping_cpu {
@@ -406,6 +686,7 @@ fn serve(
                 "resource_tracker": rm.local_addr().to_string(),
                 "client": rm.client_addr().map(|a| a.to_string()),
                 "scheduler": rm.scheduler_addr().map(|a| a.to_string()),
+                "admin": admin.local_addr().to_string(),
                 "metrics": metrics_addr.to_string(),
                 "pid": std::process::id(),
             })
@@ -413,11 +694,6 @@ fn serve(
     }
     // Shared with the /metrics thread; taken out of the slot for the shutdown.
     let rm = Arc::new(std::sync::Mutex::new(Some(rm)));
-    let with_rm = |f: &dyn Fn(&RmService)| {
-        if let Some(rm) = rm.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            f(rm)
-        }
-    };
     {
         // /metrics on a thread of its own, blocking in accept; it inherits the housekeeping
         // CPU mask and ends with the process.
@@ -439,13 +715,16 @@ fn serve(
         if sig != SIGHUP {
             break;
         }
-        with_rm(&|rm| match rm.refresh_nodes() {
-            Ok(gone) => tracing::info!(
-                "SIGHUP: host lists re-read, {} nodes decommissioned",
-                gone.len()
-            ),
+        // As `yarn rmadmin -refreshNodes` (NORMAL), through the admin service that keeps the
+        // lists and the DECOMMISSIONING hosts.
+        match admin.refresh_nodes() {
+            Ok(()) => tracing::info!("SIGHUP: host lists re-read"),
             Err(e) => tracing::error!("SIGHUP: re-reading the host lists failed: {e}"),
-        });
+        }
+    }
+    admin.shutdown();
+    if let Some(r) = &renewer {
+        r.shutdown();
     }
     tracing::info!("stopping: finishing the dispatcher backlog and committing the completion log");
     let rm = rm.lock().unwrap_or_else(|p| p.into_inner()).take();

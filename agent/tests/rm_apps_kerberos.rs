@@ -76,6 +76,7 @@ fn start_rm(k: &Krb, extra: &[String]) -> Daemon {
         ),
         "yarn.resourcemanager.address=127.0.0.1:0".into(),
         "yarn.resourcemanager.scheduler.address=127.0.0.1:0".into(),
+        "yarn.resourcemanager.admin.address=127.0.0.1:0".into(),
         "hadoop.security.authentication=kerberos".into(),
         format!("yarn.resourcemanager.principal={}", k.rm_principal()),
         format!("yarn.resourcemanager.keytab={}", k.rm_keytab.display()),

@@ -67,6 +67,7 @@ fn start_rm(k: &Krb, addrs: &[String; 3], store: &Path) -> Daemon {
         ),
         format!("yarn.resourcemanager.address={}", addrs[1]),
         format!("yarn.resourcemanager.scheduler.address={}", addrs[2]),
+        "yarn.resourcemanager.admin.address=127.0.0.1:0".into(),
         "hadoop.security.authentication=kerberos".into(),
         format!("yarn.resourcemanager.principal=rm/_HOST@{}", k.realm),
         format!("yarn.resourcemanager.keytab={}", k.rm_keytab.display()),

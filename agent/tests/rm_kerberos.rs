@@ -13,8 +13,9 @@
 //!    integrity run admits it by `yarn.nodemanager.principal=nm/_HOST@…`.)
 //! 3. A client that presents a ticket for another service principal (`nm/localhost` instead of
 //!    `rm/localhost`): the RM refuses the AP-REQ ("GSS initiate failed", FATAL SaslException);
-//!    `hotpath rm refresh-nodes`, logged in as `client` from its keytab, gets in over KERBEROS,
-//!    and without Kerberos is refused ("SIMPLE authentication is not enabled").
+//!    `hotpath rm refresh-nodes` (`yarn rmadmin`'s refreshNodes on the admin port), logged in as
+//!    `client` from its keytab, gets in over KERBEROS, and without Kerberos is refused
+//!    ("SIMPLE authentication is not enabled").
 //! 4. A keytab without the RM's principal: `hotpath rm` does not start and says why.
 //!
 //! MIT's environment (`KRB5_CONFIG`, `KRB5CCNAME`, `KRB5_CLIENT_KTNAME`) is process-wide (and
@@ -295,7 +296,7 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
     // and a SIMPLE one does not
     let admin = |secure: bool| {
         let mut cmd = Command::new(support::hotpath_exe());
-        cmd.args(["rm", "refresh-nodes", "--address", &rm.child.tracker]);
+        cmd.args(["rm", "refresh-nodes", "--admin-address", &rm.child.admin]);
         if secure {
             cmd.args(["--set", "hadoop.security.authentication=kerberos"])
                 .arg("--set")
@@ -350,6 +351,7 @@ fn kerberized_java_nodemanager_into_hotpath_rm() {
             "--set",
             "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
         ])
+        .args(["--set", "yarn.resourcemanager.admin.address=127.0.0.1:0"])
         .env("KRB5_CONFIG", &k.krb5_conf)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

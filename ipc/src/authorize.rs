@@ -219,16 +219,59 @@ struct Policy {
 
 /// The ACLs of the protocols a server enforces.
 pub struct ServiceAuthorization {
-    acls: HashMap<String, Policy>,
+    /// Replaced whole by [`reload`](ServiceAuthorization::reload) (`yarn rmadmin
+    /// -refreshServiceAcls`); read once per connection.
+    acls: std::sync::RwLock<HashMap<String, Policy>>,
+    protocols: Vec<ProtocolPolicy>,
     groups: Box<dyn GroupsMapping>,
 }
 
 impl std::fmt::Debug for ServiceAuthorization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceAuthorization")
-            .field("protocols", &self.acls.keys().collect::<Vec<_>>())
+            .field(
+                "protocols",
+                &self
+                    .protocols
+                    .iter()
+                    .map(|p| p.protocol)
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
+}
+
+/// Each protocol's ACLs from `conf` (unset keys: `security.service.authorization.default.acl`).
+fn policies(conf: &Configuration, protocols: &[ProtocolPolicy]) -> HashMap<String, Policy> {
+    let default = conf.get(DEFAULT_ACL_KEY).unwrap_or("*");
+    let default_blocked = conf
+        .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
+        .unwrap_or("");
+    let mut acls = HashMap::new();
+    for p in protocols {
+        let key = p.acl_key;
+        let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
+        let blocked = AccessControlList::parse(
+            conf.get(&format!("{key}.blocked"))
+                .unwrap_or(default_blocked),
+        );
+        let client_principal = p
+            .client_principal_key
+            .and_then(|k| conf.get(k))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string);
+        acls.insert(
+            p.protocol.to_string(),
+            Policy {
+                acl_key: key.to_string(),
+                allowed,
+                blocked,
+                client_principal,
+            },
+        );
+    }
+    acls
 }
 
 impl ServiceAuthorization {
@@ -248,41 +291,26 @@ impl ServiceAuthorization {
         if !on {
             return Ok(None);
         }
-        let default = conf.get(DEFAULT_ACL_KEY).unwrap_or("*");
-        let default_blocked = conf
-            .get(&format!("{DEFAULT_ACL_KEY}.blocked"))
-            .unwrap_or("");
-        let mut acls = HashMap::new();
-        for p in protocols {
-            let key = p.acl_key;
-            let allowed = AccessControlList::parse(conf.get(key).unwrap_or(default));
-            let blocked = AccessControlList::parse(
-                conf.get(&format!("{key}.blocked"))
-                    .unwrap_or(default_blocked),
-            );
-            let client_principal = p
-                .client_principal_key
-                .and_then(|k| conf.get(k))
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_string);
-            acls.insert(
-                p.protocol.to_string(),
-                Policy {
-                    acl_key: key.to_string(),
-                    allowed,
-                    blocked,
-                    client_principal,
-                },
-            );
-        }
-        Ok(Some(ServiceAuthorization { acls, groups }))
+        Ok(Some(ServiceAuthorization {
+            acls: std::sync::RwLock::new(policies(conf, protocols)),
+            protocols: protocols.to_vec(),
+            groups,
+        }))
+    }
+
+    /// Re-reads the ACLs of the same protocols from `conf` (Java's
+    /// `refreshServiceAclWithLoadedConfiguration`): connections opened from now on are checked
+    /// against them. `hadoop.security.authorization` itself is not re-read (Java's is not).
+    pub fn reload(&self, conf: &Configuration) {
+        let new = policies(conf, &self.protocols);
+        *self.acls.write().unwrap_or_else(|p| p.into_inner()) = new;
     }
 
     /// Checks `who` for `protocol` (Java's `ServiceAuthorizationManager.authorize`). `Err` is
     /// the refusal text.
     pub fn authorize(&self, who: &Subject<'_>, protocol: &str) -> Result<(), String> {
-        let Some(p) = self.acls.get(protocol) else {
+        let acls = self.acls.read().unwrap_or_else(|p| p.into_inner());
+        let Some(p) = acls.get(protocol) else {
             return Ok(());
         };
         let shown = format!("{} (auth:{})", who.full_name, who.method);
@@ -317,6 +345,174 @@ impl ServiceAuthorization {
         Err(format!(
             "User {shown} is not authorized for protocol interface {protocol}{cause}"
         ))
+    }
+}
+
+/// `hadoop.proxyuser.` (Java's `ProxyUsers` with `DefaultImpersonationProvider`): which real
+/// users may act for others. For a real user `r` (its short name), `hadoop.proxyuser.r.users`
+/// and `hadoop.proxyuser.r.groups` (comma lists, `*` all) say whom it may impersonate (an
+/// effective user listed by name or by one of its groups), `hadoop.proxyuser.r.hosts` (`*`, IP
+/// addresses, CIDR ranges, host names resolved when read) from where. A real user with neither
+/// `.users` nor `.groups` may impersonate nobody; one without `.hosts`, from nowhere.
+/// Re-read by [`reload`](ProxyUsers::reload) (`yarn rmadmin -refreshSuperUserGroupsConfiguration`).
+pub struct ProxyUsers {
+    rules: std::sync::RwLock<HashMap<String, ProxyRule>>,
+    groups: Box<dyn GroupsMapping>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ProxyRule {
+    /// `users groups`; `None`: neither key set.
+    acl: Option<AccessControlList>,
+    hosts: Option<Hosts>,
+}
+
+#[derive(Debug, Clone)]
+enum Hosts {
+    All,
+    Some(Vec<(IpAddr, u8)>),
+}
+
+impl Hosts {
+    fn parse(list: &str) -> Hosts {
+        let items = trimmed_list(list);
+        if items.iter().any(|i| i == "*") {
+            return Hosts::All;
+        }
+        let mut nets = Vec::new();
+        for item in items {
+            if let Some((ip, bits)) = item.split_once('/') {
+                if let (Ok(ip), Ok(bits)) = (ip.parse::<IpAddr>(), bits.parse::<u8>()) {
+                    nets.push((ip, bits));
+                }
+            } else if let Ok(ip) = item.parse::<IpAddr>() {
+                nets.push((ip, if ip.is_ipv4() { 32 } else { 128 }));
+            } else {
+                use std::net::ToSocketAddrs;
+                // A host name: its addresses now (Java's MachineList resolves them too).
+                if let Ok(addrs) = (item.as_str(), 0).to_socket_addrs() {
+                    for a in addrs {
+                        let ip = a.ip();
+                        nets.push((ip, if ip.is_ipv4() { 32 } else { 128 }));
+                    }
+                }
+            }
+        }
+        Hosts::Some(nets)
+    }
+
+    fn includes(&self, ip: IpAddr) -> bool {
+        match self {
+            Hosts::All => true,
+            Hosts::Some(nets) => nets.iter().any(|&(net, bits)| in_net(ip, net, bits)),
+        }
+    }
+}
+
+fn in_net(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let bits = u32::from(bits.min(32));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let bits = u32::from(bits.min(128));
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// `hadoop.proxyuser.`
+pub const PROXYUSER_PREFIX: &str = "hadoop.proxyuser.";
+
+fn proxy_rules(conf: &Configuration) -> HashMap<String, ProxyRule> {
+    let mut users: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
+    let mut rules: HashMap<String, ProxyRule> = HashMap::new();
+    for key in conf.keys_with_prefix(PROXYUSER_PREFIX) {
+        let rest = &key[PROXYUSER_PREFIX.len()..];
+        let Some((user, what)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        let value = conf.get(key).unwrap_or("").to_string();
+        match what {
+            "users" => users.entry(user.to_string()).or_default().0 = Some(value),
+            "groups" => users.entry(user.to_string()).or_default().1 = Some(value),
+            "hosts" => {
+                rules.entry(user.to_string()).or_default().hosts = Some(Hosts::parse(&value))
+            }
+            _ => {}
+        }
+    }
+    for (user, (u, g)) in users {
+        let text = format!("{} {}", u.unwrap_or_default(), g.unwrap_or_default());
+        rules.entry(user).or_default().acl = Some(AccessControlList::parse(&text));
+    }
+    rules
+}
+
+impl std::fmt::Debug for ProxyUsers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        f.debug_struct("ProxyUsers")
+            .field("real_users", &rules.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyUsers {
+    /// The proxy-user rules of `conf`.
+    pub fn from_conf(conf: &Configuration, groups: Box<dyn GroupsMapping>) -> ProxyUsers {
+        ProxyUsers {
+            rules: std::sync::RwLock::new(proxy_rules(conf)),
+            groups,
+        }
+    }
+
+    /// Re-reads the rules from `conf`.
+    pub fn reload(&self, conf: &Configuration) {
+        let new = proxy_rules(conf);
+        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = new;
+    }
+
+    /// Whether `real` (its short name; `real_full`: its principal, as Java's messages show it)
+    /// may act as `effective` from `peer`. `Err`: Java's `AuthorizationException` text.
+    pub fn authorize(
+        &self,
+        real: &str,
+        real_full: &str,
+        effective: &str,
+        peer: Option<IpAddr>,
+    ) -> Result<(), String> {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let rule = rules.get(real);
+        let groups = |u: &str| self.groups.groups(u);
+        let allowed = rule
+            .and_then(|r| r.acl.as_ref())
+            .is_some_and(|acl| acl.allows(effective, &groups));
+        if !allowed {
+            return Err(format!(
+                "User: {real_full} is not allowed to impersonate {effective}"
+            ));
+        }
+        let from = rule.and_then(|r| r.hosts.as_ref());
+        match (from, peer) {
+            (Some(h), Some(ip)) if h.includes(ip) => Ok(()),
+            _ => Err(format!(
+                "Unauthorized connection for super-user: {real_full} from IP {}",
+                peer.map(|p| p.to_string()).unwrap_or_default()
+            )),
+        }
     }
 }
 
@@ -460,5 +656,43 @@ mod tests {
         assert_eq!(g.first().map(String::as_str), Some("root"), "{g:?}");
         assert!(UnixGroups.groups("no-such-user-hotpath").is_empty());
         assert!(UnixGroups.groups("nul\0byte").is_empty());
+    }
+
+    #[test]
+    fn proxy_users_as_javas_default_impersonation_provider() {
+        let mut c = Configuration::new();
+        c.set("hadoop.proxyuser.oozie.users", "alice");
+        c.set("hadoop.proxyuser.oozie.groups", "ops");
+        c.set("hadoop.proxyuser.oozie.hosts", "127.0.0.1,10.0.0.0/8");
+        c.set("hadoop.proxyuser.livy.groups", "*");
+        c.set("hadoop.proxyuser.nohosts.users", "*");
+        let p = ProxyUsers::from_conf(&c, Box::new(Fixed));
+        let lo: Option<IpAddr> = Some("127.0.0.1".parse().unwrap());
+        let ten: Option<IpAddr> = Some("10.1.2.3".parse().unwrap());
+        assert!(p.authorize("oozie", "oozie/h@R", "alice", lo).is_ok());
+        assert!(p.authorize("oozie", "oozie/h@R", "alice", ten).is_ok());
+        assert_eq!(
+            p.authorize("oozie", "oozie/h@R", "carol", lo).unwrap_err(),
+            "User: oozie/h@R is not allowed to impersonate carol"
+        );
+        assert_eq!(
+            p.authorize(
+                "oozie",
+                "oozie/h@R",
+                "alice",
+                Some("192.168.1.1".parse().unwrap())
+            )
+            .unwrap_err(),
+            "Unauthorized connection for super-user: oozie/h@R from IP 192.168.1.1"
+        );
+        assert!(
+            p.authorize("livy", "livy", "anyone", lo).is_err(),
+            "no hosts"
+        );
+        assert!(p.authorize("nohosts", "nohosts", "x", lo).is_err());
+        assert!(p.authorize("nobody", "nobody", "alice", lo).is_err());
+        c.set("hadoop.proxyuser.livy.hosts", "*");
+        p.reload(&c);
+        assert!(p.authorize("livy", "livy", "anyone", lo).is_ok());
     }
 }

@@ -40,8 +40,9 @@
 //! | SASL refused (wrong DIGEST response, unknown/forged/expired token, method not offered, out of order, message over the negotiation cap) | FATAL (callId −33, `FATAL_UNAUTHORIZED`) naming the true cause (`SaslException`, `SecretManager$InvalidToken`, `AccessControlException`), close; `auth_failures` counted |
 //! | frame length over the SASL negotiation cap (64 KiB message + 1 KiB) before SUCCESS | FATAL (callId −1, `FATAL_UNAUTHORIZED`), `SaslException` "Requested data length N is longer than maximum SASL negotiation length M.", refused on the length before buffering, close; `auth_failures` and `oversized_frames` counted. Java checks only `ipc.maximum.data.length` here |
 //! | context or call during negotiation; WRAP without a layer; negotiation after SUCCESS | FATAL `FATAL_INVALID_RPC_HEADER` (Java's texts: "Connection header sent during SASL negotiation", "Connection context not established", …), close; before SUCCESS `auth_failures` counted (Java counts only refused SASL messages) |
+//! | SIMPLE context with a `realUser` acting as `effectiveUser` not granted by [`ServerConfig::proxy_users`] | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User: … is not allowed to impersonate …" (or "Unauthorized connection for super-user: … from IP …"); `auth_failures` counted |
 //! | TOKEN context claiming another user | FATAL `FATAL_UNAUTHORIZED`, `AccessControlException` "Authenticated user (…) doesn't match what the client claims to be (…)" |
-//! | KERBEROS context claiming another user than the principal (a proxy-user request; not granted) | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User: … is not allowed to impersonate …"; `auth_failures` counted |
+//! | KERBEROS context claiming another user than the principal (a proxy-user request) not granted by [`ServerConfig::proxy_users`] | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User: … is not allowed to impersonate …"; `auth_failures` counted |
 //! | service-level authorization ([`ServerConfig::authorization`]) refuses the context's protocol for the user | FATAL `FATAL_UNAUTHORIZED`, `AuthorizationException` "User … (auth:…) is not authorized for protocol interface …: denied by configured ACL" (or ": this service is only accessible by …"); `auth_failures` counted |
 //! | protected connection: bad MAC / padding, replayed or reordered sequence number | FATAL (wrapped), `SaslException`, close; `auth_failures` counted. The JDK drops a bad MAC silently, so a Java peer would just wait: we close |
 //! | protected connection: a frame in the clear | FATAL `FATAL_INVALID_RPC_HEADER` (our choice; Java would process it) |
@@ -97,7 +98,7 @@ use hadoop_wire::sasl::server::{ServerAuth, ServerFailure, ServerNegotiation, Se
 use hadoop_wire::sasl::{SaslError, SecurityLayer};
 use hadoop_wire::view::rpc::{RequestHeaderView, RpcRequestHeaderView};
 
-use crate::authorize::{ServiceAuthorization, Subject, AUTHORIZATION_EXCEPTION};
+use crate::authorize::{ProxyUsers, ServiceAuthorization, Subject, AUTHORIZATION_EXCEPTION};
 use crate::entropy::OsEntropy;
 
 /// Longest clientId accepted (and echoed). Java clients send a 16-byte UUID.
@@ -518,6 +519,9 @@ pub struct ServerConfig {
     /// enforced protocol, checked when the connection context names the protocol. `None`:
     /// nothing checked.
     pub authorization: Option<Arc<ServiceAuthorization>>,
+    /// `hadoop.proxyuser.*`: a KERBEROS caller whose connection context names another user acts
+    /// as that user when these rules let it. `None`: no impersonation.
+    pub proxy_users: Option<Arc<ProxyUsers>>,
 }
 
 impl Default for ServerConfig {
@@ -528,6 +532,7 @@ impl Default for ServerConfig {
             max_outstanding_calls: 256,
             auth: Arc::new(ServerAuth::simple()),
             authorization: None,
+            proxy_users: None,
         }
     }
 }
@@ -581,6 +586,7 @@ struct ServerShared {
     registry: Registry,
     auth: Arc<ServerAuth>,
     authorization: Option<Arc<ServiceAuthorization>>,
+    proxy_users: Option<Arc<ProxyUsers>>,
     max_data_length: u32,
     max_outstanding: usize,
     counters: Counters,
@@ -653,6 +659,7 @@ impl Server {
             registry,
             auth: config.auth,
             authorization: config.authorization,
+            proxy_users: config.proxy_users,
             max_data_length: config.max_data_length,
             max_outstanding: config.max_outstanding_calls,
             counters: Counters::default(),
@@ -1776,6 +1783,7 @@ impl Core {
                         )
                     }
                 };
+                let real_user = ctx.user_info.as_ref().and_then(|u| u.real_user.clone());
                 let claimed = ctx.user_info.and_then(|u| u.effective_user);
                 if self.auth_method == AuthMethod::Token {
                     // The token decides who this is; a different claim is refused (Java's
@@ -1802,26 +1810,69 @@ impl Core {
                     }
                 } else if self.auth_method == AuthMethod::Kerberos {
                     // Java's client claims `ugi.getUserName()`, the principal itself; another
-                    // name is a proxy-user request, which this server does not grant.
+                    // name is a proxy-user request, granted by the `hadoop.proxyuser.*` rules.
                     let principal = self.principal.as_deref().unwrap_or("");
                     if let Some(c) = claimed.as_deref().filter(|c| *c != principal) {
-                        self.sh
-                            .counters
-                            .auth_failures
-                            .fetch_add(1, Ordering::Relaxed);
-                        let principal = principal.to_string();
-                        return self.fatal_class(
-                            call_id,
-                            AUTHORIZATION_EXCEPTION,
-                            RpcErrorCodeProto::FatalUnauthorized,
-                            format_args!(
+                        let real = self.user.as_deref().unwrap_or("");
+                        let verdict = match &self.sh.proxy_users {
+                            // A name too long to keep whole is never granted (it would be
+                            // kept cut short, perhaps as someone else's).
+                            Some(p) if c.len() <= MAX_QUOTED => {
+                                p.authorize(real, principal, c, self.peer.map(|a| a.ip()))
+                            }
+                            _ => Err(format!(
                                 "User: {principal} is not allowed to impersonate {}",
                                 quote(c)
-                            ),
-                            out,
-                        );
+                            )),
+                        };
+                        match verdict {
+                            Ok(()) => {
+                                tracing::debug!("{principal} acts as {c}");
+                                self.user = Some(c.into());
+                            }
+                            Err(why) => {
+                                self.sh
+                                    .counters
+                                    .auth_failures
+                                    .fetch_add(1, Ordering::Relaxed);
+                                return self.fatal_class(
+                                    call_id,
+                                    AUTHORIZATION_EXCEPTION,
+                                    RpcErrorCodeProto::FatalUnauthorized,
+                                    format_args!("{why}"),
+                                    out,
+                                );
+                            }
+                        }
                     }
                 } else {
+                    // SIMPLE: a `realUser` asks to act as `effectiveUser` (Java's
+                    // createProxyUser + ProxyUsers.authorize); without rules nobody may.
+                    if let (Some(r), Some(c)) = (real_user.as_deref(), claimed.as_deref()) {
+                        let verdict = match &self.sh.proxy_users {
+                            Some(p) if c.len() <= MAX_QUOTED => {
+                                p.authorize(r, r, c, self.peer.map(|a| a.ip()))
+                            }
+                            _ => Err(format!(
+                                "User: {} is not allowed to impersonate {}",
+                                quote(r),
+                                quote(c)
+                            )),
+                        };
+                        if let Err(why) = verdict {
+                            self.sh
+                                .counters
+                                .auth_failures
+                                .fetch_add(1, Ordering::Relaxed);
+                            return self.fatal_class(
+                                call_id,
+                                AUTHORIZATION_EXCEPTION,
+                                RpcErrorCodeProto::FatalUnauthorized,
+                                format_args!("{why}"),
+                                out,
+                            );
+                        }
+                    }
                     self.user = claimed.map(|u| quote(&u).into());
                 }
                 if let Some(authz) = self.sh.authorization.clone() {

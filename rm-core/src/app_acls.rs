@@ -184,26 +184,51 @@ impl<'a> Caller<'a> {
 
 /// The ACL settings of an RM with `yarn.acl.enable=true`.
 pub struct AclPolicy {
-    admin: AccessControlList,
+    /// Replaced whole by [`reload`](AclPolicy::reload) (`yarn rmadmin -refreshQueues`).
+    lists: std::sync::RwLock<Lists>,
     daemon_user: Option<String>,
+    groups: Box<dyn GroupsMapping>,
+}
+
+/// The ACLs an [`AclPolicy`] reads from the configuration.
+#[derive(Debug)]
+struct Lists {
+    admin: AccessControlList,
     root_admin: AccessControlList,
     /// Each known queue's own ADMINISTER_QUEUE ACL (`root.<queue>`).
     queue_admin: Vec<(String, AccessControlList)>,
     root_submit: AccessControlList,
     /// Each known queue's own SUBMIT_APPLICATIONS ACL (`root.<queue>`).
     queue_submit: Vec<(String, AccessControlList)>,
-    groups: Box<dyn GroupsMapping>,
+}
+
+impl Lists {
+    fn from_conf(conf: &conf::Configuration, queues: &[String]) -> Result<Lists, crate::Error> {
+        let acl = |key: &str, dflt: &str| -> Result<AccessControlList, crate::Error> {
+            Ok(AccessControlList::parse(conf.try_get(key)?.unwrap_or(dflt)))
+        };
+        let mut queue_admin = Vec::with_capacity(queues.len());
+        let mut queue_submit = Vec::with_capacity(queues.len());
+        for q in queues {
+            let path = format!("root.{q}");
+            queue_admin.push((q.clone(), acl(&administer_queue_key(&path), " ")?));
+            queue_submit.push((q.clone(), acl(&submit_applications_key(&path), " ")?));
+        }
+        Ok(Lists {
+            admin: acl(ADMIN_ACL, DEFAULT_ADMIN_ACL)?,
+            root_admin: acl(&administer_queue_key("root"), "*")?,
+            queue_admin,
+            root_submit: acl(&submit_applications_key("root"), "*")?,
+            queue_submit,
+        })
+    }
 }
 
 impl std::fmt::Debug for AclPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AclPolicy")
-            .field("admin", &self.admin)
+            .field("lists", &*self.lists())
             .field("daemon_user", &self.daemon_user)
-            .field("root_admin", &self.root_admin)
-            .field("queue_admin", &self.queue_admin)
-            .field("root_submit", &self.root_submit)
-            .field("queue_submit", &self.queue_submit)
             .finish_non_exhaustive()
     }
 }
@@ -225,25 +250,28 @@ impl AclPolicy {
         if !on {
             return Ok(None);
         }
-        let acl = |key: &str, dflt: &str| -> Result<AccessControlList, crate::Error> {
-            Ok(AccessControlList::parse(conf.try_get(key)?.unwrap_or(dflt)))
-        };
-        let mut queue_admin = Vec::with_capacity(queues.len());
-        let mut queue_submit = Vec::with_capacity(queues.len());
-        for q in queues {
-            let path = format!("root.{q}");
-            queue_admin.push((q.clone(), acl(&administer_queue_key(&path), " ")?));
-            queue_submit.push((q.clone(), acl(&submit_applications_key(&path), " ")?));
-        }
         Ok(Some(AclPolicy {
-            admin: acl(ADMIN_ACL, DEFAULT_ADMIN_ACL)?,
+            lists: std::sync::RwLock::new(Lists::from_conf(conf, queues)?),
             daemon_user: daemon_user.filter(|u| !u.is_empty()),
-            root_admin: acl(&administer_queue_key("root"), "*")?,
-            queue_admin,
-            root_submit: acl(&submit_applications_key("root"), "*")?,
-            queue_submit,
             groups,
         }))
+    }
+
+    /// Re-reads `yarn.admin.acl` and the queue ACLs of `queues` from `conf` (Java's
+    /// `refreshQueues` reinitializing the scheduler; `yarn.acl.enable` itself is not re-read).
+    /// A bad value leaves the ACLs as they were.
+    pub fn reload(
+        &self,
+        conf: &conf::Configuration,
+        queues: &[String],
+    ) -> Result<(), crate::Error> {
+        let new = Lists::from_conf(conf, queues)?;
+        *self.lists.write().unwrap_or_else(|p| p.into_inner()) = new;
+        Ok(())
+    }
+
+    fn lists(&self) -> std::sync::RwLockReadGuard<'_, Lists> {
+        self.lists.read().unwrap_or_else(|p| p.into_inner())
     }
 
     fn allows(&self, acl: &AccessControlList, who: &Caller<'_>) -> bool {
@@ -266,17 +294,18 @@ impl AclPolicy {
 
     /// `AdminACLsManager.isAdmin`.
     pub fn is_admin(&self, who: &Caller<'_>) -> bool {
-        self.daemon_user.as_deref() == Some(who.user) || self.allows(&self.admin, who)
+        self.daemon_user.as_deref() == Some(who.user) || self.allows(&self.lists().admin, who)
     }
 
     /// Whether `who` may administer `queue` (the leaf's ACL, then root's).
     pub fn is_queue_admin(&self, who: &Caller<'_>, queue: &str) -> bool {
-        let leaf = self
+        let lists = self.lists();
+        let leaf = lists
             .queue_admin
             .iter()
             .find(|(q, _)| q == queue)
             .is_some_and(|(_, a)| self.allows(a, who));
-        leaf || self.allows(&self.root_admin, who)
+        leaf || self.allows(&lists.root_admin, who)
     }
 
     /// Whether `who` may submit to `queue`, as `RMAppManager` asks the capacity scheduler's
@@ -284,12 +313,16 @@ impl AclPolicy {
     /// root. (`yarn.admin.acl` plays no part.) Java asks only for a queue its scheduler has;
     /// the caller checks that.
     pub fn may_submit(&self, who: &Caller<'_>, queue: &str) -> bool {
-        let leaf = self
-            .queue_submit
-            .iter()
-            .find(|(q, _)| q == queue)
-            .is_some_and(|(_, a)| self.allows(a, who));
-        leaf || self.allows(&self.root_submit, who) || self.is_queue_admin(who, queue)
+        let (leaf, root) = {
+            let lists = self.lists();
+            let leaf = lists
+                .queue_submit
+                .iter()
+                .find(|(q, _)| q == queue)
+                .is_some_and(|(_, a)| self.allows(a, who));
+            (leaf, self.allows(&lists.root_submit, who))
+        };
+        leaf || root || self.is_queue_admin(who, queue)
     }
 
     /// `ClientRMService.checkAccess`: the owner, an admin, the application's ACL for `access`,

@@ -86,6 +86,8 @@ pub struct AppsRt {
     stored_keys: Arc<Mutex<Option<KeysRec>>>,
     /// The RM delegation-token secrets ([`crate::rm_delegation`]), once set.
     delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
+    /// The applications' token renewer ([`crate::token_renewer`]; secure clusters), once set.
+    token_renewer: Arc<std::sync::OnceLock<Arc<crate::token_renewer::DelegationTokenRenewer>>>,
 }
 
 /// Changes for the state store, and the AM launches that must wait for them.
@@ -272,6 +274,7 @@ impl AppsRt {
             writer,
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
+            token_renewer: Arc::new(std::sync::OnceLock::new()),
         };
         // Containers of applications this RM does not know are cleaned up as Java does (trap
         // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
@@ -420,6 +423,13 @@ impl AppsRt {
             Ok(()) => *last = Some(keys),
             Err(e) => tracing::error!("state store: master keys: {e}"),
         }
+    }
+
+    /// Sets the applications' token renewer (once, at start): from then on each submission's
+    /// tokens are renewed before it is accepted, and an application whose token cannot be
+    /// renewed fails ([`crate::token_renewer`]).
+    pub fn set_token_renewer(&self, r: Arc<crate::token_renewer::DelegationTokenRenewer>) {
+        let _ = self.token_renewer.set(r);
     }
 
     /// Sets the RM delegation-token secrets (once, at start).
@@ -785,12 +795,28 @@ pub fn register_client(
                 CallError::application(exc::ILLEGAL_ARGUMENT, "no application submission context")
             })?;
             let user = c.user.unwrap_or("dr.who").to_string();
+            // Secure clusters: the tokens renewed first ([`crate::token_renewer`]).
+            let renewal = r.token_renewer.get().map(|t| {
+                let spec = ctx.am_container_spec.as_ref();
+                let tokens = spec.and_then(|s| s.tokens.as_deref()).unwrap_or(&[]);
+                let cancel = ctx.cancel_tokens_when_complete.unwrap_or(true);
+                let id = app_id(ctx.application_id.as_ref()).ok()?;
+                Some((t.clone(), id, t.add_application(id, tokens, cancel)))
+            });
             let id = match &policy {
                 None => r.with(|a| a.submit(ctx, &user, wall_ms())),
                 Some(pol) => submit_as(&r, pol, ctx, &user),
             }
+            .inspect_err(|_| {
+                if let Some(Some((t, id, _))) = &renewal {
+                    t.forget_application(*id);
+                }
+            })
             .map_err(call_error)?;
             tracing::info!("Application with id {} submitted by user {user}", id.id);
+            if let Some(Some((_, _, Err(diagnostics)))) = renewal {
+                r.with(|a| a.reject(id, &diagnostics, wall_ms()));
+            }
             reply
                 .message(&SubmitApplicationResponseProto {})
                 .map_err(CallError::from)

@@ -277,6 +277,56 @@ impl RmConfig {
     }
 }
 
+/// The files beside the site files that a Java RM reads ACLs from, in the order they are laid
+/// over the site files: `capacity-scheduler.xml` (the queues' `acl_submit_applications` and
+/// `acl_administer_queue`: `CapacitySchedulerConfiguration` is the RM's configuration with
+/// this file added) and `hadoop-policy.xml` (the service ACLs `security.*.protocol.acl`: the
+/// RM's services add it before reading them). A missing file is skipped, as Java's
+/// configuration provider skips it.
+pub const ACL_FILES: [&str; 2] = ["capacity-scheduler.xml", "hadoop-policy.xml"];
+
+/// Java's `RMServerUtils.processRMProxyUsersConf`: each `yarn.resourcemanager.proxyuser.X`
+/// also as `hadoop.proxyuser.X` (overriding it, as Java does): the RM's own proxy-user rules.
+pub fn with_rm_proxy_users(mut conf: Configuration) -> Configuration {
+    const RM_PREFIX: &str = "yarn.resourcemanager.proxyuser.";
+    let extra: Vec<(String, String)> = conf
+        .keys_with_prefix(RM_PREFIX)
+        .filter_map(|k| {
+            let v = conf.get(k)?.to_string();
+            Some((format!("hadoop.proxyuser.{}", &k[RM_PREFIX.len()..]), v))
+        })
+        .collect();
+    for (k, v) in extra {
+        conf.set(&k, &v);
+    }
+    conf
+}
+
+/// The RM's configuration as Java's RM sees it: the site files of `dir` (else
+/// `$HADOOP_CONF_DIR`), then [`ACL_FILES`] from the same directory, then the `KEY=VALUE`
+/// overrides (`--set`). Read at start and again by each `yarn rmadmin` refresh.
+pub fn rm_configuration(
+    dir: Option<&std::path::Path>,
+    overrides: &[String],
+) -> Result<Configuration, Error> {
+    let mut c = Configuration::from_flags(dir, &[])?;
+    if let Some(d) = c.conf_dir().map(std::path::Path::to_path_buf) {
+        for name in ACL_FILES {
+            let path = d.join(name);
+            if path.is_file() {
+                c.add_resource(&path)?;
+            }
+        }
+    }
+    for kv in overrides {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| Error::BadConfig(format!("--set {kv}: not KEY=VALUE")))?;
+        c.set(k.trim(), v.trim());
+    }
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,10 @@
 //! list admits every host; the exclude list wins over the include list. Hosts are compared
 //! as the NodeManager sent them (no DNS: trap 9). Java's XML exclude format (with
 //! decommissioning timeouts) is not read.
+//!
+//! Hosts being decommissioned gracefully (`yarn rmadmin -refreshNodes -g`) stay valid while
+//! they drain ([`HostLists::with_grace`]): Java's heartbeat check lets a DECOMMISSIONING node
+//! through although the exclude list names it.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -20,6 +24,8 @@ pub const MAX_HOST_FILE_BYTES: u64 = 16 << 20;
 pub struct HostLists {
     include: HashSet<String>,
     exclude: HashSet<String>,
+    /// Excluded hosts still allowed while they decommission gracefully.
+    grace: HashSet<String>,
 }
 
 impl HostLists {
@@ -34,7 +40,23 @@ impl HostLists {
         HostLists {
             include: include.into_iter().map(Into::into).collect(),
             exclude: exclude.into_iter().map(Into::into).collect(),
+            grace: HashSet::new(),
         }
+    }
+
+    /// These lists, with `grace`'s hosts allowed although excluded (DECOMMISSIONING nodes).
+    pub fn with_grace<G>(mut self, grace: G) -> HostLists
+    where
+        G: IntoIterator,
+        G::Item: Into<String>,
+    {
+        self.grace = grace.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether the lists (include and exclude, grace aside) admit `host`.
+    pub fn is_listed_valid(&self, host: &str) -> bool {
+        (self.include.is_empty() || self.include.contains(host)) && !self.exclude.contains(host)
     }
 
     /// Reads both files; `None` is an empty list. A named file that cannot be read is an
@@ -49,12 +71,13 @@ impl HostLists {
                 Some(p) => read_hosts(p)?,
                 None => HashSet::new(),
             },
+            grace: HashSet::new(),
         })
     }
 
     /// Whether `host` may register and heartbeat.
     pub fn is_valid(&self, host: &str) -> bool {
-        (self.include.is_empty() || self.include.contains(host)) && !self.exclude.contains(host)
+        self.is_listed_valid(host) || self.grace.contains(host)
     }
 
     pub fn include_len(&self) -> usize {

@@ -69,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod am_launcher;
 pub mod amrm_token;
 pub mod app_acls;
@@ -90,6 +91,7 @@ pub mod rm_delegation;
 pub mod service;
 pub mod shard;
 pub mod state_store;
+pub mod token_renewer;
 pub mod tracker;
 pub mod version;
 

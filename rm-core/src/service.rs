@@ -146,6 +146,8 @@ pub struct AppsSecurity {
     /// The RM's own user name (`yarn.resourcemanager.principal`, `_HOST` replaced), Java's
     /// login user: it renews any token as that token's renewer.
     pub login_user: Option<String>,
+    /// `hadoop.proxyuser.*` on the client port: who may submit and call for others.
+    pub proxy_users: Option<Arc<ipc::authorize::ProxyUsers>>,
 }
 
 /// The running RM.
@@ -294,6 +296,11 @@ impl RmService {
 
     pub fn tracker(&self) -> &Arc<Mutex<ResourceTracker>> {
         &self.tracker
+    }
+
+    /// The monotonic clock the tracker's times are on (for [`crate::admin`]).
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// The Prometheus text for `/metrics`: the tracker's and shards' numbers, then the IPC
@@ -458,6 +465,7 @@ fn start_apps(
             .clone()
             .unwrap_or_else(|| defaults.auth.clone()),
         authorization: setup.security.authorization.clone(),
+        proxy_users: setup.security.proxy_users.clone(),
         ..defaults.clone()
     };
     let master_cfg = ServerConfig {

@@ -163,6 +163,7 @@ pub fn start_rm_daemon(
         ("yarn.resourcemanager.resource-tracker.address", rt.into()),
         ("yarn.resourcemanager.address", client.into()),
         ("yarn.resourcemanager.scheduler.address", scheduler.into()),
+        ("yarn.resourcemanager.admin.address", "127.0.0.1:0".into()),
         (
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
             "200".into(),

@@ -21,6 +21,8 @@ pub struct RmChild {
     /// The client (ApplicationClientProtocol) and scheduler addresses from its READY line.
     pub client: String,
     pub scheduler: String,
+    /// The admin (`yarn rmadmin`) address from its READY line.
+    pub admin: String,
     pub pid: u32,
 }
 
@@ -94,7 +96,8 @@ pub fn start_rm(hotpath: &Path, dir: &Path, sets: &[String], log: &str, stderr: 
     .args([
         "--set",
         "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
-    ]);
+    ])
+    .args(["--set", "yarn.resourcemanager.admin.address=127.0.0.1:0"]);
     for s in sets {
         cmd.arg("--set").arg(s);
     }
@@ -120,6 +123,7 @@ pub fn start_rm(hotpath: &Path, dir: &Path, sets: &[String], log: &str, stderr: 
         metrics: ready["metrics"].as_str().unwrap().into(),
         client: ready["client"].as_str().unwrap_or_default().into(),
         scheduler: ready["scheduler"].as_str().unwrap_or_default().into(),
+        admin: ready["admin"].as_str().unwrap_or_default().into(),
         pid: ready["pid"].as_u64().unwrap() as u32,
     }
 }

@@ -24,6 +24,7 @@ mod app_run_java_nm;
 mod hdfs_kerberos_fetchdt;
 mod mr_jobs;
 mod resources_hdfs;
+mod rm_admin;
 mod rm_app_acls;
 mod rm_apps;
 mod rm_interop_java_nm;

@@ -2563,3 +2563,74 @@ pub struct NmContainerStatusProto {
     #[prost(string, repeated, tag = "12")]
     pub allocation_tags: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshQueuesRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshQueuesResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshNodesResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshSuperUserGroupsConfigurationRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshSuperUserGroupsConfigurationResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshUserToGroupsMappingsRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshUserToGroupsMappingsResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshAdminAclsRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshAdminAclsResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshServiceAclsRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshServiceAclsResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetGroupsForUserRequestProto {
+    #[prost(string, required, tag = "1")]
+    pub user: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetGroupsForUserResponseProto {
+    #[prost(string, repeated, tag = "1")]
+    pub groups: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshNodesResourcesRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshNodesResourcesResponseProto {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CheckForDecommissioningNodesRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CheckForDecommissioningNodesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub decommissioning_nodes: ::prost::alloc::vec::Vec<NodeIdProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshClusterMaxPriorityRequestProto {
+    #[prost(string, optional, tag = "1")]
+    pub sub_cluster_id: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RefreshClusterMaxPriorityResponseProto {}

@@ -13,5 +13,6 @@ mod server_support;
 mod client_behaviour;
 mod client_idle;
 mod client_state_id;
+mod proxy_users;
 mod sasl_ipc;
 mod server_protocol;

@@ -99,9 +99,11 @@ use crate::state_store::{AppEndedRec, Rec};
 mod am_protocol;
 mod client_protocol;
 mod config;
+mod decommission;
 mod lifecycle;
 mod nodes;
 mod recovery;
+mod renewal;
 mod scheduler;
 #[cfg(test)]
 mod tests;

@@ -22,6 +22,9 @@ pub struct SchedNode {
     /// reported UNHEALTHY with its health report.
     pub unhealthy: bool,
     pub health_report: String,
+    /// DECOMMISSIONING (`yarn rmadmin -refreshNodes -g`): keeps its containers, gets no new
+    /// ones (`Apps::set_decommissioning`).
+    pub decommissioning: bool,
     /// Its number in [`ClusterNodes`]'s room index (registration order; never reused).
     slot: u32,
 }
@@ -79,7 +82,7 @@ type RoomKey = (Reverse<i64>, Reverse<i64>, u32);
 /// Where `n` stands in the room index: nowhere unless it is active and has room.
 fn room_key(n: &SchedNode) -> Option<RoomKey> {
     let room = n.total.minus(n.used);
-    (n.active && room.mem > 0 && room.vcores > 0).then_some((
+    (n.active && !n.decommissioning && room.mem > 0 && room.vcores > 0).then_some((
         Reverse(room.mem),
         Reverse(room.vcores),
         n.slot,
@@ -180,6 +183,7 @@ impl ClusterNodes {
                 active: false,
                 unhealthy: false,
                 health_report: String::new(),
+                decommissioning: false,
                 slot,
             }
         });

@@ -306,8 +306,8 @@ impl Apps {
                 continue;
             }
             let avail = match self.nodes.get(key) {
-                Some(n) => n.total.minus(n.used),
-                None => return,
+                Some(n) if !n.decommissioning => n.total.minus(n.used),
+                _ => return,
             };
             if avail.mem <= 0 || avail.vcores <= 0 {
                 return;

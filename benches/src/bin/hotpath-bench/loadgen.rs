@@ -366,6 +366,7 @@ fn start_rm(a: &HeartbeatArgs, dir: &std::path::Path) -> Result<ServerChild> {
             "--set",
             "yarn.resourcemanager.scheduler.address=127.0.0.1:0",
         ])
+        .args(["--set", "yarn.resourcemanager.admin.address=127.0.0.1:0"])
         .arg("--set")
         .arg(format!(
             "hotpath.rm.completion-log.dir={}",

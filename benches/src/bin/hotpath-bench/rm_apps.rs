@@ -239,6 +239,7 @@ impl Rm {
                         "yarn.resourcemanager.scheduler.address",
                         "127.0.0.1:0".into(),
                     ),
+                    ("yarn.resourcemanager.admin.address", "127.0.0.1:0".into()),
                     (
                         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
                         hb,
