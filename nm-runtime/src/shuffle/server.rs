@@ -59,8 +59,10 @@ use crate::metrics::ShuffleMetrics;
 pub const WRITE_STALL: Duration = Duration::from_secs(180);
 /// How often a loop wakes to check deadlines and the stop flag.
 const TICK: Duration = Duration::from_millis(100);
-/// Connections accepted per loop turn before other events are served.
-const ACCEPTS_PER_TURN: usize = 64;
+/// Connections accepted per wake-up: one, so that connections arriving together spread over
+/// the loops (the listener stays readable and wakes another loop for the next) instead of
+/// all landing on the first loop that woke.
+const ACCEPTS_PER_TURN: usize = 1;
 const LISTENER: u64 = u64::MAX;
 /// Segments below this size get no `POSIX_FADV_WILLNEED` (one syscall saved per small map).
 const SMALL_SEGMENT: u64 = 256 << 10;

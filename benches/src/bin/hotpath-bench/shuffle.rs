@@ -58,6 +58,9 @@ pub struct ShuffleArgs {
     /// Client threads.
     #[arg(long, default_value_t = 4)]
     pub fetchers: usize,
+    /// Our service's event loops (`mapreduce.shuffle.max.threads`; 0 = its default).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
     /// Seconds per server, case and run.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
@@ -345,6 +348,7 @@ pub fn run(args: ShuffleArgs) -> Result<()> {
         nm_runtime::shuffle::ShuffleConfig {
             port: 0,
             manage_os_cache: false,
+            threads: args.threads,
             ..Default::default()
         },
         vec![local.clone()],
