@@ -32,6 +32,25 @@ fn word4(s: &[u8], i: usize) -> u64 {
     u64::from(u32::from_le_bytes(w))
 }
 
+/// A string of up to 16 bytes as two words, without a loop or a variable-length copy: two
+/// overlapping 8-byte words (8..=16 bytes), two overlapping 4-byte words (4..=7), or the
+/// bytes at 0, n/2 and n-1 (1..=3, which covers all of them). Two strings of the same length
+/// up to 16 are equal exactly when their words are.
+#[inline(always)]
+pub(crate) fn short_words(bytes: &[u8]) -> (u64, u64) {
+    let n = bytes.len();
+    if n >= 8 {
+        (word8(bytes, 0), word8(bytes, n - 8))
+    } else if n >= 4 {
+        (word4(bytes, 0), word4(bytes, n - 4))
+    } else if n > 0 {
+        let x = u64::from(bytes[0]) << 16 | u64::from(bytes[n / 2]) << 8;
+        (x | u64::from(bytes[n - 1]), 0)
+    } else {
+        (0, 0)
+    }
+}
+
 /// Hash of `bytes` and `extra` (e.g. a port), never 0 (0 marks an empty slot).
 ///
 /// Keys of up to 16 bytes (IPv4 literals, most host names and racks) are read as two
@@ -43,16 +62,7 @@ pub(crate) fn hash_key(bytes: &[u8], extra: u64) -> u64 {
     let n = bytes.len();
     let seed = K0 ^ ((n as u64) << 32) ^ extra;
     let h = if n <= 16 {
-        let (a, b) = if n >= 8 {
-            (word8(bytes, 0), word8(bytes, n - 8))
-        } else if n >= 4 {
-            (word4(bytes, 0), word4(bytes, n - 4))
-        } else if n > 0 {
-            let x = u64::from(bytes[0]) << 16 | u64::from(bytes[n / 2]) << 8;
-            (x | u64::from(bytes[n - 1]), 0)
-        } else {
-            (0, 0)
-        };
+        let (a, b) = short_words(bytes);
         fold_mul(a ^ K1, b ^ seed)
     } else {
         let mut h = seed;

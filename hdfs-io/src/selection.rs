@@ -22,6 +22,7 @@
 
 use crate::addr_cache::AddrCache;
 use crate::dead_nodes::DeadNodes;
+use crate::hash::short_words;
 use crate::replica::Replica;
 use crate::topology::{LocalNode, RackMap};
 use std::net::SocketAddr;
@@ -75,54 +76,132 @@ pub struct Ranked {
 }
 
 /// The chosen replica with its address, when the cache has it.
+///
+/// The address is borrowed from the cache: a `Choice` is two words, returned in registers.
+/// (With an owned 32-byte `SocketAddr` the compiler copied the address twice through
+/// overlapping unaligned stores, and each reload of such a copy waited for the stores to
+/// retire, a store-forwarding stall that cost a third of the choice's time: see
+/// docs/performance.md, "DataNode choice".)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Choice {
+pub struct Choice<'c> {
     /// `Some` on a cache hit; `None`: resolve with [`AddrCache::resolve`] (I/O for host names).
-    pub addr: Option<SocketAddr>,
+    pub addr: Option<&'c SocketAddr>,
     /// Index into the replica slice.
     pub index: u16,
 }
 
 /// Health by `AdminState` value (NORMAL, DECOMMISSION_INPROGRESS, DECOMMISSIONED,
-/// ENTERING_MAINTENANCE, IN_MAINTENANCE) and staleness (index `admin << 1 | stale`):
-/// staleness only demotes an in-service node. One load instead of a jump table.
-const HEALTH_OF: [Health; 10] = [
-    Health::InService,
-    Health::Stale,
-    Health::Decommissioning,
-    Health::Decommissioning,
-    Health::Retired,
-    Health::Retired,
-    Health::EnteringMaintenance,
-    Health::EnteringMaintenance,
-    Health::Retired,
-    Health::Retired,
-];
+/// ENTERING_MAINTENANCE, IN_MAINTENANCE) and staleness: 3 bits at `(admin << 1 | stale) * 3`.
+/// Staleness only demotes an in-service node. A shift of a constant rather than a table, so
+/// that no load stands between a replica and its rank.
+const HEALTH_BITS: u32 = {
+    let by_index = [
+        Health::InService,
+        Health::Stale,
+        Health::Decommissioning,
+        Health::Decommissioning,
+        Health::Retired,
+        Health::Retired,
+        Health::EnteringMaintenance,
+        Health::EnteringMaintenance,
+        Health::Retired,
+        Health::Retired,
+    ];
+    let mut bits = 0;
+    let mut i = 0;
+    while i < by_index.len() {
+        bits |= (by_index[i] as u32) << (3 * i);
+        i += 1;
+    }
+    bits
+};
+
+/// [`Health`] as its rank number (see [`HEALTH_BITS`]).
+#[inline(always)]
+fn health_rank(r: &Replica<'_>) -> u32 {
+    let i = (r.admin_state as u32) << 1 | u32::from(r.stale);
+    (HEALTH_BITS >> (3 * i)) & 7
+}
 
 /// Health from the admin state and staleness.
 #[inline]
 pub fn health(r: &Replica<'_>) -> Health {
-    HEALTH_OF[(r.admin_state as usize) << 1 | usize::from(r.stale)]
+    match health_rank(r) {
+        0 => Health::InService,
+        1 => Health::Stale,
+        2 => Health::EnteringMaintenance,
+        3 => Health::Decommissioning,
+        _ => Health::Retired,
+    }
 }
 
 /// What the choice knows about this client. Immutable once built: share it across threads.
 #[derive(Debug, Clone, Default)]
 pub struct Selector {
     local: LocalNode,
-    /// Lengths of the local names, as a bit set (names of 64+ bytes set bit 63): a cheap
-    /// filter before the byte compares.
+    /// Lengths of the local names modulo 64, as a bit set: a filter before the byte compares
+    /// (a name of 70 bytes passes it for lengths 6 and 70, and the compare decides).
     local_lens: u64,
     racks: RackMap,
     local_rack: Option<Box<[u8]>>,
+    /// `local_rack` prepared for the ranking loop.
+    rack_key: RackKey,
     use_hostname: bool,
+}
+
+/// A rack path prepared for many compares: its length and, up to 16 bytes, its
+/// [`short_words`], so that a compare is a length test and two word compares. The default
+/// (no local rack) matches nothing.
+#[derive(Debug, Clone)]
+struct RackKey {
+    len: usize,
+    words: (u64, u64),
+    bytes: Box<[u8]>,
+}
+
+impl Default for RackKey {
+    fn default() -> Self {
+        RackKey {
+            len: usize::MAX,
+            words: (0, 0),
+            bytes: Box::default(),
+        }
+    }
+}
+
+impl RackKey {
+    fn new(rack: Option<&[u8]>) -> RackKey {
+        match rack {
+            Some(r) => RackKey {
+                len: r.len(),
+                words: if r.len() <= 16 {
+                    short_words(r)
+                } else {
+                    (0, 0)
+                },
+                bytes: r.into(),
+            },
+            None => RackKey::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn matches(&self, rack: &[u8]) -> bool {
+        rack.len() == self.len
+            && if rack.len() <= 16 {
+                short_words(rack) == self.words
+            } else {
+                *rack == *self.bytes
+            }
+    }
 }
 
 /// Replica counts up to this are ranked on the stack by [`Selector::choose`].
 pub const STACK_REPLICAS: usize = 16;
 
 #[inline(always)]
-fn key(h: Health, l: Locality, pos: usize) -> u32 {
-    ((h as u32) << 2 | l as u32) << 16 | pos as u32
+fn key(h: u32, l: Locality, pos: usize) -> u32 {
+    (h << 2 | l as u32) << 16 | pos as u32
 }
 
 fn unpack(k: u32) -> Ranked {
@@ -186,9 +265,10 @@ pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// A name's bit in [`Selector`]'s `local_lens`.
 #[inline(always)]
 fn len_bit(n: usize) -> u64 {
-    1u64 << n.min(63)
+    1u64 << (n % 64)
 }
 
 impl Selector {
@@ -207,11 +287,13 @@ impl Selector {
         let local_rack = local_rack
             .map(Box::from)
             .or_else(|| local.names().find_map(|n| racks.rack_of(n)).map(Box::from));
+        let rack_key = RackKey::new(local_rack.as_deref());
         Selector {
             local,
             local_lens,
             racks,
             local_rack,
+            rack_key,
             use_hostname,
         }
     }
@@ -231,14 +313,27 @@ impl Selector {
     /// loop does not keep the local names in registers.
     #[inline(always)]
     fn is_local(&self, r: &Replica<'_>) -> bool {
-        (self.local_lens & len_bit(r.ip_addr.len()) != 0 && self.is_local_name(r.ip_addr))
-            || (self.local_lens & len_bit(r.host_name.len()) != 0
-                && self.is_local_name(r.host_name))
+        let lens = self.local_lens;
+        // shifts by the lengths modulo 64, as len_bit sets them
+        let maybe = lens.wrapping_shr(r.ip_addr.len() as u32)
+            | lens.wrapping_shr(r.host_name.len() as u32);
+        maybe & 1 != 0 && self.is_local_by_name(r)
     }
 
     #[inline(never)]
-    fn is_local_name(&self, name: &[u8]) -> bool {
-        self.local.is_local(name)
+    fn is_local_by_name(&self, r: &Replica<'_>) -> bool {
+        self.local.is_local(r.ip_addr) || self.local.is_local(r.host_name)
+    }
+
+    /// Whether a replica that is not on this host is in this host's (configured or
+    /// table-derived) rack.
+    #[inline(always)]
+    fn in_local_rack(&self, r: &Replica<'_>) -> bool {
+        if self.racks.is_empty() {
+            self.rack_key.matches(r.location)
+        } else {
+            self.local_rack.is_some() && self.rack_key.matches(self.table_rack_of(r))
+        }
     }
 
     /// A replica's rack: the table's when it lists the replica (by `ipAddr`, then
@@ -318,13 +413,12 @@ impl Selector {
                     }
                 }
                 Locality::LocalNode
+            } else if self.in_local_rack(r) {
+                Locality::LocalRack
             } else {
-                match my_rack {
-                    Some(mr) if bytes_eq(self.rack_of(r), mr) => Locality::LocalRack,
-                    _ => Locality::Remote,
-                }
+                Locality::Remote
             };
-            emit(key(health(r), loc, pos));
+            emit(key(health_rank(r), loc, pos));
         }
         derived_rack
     }
@@ -394,29 +488,33 @@ impl Selector {
 
     /// The best usable replica and, on a cache hit, its address. `None` when every replica is
     /// dead or ignored. Only the first is needed, so the ranking keeps the smallest key and
-    /// sorts nothing; only when the local rack is derived from a replica on this host are the
-    /// keys ranked again in full (on the stack for up to [`STACK_REPLICAS`] replicas; more
-    /// allocate). Use [`order`](Self::order) for the fallbacks.
+    /// sorts nothing; only when the local rack is derived from a replica on this host and the
+    /// best is remote are the keys ranked again in full (on the stack for up to
+    /// [`STACK_REPLICAS`] replicas; more allocate). Use [`order`](Self::order) for the
+    /// fallbacks.
     #[inline]
-    pub fn choose(
+    pub fn choose<'c>(
         &self,
         replicas: &[Replica<'_>],
         dead: &DeadNodes,
         ignored: &[&[u8]],
-        cache: &AddrCache,
+        cache: &'c AddrCache,
         now: &mut LazyNow,
-    ) -> Option<Choice> {
+    ) -> Option<Choice<'c>> {
         let replicas = &replicas[..replicas.len().min(u16::MAX as usize)];
         let mut best = u32::MAX;
         let derived = self.rank_each(replicas, dead, ignored, now, |k| best = best.min(k));
-        if derived.is_some() {
+        // A derived rack moves keys from Remote to LocalRack within their health. That can
+        // only beat a Remote best: a LocalNode best of health h is ahead of every replica of
+        // health >= h, and a replica of better health would have been the best already.
+        if derived.is_some() && (best >> 16) & 3 == Locality::Remote as u32 {
             best = self.best_with_derived_rack(replicas, dead, ignored, now)?;
         } else if best == u32::MAX {
             return None;
         }
         let index = best as u16;
         let r = &replicas[index as usize];
-        let addr = cache.get(r.xfer_host(self.use_hostname), r.xfer_port, || now.get());
+        let addr = cache.lookup(&r.xfer_key(self.use_hostname), || now.get());
         Some(Choice { index, addr })
     }
 
@@ -768,7 +866,7 @@ mod tests {
             .resolve(reps[0].ip_addr, reps[0].xfer_port, t, |_, _| unreachable!())
             .unwrap();
         let c = sel.choose(&reps, &dead, &[], &cache, &mut now).unwrap();
-        assert_eq!(c.addr, Some("127.0.0.2:9866".parse().unwrap()));
+        assert_eq!(c.addr.copied(), Some("127.0.0.2:9866".parse().unwrap()));
         // host names when configured
         let sel = Selector::new(LocalNode::default(), RackMap::default(), None, true);
         assert_eq!(
@@ -785,7 +883,8 @@ mod tests {
         assert_eq!(
             sel.choose(&reps, &dead, &[], &cache, &mut now)
                 .unwrap()
-                .addr,
+                .addr
+                .copied(),
             Some("10.1.1.1:9866".parse().unwrap())
         );
         let all: Vec<&[u8]> = reps.iter().map(|r| r.uuid).collect();
