@@ -315,8 +315,8 @@ impl Selector {
     fn is_local(&self, r: &Replica<'_>) -> bool {
         let lens = self.local_lens;
         // shifts by the lengths modulo 64, as len_bit sets them
-        let maybe = lens.wrapping_shr(r.ip_addr.len() as u32)
-            | lens.wrapping_shr(r.host_name.len() as u32);
+        let maybe =
+            lens.wrapping_shr(r.ip_addr.len() as u32) | lens.wrapping_shr(r.host_name.len() as u32);
         maybe & 1 != 0 && self.is_local_by_name(r)
     }
 
