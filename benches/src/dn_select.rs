@@ -101,6 +101,7 @@ impl DnSelect {
         self.selector
             .choose(replicas, &self.dead, &[], &self.cache, &mut now)?
             .addr
+            .copied()
     }
 
     /// Decode + choice, with a reused replica vector.
@@ -115,6 +116,7 @@ impl DnSelect {
         self.selector
             .choose(scratch, &self.dead, &[], &self.cache, &mut now)?
             .addr
+            .copied()
     }
 
     /// Java's per-block work (see the module docs) on replica 0 in the NameNode's order.

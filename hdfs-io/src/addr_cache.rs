@@ -79,6 +79,39 @@ const EMPTY: Slot = Slot {
     expires: None,
 };
 
+/// A DataNode address as the cache files it: the host bytes, the port and their hash.
+/// Building one hashes the host; a [`Replica`](crate::replica::Replica) builds its keys once,
+/// when the NameNode's response is decoded (as Java's `DatanodeID` keeps its `xferAddr`
+/// string), so that a lookup on every choice ([`AddrCache::lookup`]) does not hash again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostPort<'a> {
+    host: &'a [u8],
+    port: u16,
+    hash: u64,
+}
+
+impl<'a> HostPort<'a> {
+    /// `host:port`, hashed.
+    #[inline]
+    pub fn new(host: &'a [u8], port: u16) -> HostPort<'a> {
+        HostPort {
+            host,
+            port,
+            hash: hash_key(host, u64::from(port)),
+        }
+    }
+
+    /// The host bytes.
+    pub fn host(&self) -> &'a [u8] {
+        self.host
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
 /// How an address was found by [`AddrCache::resolve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
@@ -195,11 +228,16 @@ impl AddrCache {
     /// an entry with a TTL (resolved host names). No allocation, no parsing.
     #[inline]
     pub fn get(&self, host: &[u8], port: u16, now: impl FnOnce() -> Instant) -> Option<SocketAddr> {
-        let hash = hash_key(host, u64::from(port));
-        let s = &self.slots[self.find(host, port, hash)?];
+        self.lookup(&HostPort::new(host, port), now).copied()
+    }
+
+    /// [`get`](Self::get) by a key hashed beforehand, borrowing the address from the cache.
+    #[inline]
+    pub fn lookup(&self, key: &HostPort<'_>, now: impl FnOnce() -> Instant) -> Option<&SocketAddr> {
+        let s = &self.slots[self.find(key.host, key.port, key.hash)?];
         match s.expires {
-            None => Some(s.addr),
-            Some(t) if now() < t => Some(s.addr),
+            None => Some(&s.addr),
+            Some(t) if now() < t => Some(&s.addr),
             Some(_) => None,
         }
     }

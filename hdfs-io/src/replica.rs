@@ -8,6 +8,7 @@
 //! semantics as the views (last occurrence wins, wrong wire types and missing required fields
 //! are errors, unknown enum values fall back to the default).
 
+use crate::addr_cache::HostPort;
 use crate::error::Error;
 use hadoop_wire::pb::hadoop::hdfs::datanode_info_proto::AdminState;
 use hadoop_wire::reader::{Reader, WireType};
@@ -38,6 +39,10 @@ pub struct Replica<'a> {
     /// No heartbeat for longer than the stale interval when the response was read
     /// (see [`Replica::decode`]).
     pub stale: bool,
+    /// The address cache's keys of `ipAddr:xferPort` and `hostName:xferPort`, hashed once
+    /// here rather than on every choice ([`Replica::xfer_key`]).
+    ip_key: HostPort<'a>,
+    host_key: HostPort<'a>,
 }
 
 #[cold]
@@ -131,6 +136,8 @@ impl<'a> Replica<'a> {
             admin_state: admin,
             last_update_ms: last_update,
             stale: last_update != 0 && last_update < stale_before_ms,
+            ip_key: HostPort::new(ip, xfer_port),
+            host_key: HostPort::new(host, xfer_port),
         })
     }
 
@@ -143,6 +150,17 @@ impl<'a> Replica<'a> {
             self.host_name
         } else {
             self.ip_addr
+        }
+    }
+
+    /// The DataTransfer address as the [`AddrCache`](crate::addr_cache::AddrCache) looks it
+    /// up: [`xfer_host`](Self::xfer_host) and `xferPort`, hashed when the replica was decoded.
+    #[inline]
+    pub fn xfer_key(&self, use_hostname: bool) -> HostPort<'a> {
+        if use_hostname {
+            self.host_key
+        } else {
+            self.ip_key
         }
     }
 
@@ -200,6 +218,10 @@ mod tests {
         assert_eq!(r.admin_state, AdminState::Normal);
         assert!(!r.stale);
         assert_eq!(r.xfer_host(true), b"dn1.example");
+        // the cache keys hashed at decode are the ones a lookup would build
+        use crate::addr_cache::HostPort;
+        assert_eq!(r.xfer_key(true), HostPort::new(b"dn1.example", 9867));
+        assert_eq!(r.xfer_key(false), HostPort::new(b"127.0.0.3", 9867));
         assert_eq!(r.xfer_addr_string(false), "127.0.0.3:9867");
         // agrees with the views
         assert_eq!(

@@ -20,6 +20,15 @@
 //! (VmHWM read from `/proc/<pid>/status` just before the child is told to exit, minus VmRSS the
 //! child measured before it built its server; MiB). `--size` is in bytes; the default is
 //! 10 MB = 10,000,000 bytes.
+//!
+//! On a shared machine the raw floor itself moves by up to 5× from one phase to the next
+//! (other processes and the hypervisor take the CPUs: 2.2–11.7 GB/s within one run, see
+//! docs/performance.md), so ours against raw is judged **per round**: in each round ours and
+//! raw run back to back (ours, raw, baseline; reversed in odd rounds), the ratio of that pair
+//! is reported, and the goal is read on the median of the per-round ratios. Each phase also
+//! reports the CPU that others took while it ran (`/proc/stat` busy and steal time of the
+//! whole machine less the CPU of this process and its server child), so that a lucky or
+//! starved phase shows as such.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -149,6 +158,28 @@ struct Figures {
     rss_growth_mib: f64,
     pool_mib: f64,
     wall: Duration,
+    /// CPUs' worth of time that other processes and the hypervisor (steal) took while the
+    /// variant ran (whole machine busy + steal, less this process and the server child).
+    others_cpus: f64,
+}
+
+/// The machine's busy (user, nice, system, irq, softirq, steal) and total time from the `cpu`
+/// line of `/proc/stat`, in µs (the file counts USER_HZ = 100 ticks per second).
+fn machine_cpu_us() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if v.len() < 8 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest time is inside user)
+    let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    let total = busy + v[3] + v[4];
+    Some((busy * 10_000, total * 10_000))
 }
 
 fn status_kb(pid: u32, key: &str) -> Result<u64> {
@@ -558,7 +589,9 @@ fn drive(variant: Variant, addr: SocketAddr, args: &IpcLargeArgs) -> Result<Dura
 fn measure(variant: Variant, args: &IpcLargeArgs) -> Result<(Figures, String)> {
     let srv = spawn_server(variant, args)?;
     let addr: SocketAddr = format!("127.0.0.1:{}", srv.port).parse()?;
+    let (m0, self0, t0) = (machine_cpu_us(), self_cpu_us(), Instant::now());
     let run = drive(variant, addr, args);
+    let (m1, self1, elapsed) = (machine_cpu_us(), self_cpu_us(), t0.elapsed());
     let hwm_kb = status_kb(srv.pid, "VmHWM:").unwrap_or(0);
     let (rss_before, cpu_ready, pool, backend) = (
         srv.rss_before_kb,
@@ -566,8 +599,17 @@ fn measure(variant: Variant, args: &IpcLargeArgs) -> Result<(Figures, String)> {
         srv.pool_bytes,
         srv.backend.clone(),
     );
+    // the child's CPU while the clients ran: all of it but its setup (its exit is after m1)
+    let child_cpu_at_m1 = srv_cpu_now(srv.pid).unwrap_or(0);
     let cpu_total = stop_server(srv)?;
     let wall = run?;
+    let others_cpus = match (m0, m1) {
+        (Some((b0, _)), Some((b1, _))) => {
+            let ours = (self1 - self0) + child_cpu_at_m1.saturating_sub(cpu_ready);
+            (b1 - b0).saturating_sub(ours) as f64 / elapsed.as_micros().max(1) as f64
+        }
+        _ => f64::NAN,
+    };
     let timed = (args.clients * args.requests) as f64;
     let served = (args.clients * (args.requests + 1)) as f64;
     let bytes = timed * args.size as f64;
@@ -578,9 +620,21 @@ fn measure(variant: Variant, args: &IpcLargeArgs) -> Result<(Figures, String)> {
             rss_growth_mib: hwm_kb.saturating_sub(rss_before) as f64 / 1024.0,
             pool_mib: pool as f64 / (1024.0 * 1024.0),
             wall,
+            others_cpus,
         },
         backend,
     ))
+}
+
+/// User + system CPU of a live process so far (`/proc/<pid>/stat` fields 14 and 15, every
+/// thread), µs.
+fn srv_cpu_now(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let mut f = rest.split_whitespace().skip(11);
+    let ut: u64 = f.next()?.parse().ok()?;
+    let st: u64 = f.next()?.parse().ok()?;
+    Some((ut + st) * 10_000)
 }
 
 /// The median of each figure separately; the RSS growth is the maximum (the bound must hold
@@ -597,7 +651,30 @@ fn median(figs: &[Figures]) -> Figures {
         rss_growth_mib: figs.iter().map(|f| f.rss_growth_mib).fold(0.0, f64::max),
         pool_mib: med(|f| f.pool_mib),
         wall: Duration::from_secs_f64(med(|f| f.wall.as_secs_f64())),
+        others_cpus: med(|f| f.others_cpus),
     }
+}
+
+/// The variants in the order round `round` runs them: ours and raw back to back (their ratio
+/// is read per round), the baseline after them; reversed in odd rounds so that neither of the
+/// pair always runs first.
+fn round_order(selected: &[Variant], round: usize) -> Vec<Variant> {
+    let mut order: Vec<Variant> = [Variant::Ours, Variant::Raw, Variant::Baseline]
+        .into_iter()
+        .filter(|v| selected.contains(v))
+        .collect();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+fn median_of(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
 }
 
 /// Ring threads our server runs: `--threads`, else one per CPU this process may use.
@@ -618,28 +695,48 @@ pub fn run(args: IpcLargeArgs) -> Result<()> {
     let mut all: Vec<(Variant, Vec<Figures>)> =
         args.variants.iter().map(|&v| (v, Vec::new())).collect();
     let mut backend = String::from("-");
+    // ours / raw of each round (both ran back to back)
+    let mut pairs: Vec<f64> = Vec::new();
     for round in 0..args.rounds.max(1) {
-        for (v, figs) in all.iter_mut() {
+        let mut this_round: Vec<(Variant, Figures)> = Vec::new();
+        for v in round_order(&args.variants, round) {
             if !args.json {
                 eprintln!("round {}: running {} ...", round + 1, v.name());
             }
-            let (f, b) = measure(*v, &args).with_context(|| format!("variant {}", v.name()))?;
+            let (f, b) = measure(v, &args).with_context(|| format!("variant {}", v.name()))?;
             if !args.json {
                 eprintln!(
-                    "  {}: {:.2} GB/s, {:.3} ms CPU/response, {:.1} MiB RSS growth",
+                    "  {}: {:.2} GB/s, {:.3} ms CPU/response, {:.1} MiB RSS growth, others took {:.2} CPUs",
                     v.name(),
                     f.gbps,
                     f.cpu_ms_per_resp,
-                    f.rss_growth_mib
+                    f.rss_growth_mib,
+                    f.others_cpus
                 );
             }
-            if *v == Variant::Ours {
+            if v == Variant::Ours {
                 backend = b;
             }
-            figs.push(f);
+            if let Some((_, figs)) = all.iter_mut().find(|(x, _)| *x == v) {
+                figs.push(f);
+            }
+            this_round.push((v, f));
+        }
+        let get = |w: Variant| this_round.iter().find(|(v, _)| *v == w).map(|(_, f)| *f);
+        if let (Some(o), Some(r)) = (get(Variant::Ours), get(Variant::Raw)) {
+            let q = o.gbps / r.gbps;
+            if !args.json {
+                eprintln!("  round {}: ours / raw = {q:.2}", round + 1);
+            }
+            pairs.push(q);
         }
     }
-    let pick = |want: Variant| all.iter().find(|(v, _)| *v == want).map(|(_, f)| median(f));
+    let pair_median = median_of(pairs.clone());
+    let pick = |want: Variant| {
+        all.iter()
+            .find(|(v, f)| *v == want && !f.is_empty())
+            .map(|(_, f)| median(f))
+    };
     let (ours, baseline, raw) = (
         pick(Variant::Ours),
         pick(Variant::Baseline),
@@ -659,6 +756,10 @@ pub fn run(args: IpcLargeArgs) -> Result<()> {
             "threads": ring_threads(&args),
             "baseline_rss_growth_mb": num(baseline, |f| f.rss_growth_mib),
             "raw_cpu_ms_per_resp": num(raw, |f| f.cpu_ms_per_resp),
+            "ours_over_raw_per_round": pairs,
+            "ours_over_raw_median": pair_median,
+            "others_cpus_ours": num(ours, |f| f.others_cpus),
+            "others_cpus_raw": num(raw, |f| f.others_cpus),
             "clients": args.clients,
             "requests": args.requests,
             "rounds": args.rounds.max(1),
@@ -676,39 +777,49 @@ pub fn run(args: IpcLargeArgs) -> Result<()> {
         ring_threads(&args)
     );
     println!(
-        "{:<9} {:>8} {:>20} {:>28} {:>8}",
-        "variant", "GB/s", "server CPU ms/resp", "server peak RSS growth MiB", "wall s"
+        "{:<9} {:>8} {:>20} {:>28} {:>8} {:>12}",
+        "variant",
+        "GB/s",
+        "server CPU ms/resp",
+        "server peak RSS growth MiB",
+        "wall s",
+        "others CPUs"
     );
-    for (name, f) in [("ours", ours), ("baseline", baseline), ("raw", raw)] {
-        if let Some(f) = f {
-            println!(
-                "{name:<9} {:>8.2} {:>20.3} {:>28.1} {:>8.2}",
-                f.gbps,
-                f.cpu_ms_per_resp,
-                f.rss_growth_mib,
-                f.wall.as_secs_f64()
-            );
-        }
+    for (v, figs) in &all {
+        let f = median(figs);
+        let (lo, hi) = figs.iter().fold((f64::INFINITY, 0.0f64), |(l, h), x| {
+            (l.min(x.gbps), h.max(x.gbps))
+        });
+        println!(
+            "{:<9} {:>8.2} {:>20.3} {:>28.1} {:>8.2} {:>12.2}   (GB/s {lo:.2}–{hi:.2} over the rounds)",
+            v.name(),
+            f.gbps,
+            f.cpu_ms_per_resp,
+            f.rss_growth_mib,
+            f.wall.as_secs_f64(),
+            f.others_cpus
+        );
     }
     if let Some(o) = ours {
         println!(
             "ours: peak RSS growth {:.1} MiB with a pool of {:.1} MiB (the rest: receive buffer ring, thread stack, code pages)",
             o.rss_growth_mib, o.pool_mib
         );
-        if let Some(r) = raw {
-            let q = o.gbps / r.gbps;
+        if let Some(q) = pair_median {
+            let list: Vec<String> = pairs.iter().map(|q| format!("{q:.2}")).collect();
             println!(
-                "goal ours >= 70% of raw throughput: {:.0}% ({})",
+                "goal ours >= 80% of raw throughput (median of the per-round pairs {}): {:.0}% ({})",
+                list.join(", "),
                 q * 100.0,
-                if q >= 0.7 { "met" } else { "NOT met" }
+                if q >= 0.8 { "met" } else { "NOT met" }
             );
         }
         if let Some(b) = baseline {
             let q = o.cpu_ms_per_resp / b.cpu_ms_per_resp;
             println!(
-                "goal ours CPU/response <= 1/2 of baseline: {:.2} ({})",
+                "goal ours CPU/response <= 1/3 of baseline: {:.2} ({})",
                 q,
-                if q <= 0.5 { "met" } else { "NOT met" }
+                if q <= 1.0 / 3.0 { "met" } else { "NOT met" }
             );
         }
     }
