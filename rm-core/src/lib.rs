@@ -84,6 +84,7 @@ pub mod mailbox;
 pub mod master_key;
 pub mod metrics;
 pub mod node;
+pub mod queues;
 pub mod reports;
 pub mod response;
 pub mod rm_delegation;
