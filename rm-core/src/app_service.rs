@@ -38,7 +38,8 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetLabelsToNodesResponseProto, GetNodesToAttributesResponseProto,
     GetNodesToLabelsResponseProto, GetQueueUserAclsInfoResponseProto,
     MoveApplicationAcrossQueuesRequestProto, MoveApplicationAcrossQueuesResponseProto,
-    PriorityProto, UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
+    PriorityProto, SignalContainerRequestProto, SignalContainerResponseProto,
+    UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
     UpdateApplicationTimeoutsRequestProto, UpdateApplicationTimeoutsResponseProto,
 };
 use hadoop_wire::token::identifier::{attempt_from_proto, container_from_proto};
@@ -91,6 +92,8 @@ pub struct AppsRt {
     stored_keys: Arc<Mutex<Option<KeysRec>>>,
     /// The RM delegation-token secrets ([`crate::rm_delegation`]), once set.
     delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
+    /// Container signals (`signalToContainer`) for their nodes' next heartbeat responses.
+    pub signals: Arc<crate::signals::PendingSignals>,
 }
 
 /// Changes for the state store, and the AM launches that must wait for them.
@@ -275,6 +278,7 @@ impl AppsRt {
             writer,
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
+            signals: Arc::new(crate::signals::PendingSignals::new()),
         };
         // Containers of applications this RM does not know are cleaned up as Java does (trap
         // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
@@ -1322,7 +1326,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
                 .map_err(CallError::from)
         },
     );
-    let (r, policy) = (rt.clone(), acls);
+    let (r, policy) = (rt.clone(), acls.clone());
     reg.register(
         p,
         v,
@@ -1357,6 +1361,45 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
                     ),
                 )),
             }
+        },
+    );
+    let (r, policy) = (rt.clone(), acls);
+    reg.register(
+        p,
+        v,
+        acp::SIGNAL_TO_CONTAINER,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: SignalContainerRequestProto = decode(c)?;
+            let id = container_from_proto(&req.container_id).ok_or_else(|| {
+                CallError::application(exc::ILLEGAL_ARGUMENT, "Invalid container id: null")
+            })?;
+            let absent = || {
+                CallError::application(
+                    exc::YARN,
+                    format!("Trying to signal an absent container {id}"),
+                )
+            };
+            exists(&r, id.app).map_err(|_| absent())?;
+            if let Some(pol) = &policy {
+                may_modify(pol, &r, c, id.app, "Signal Container")?;
+            }
+            // Java: only a container the scheduler has (allocated, not complete).
+            let node = lock(&r.apps).app(id.app).and_then(|a| {
+                a.attempts
+                    .iter()
+                    .find(|t| t.id.attempt == id.attempt)
+                    .and_then(|t| t.live.get(&id))
+                    .map(|l| l.node.clone())
+            });
+            let node = node.ok_or_else(absent)?;
+            tracing::info!(
+                "Signal Container Request for {id} ({:?}) to {node}",
+                req.command
+            );
+            r.signals.push(node, req);
+            reply
+                .message(&SignalContainerResponseProto {})
+                .map_err(CallError::from)
         },
     );
     for method in [

@@ -90,6 +90,7 @@ pub mod response;
 pub mod rm_delegation;
 pub mod service;
 pub mod shard;
+pub mod signals;
 pub mod state_store;
 pub mod tracker;
 pub mod version;

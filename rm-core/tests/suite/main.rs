@@ -12,6 +12,7 @@ mod support;
 mod amrm_calls;
 mod app_acls;
 mod apps_security;
+mod client_methods;
 mod dispatcher;
 mod merge;
 mod rm_delegation;
