@@ -2,7 +2,7 @@
 //! DistributedShell's client and ApplicationMaster (`hadoop-yarn-applications-distributedshell`
 //! 3.4.2, the newest published, on the peer's Hadoop 3.5.0 runtime), and the `yarn queue`,
 //! `mapred queue` and `yarn application` command-line classes, each run as a JVM of its own with
-//! a `yarn-site.xml` naming the RM. The DistributedShell client asks what Java's RM answers
+//! a `yarn-site.xml` naming the RM (and a `mapred-site.xml` naming YARN). The DistributedShell client asks what Java's RM answers
 //! (`getResourceTypeInfo`, `getQueueInfo`, `getQueueUserAcls`, `getResourceProfiles` refused as
 //! a feature that is off), its AM needs the environment Java's AMLauncher sets
 //! (`APP_SUBMIT_TIME_ENV`), and the client's exit status says how the shell commands ended: 0
@@ -78,6 +78,13 @@ fn start() -> Cluster {
         .collect::<String>()
     );
     std::fs::write(conf.path().join("yarn-site.xml"), site).unwrap();
+    // `mapred queue` asks YARN (not the local job runner).
+    std::fs::write(
+        conf.path().join("mapred-site.xml"),
+        "<?xml version=\"1.0\"?>\n<configuration><property><name>mapreduce.framework.name</name>\
+         <value>yarn</value></property></configuration>\n",
+    )
+    .unwrap();
     let c = Cluster {
         build,
         conf,
