@@ -94,6 +94,10 @@ pub struct AppsRt {
     delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
     /// Container signals (`signalToContainer`) for their nodes' next heartbeat responses.
     pub signals: Arc<crate::signals::PendingSignals>,
+    /// The attempts' ClientToAM master keys ([`crate::client_to_am`]), used once
+    /// [`set_secure`](Self::set_secure) was called.
+    pub client_to_am: Arc<crate::client_to_am::ClientToAmKeys>,
+    secure: Arc<AtomicBool>,
 }
 
 /// Changes for the state store, and the AM launches that must wait for them.
@@ -279,6 +283,8 @@ impl AppsRt {
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
             signals: Arc::new(crate::signals::PendingSignals::new()),
+            client_to_am: Arc::new(crate::client_to_am::ClientToAmKeys::new()),
+            secure: Arc::new(AtomicBool::new(false)),
         };
         // Containers of applications this RM does not know are cleaned up as Java does (trap
         // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
@@ -410,6 +416,32 @@ impl AppsRt {
             Ok(()) => *last = Some(keys),
             Err(e) => tracing::error!("state store: master keys: {e}"),
         }
+    }
+
+    /// Security is on (Kerberos on the client port): AMs get a ClientToAM master key when they
+    /// register, and reports of their running applications a ClientToAM token, as Java's RM
+    /// does when `UserGroupInformation.isSecurityEnabled()`.
+    pub fn set_secure(&self) {
+        self.secure.store(true, Ordering::Relaxed);
+    }
+
+    /// Adds the ClientToAM token for `client` to a report of a RUNNING application whose
+    /// attempt has a key (`RMAppImpl.createAndGetApplicationReport`), on a secure RM.
+    fn add_client_token(&self, rep: &mut ApplicationReportProto, client: &str) {
+        if !self.secure.load(Ordering::Relaxed)
+            || rep.yarn_application_state
+                != Some(hadoop_wire::pb::hadoop::yarn::YarnApplicationStateProto::Running as i32)
+        {
+            return;
+        }
+        let Some(a) = rep
+            .current_application_attempt_id
+            .as_ref()
+            .and_then(attempt_from_proto)
+        else {
+            return;
+        };
+        rep.client_to_am_token = self.client_to_am.token(a, client);
     }
 
     /// Sets the RM delegation-token secrets (once, at start).
@@ -778,6 +810,8 @@ pub fn register_client(
                 }),
             }
             .map_err(call_error)?;
+            let mut rep = rep;
+            r.add_client_token(&mut rep, c.user.unwrap_or("dr.who"));
             reply
                 .message(&GetApplicationReportResponseProto {
                     application_report: Some(rep),
@@ -838,6 +872,10 @@ pub fn register_client(
                     })
                 }
             };
+            let mut list = list;
+            for rep in &mut list {
+                r.add_client_token(rep, c.user.unwrap_or("dr.who"));
+            }
             reply
                 .message(&GetApplicationsResponseProto { applications: list })
                 .map_err(CallError::from)
@@ -1128,9 +1166,14 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let (a, _) = caller(c)?;
             let req: RegisterApplicationMasterRequestProto = decode(c)?;
-            let resp = r
+            let mut resp = r
                 .with(|x| x.register_am(a, &req, wall_ms()))
                 .map_err(call_error)?;
+            if r.secure.load(Ordering::Relaxed) {
+                let apps = lock(&r.apps);
+                let live = |id: AppId| apps.app(id).is_some_and(|x| !x.state.is_final());
+                resp.client_to_am_token_master_key = r.client_to_am.key_for(a, live);
+            }
             tracing::info!("AM registration {a}");
             reply.message(&resp).map_err(CallError::from)
         },

@@ -74,6 +74,7 @@ pub mod amrm_token;
 pub mod app_acls;
 pub mod app_service;
 pub mod apps;
+pub mod client_to_am;
 pub mod completion_log;
 pub mod config;
 pub mod dispatcher;

@@ -1844,6 +1844,13 @@ pub struct YarnDelegationTokenIdentifierProto {
     #[prost(int32, optional, tag = "7")]
     pub master_key_id: ::core::option::Option<i32>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ClientToAmTokenIdentifierProto {
+    #[prost(message, optional, tag = "1")]
+    pub app_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub client_name: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SignalContainerRequestProto {
     #[prost(message, required, tag = "1")]

@@ -5923,6 +5923,84 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ClientToAMTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.ClientToAMTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "appAttemptId",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "clientName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ClientToAMTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ClientToAMTokenIdentifierProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ClientToAMTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ClientToAMTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static CollectorInfoProto: Schema = Schema {
             name: "hadoop.yarn.CollectorInfoProto",
             fields: &[
