@@ -68,6 +68,8 @@ impl Apps {
             finish_ms: 0,
             attempts: Vec::new(),
             failures: 0,
+            failures_validity_ms: ctx.attempt_failures_validity_interval.unwrap_or(0),
+            failure_ms: Vec::new(),
         }
     }
 
@@ -370,7 +372,7 @@ impl Apps {
         {
             return Ok(());
         }
-        app.failures += 1;
+        app.count_failure(now_ms);
         self.end_attempt(
             attempt,
             AttemptState::Failed,

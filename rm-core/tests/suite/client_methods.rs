@@ -9,7 +9,6 @@ use crate::support;
 
 use std::sync::Arc;
 
-use hadoop_wire::pb::hadoop::yarn::GetClusterMetricsRequestProto;
 use hadoop_wire::pb::hadoop::yarn::{
     ApplicationIdProto, ApplicationSubmissionContextProto, ApplicationTimeoutTypeProto,
     ApplicationUpdateTimeoutMapProto, ContainerLaunchContextProto,
@@ -22,6 +21,10 @@ use hadoop_wire::pb::hadoop::yarn::{
     SubmitApplicationRequestProto, SubmitApplicationResponseProto,
     UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
     UpdateApplicationTimeoutsRequestProto, UpdateApplicationTimeoutsResponseProto,
+};
+use hadoop_wire::pb::hadoop::yarn::{
+    FailApplicationAttemptRequestProto, FailApplicationAttemptResponseProto,
+    GetClusterMetricsRequestProto,
 };
 use hadoop_wire::yarn::acp;
 use hadoop_wire::yarn::ids::AppId;
@@ -36,6 +39,15 @@ fn start() -> (RmService, tempfile::TempDir) {
 }
 
 fn submit(rm: &RmService, user: &str, priority: Option<i32>) -> AppId {
+    submit_with(rm, user, priority, None)
+}
+
+fn submit_with(
+    rm: &RmService,
+    user: &str,
+    priority: Option<i32>,
+    validity_ms: Option<i64>,
+) -> AppId {
     let n: GetNewApplicationResponseProto = call(
         rm,
         user,
@@ -55,6 +67,7 @@ fn submit(rm: &RmService, user: &str, priority: Option<i32>) -> AppId {
                 am_container_spec: Some(ContainerLaunchContextProto::default()),
                 resource: Some(Res::new(1024, 1).to_proto()),
                 priority: priority.map(|p| PriorityProto { priority: Some(p) }),
+                attempt_failures_validity_interval: validity_ms,
                 ..Default::default()
             }),
         },
@@ -414,4 +427,61 @@ fn moves_and_timeouts_answer_as_java() {
         class,
         "org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException"
     );
+}
+
+fn fail_current(rm: &RmService, id: AppId) -> (i32, String) {
+    let r: GetApplicationReportResponseProto = call(
+        rm,
+        "alice",
+        acp::GET_APPLICATION_REPORT,
+        &GetApplicationReportRequestProto {
+            application_id: Some(id.to_proto()),
+        },
+    )
+    .unwrap();
+    let rep = r.application_report.unwrap();
+    let attempt = rep.current_application_attempt_id.unwrap();
+    let _: FailApplicationAttemptResponseProto = call(
+        rm,
+        "alice",
+        acp::FAIL_APPLICATION_ATTEMPT,
+        &FailApplicationAttemptRequestProto {
+            application_attempt_id: Some(attempt.clone()),
+        },
+    )
+    .unwrap();
+    let r: GetApplicationReportResponseProto = call(
+        rm,
+        "alice",
+        acp::GET_APPLICATION_REPORT,
+        &GetApplicationReportRequestProto {
+            application_id: Some(id.to_proto()),
+        },
+    )
+    .unwrap();
+    let rep = r.application_report.unwrap();
+    (
+        rep.current_application_attempt_id.unwrap().attempt_id(),
+        format!("{:?}", rep.yarn_application_state()),
+    )
+}
+
+#[test]
+fn failures_outside_the_validity_interval_do_not_count() {
+    // yarn.resourcemanager.am.max-attempts 2 (the default).
+    let (rm, _d) = start();
+    let a = submit_with(&rm, "alice", None, None);
+    assert_eq!(fail_current(&rm, a), (2, "Accepted".into()));
+    assert_eq!(fail_current(&rm, a).1, "Failed", "two failures: the limit");
+    // With a 1 s window, failures 1.2 s apart never add up to two.
+    let b = submit_with(&rm, "alice", None, Some(1000));
+    for n in 2..=3 {
+        assert_eq!(fail_current(&rm, b), (n, "Accepted".into()));
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+    }
+    // Two within the window fail it.
+    let (_, state) = fail_current(&rm, b);
+    assert_eq!(state, "Accepted");
+    let (_, state) = fail_current(&rm, b);
+    assert_eq!(state, "Failed");
 }
