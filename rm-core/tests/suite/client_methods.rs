@@ -446,7 +446,7 @@ fn fail_current(rm: &RmService, id: AppId) -> (i32, String) {
         "alice",
         acp::FAIL_APPLICATION_ATTEMPT,
         &FailApplicationAttemptRequestProto {
-            application_attempt_id: Some(attempt.clone()),
+            application_attempt_id: Some(attempt),
         },
     )
     .unwrap();
