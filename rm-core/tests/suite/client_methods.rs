@@ -485,3 +485,31 @@ fn failures_outside_the_validity_interval_do_not_count() {
     let (_, state) = fail_current(&rm, b);
     assert_eq!(state, "Failed");
 }
+
+#[test]
+fn signals_for_absent_containers_are_javas_refusal() {
+    use hadoop_wire::pb::hadoop::yarn::{
+        SignalContainerCommandProto, SignalContainerRequestProto, SignalContainerResponseProto,
+    };
+    use hadoop_wire::yarn::ids::ContainerId;
+    let (rm, _d) = start();
+    let a = submit(&rm, "alice", None);
+    for app in [a, AppId::new(a.cluster_timestamp, 99)] {
+        let c = ContainerId {
+            app,
+            attempt: 1,
+            id: 5,
+        };
+        let (class, message) = remote(call::<_, SignalContainerResponseProto>(
+            &rm,
+            "alice",
+            acp::SIGNAL_TO_CONTAINER,
+            &SignalContainerRequestProto {
+                container_id: c.to_proto(),
+                command: SignalContainerCommandProto::GracefulShutdown as i32,
+            },
+        ));
+        assert_eq!(class, "org.apache.hadoop.yarn.exceptions.YarnException");
+        assert_eq!(message, format!("Trying to signal an absent container {c}"));
+    }
+}
