@@ -8,7 +8,7 @@
 //! (`APP_SUBMIT_TIME_ENV`), and the client's exit status says how the shell commands ended: 0
 //! when they all succeeded, 2 (`Client.main`) when one failed.
 //!
-//! One RM and two agents serve every test of this file (about 60 s in all, most of it JVM
+//! One RM and two agents serve every test of this file (about 100 s in all, most of it JVM
 //! start-ups).
 
 use std::path::{Path, PathBuf};
