@@ -8,12 +8,12 @@
 //! (`APP_SUBMIT_TIME_ENV`), and the client's exit status says how the shell commands ended: 0
 //! when they all succeeded, 2 (`Client.main`) when one failed.
 //!
-//! One RM and two agents serve every test of this file (about 100 s in all, most of it JVM
-//! start-ups).
+//! One test, so that one RM and two agents serve every step and are stopped at its end (a
+//! cluster kept in a static would outlive the test binary); about 45 s, most of it JVM
+//! start-ups.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::daemon::{start_agent, start_rm_daemon, Daemon};
@@ -27,13 +27,6 @@ struct Cluster {
     ds_jar: PathBuf,
     _agents: Vec<Daemon>,
     _rm: Daemon,
-}
-
-fn cluster() -> MutexGuard<'static, Cluster> {
-    static C: OnceLock<Mutex<Cluster>> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(start()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
 }
 
 fn start() -> Cluster {
@@ -184,9 +177,7 @@ fn exists(p: &Path) -> bool {
     p.exists()
 }
 
-#[test]
-fn distributed_shell_succeeds_on_hotpath_rm_and_agents() {
-    let c = cluster();
+fn distributed_shell_succeeds_on_hotpath_rm_and_agents(c: &Cluster) {
     assert!(exists(&c.ds_jar));
     let out = c.distributed_shell("echo hello from $CONTAINER_ID", 2);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -198,9 +189,7 @@ fn distributed_shell_succeeds_on_hotpath_rm_and_agents() {
     );
 }
 
-#[test]
-fn distributed_shell_reports_a_failed_command_with_the_clients_failure_exit() {
-    let c = cluster();
+fn distributed_shell_reports_a_failed_command_with_the_clients_failure_exit(c: &Cluster) {
     let out = c.distributed_shell("exit 3", 2);
     // Client.main: System.exit(2) when the application did not succeed.
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -213,9 +202,7 @@ fn distributed_shell_reports_a_failed_command_with_the_clients_failure_exit() {
     );
 }
 
-#[test]
-fn queue_clis_see_the_capacity_schedulers_root_and_default() {
-    let c = cluster();
+fn queue_clis_see_the_capacity_schedulers_root_and_default(c: &Cluster) {
     let out = c.java(
         "org.apache.hadoop.yarn.client.cli.QueueCLI",
         &["queue", "-status", "root"],
@@ -255,9 +242,7 @@ fn queue_clis_see_the_capacity_schedulers_root_and_default() {
     assert!(s.contains("Queue State : running"), "{}", text(&out));
 }
 
-#[test]
-fn application_cli_updates_priority_and_moves_a_running_application() {
-    let c = cluster();
+fn application_cli_updates_priority_and_moves_a_running_application(c: &Cluster) {
     // A DistributedShell whose one container sleeps while the CLI works on the application.
     let jar = c.ds_jar.display().to_string();
     let mut ds = c
@@ -338,4 +323,13 @@ fn application_cli_updates_priority_and_moves_a_running_application() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let status = ds.wait().unwrap();
     assert_eq!(status.code(), Some(2), "a killed DistributedShell fails");
+}
+
+#[test]
+fn hadoops_distributed_shell_and_clis_on_hotpath_rm() {
+    let c = start();
+    distributed_shell_succeeds_on_hotpath_rm_and_agents(&c);
+    distributed_shell_reports_a_failed_command_with_the_clients_failure_exit(&c);
+    queue_clis_see_the_capacity_schedulers_root_and_default(&c);
+    application_cli_updates_priority_and_moves_a_running_application(&c);
 }
