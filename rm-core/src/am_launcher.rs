@@ -4,7 +4,9 @@
 //! (type APPLICATION_MASTER) and an NMToken for the node, both under the tracker's current
 //! rolling master keys; the application's launch context with the AMRMToken added to its
 //! Credentials (`tokens`, Hadoop's token storage format, alias = the token's service as Java
-//! writes it) and `MAX_APP_ATTEMPTS` in its environment; then `startContainers` on the node's
+//! writes it) and `MAX_APP_ATTEMPTS` in its environment (with `APPLICATION_WEB_PROXY_BASE` and
+//! `APP_SUBMIT_TIME_ENV`, which [`set_am_environment`] puts in the application's AM launch
+//! context when it is submitted or recovered, as Java's `setupTokens` does); then `startContainers` on the node's
 //! ContainerManagementProtocol (its NodeId `host:port`), authenticated with TOKEN (DIGEST-MD5)
 //! and the NMToken, as the attempt's user. The result goes back to the applications
 //! ([`crate::apps::Apps::am_launched`] / [`crate::apps::Apps::am_launch_failed`]) through
@@ -35,6 +37,45 @@ use crate::apps::{container_token, nm_token, AmLaunch, TokenKeys};
 
 /// `ApplicationConstants.MAX_APP_ATTEMPTS_ENV`.
 pub const MAX_APP_ATTEMPTS_ENV: &str = "MAX_APP_ATTEMPTS";
+
+/// `ApplicationConstants.APPLICATION_WEB_PROXY_BASE_ENV`: the web proxy's path of the
+/// application (`ProxyUriUtils.getPath`), which AMs (MapReduce's, Tez's) serve their UI under.
+pub const APPLICATION_WEB_PROXY_BASE_ENV: &str = "APPLICATION_WEB_PROXY_BASE";
+
+/// `ApplicationConstants.APP_SUBMIT_TIME_ENV`: the application's submit time (ms since the
+/// epoch); MapReduce's AM refuses to start without it ("APP_SUBMIT_TIME_ENV is null").
+pub const APP_SUBMIT_TIME_ENV: &str = "APP_SUBMIT_TIME_ENV";
+
+/// Puts in `ctx`'s environment what Java's `AMLauncher.setupTokens` puts there besides the
+/// tokens: `APPLICATION_WEB_PROXY_BASE` (`/proxy/<application id>`) and `APP_SUBMIT_TIME_ENV`,
+/// replacing what the submitter set under those names (Java's `environment.put`). (Java's
+/// timeline-v2 flow tags are left out: this RM has no timeline service.)
+pub fn set_am_environment(
+    ctx: &mut hadoop_wire::pb::hadoop::yarn::ContainerLaunchContextProto,
+    app: hadoop_wire::yarn::ids::AppId,
+    submit_ms: u64,
+) {
+    put_env(ctx, APPLICATION_WEB_PROXY_BASE_ENV, format!("/proxy/{app}"));
+    put_env(ctx, APP_SUBMIT_TIME_ENV, submit_ms.to_string());
+}
+
+fn put_env(
+    ctx: &mut hadoop_wire::pb::hadoop::yarn::ContainerLaunchContextProto,
+    key: &str,
+    value: String,
+) {
+    match ctx
+        .environment
+        .iter_mut()
+        .find(|e| e.key.as_deref() == Some(key))
+    {
+        Some(e) => e.value = Some(value),
+        None => ctx.environment.push(StringStringMapProto {
+            key: Some(key.into()),
+            value: Some(value),
+        }),
+    }
+}
 
 /// The launch context's Credentials with the AMRMToken added (`AMLauncher.setupTokens`).
 pub fn am_credentials(
@@ -288,6 +329,40 @@ mod tests {
         assert_eq!(nid.key_id(), 22);
         assert_eq!(nm.password, k.nm.password(nid.bytes()).to_vec());
         assert_eq!(nm.kind, "NMToken");
+    }
+
+    #[test]
+    fn the_am_environment_is_javas() {
+        let app = AppId::new(1_700_000_000_000, 7);
+        let mut ctx = ContainerLaunchContextProto {
+            environment: vec![
+                StringStringMapProto {
+                    key: Some("APP_SUBMIT_TIME_ENV".into()),
+                    value: Some("1".into()),
+                },
+                StringStringMapProto {
+                    key: Some("CLASSPATH".into()),
+                    value: Some("x".into()),
+                },
+            ],
+            ..Default::default()
+        };
+        set_am_environment(&mut ctx, app, 1_700_000_000_123);
+        let get = |k: &str| {
+            let v: Vec<_> = ctx
+                .environment
+                .iter()
+                .filter(|e| e.key.as_deref() == Some(k))
+                .filter_map(|e| e.value.clone())
+                .collect();
+            v
+        };
+        assert_eq!(get("APP_SUBMIT_TIME_ENV"), ["1700000000123"]);
+        assert_eq!(
+            get("APPLICATION_WEB_PROXY_BASE"),
+            ["/proxy/application_1700000000000_0007"]
+        );
+        assert_eq!(get("CLASSPATH"), ["x"]);
     }
 
     #[test]

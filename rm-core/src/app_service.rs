@@ -29,9 +29,18 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetContainerReportRequestProto, GetContainerReportResponseProto, GetContainersRequestProto,
     GetContainersResponseProto, GetNewApplicationResponseProto, GetQueueInfoRequestProto,
     GetQueueInfoResponseProto, KillApplicationRequestProto, KillApplicationResponseProto,
-    NodeReportProto, NodeStateProto, QueueInfoProto, QueueStateProto,
-    RegisterApplicationMasterRequestProto, SubmitApplicationRequestProto,
-    SubmitApplicationResponseProto, YarnClusterMetricsProto,
+    NodeReportProto, NodeStateProto, RegisterApplicationMasterRequestProto,
+    SubmitApplicationRequestProto, SubmitApplicationResponseProto, YarnClusterMetricsProto,
+};
+use hadoop_wire::pb::hadoop::yarn::{
+    GetAllResourceTypeInfoResponseProto, GetAttributesToNodesResponseProto,
+    GetClusterNodeAttributesResponseProto, GetClusterNodeLabelsResponseProto,
+    GetLabelsToNodesResponseProto, GetNodesToAttributesResponseProto,
+    GetNodesToLabelsResponseProto, GetQueueUserAclsInfoResponseProto,
+    MoveApplicationAcrossQueuesRequestProto, MoveApplicationAcrossQueuesResponseProto,
+    PriorityProto, SignalContainerRequestProto, SignalContainerResponseProto,
+    UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
+    UpdateApplicationTimeoutsRequestProto, UpdateApplicationTimeoutsResponseProto,
 };
 use hadoop_wire::token::identifier::{attempt_from_proto, container_from_proto};
 use hadoop_wire::token::{AmrmTokenIdentifier, TokenIdentifier};
@@ -88,6 +97,12 @@ pub struct AppsRt {
     delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
     /// The applications' token renewer ([`crate::token_renewer`]; secure clusters), once set.
     token_renewer: Arc<std::sync::OnceLock<Arc<crate::token_renewer::DelegationTokenRenewer>>>,
+    /// Container signals (`signalToContainer`) for their nodes' next heartbeat responses.
+    pub signals: Arc<crate::signals::PendingSignals>,
+    /// The attempts' ClientToAM master keys ([`crate::client_to_am`]), used once
+    /// [`set_secure`](Self::set_secure) was called.
+    pub client_to_am: Arc<crate::client_to_am::ClientToAmKeys>,
+    secure: Arc<AtomicBool>,
 }
 
 /// Changes for the state store, and the AM launches that must wait for them.
@@ -275,6 +290,9 @@ impl AppsRt {
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
             token_renewer: Arc::new(std::sync::OnceLock::new()),
+            signals: Arc::new(crate::signals::PendingSignals::new()),
+            client_to_am: Arc::new(crate::client_to_am::ClientToAmKeys::new()),
+            secure: Arc::new(AtomicBool::new(false)),
         };
         // Containers of applications this RM does not know are cleaned up as Java does (trap
         // 2), and whatever recovery queued (the applications it knows, held acknowledgements,
@@ -430,6 +448,32 @@ impl AppsRt {
     /// renewed fails ([`crate::token_renewer`]).
     pub fn set_token_renewer(&self, r: Arc<crate::token_renewer::DelegationTokenRenewer>) {
         let _ = self.token_renewer.set(r);
+    }
+
+    /// Security is on (Kerberos on the client port): AMs get a ClientToAM master key when they
+    /// register, and reports of their running applications a ClientToAM token, as Java's RM
+    /// does when `UserGroupInformation.isSecurityEnabled()`.
+    pub fn set_secure(&self) {
+        self.secure.store(true, Ordering::Relaxed);
+    }
+
+    /// Adds the ClientToAM token for `client` to a report of a RUNNING application whose
+    /// attempt has a key (`RMAppImpl.createAndGetApplicationReport`), on a secure RM.
+    fn add_client_token(&self, rep: &mut ApplicationReportProto, client: &str) {
+        if !self.secure.load(Ordering::Relaxed)
+            || rep.yarn_application_state
+                != Some(hadoop_wire::pb::hadoop::yarn::YarnApplicationStateProto::Running as i32)
+        {
+            return;
+        }
+        let Some(a) = rep
+            .current_application_attempt_id
+            .as_ref()
+            .and_then(attempt_from_proto)
+        else {
+            return;
+        };
+        rep.client_to_am_token = self.client_to_am.token(a, client);
     }
 
     /// Sets the RM delegation-token secrets (once, at start).
@@ -840,6 +884,8 @@ pub fn register_client(
                 }),
             }
             .map_err(call_error)?;
+            let mut rep = rep;
+            r.add_client_token(&mut rep, c.user.unwrap_or("dr.who"));
             reply
                 .message(&GetApplicationReportResponseProto {
                     application_report: Some(rep),
@@ -900,6 +946,10 @@ pub fn register_client(
                     })
                 }
             };
+            let mut list = list;
+            for rep in &mut list {
+                r.add_client_token(rep, c.user.unwrap_or("dr.who"));
+            }
             reply
                 .message(&GetApplicationsResponseProto { applications: list })
                 .map_err(CallError::from)
@@ -1003,69 +1053,7 @@ pub fn register_client(
         },
     );
     register_reports(reg, rt, acls.clone());
-    let (r, policy) = (rt.clone(), acls);
-    reg.register(
-        p,
-        v,
-        acp::GET_QUEUE_INFO,
-        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
-            let req: GetQueueInfoRequestProto = decode(c)?;
-            let name = req
-                .queue_name
-                .clone()
-                .unwrap_or_else(|| DEFAULT_QUEUE.into());
-            let apps = lock(&r.apps);
-            if !apps.config().queues.contains(&name) {
-                return Err(CallError::application(
-                    "java.io.IOException",
-                    format!("Unknown queue: {name}"),
-                ));
-            }
-            let (total, used) = apps.cluster_resources();
-            let current = if total.mem > 0 {
-                used.mem as f32 / total.mem as f32
-            } else {
-                0.0
-            };
-            let list = if !req.include_applications.unwrap_or(false) {
-                drop(apps);
-                Vec::new()
-            } else if let Some(pol) = &policy {
-                // Java leaves out the applications the caller may not view.
-                drop(apps);
-                with_caller(pol, c.user.unwrap_or("dr.who"), |who| {
-                    lock(&r.apps)
-                        .apps()
-                        .filter(|a| a.queue == name && may(pol, who, a, AccessType::ViewApp))
-                        .map(report)
-                        .collect()
-                })
-            } else {
-                let list = apps
-                    .apps()
-                    .filter(|a| a.queue == name)
-                    .map(report)
-                    .collect();
-                drop(apps);
-                list
-            };
-            reply
-                .message(&GetQueueInfoResponseProto {
-                    queue_info: Some(QueueInfoProto {
-                        queue_name: Some(name.clone()),
-                        capacity: Some(1.0),
-                        maximum_capacity: Some(1.0),
-                        current_capacity: Some(current),
-                        state: Some(QueueStateProto::QRunning as i32),
-                        applications: list,
-                        queue_path: Some(format!("root.{name}")),
-                        scheduler_type: Some("FifoScheduler".into()),
-                        ..Default::default()
-                    }),
-                })
-                .map_err(CallError::from)
-        },
-    );
+    register_queues_and_features(reg, rt, acls);
 }
 
 /// Runs `f` on application `id` for the caller: Java's `verifyUserAccessForRMApp` (an unknown
@@ -1257,9 +1245,14 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let (a, _) = caller(c)?;
             let req: RegisterApplicationMasterRequestProto = decode(c)?;
-            let resp = r
+            let mut resp = r
                 .with(|x| x.register_am(a, &req, wall_ms()))
                 .map_err(call_error)?;
+            if r.secure.load(Ordering::Relaxed) {
+                let apps = lock(&r.apps);
+                let live = |id: AppId| apps.app(id).is_some_and(|x| !x.state.is_final());
+                resp.client_to_am_token_master_key = r.client_to_am.key_for(a, live);
+            }
             tracing::info!("AM registration {a}");
             reply.message(&resp).map_err(CallError::from)
         },
@@ -1300,4 +1293,339 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
                 .map_err(CallError::from)
         },
     );
+}
+
+/// `getQueueInfo`, `getQueueUserAcls` and `getResourceTypeInfo` ([`crate::queues`]),
+/// `moveApplicationAcrossQueues`, `updateApplicationPriority`, `updateApplicationTimeouts`, and
+/// the methods of features this RM does not have, answered as a Java RM without them answers:
+/// reservations (`Reservation is not enabled. Please enable & try again`), resource profiles
+/// (`YARNFeatureNotEnabledException`), node labels and attributes (empty answers).
+fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Arc<AclPolicy>>) {
+    let (p, v) = (APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_VERSION);
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_QUEUE_INFO,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: GetQueueInfoRequestProto = decode(c)?;
+            let name = req
+                .queue_name
+                .clone()
+                .unwrap_or_else(|| DEFAULT_QUEUE.into());
+            let children = req.include_child_queues.unwrap_or(false);
+            let recursive = req.recursive.unwrap_or(false);
+            let with_apps = req.include_applications.unwrap_or(false);
+            let build = |who: Option<&Caller<'_>>| {
+                let apps = lock(&r.apps);
+                let queue = crate::queues::resolve(&apps, &name)?;
+                // Java lists the queue's applications the caller may view (whole reports).
+                let mut reports = |a: &RmApp| {
+                    let ok = match (&policy, who) {
+                        (Some(pol), Some(who)) => may(pol, who, a, AccessType::ViewApp),
+                        _ => true,
+                    };
+                    (with_apps && ok).then(|| report(a))
+                };
+                Some(crate::queues::queue_info(
+                    &apps,
+                    queue,
+                    children,
+                    recursive,
+                    &mut reports,
+                ))
+            };
+            let info = match &policy {
+                Some(pol) if with_apps => {
+                    with_caller(pol, c.user.unwrap_or("dr.who"), |who| build(Some(who)))
+                }
+                _ => build(None),
+            };
+            if info.is_none() {
+                // Java's ClientRMService logs the scheduler's IOException and answers without
+                // queue info.
+                tracing::info!("Failed to getQueueInfo for {name}: Unknown queue: {name}");
+            }
+            reply
+                .message(&GetQueueInfoResponseProto { queue_info: info })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::GET_QUEUE_USER_ACLS,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let user = c.user.unwrap_or("dr.who");
+            let list = match &policy {
+                None => crate::queues::user_acls(&lock(&r.apps), None, &Caller::new(user)),
+                Some(pol) => with_caller(pol, user, |who| {
+                    crate::queues::user_acls(&lock(&r.apps), Some(pol), who)
+                }),
+            };
+            reply
+                .message(&GetQueueUserAclsInfoResponseProto {
+                    queue_user_acls: list,
+                })
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_RESOURCE_TYPE_INFO,
+        move |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetAllResourceTypeInfoResponseProto {
+                    resource_type_info: crate::queues::resource_types(),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::MOVE_APPLICATION_ACROSS_QUEUES,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: MoveApplicationAcrossQueuesRequestProto = decode(c)?;
+            let id = app_id(Some(&req.application_id))?;
+            let target = req.target_queue.clone();
+            if let Some(pol) = &policy {
+                exists(&r, id)?;
+                may_modify(pol, &r, c, id, "Move Application")?;
+                let user = c.user.unwrap_or("dr.who");
+                // ClientRMService.accessToTargetQueueAllowed: SUBMIT_APPLICATIONS or
+                // ADMINISTER_QUEUE on the target, which must exist.
+                let allowed = with_caller(pol, user, |who| {
+                    let apps = lock(&r.apps);
+                    match crate::queues::resolve(&apps, &target) {
+                        Some(Some(q)) => pol.may_submit(who, q),
+                        _ => false,
+                    }
+                });
+                if !allowed {
+                    return Err(CallError::application(
+                        exc::YARN,
+                        format!(
+                            "org.apache.hadoop.security.AccessControlException: User {} cannot submit applications to target queue or the target queue doesn't exist: {target} while moving {id}",
+                            short_name(user)
+                        ),
+                    ));
+                }
+            }
+            r.with(|a| a.move_app(id, &target)).map_err(call_error)?;
+            tracing::info!("Move Application Request for {id} to {target}");
+            reply
+                .message(&MoveApplicationAcrossQueuesResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::UPDATE_APPLICATION_PRIORITY,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: UpdateApplicationPriorityRequestProto = decode(c)?;
+            let id = app_id(Some(&req.application_id))?;
+            if let Some(pol) = &policy {
+                exists(&r, id)?;
+                may_modify(pol, &r, c, id, "Update Application Priority")?;
+            }
+            let asked = req.application_priority.priority.unwrap_or(0);
+            let now = r
+                .with(|a| a.update_priority(id, asked))
+                .map_err(call_error)?;
+            tracing::info!("Update Application Priority Request for {id}: {asked} -> {now}");
+            reply
+                .message(&UpdateApplicationPriorityResponseProto {
+                    application_priority: Some(PriorityProto {
+                        priority: Some(now),
+                    }),
+                })
+                .map_err(CallError::from)
+        },
+    );
+    let (r, policy) = (rt.clone(), acls.clone());
+    reg.register(
+        p,
+        v,
+        acp::UPDATE_APPLICATION_TIMEOUTS,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: UpdateApplicationTimeoutsRequestProto = decode(c)?;
+            let id = app_id(Some(&req.application_id))?;
+            exists(&r, id)?;
+            if let Some(pol) = &policy {
+                may_modify(pol, &r, c, id, "Update Application Timeouts")?;
+            }
+            if req.application_timeouts.is_empty() {
+                return Err(CallError::application(
+                    exc::YARN,
+                    "At least one ApplicationTimeoutType should be configured for updating timeouts.",
+                ));
+            }
+            let state = lock(&r.apps).app(id).map(|a| a.state);
+            match state {
+                // Java: a completed application's timeouts are answered back unchanged.
+                Some(s) if s.is_final() || s == crate::apps::AppState::Finishing => reply
+                    .message(&UpdateApplicationTimeoutsResponseProto {
+                        application_timeouts: req.application_timeouts,
+                    })
+                    .map_err(CallError::from),
+                // This RM has no lifetime monitor (Java's RMAppLifetimeMonitor): it says so
+                // rather than accept a lifetime it would not enforce.
+                _ => Err(CallError::application(
+                    exc::YARN,
+                    format!(
+                        "Application lifetimes (ApplicationTimeoutType LIFETIME) are not supported by this ResourceManager; {id} was not changed"
+                    ),
+                )),
+            }
+        },
+    );
+    let (r, policy) = (rt.clone(), acls);
+    reg.register(
+        p,
+        v,
+        acp::SIGNAL_TO_CONTAINER,
+        move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            let req: SignalContainerRequestProto = decode(c)?;
+            let id = container_from_proto(&req.container_id).ok_or_else(|| {
+                CallError::application(exc::ILLEGAL_ARGUMENT, "Invalid container id: null")
+            })?;
+            let absent = || {
+                CallError::application(
+                    exc::YARN,
+                    format!("Trying to signal an absent container {id}"),
+                )
+            };
+            exists(&r, id.app).map_err(|_| absent())?;
+            if let Some(pol) = &policy {
+                may_modify(pol, &r, c, id.app, "Signal Container")?;
+            }
+            // Java: only a container the scheduler has (allocated, not complete).
+            let node = lock(&r.apps).app(id.app).and_then(|a| {
+                a.attempts
+                    .iter()
+                    .find(|t| t.id.attempt == id.attempt)
+                    .and_then(|t| t.live.get(&id))
+                    .map(|l| l.node.clone())
+            });
+            let node = node.ok_or_else(absent)?;
+            tracing::info!(
+                "Signal Container Request for {id} ({:?}) to {node}",
+                req.command
+            );
+            r.signals.push(node, req);
+            reply
+                .message(&SignalContainerResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    for method in [
+        acp::GET_NEW_RESERVATION,
+        acp::SUBMIT_RESERVATION,
+        acp::UPDATE_RESERVATION,
+        acp::DELETE_RESERVATION,
+        acp::LIST_RESERVATIONS,
+    ] {
+        reg.register(p, v, method, |_c: &Call<'_>, _reply: &mut Reply<'_, '_>| {
+            // ClientRMService.checkReservationSystem, before the request is looked at.
+            Err(CallError::application(
+                exc::YARN,
+                "Reservation is not enabled. Please enable & try again",
+            ))
+        });
+    }
+    for method in [acp::GET_RESOURCE_PROFILES, acp::GET_RESOURCE_PROFILE] {
+        reg.register(p, v, method, |_c: &Call<'_>, _reply: &mut Reply<'_, '_>| {
+            // ResourceProfilesManagerImpl.checkAndThrowExceptionWhenFeatureDisabled.
+            Err(CallError::application(
+                FEATURE_NOT_ENABLED,
+                "Resource profile is not enabled, please enable resource profile feature before using its functions. (by setting yarn.resourcemanager.resource-profiles.enabled to true)",
+            ))
+        });
+    }
+    // No node labels or attributes: Java's managers answer empty maps and sets.
+    reg.register(
+        p,
+        v,
+        acp::GET_NODE_TO_LABELS,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetNodesToLabelsResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_LABELS_TO_NODES,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetLabelsToNodesResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_CLUSTER_NODE_LABELS,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetClusterNodeLabelsResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_CLUSTER_NODE_ATTRIBUTES,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetClusterNodeAttributesResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_ATTRIBUTES_TO_NODES,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetAttributesToNodesResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+    reg.register(
+        p,
+        v,
+        acp::GET_NODES_TO_ATTRIBUTES,
+        |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
+            reply
+                .message(&GetNodesToAttributesResponseProto {})
+                .map_err(CallError::from)
+        },
+    );
+}
+
+/// `org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException`.
+const FEATURE_NOT_ENABLED: &str =
+    "org.apache.hadoop.yarn.exceptions.YARNFeatureNotEnabledException";
+
+/// A Kerberos principal's short name (`alice/host@REALM` → `alice`), as Java's messages print
+/// `getShortUserName()`.
+fn short_name(user: &str) -> &str {
+    user.split(['/', '@']).next().unwrap_or(user)
+}
+
+/// Java's `verifyUserAccessForRMApp`'s first step: an unknown application is
+/// `ApplicationNotFoundException`.
+fn exists(r: &AppsRt, id: AppId) -> Result<(), CallError> {
+    if lock(&r.apps).app(id).is_none() {
+        return Err(call_error(Apps::not_found(id)));
+    }
+    Ok(())
 }

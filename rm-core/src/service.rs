@@ -453,6 +453,9 @@ fn start_apps(
         a.methods()
             .contains(&hadoop_wire::sasl::message::AuthMethod::Kerberos)
     });
+    if secure {
+        rt.set_secure();
+    }
     crate::rm_delegation::register(&mut creg, &rt, secure, setup.security.login_user.clone());
     let mut mreg = Registry::new();
     app_service::register_master(&mut mreg, &rt, tracker);

@@ -1014,6 +1014,20 @@ pub struct CollectorInfoProto {
     #[prost(message, optional, tag = "2")]
     pub collector_token: ::core::option::Option<super::common::TokenProto>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct QueueUserAclInfoProto {
+    #[prost(string, optional, tag = "1")]
+    pub queue_name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "QueueAclProto", repeated, packed = "false", tag = "2")]
+    pub user_acls: ::prost::alloc::vec::Vec<i32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ApplicationUpdateTimeoutMapProto {
+    #[prost(enumeration = "ApplicationTimeoutTypeProto", optional, tag = "1")]
+    pub application_timeout_type: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub expire_time: ::core::option::Option<::prost::alloc::string::String>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ResourceTypesProto {
@@ -1729,6 +1743,32 @@ impl NodeAttributeOpCodeProto {
         }
     }
 }
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum QueueAclProto {
+    QaclSubmitApplications = 1,
+    QaclAdministerQueue = 2,
+}
+impl QueueAclProto {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::QaclSubmitApplications => "QACL_SUBMIT_APPLICATIONS",
+            Self::QaclAdministerQueue => "QACL_ADMINISTER_QUEUE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "QACL_SUBMIT_APPLICATIONS" => Some(Self::QaclSubmitApplications),
+            "QACL_ADMINISTER_QUEUE" => Some(Self::QaclAdministerQueue),
+            _ => None,
+        }
+    }
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NmTokenIdentifierProto {
     #[prost(message, optional, tag = "1")]
@@ -1803,6 +1843,13 @@ pub struct YarnDelegationTokenIdentifierProto {
     pub sequence_number: ::core::option::Option<i32>,
     #[prost(int32, optional, tag = "7")]
     pub master_key_id: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ClientToAmTokenIdentifierProto {
+    #[prost(message, optional, tag = "1")]
+    pub app_attempt_id: ::core::option::Option<ApplicationAttemptIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub client_name: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SignalContainerRequestProto {
@@ -2187,6 +2234,65 @@ pub struct FailApplicationAttemptRequestProto {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct FailApplicationAttemptResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetQueueUserAclsInfoRequestProto {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetQueueUserAclsInfoResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub queue_user_acls: ::prost::alloc::vec::Vec<QueueUserAclInfoProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct MoveApplicationAcrossQueuesRequestProto {
+    #[prost(message, required, tag = "1")]
+    pub application_id: ApplicationIdProto,
+    #[prost(string, required, tag = "2")]
+    pub target_queue: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct MoveApplicationAcrossQueuesResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UpdateApplicationPriorityRequestProto {
+    #[prost(message, required, tag = "1")]
+    pub application_id: ApplicationIdProto,
+    #[prost(message, required, tag = "2")]
+    pub application_priority: PriorityProto,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UpdateApplicationPriorityResponseProto {
+    #[prost(message, optional, tag = "1")]
+    pub application_priority: ::core::option::Option<PriorityProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UpdateApplicationTimeoutsRequestProto {
+    #[prost(message, required, tag = "1")]
+    pub application_id: ApplicationIdProto,
+    #[prost(message, repeated, tag = "2")]
+    pub application_timeouts: ::prost::alloc::vec::Vec<ApplicationUpdateTimeoutMapProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UpdateApplicationTimeoutsResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub application_timeouts: ::prost::alloc::vec::Vec<ApplicationUpdateTimeoutMapProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetAllResourceTypeInfoRequestProto {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetAllResourceTypeInfoResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_type_info: ::prost::alloc::vec::Vec<ResourceTypeInfoProto>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetNodesToLabelsResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetLabelsToNodesResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetClusterNodeLabelsResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetClusterNodeAttributesResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetAttributesToNodesResponseProto {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetNodesToAttributesResponseProto {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ContainerUpdateTypeProto {

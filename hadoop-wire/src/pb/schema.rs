@@ -5854,6 +5854,75 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static ApplicationUpdateTimeoutMapProto: Schema = Schema {
+            name: "hadoop.yarn.ApplicationUpdateTimeoutMapProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_timeout_type",
+                    kind: Kind::Enum(&[1]),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "expire_time",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ApplicationUpdateTimeoutMapProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ApplicationUpdateTimeoutMapProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x08) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationUpdateTimeoutMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ApplicationUpdateTimeoutMapProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static CheckForDecommissioningNodesRequestProto: Schema = Schema {
             name: "hadoop.yarn.CheckForDecommissioningNodesRequestProto",
             fields: &[Field {
@@ -5955,6 +6024,84 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(
                             &CheckForDecommissioningNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static ClientToAMTokenIdentifierProto: Schema = Schema {
+            name: "hadoop.yarn.ClientToAMTokenIdentifierProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "appAttemptId",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationAttemptIdProto,
+                    ),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "clientName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_ClientToAMTokenIdentifierProto,
+        };
+        #[inline]
+        pub(crate) fn fast_ClientToAMTokenIdentifierProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationAttemptIdProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ClientToAMTokenIdentifierProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &ClientToAMTokenIdentifierProto,
                             r,
                             n,
                             wt,
@@ -7610,6 +7757,112 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static GetAllResourceTypeInfoRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetAllResourceTypeInfoRequestProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetAllResourceTypeInfoRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetAllResourceTypeInfoRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAllResourceTypeInfoRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAllResourceTypeInfoRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetAllResourceTypeInfoResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetAllResourceTypeInfoResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "resource_type_info",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ResourceTypeInfoProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetAllResourceTypeInfoResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetAllResourceTypeInfoResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ResourceTypeInfoProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAllResourceTypeInfoResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAllResourceTypeInfoResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetApplicationAttemptReportRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetApplicationAttemptReportRequestProto",
             fields: &[Field {
@@ -8223,6 +8476,54 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static GetAttributesToNodesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetAttributesToNodesResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetAttributesToNodesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetAttributesToNodesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAttributesToNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetAttributesToNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetClusterMetricsRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetClusterMetricsRequestProto",
             fields: &[],
@@ -8321,6 +8622,102 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(
                             &GetClusterMetricsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterNodeAttributesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterNodeAttributesResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetClusterNodeAttributesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterNodeAttributesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodeAttributesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodeAttributesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetClusterNodeLabelsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetClusterNodeLabelsResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetClusterNodeLabelsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetClusterNodeLabelsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodeLabelsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetClusterNodeLabelsResponseProto,
                             r,
                             n,
                             wt,
@@ -8928,6 +9325,54 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static GetLabelsToNodesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetLabelsToNodesResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetLabelsToNodesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetLabelsToNodesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetLabelsToNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetLabelsToNodesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static GetNewApplicationRequestProto: Schema = Schema {
             name: "hadoop.yarn.GetNewApplicationRequestProto",
             fields: &[],
@@ -9039,6 +9484,102 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(
                             &GetNewApplicationResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetNodesToAttributesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetNodesToAttributesResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetNodesToAttributesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetNodesToAttributesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNodesToAttributesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNodesToAttributesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetNodesToLabelsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetNodesToLabelsResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetNodesToLabelsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetNodesToLabelsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNodesToLabelsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetNodesToLabelsResponseProto,
                             r,
                             n,
                             wt,
@@ -9178,6 +9719,112 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&GetQueueInfoResponseProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetQueueUserAclsInfoRequestProto: Schema = Schema {
+            name: "hadoop.yarn.GetQueueUserAclsInfoRequestProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_GetQueueUserAclsInfoRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetQueueUserAclsInfoRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetQueueUserAclsInfoRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetQueueUserAclsInfoRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static GetQueueUserAclsInfoResponseProto: Schema = Schema {
+            name: "hadoop.yarn.GetQueueUserAclsInfoResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "queueUserAcls",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::QueueUserACLInfoProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_GetQueueUserAclsInfoResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_GetQueueUserAclsInfoResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_QueueUserACLInfoProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetQueueUserAclsInfoResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &GetQueueUserAclsInfoResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -9634,6 +10281,127 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&MasterKeyProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static MoveApplicationAcrossQueuesRequestProto: Schema = Schema {
+            name: "hadoop.yarn.MoveApplicationAcrossQueuesRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "application_id",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "target_queue",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_MoveApplicationAcrossQueuesRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_MoveApplicationAcrossQueuesRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &MoveApplicationAcrossQueuesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &MoveApplicationAcrossQueuesRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static MoveApplicationAcrossQueuesResponseProto: Schema = Schema {
+            name: "hadoop.yarn.MoveApplicationAcrossQueuesResponseProto",
+            fields: &[],
+            slots: &[0],
+            required: 0x0,
+            fast: fast_MoveApplicationAcrossQueuesResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_MoveApplicationAcrossQueuesResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &MoveApplicationAcrossQueuesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &MoveApplicationAcrossQueuesResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
                     }
                 }
             }
@@ -12396,6 +13164,70 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) =
                             field_g::<Invalid>(&QueueStatisticsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static QueueUserACLInfoProto: Schema = Schema {
+            name: "hadoop.yarn.QueueUserACLInfoProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "queueName",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "userAcls",
+                    kind: Kind::Enum(&[1, 2]),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_QueueUserACLInfoProto,
+        };
+        #[inline]
+        pub(crate) fn fast_QueueUserACLInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        r.skip_varint_g::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        packed_g::<Invalid>(
+                            &QueueUserACLInfoProto,
+                            &QueueUserACLInfoProto.fields[1],
+                            WireType::Varint,
+                            b,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueUserACLInfoProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&QueueUserACLInfoProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -16100,6 +16932,286 @@ pub mod hadoop {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(
                             &UnRegisterNodeManagerResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdateApplicationPriorityRequestProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateApplicationPriorityRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "applicationId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "applicationPriority",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_UpdateApplicationPriorityRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateApplicationPriorityRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x2 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationPriorityRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationPriorityRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdateApplicationPriorityResponseProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateApplicationPriorityResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "applicationPriority",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::PriorityProto),
+                label: Label::Optional,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_UpdateApplicationPriorityResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateApplicationPriorityResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_PriorityProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationPriorityResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationPriorityResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdateApplicationTimeoutsRequestProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateApplicationTimeoutsRequestProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "applicationId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::ApplicationIdProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "application_timeouts",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::ApplicationUpdateTimeoutMapProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x1,
+            fast: fast_UpdateApplicationTimeoutsRequestProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateApplicationTimeoutsRequestProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationUpdateTimeoutMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationTimeoutsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationTimeoutsRequestProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static UpdateApplicationTimeoutsResponseProto: Schema = Schema {
+            name: "hadoop.yarn.UpdateApplicationTimeoutsResponseProto",
+            fields: &[Field {
+                number: 1,
+                name: "application_timeouts",
+                kind: Kind::Message(
+                    &crate::pb::schema::hadoop::yarn::ApplicationUpdateTimeoutMapProto,
+                ),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
+            required: 0x0,
+            fast: fast_UpdateApplicationTimeoutsResponseProto,
+        };
+        #[inline]
+        pub(crate) fn fast_UpdateApplicationTimeoutsResponseProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_ApplicationUpdateTimeoutMapProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x1;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationTimeoutsResponseProto,
+                            r,
+                            n,
+                            wt,
+                            seen,
+                            depth,
+                        )?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) = field_g::<Invalid>(
+                            &UpdateApplicationTimeoutsResponseProto,
                             r,
                             n,
                             wt,

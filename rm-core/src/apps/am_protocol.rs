@@ -10,7 +10,7 @@ use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, AllocateResponseProto, ContainerProto, ContainerTypeProto,
     ExecutionTypeProto, FinalApplicationStatusProto, FinishApplicationMasterRequestProto,
     NmTokenProto, PriorityProto, RegisterApplicationMasterRequestProto,
-    RegisterApplicationMasterResponseProto,
+    RegisterApplicationMasterResponseProto, SchedulerResourceTypes,
 };
 use hadoop_wire::token::identifier::container_from_proto;
 use hadoop_wire::yarn::exit_status;
@@ -91,9 +91,16 @@ impl Apps {
         }));
         let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
         app.state = AppState::Running;
+        // As Java's ApplicationMasterService: the resource types (AMRMClient re-initializes
+        // its own from them; an AM given none cannot read a Resource), the types the
+        // scheduler schedules by (Java's Capacity scheduler with its default calculator:
+        // memory), and the application's ACLs.
         Ok(RegisterApplicationMasterResponseProto {
             maximum_capability: Some(max.to_proto()),
+            application_ac_ls: app.acls.to_protos(),
             queue: Some(app.queue.clone()),
+            scheduler_resource_types: vec![SchedulerResourceTypes::Memory as i32],
+            resource_types: crate::queues::resource_types(),
             ..Default::default()
         })
     }

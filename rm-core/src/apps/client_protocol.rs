@@ -40,6 +40,8 @@ impl Apps {
         submit_ms: u64,
     ) -> RmApp {
         let global = self.cfg.max_attempts;
+        let mut am_spec = am_spec;
+        crate::am_launcher::set_am_environment(&mut am_spec, id, submit_ms);
         RmApp {
             id,
             name: ctx.application_name.clone().unwrap_or_else(|| "N/A".into()),
@@ -50,7 +52,7 @@ impl Apps {
                 .clone()
                 .unwrap_or_else(|| "YARN".into()),
             tags: ctx.application_tags.clone(),
-            priority: ctx.priority.and_then(|p| p.priority).unwrap_or(0),
+            priority: self.capped_priority(ctx.priority.and_then(|p| p.priority)),
             acls: crate::app_acls::AppAcls::from_protos(&am_spec.application_ac_ls),
             am_spec,
             am_res: asked.normalize(self.cfg.min_alloc, self.cfg.max_alloc),
@@ -66,7 +68,97 @@ impl Apps {
             finish_ms: 0,
             attempts: Vec::new(),
             failures: 0,
+            failures_validity_ms: ctx.attempt_failures_validity_interval.unwrap_or(0),
+            failure_ms: Vec::new(),
         }
+    }
+
+    /// The priority an application gets for `asked` (`CapacityScheduler.checkAndGetApplicationPriority`):
+    /// the queue's default (0) when it asked none, at most `yarn.cluster.max-application-priority`.
+    fn capped_priority(&self, asked: Option<i32>) -> i32 {
+        asked.unwrap_or(0).min(self.cfg.max_app_priority)
+    }
+
+    /// The RMAppState name Java's messages print for `state`.
+    fn rm_state_name(state: AppState) -> &'static str {
+        match state {
+            AppState::Submitted => "SUBMITTED",
+            AppState::Accepted => "ACCEPTED",
+            AppState::Running => "RUNNING",
+            AppState::Finishing => "FINISHING",
+            AppState::Finished => "FINISHED",
+            AppState::Failed => "FAILED",
+            AppState::Killed => "KILLED",
+        }
+    }
+
+    /// `updateApplicationPriority` (the caller's MODIFY_APP is checked before): the priority
+    /// the application has afterwards. Java's answers: an unknown application is
+    /// `ApplicationNotFoundException`; a finished (or finishing) one keeps its priority and
+    /// says so; one not yet accepted is "Application in SUBMITTED state cannot update
+    /// priority."; otherwise the priority becomes `priority`, capped at
+    /// `yarn.cluster.max-application-priority` (0 unless configured, so with Java's defaults
+    /// every application stays at 0).
+    pub fn update_priority(&mut self, id: AppId, priority: i32) -> Result<i32, AppError> {
+        let capped = self.capped_priority(Some(priority));
+        let Some(app) = self.apps.get_mut(&id.id).filter(|a| a.id == id) else {
+            return Err(Self::not_found(id));
+        };
+        match app.state {
+            AppState::Accepted | AppState::Running => {}
+            s if s.is_final() || s == AppState::Finishing => return Ok(app.priority),
+            s => {
+                return Err(err(
+                    exc::YARN,
+                    format!(
+                        "Application in {} state cannot update priority.",
+                        Self::rm_state_name(s)
+                    ),
+                ))
+            }
+        }
+        app.priority = capped;
+        Ok(capped)
+    }
+
+    /// `moveApplicationAcrossQueues` (the caller's MODIFY_APP, and with ACLs its right to
+    /// submit to `target`, are checked before). Java's answers: an unknown application is
+    /// `ApplicationNotFoundException`; one not ACCEPTED or RUNNING "App in FINISHED state
+    /// cannot be moved."; a target the scheduler does not have "The specified Queue: x doesn't
+    /// exist", root "The specified Queue: root is not a Leaf Queue." (`getAndCheckLeafQueue`);
+    /// otherwise the application is in `target` (given as a leaf name or its full path).
+    pub fn move_app(&mut self, id: AppId, target: &str) -> Result<(), AppError> {
+        let Some(app) = self.apps.get(&id.id).filter(|a| a.id == id) else {
+            return Err(Self::not_found(id));
+        };
+        if !matches!(app.state, AppState::Accepted | AppState::Running) {
+            return Err(err(
+                exc::YARN,
+                format!(
+                    "App in {} state cannot be moved.",
+                    Self::rm_state_name(app.state)
+                ),
+            ));
+        }
+        let leaf = match crate::queues::resolve(self, target) {
+            None => {
+                return Err(err(
+                    exc::YARN,
+                    format!("The specified Queue: {target} doesn't exist"),
+                ))
+            }
+            Some(None) => {
+                return Err(err(
+                    exc::YARN,
+                    format!("The specified Queue: {target} is not a Leaf Queue."),
+                ))
+            }
+            Some(Some(q)) => q.to_string(),
+        };
+        if let Some(app) = self.apps.get_mut(&id.id) {
+            app.queue = leaf;
+        }
+        Ok(())
     }
 
     /// `getNewApplication`: the next id and the maximum capability.
@@ -281,7 +373,7 @@ impl Apps {
         {
             return Ok(());
         }
-        app.failures += 1;
+        app.count_failure(now_ms);
         self.end_attempt(
             attempt,
             AttemptState::Failed,

@@ -21,6 +21,8 @@ pub struct AppsConfig {
     pub container_token_expiry_ms: u64,
     /// The queues submissions may name.
     pub queues: Vec<String>,
+    /// `yarn.cluster.max-application-priority` (0): the highest priority an application gets.
+    pub max_app_priority: i32,
     /// Ours: most applications kept (finished ones beyond are forgotten, oldest first; new
     /// submissions beyond with only live ones are refused).
     pub max_apps: usize,
@@ -60,6 +62,7 @@ impl Default for AppsConfig {
             am_expiry_ms: 900_000,
             container_token_expiry_ms: 600_000,
             queues: vec![DEFAULT_QUEUE.to_string()],
+            max_app_priority: 0,
             max_apps: 10_000,
             max_completed_apps: 1000,
             max_ask_containers: 100_000,
@@ -109,6 +112,7 @@ impl AppsConfig {
                 600_000,
             )? as u64,
             queues: d.queues.clone(),
+            max_app_priority: int("yarn.cluster.max-application-priority", 0)? as i32,
             max_apps: int("hotpath.rm.max-applications", d.max_apps as i64)?.max(1) as usize,
             max_completed_apps: int(
                 "yarn.resourcemanager.max-completed-applications",

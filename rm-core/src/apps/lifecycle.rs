@@ -78,7 +78,7 @@ impl Apps {
             "AM Container for {attempt} exited with  exitCode: {exit}\nFailing this attempt.Diagnostics: {diag}\nFor more detailed output, check the application tracking page: N/A Then click on links to logs of each attempt.\n. Failing this attempt."
         );
         if counts_as_failure(exit) {
-            app.failures += 1;
+            app.count_failure(now_ms);
         }
         self.end_attempt(attempt, AttemptState::Failed, text, now_ms);
     }
@@ -138,7 +138,7 @@ impl Apps {
             AttemptState::Failed => {
                 let limit = app.max_attempts;
                 if app.state.is_final() {
-                } else if app.failures < limit {
+                } else if app.failures_within_validity(now_ms) < limit {
                     let next = AttemptId {
                         app: app.id,
                         attempt: app.attempts.len() as i32 + 1,
@@ -214,7 +214,7 @@ impl Apps {
     pub fn am_launch_failed(&mut self, a: AttemptId, error: &str, now_ms: u64) {
         let text = format!("Error launching {a}. Got exception: {error}");
         if let Some(app) = self.apps.get_mut(&a.app.id) {
-            app.failures += 1;
+            app.count_failure(now_ms);
         }
         self.end_attempt(a, AttemptState::Failed, text, now_ms);
     }
@@ -272,12 +272,36 @@ impl Apps {
                 self.end_attempt(*a, AttemptState::Finished, String::new(), now_ms);
             } else {
                 if let Some(app) = self.apps.get_mut(&a.app.id) {
-                    app.failures += 1;
+                    app.count_failure(now_ms);
                 }
                 let text = format!("ApplicationMaster for attempt {a} timed out");
                 self.end_attempt(*a, AttemptState::Failed, text, now_ms);
             }
         }
         expired.into_iter().map(|(a, _)| a).collect()
+    }
+}
+
+impl super::RmApp {
+    /// An attempt failure that counts against the maximum attempts.
+    pub(super) fn count_failure(&mut self, now_ms: u64) {
+        self.failures += 1;
+        if self.failures_validity_ms > 0 {
+            // Only the window's failures are ever asked for: older ones are dropped.
+            let since = now_ms.saturating_sub(self.failures_validity_ms as u64);
+            self.failure_ms.retain(|&t| t > since);
+            self.failure_ms.push(now_ms);
+        }
+    }
+
+    /// The failures that count now (`RMAppImpl.getNumFailedAppAttempts`): all of them, or
+    /// with an `attemptFailuresValidityInterval` only those that ended within it, so a
+    /// long-running service whose AM fails now and then is not failed for old failures.
+    pub(super) fn failures_within_validity(&self, now_ms: u64) -> i32 {
+        if self.failures_validity_ms <= 0 {
+            return self.failures;
+        }
+        let since = now_ms.saturating_sub(self.failures_validity_ms as u64);
+        self.failure_ms.iter().filter(|&&t| t > since).count() as i32
     }
 }

@@ -472,6 +472,10 @@ pub struct RmApp {
     pub attempts: Vec<Attempt>,
     /// Attempt failures that count against `max_attempts`.
     failures: i32,
+    /// The submission's `attemptFailuresValidityInterval` (ms; 0 or less: every failure
+    /// counts), and when each counted failure happened (this RM's run only).
+    failures_validity_ms: i64,
+    failure_ms: Vec<u64>,
 }
 
 impl RmApp {

@@ -13,6 +13,7 @@ mod amrm_calls;
 mod app_acls;
 mod apps_churn;
 mod apps_security;
+mod client_methods;
 mod dispatcher;
 mod merge;
 mod proxy_users;
