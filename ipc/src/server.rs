@@ -207,6 +207,26 @@ pub trait BodySource {
     fn fill(&mut self, dst: &mut [u8]);
 }
 
+/// A streamed reply body from an owned buffer.
+pub struct OwnedBody {
+    bytes: Vec<u8>,
+    pos: usize,
+}
+
+impl OwnedBody {
+    pub fn new(bytes: Vec<u8>) -> OwnedBody {
+        OwnedBody { bytes, pos: 0 }
+    }
+}
+
+impl BodySource for OwnedBody {
+    fn fill(&mut self, dst: &mut [u8]) {
+        let n = dst.len().min(self.bytes.len() - self.pos);
+        dst[..n].copy_from_slice(&self.bytes[self.pos..self.pos + n]);
+        self.pos += n;
+    }
+}
+
 /// Serves one method.
 pub trait Handler: Send + Sync + 'static {
     /// Answers `call` through `reply`. Writing nothing answers with an empty message. An `Err`
@@ -353,15 +373,32 @@ impl<'o, 'p> Reply<'o, 'p> {
         Ok(())
     }
 
-    /// Answers with already-encoded message bytes.
+    /// Answers with already-encoded message bytes: copied into the pool chunk, or streamed
+    /// from a heap copy when they do not fit one (as [`Self::message`]).
     pub fn bytes(&mut self, message: &[u8]) -> Result<(), ReplyError> {
-        self.with(message.len(), |d| d.copy_from_slice(message))
+        match self.with(message.len(), |d| d.copy_from_slice(message)) {
+            Err(ReplyError::TooLarge { .. }) => self.stream(
+                message.len() as u64,
+                Box::new(OwnedBody::new(message.to_vec())),
+            ),
+            r => r,
+        }
     }
 
-    /// Answers with a prost message, encoded straight into the pool chunk.
+    /// Answers with a prost message: encoded straight into the pool chunk when it fits one
+    /// (every answer on the hot paths), else encoded once on the heap and streamed as chunks
+    /// free up (an allocate answer with thousands of containers, a report of every
+    /// application: rare, so the allocation is the price of not failing them).
     pub fn message<M: prost::Message>(&mut self, m: &M) -> Result<(), ReplyError> {
         let len = m.encoded_len();
-        self.with(len, |mut d| m.encode_raw(&mut d))
+        match self.with(len, |mut d| m.encode_raw(&mut d)) {
+            Err(ReplyError::TooLarge { .. }) => {
+                let mut bytes = Vec::with_capacity(len);
+                m.encode_raw(&mut bytes);
+                self.stream(len as u64, Box::new(OwnedBody::new(bytes)))
+            }
+            r => r,
+        }
     }
 
     /// Answers with a message of `len` bytes produced by `source` as pool chunks free up.

@@ -48,13 +48,7 @@ fn shared_of(slot: &OnceLock<Arc<Shared>>) -> Result<&Arc<Shared>, CallError> {
 }
 
 fn answer<M: prost::Message>(reply: &mut Reply<'_, '_>, m: &M) -> Result<(), CallError> {
-    let bytes = m.encode_to_vec();
-    if bytes.len() <= reply.max_unstreamed() {
-        reply.bytes(&bytes)?;
-    } else {
-        let len = bytes.len() as u64;
-        reply.stream(len, Box::new(crate::report::VecBody::new(bytes)))?;
-    }
+    reply.message(m)?;
     Ok(())
 }
 

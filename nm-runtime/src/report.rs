@@ -10,8 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use hadoop_wire::pb::hadoop::yarn::{NodeHealthStatusProto, NodeIdProto};
-use ipc::server::{BodySource, Call, CallError, Registry, Reply};
-use prost::Message;
+use ipc::server::{Call, CallError, Registry, Reply};
 
 use crate::shared::{lock, Shared};
 use nm_core::wire::{container_status_proto, resource_proto};
@@ -57,26 +56,6 @@ pub fn node_report(shared: &Shared) -> GetNodeReportResponseProto {
     }
 }
 
-/// A streamed reply body from an owned buffer.
-pub(crate) struct VecBody {
-    bytes: Vec<u8>,
-    pos: usize,
-}
-
-impl VecBody {
-    pub(crate) fn new(bytes: Vec<u8>) -> VecBody {
-        VecBody { bytes, pos: 0 }
-    }
-}
-
-impl BodySource for VecBody {
-    fn fill(&mut self, dst: &mut [u8]) {
-        let n = dst.len().min(self.bytes.len() - self.pos);
-        dst[..n].copy_from_slice(&self.bytes[self.pos..self.pos + n]);
-        self.pos += n;
-    }
-}
-
 /// Registers `getNodeReport` (answered once `shared` is set) and the benchmark protocol
 /// (`getBuffer` up to `max_buffer` bytes).
 pub fn register(reg: &mut Registry, shared: Arc<OnceLock<Arc<Shared>>>, max_buffer: u64) {
@@ -91,13 +70,7 @@ pub fn register(reg: &mut Registry, shared: Arc<OnceLock<Arc<Shared>>>, max_buff
                     "the agent is starting",
                 ));
             };
-            let bytes = node_report(s).encode_to_vec();
-            if bytes.len() <= reply.max_unstreamed() {
-                reply.bytes(&bytes)?;
-            } else {
-                let len = bytes.len() as u64;
-                reply.stream(len, Box::new(VecBody { bytes, pos: 0 }))?;
-            }
+            reply.message(&node_report(s))?;
             Ok(())
         },
     );

@@ -360,3 +360,52 @@ fn raw_request_header_with_state_id_reaches_the_handler() {
     let v = hadoop_wire::view::rpc::RpcRequestHeaderView::new(rf.rpc_header);
     assert_eq!(v.state_id().unwrap(), Some(42));
 }
+
+#[test]
+fn a_prost_answer_larger_than_a_pool_chunk_is_streamed_whole() {
+    // `storm-apps` found an allocate answer over one 64 KiB chunk failing with "stream it" and
+    // its containers lost: `Reply::message` streams what does not fit a chunk.
+    for_each_backend(|b| {
+        let mut reg = Registry::new();
+        reg.register(
+            "test.Big",
+            1,
+            "big",
+            |call: &Call<'_>, reply: &mut Reply<'_, '_>| -> Result<(), CallError> {
+                // The request is the answer's size as a varint; the answer is one bytes field
+                // of that many bytes counting up mod 251.
+                let mut rd = hadoop_wire::reader::Reader::new(call.request);
+                let n = rd.read_varint().unwrap() as usize;
+                let m = hadoop_wire::pb::hadoop::common::TokenProto {
+                    identifier: (0..n).map(|i| (i % 251) as u8).collect(),
+                    password: Vec::new(),
+                    kind: "big".into(),
+                    service: String::new(),
+                };
+                reply.message(&m)?;
+                Ok(())
+            },
+        );
+        let srv = start(b, reg, |_| {});
+        let mut cfg = client_config();
+        cfg.protocol = "test.Big".into();
+        let c = ipc::client::Client::new(srv.local_addr(), cfg);
+        for n in [10usize, 65_000, 65_536, 200_000, 3_000_000] {
+            let mut req = Vec::new();
+            prost::encoding::encode_varint(n as u64, &mut req);
+            let r = c.call("big", &req).unwrap();
+            let m = <hadoop_wire::pb::hadoop::common::TokenProto as prost::Message>::decode(
+                r.payload(),
+            )
+            .unwrap();
+            assert_eq!(m.identifier.len(), n);
+            assert!(m
+                .identifier
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i % 251) as u8));
+        }
+        assert_eq!(srv.metrics().errors, 0);
+        srv.shutdown();
+    });
+}
