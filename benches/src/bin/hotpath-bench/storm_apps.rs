@@ -416,6 +416,11 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         let pending: usize = s.nodes.iter().map(|n| n.pending_completions()).sum();
         pending == 0 && s.undelivered() == 0
     });
+    // After the drain the AMs fill the room the last completions left: the configured load.
+    let refilled = wait_for(Duration::from_secs_f64(a.drain_timeout), || {
+        s.running().0 >= want
+    });
+    let (tasks_after, ams_after) = s.running();
     let hbs = s.c.heartbeats_window.load(Relaxed);
     let allocs = s.c.allocates_window.load(Relaxed);
     let cpu_us = (cpu1 - cpu0) as f64 * 1e6 / USER_HZ;
@@ -430,6 +435,9 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         "live_containers": live_tasks + live_ams,
         "live_task_containers": live_tasks,
         "live_am_containers": live_ams,
+        "live_task_containers_after_drain": tasks_after,
+        "live_am_containers_after_drain": ams_after,
+        "refilled": refilled,
         "churn_per_s": sent_in_window as f64 / secs,
         "churn_target_per_s": a.churn,
         "seconds": secs,
