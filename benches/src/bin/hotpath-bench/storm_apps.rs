@@ -80,7 +80,9 @@ pub struct StormAppsArgs {
     /// Every container's memory (MB; 1 vcore); also the RM's minimum allocation.
     #[arg(long, default_value_t = 1024)]
     pub container_mb: i64,
-    /// Threads beating the nodes (default: one per 50 nodes, at most 64).
+    /// Threads beating the nodes (default: one per 10 nodes, at most 512). A thread makes one
+    /// blocking call at a time, so a slow answer delays its other nodes' beats (counted in the
+    /// latency from the scheduled send, and in `late_beats` when a whole interval is missed).
     #[arg(long)]
     pub node_threads: Option<usize>,
     /// Threads running the AMs.
@@ -341,7 +343,7 @@ fn run_side(a: &StormAppsArgs, side: Side) -> Result<Value> {
         interval_ms: a.interval_ms.max(1),
         am_interval_ms: a.am_interval_ms.max(1),
         container_mb: a.container_mb,
-        node_threads: a.node_threads.unwrap_or(a.nodes.div_ceil(50).clamp(1, 64)),
+        node_threads: a.node_threads.unwrap_or(a.nodes.div_ceil(10).clamp(1, 512)),
         am_threads: a.am_threads,
     };
     let nm_keys = Arc::new(RwLock::new(NmTokenSecretManager::default()));
@@ -484,6 +486,7 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         "allocates": c.allocates.load(Relaxed),
         "allocated": c.allocated.load(Relaxed),
         "released": c.released.load(Relaxed),
+        "releases_acknowledged": c.releases_acknowledged.load(Relaxed),
         "start_call_errors": c.start_call_errors.load(Relaxed),
         "am_errors": c.am_errors.load(Relaxed),
         "node_threads": s.cfg.node_threads,

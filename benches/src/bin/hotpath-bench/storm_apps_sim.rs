@@ -144,6 +144,8 @@ pub struct Counters {
     pub allocates_window: AtomicU64,
     pub allocated: AtomicU64,
     pub released: AtomicU64,
+    /// Releases the RM reported back as completed containers (ABORTED), as Java does.
+    pub releases_acknowledged: AtomicU64,
     pub start_call_errors: AtomicU64,
     /// Completions: see the ledger in the module docs.
     pub completions_sent: AtomicU64,
@@ -204,6 +206,8 @@ impl SimNode {
 /// The ledger's flags per container.
 const SENT: u8 = 1;
 const DELIVERED: u8 = 2;
+/// In a heartbeat on its way: the RM may hand it to the AM before the node reads the answer.
+const CARRIED: u8 = 4;
 
 /// The whole simulated cluster (shared by the node threads, the CMP server and the AM threads).
 pub struct Sim {
@@ -480,6 +484,12 @@ impl Sim {
                 statuses.push(status(id, ContainerStateProto::CComplete, exit, mb));
             }
             let carried: Vec<ContainerId> = s.completing.iter().map(|c| c.0).collect();
+            if !carried.is_empty() {
+                let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
+                for id in &carried {
+                    *l.entry(*id).or_default() |= CARRIED;
+                }
+            }
             let req = NodeHeartbeatRequestProto {
                 node_status: Some(NodeStatusProto {
                     node_id: Some(hadoop_wire::pb::hadoop::yarn::NodeIdProto {
@@ -839,6 +849,8 @@ struct SimAm {
     response_id: i32,
     nm_tokens: HashMap<String, Token>,
     release: Vec<ContainerId>,
+    /// Containers released and not yet reported complete.
+    released: HashSet<ContainerId>,
     next_due: u64,
 }
 
@@ -865,6 +877,7 @@ impl Sim {
             response_id: 0,
             nm_tokens: HashMap::new(),
             release: Vec::new(),
+            released: HashSet::new(),
             next_due: self.now(),
         })
     }
@@ -928,6 +941,12 @@ impl Sim {
             let Some(id) = st.container_id.as_ref().and_then(container_from_proto) else {
                 continue;
             };
+            if am.released.remove(&id) {
+                // A container this AM gave back (never started): its end, as the RM reports
+                // every release, is no node's completion.
+                self.c.releases_acknowledged.fetch_add(1, Relaxed);
+                continue;
+            }
             if am.live.remove(&id) {
                 self.live_tasks.fetch_sub(1, Relaxed);
             }
@@ -937,7 +956,7 @@ impl Sim {
                 self.c.completions_duplicated.fetch_add(1, Relaxed);
             } else {
                 *f |= DELIVERED;
-                if *f & SENT != 0 {
+                if *f & (SENT | CARRIED) != 0 {
                     self.c.completions_delivered.fetch_add(1, Relaxed);
                 } else {
                     self.c.completions_unsent.fetch_add(1, Relaxed);
@@ -963,6 +982,7 @@ impl Sim {
             };
             if room == 0 {
                 am.release.push(id);
+                am.released.insert(id);
                 self.c.released.fetch_add(1, Relaxed);
                 continue;
             }
@@ -1001,6 +1021,7 @@ impl Sim {
                     self.c.start_call_errors.fetch_add(1, Relaxed);
                     self.errors.push(format!("startContainers on {node}: {e}"));
                     // Not started: give them back.
+                    am.released.extend(ids.iter().copied());
                     am.release.extend(ids);
                 }
             }
