@@ -5,7 +5,8 @@
 //! (NMToken over SASL DIGEST-MD5 to the nodes' ContainerManagementProtocol server); the AMs
 //! allocate with their AMRMTokens and start their containers on the nodes the RM chose. Every
 //! completion a node sent must reach its AM exactly once, and after the drain the configured
-//! containers run again. One JVM; about 40–60 s (most of it the JVM and MiniYARNCluster start).
+//! containers run again. One JVM; about 40–60 s on an idle machine, 85 s measured beside
+//! other builds (most of it the JVM and MiniYARNCluster start).
 
 use std::process::Command;
 
