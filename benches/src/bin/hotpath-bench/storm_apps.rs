@@ -88,6 +88,13 @@ pub struct StormAppsArgs {
     /// Threads running the AMs.
     #[arg(long, default_value_t = 4)]
     pub am_threads: usize,
+    /// The most containers an AM has outstanding at once (it asks for the rest as these
+    /// arrive). `AMRMClient` asks for all it needs; the cap is here because `hotpath rm`
+    /// (2026-12-06) fails an `allocate` whose answer exceeds one 64 KiB pool chunk (about 250
+    /// containers) with `RpcServerException` "response of N bytes does not fit a 65536-byte
+    /// pool chunk", and the containers it allocated for that answer never reach the AM.
+    #[arg(long, default_value_t = 100)]
+    pub max_ask: usize,
     /// Node registrations per second.
     #[arg(long, default_value_t = 500.0)]
     pub ramp_per_s: f64,
@@ -345,6 +352,7 @@ fn run_side(a: &StormAppsArgs, side: Side) -> Result<Value> {
         container_mb: a.container_mb,
         node_threads: a.node_threads.unwrap_or(a.nodes.div_ceil(10).clamp(1, 512)),
         am_threads: a.am_threads,
+        max_ask: a.max_ask.max(1),
     };
     let nm_keys = Arc::new(RwLock::new(NmTokenSecretManager::default()));
     let slot: Arc<OnceLock<Arc<Sim>>> = Arc::default();

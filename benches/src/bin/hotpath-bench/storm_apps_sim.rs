@@ -91,6 +91,8 @@ pub struct SimConfig {
     pub container_mb: i64,
     pub node_threads: usize,
     pub am_threads: usize,
+    /// The most containers an AM asks for at once (see `--max-ask`).
+    pub max_ask: usize,
 }
 
 impl SimConfig {
@@ -883,7 +885,10 @@ impl Sim {
     }
 
     fn allocate(&self, am: &mut SimAm) {
-        let want = am.target.saturating_sub(am.live.len()) as i32;
+        let want = am
+            .target
+            .saturating_sub(am.live.len())
+            .min(self.cfg.max_ask) as i32;
         let ask = if am.asked != Some(want) {
             vec![ResourceRequestProto {
                 priority: Some(PriorityProto { priority: Some(1) }),
@@ -908,7 +913,8 @@ impl Sim {
             Ok(r) => r,
             Err(e) => {
                 self.c.am_errors.fetch_add(1, Relaxed);
-                self.errors.push(format!("allocate of {}: {e}", am.attempt));
+                self.errors
+                    .push(format!("allocate of {}: {e:?}", am.attempt));
                 return;
             }
         };
