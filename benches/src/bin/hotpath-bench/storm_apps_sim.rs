@@ -846,7 +846,7 @@ struct SimAm {
     target: usize,
     /// Task containers started and not yet seen complete.
     live: HashSet<ContainerId>,
-    /// The total outstanding ask last sent.
+    /// What the RM holds outstanding for this AM: the last total sent less what came since.
     asked: Option<i32>,
     response_id: i32,
     nm_tokens: HashMap<String, Token>,
@@ -885,6 +885,8 @@ impl Sim {
     }
 
     fn allocate(&self, am: &mut SimAm) {
+        // `asked` mirrors what the RM holds outstanding: the last total sent, less what it
+        // allocated since (as `AMRMClient`'s table does once containers are taken).
         let want = am
             .target
             .saturating_sub(am.live.len())
@@ -981,6 +983,8 @@ impl Sim {
         type Starts = (Vec<ContainerId>, Vec<StartContainerRequestProto>);
         let mut per_node: BTreeMap<String, Starts> = BTreeMap::new();
         let mut room = am.target.saturating_sub(am.live.len());
+        let got = resp.allocated_containers.len() as i32;
+        am.asked = Some(am.asked.unwrap_or(0).saturating_sub(got).max(0));
         for c in resp.allocated_containers {
             self.c.allocated.fetch_add(1, Relaxed);
             let Some(id) = c.id.as_ref().and_then(container_from_proto) else {
