@@ -6,3 +6,4 @@ mod support;
 
 mod filestatus_kerberos_smoke;
 mod loadgen_side_by_side;
+mod storm_apps_java;

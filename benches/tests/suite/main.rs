@@ -9,3 +9,4 @@ mod support;
 
 mod loadgen_smoke;
 mod storm;
+mod storm_apps;

@@ -13,6 +13,8 @@ mod rm_apps_am;
 mod sasl;
 mod shuffle;
 mod storm;
+mod storm_apps;
+mod storm_apps_sim;
 mod storm_raw;
 mod storm_sweep;
 
@@ -77,6 +79,10 @@ enum Cmd {
     /// the raw reference server and the Java RM, repeated: a table with the spread, the runs as
     /// JSON, and an SVG chart of p99 and server CPU per heartbeat against node count.
     StormSweep(storm_sweep::SweepArgs),
+    /// The heartbeat storm with applications running: N simulated NodeManagers whose every
+    /// container the RM allocated to one of A simulated ApplicationMasters, with churn; ours
+    /// beside the same RM with applications off and the raw server, and the Java RM.
+    StormApps(storm_apps::StormAppsArgs),
     /// The kernel's floor under `rm-apps`' allocate figure: one request and response on loopback
     /// TCP by a blocking server thread, its CPU per call unpinned, on one CPU and across two.
     LoopbackFloor(loopback_floor::FloorArgs),
@@ -117,6 +123,7 @@ fn main() -> Result<()> {
         Cmd::NmLaunch(args) => nm_launch::run(args),
         Cmd::StormRaw(args) => storm_raw::run(args),
         Cmd::StormSweep(args) => storm_sweep::run(args),
+        Cmd::StormApps(args) => storm_apps::run(args),
         Cmd::LoopbackFloor(args) => loopback_floor::run(args),
         Cmd::RmApps(args) => rm_apps::run(args),
         Cmd::Shuffle(args) => shuffle::run(args),
