@@ -181,6 +181,9 @@ fn start_rm(a: &StormAppsArgs, side: Side) -> Result<Rm> {
                     "yarn.resourcemanager.scheduler.address",
                     "127.0.0.1:0".into(),
                 ),
+                // Else `hotpath rm` binds `yarn rmadmin`'s 8033, which a second RM on the
+                // machine (a test in another lane) would also want.
+                ("yarn.resourcemanager.admin.address", "127.0.0.1:0".into()),
                 (
                     "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
                     hb,
