@@ -1555,7 +1555,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_NODE_TO_LABELS,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetNodesToLabelsResponseProto {})
+                .message(&GetNodesToLabelsResponseProto::default())
                 .map_err(CallError::from)
         },
     );
@@ -1565,7 +1565,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_LABELS_TO_NODES,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetLabelsToNodesResponseProto {})
+                .message(&GetLabelsToNodesResponseProto::default())
                 .map_err(CallError::from)
         },
     );
@@ -1575,7 +1575,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_CLUSTER_NODE_LABELS,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetClusterNodeLabelsResponseProto {})
+                .message(&GetClusterNodeLabelsResponseProto::default())
                 .map_err(CallError::from)
         },
     );
@@ -1585,7 +1585,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_CLUSTER_NODE_ATTRIBUTES,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetClusterNodeAttributesResponseProto {})
+                .message(&GetClusterNodeAttributesResponseProto::default())
                 .map_err(CallError::from)
         },
     );
@@ -1595,7 +1595,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_ATTRIBUTES_TO_NODES,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetAttributesToNodesResponseProto {})
+                .message(&GetAttributesToNodesResponseProto::default())
                 .map_err(CallError::from)
         },
     );
@@ -1605,7 +1605,7 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
         acp::GET_NODES_TO_ATTRIBUTES,
         |_c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             reply
-                .message(&GetNodesToAttributesResponseProto {})
+                .message(&GetNodesToAttributesResponseProto::default())
                 .map_err(CallError::from)
         },
     );

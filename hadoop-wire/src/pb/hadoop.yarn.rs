@@ -166,6 +166,48 @@ pub struct NodeAttributeProto {
     #[prost(string, optional, tag = "3", default = "")]
     pub attribute_value: ::core::option::Option<::prost::alloc::string::String>,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NodeAttributeInfoProto {
+    #[prost(message, required, tag = "1")]
+    pub attribute_key: NodeAttributeKeyProto,
+    #[prost(enumeration = "NodeAttributeTypeProto", required, tag = "2")]
+    pub attribute_type: i32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NodeToAttributeValueProto {
+    #[prost(string, required, tag = "1")]
+    pub hostname: ::prost::alloc::string::String,
+    #[prost(string, required, tag = "2")]
+    pub attribute_value: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AttributeToNodesProto {
+    #[prost(message, required, tag = "1")]
+    pub node_attribute: NodeAttributeKeyProto,
+    #[prost(message, repeated, tag = "2")]
+    pub node_value_map: ::prost::alloc::vec::Vec<NodeToAttributeValueProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NodeToAttributesProto {
+    #[prost(string, optional, tag = "1")]
+    pub node: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "2")]
+    pub node_attributes: ::prost::alloc::vec::Vec<NodeAttributeProto>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NodeIdToLabelsProto {
+    #[prost(message, optional, tag = "1")]
+    pub node_id: ::core::option::Option<NodeIdProto>,
+    #[prost(string, repeated, tag = "2")]
+    pub node_labels: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct LabelsToNodeIdsProto {
+    #[prost(string, optional, tag = "1")]
+    pub node_labels: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "2")]
+    pub node_id: ::prost::alloc::vec::Vec<NodeIdProto>,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ContainerStatusProto {
     #[prost(message, optional, tag = "1")]
@@ -2281,18 +2323,38 @@ pub struct GetAllResourceTypeInfoResponseProto {
     #[prost(message, repeated, tag = "1")]
     pub resource_type_info: ::prost::alloc::vec::Vec<ResourceTypeInfoProto>,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetNodesToLabelsResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetLabelsToNodesResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetClusterNodeLabelsResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetClusterNodeAttributesResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetAttributesToNodesResponseProto {}
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
-pub struct GetNodesToAttributesResponseProto {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetNodesToLabelsResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub node_to_labels: ::prost::alloc::vec::Vec<NodeIdToLabelsProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetLabelsToNodesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub labels_to_nodes: ::prost::alloc::vec::Vec<LabelsToNodeIdsProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetClusterNodeLabelsResponseProto {
+    #[prost(string, repeated, tag = "1")]
+    pub deprecated_node_labels: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "2")]
+    pub node_labels: ::prost::alloc::vec::Vec<NodeLabelProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetClusterNodeAttributesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub node_attributes: ::prost::alloc::vec::Vec<NodeAttributeInfoProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetAttributesToNodesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub attributes_to_nodes: ::prost::alloc::vec::Vec<AttributeToNodesProto>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetNodesToAttributesResponseProto {
+    #[prost(message, repeated, tag = "1")]
+    pub nodes_to_attributes: ::prost::alloc::vec::Vec<NodeToAttributesProto>,
+}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
 pub enum ContainerUpdateTypeProto {

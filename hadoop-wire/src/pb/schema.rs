@@ -5923,6 +5923,70 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static AttributeToNodesProto: Schema = Schema {
+            name: "hadoop.yarn.AttributeToNodesProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "nodeAttribute",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeAttributeKeyProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeValueMap",
+                    kind: Kind::Message(
+                        &crate::pb::schema::hadoop::yarn::NodeToAttributeValueProto,
+                    ),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x1,
+            fast: fast_AttributeToNodesProto,
+        };
+        #[inline]
+        pub(crate) fn fast_AttributeToNodesProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeAttributeKeyProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeToAttributeValueProto(
+                            b,
+                            depth + 1,
+                        )?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AttributeToNodesProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&AttributeToNodesProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x1 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static CheckForDecommissioningNodesRequestProto: Schema = Schema {
             name: "hadoop.yarn.CheckForDecommissioningNodesRequestProto",
             fields: &[Field {
@@ -8478,8 +8542,13 @@ pub mod hadoop {
         }
         pub static GetAttributesToNodesResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetAttributesToNodesResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "attributesToNodes",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::AttributeToNodesProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_GetAttributesToNodesResponseProto,
         };
@@ -8495,6 +8564,11 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_AttributeToNodesProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -8638,8 +8712,13 @@ pub mod hadoop {
         }
         pub static GetClusterNodeAttributesResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetClusterNodeAttributesResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "nodeAttributes",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeAttributeInfoProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_GetClusterNodeAttributesResponseProto,
         };
@@ -8655,6 +8734,11 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeAttributeInfoProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -8686,8 +8770,21 @@ pub mod hadoop {
         }
         pub static GetClusterNodeLabelsResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetClusterNodeLabelsResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "deprecatedNodeLabels",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeLabels",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeLabelProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
             required: 0x0,
             fast: fast_GetClusterNodeLabelsResponseProto,
         };
@@ -8703,6 +8800,15 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeLabelProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -9327,8 +9433,13 @@ pub mod hadoop {
         }
         pub static GetLabelsToNodesResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetLabelsToNodesResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "labelsToNodes",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::LabelsToNodeIdsProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_GetLabelsToNodesResponseProto,
         };
@@ -9344,6 +9455,11 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_LabelsToNodeIdsProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -9500,8 +9616,13 @@ pub mod hadoop {
         }
         pub static GetNodesToAttributesResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetNodesToAttributesResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "nodesToAttributes",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeToAttributesProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_GetNodesToAttributesResponseProto,
         };
@@ -9517,6 +9638,11 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeToAttributesProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -9548,8 +9674,13 @@ pub mod hadoop {
         }
         pub static GetNodesToLabelsResponseProto: Schema = Schema {
             name: "hadoop.yarn.GetNodesToLabelsResponseProto",
-            fields: &[],
-            slots: &[0],
+            fields: &[Field {
+                number: 1,
+                name: "nodeToLabels",
+                kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdToLabelsProto),
+                label: Label::Repeated,
+            }],
+            slots: &[0, 1],
             required: 0x0,
             fast: fast_GetNodesToLabelsResponseProto,
         };
@@ -9565,6 +9696,11 @@ pub mod hadoop {
             let mut seen: u64 = 0;
             while !r.is_empty() {
                 match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdToLabelsProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
                     Some(b) => {
                         let (n, wt) = Reader::split_tag::<Invalid>(b)?;
                         (r, seen) = field_g::<Invalid>(
@@ -9955,6 +10091,61 @@ pub mod hadoop {
                             seen,
                             depth,
                         )?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static LabelsToNodeIdsProto: Schema = Schema {
+            name: "hadoop.yarn.LabelsToNodeIdsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "nodeLabels",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_LabelsToNodeIdsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_LabelsToNodeIdsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LabelsToNodeIdsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&LabelsToNodeIdsProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
@@ -10723,6 +10914,66 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static NodeAttributeInfoProto: Schema = Schema {
+            name: "hadoop.yarn.NodeAttributeInfoProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "attributeKey",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeAttributeKeyProto),
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "attributeType",
+                    kind: Kind::Enum(&[1]),
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_NodeAttributeInfoProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NodeAttributeInfoProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeAttributeKeyProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x10) => {
+                        let v = r.varint::<Invalid>()? as i32;
+                        if matches!(v, 1) {
+                            seen |= 0x2;
+                        }
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributeInfoProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeAttributeInfoProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static NodeAttributeKeyProto: Schema = Schema {
             name: "hadoop.yarn.NodeAttributeKeyProto",
             fields: &[
@@ -11396,6 +11647,64 @@ pub mod hadoop {
             }
             Ok(())
         }
+        pub static NodeIdToLabelsProto: Schema = Schema {
+            name: "hadoop.yarn.NodeIdToLabelsProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "nodeId",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeIdProto),
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeLabels",
+                    kind: Kind::String,
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_NodeIdToLabelsProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NodeIdToLabelsProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        if seen & 0x1 != 0 {
+                            return Err(Invalid);
+                        }
+                        crate::pb::schema::hadoop::yarn::fast_NodeIdProto(b, depth + 1)?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeIdToLabelsProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeIdToLabelsProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
         pub static NodeLabelProto: Schema = Schema {
             name: "hadoop.yarn.NodeLabelProto",
             fields: &[
@@ -11846,6 +12155,118 @@ pub mod hadoop {
                     None => {
                         let (n, wt) = r.tag::<Invalid>()?;
                         (r, seen) = field_g::<Invalid>(&NodeStatusProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x0 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static NodeToAttributeValueProto: Schema = Schema {
+            name: "hadoop.yarn.NodeToAttributeValueProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "hostname",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+                Field {
+                    number: 2,
+                    name: "attributeValue",
+                    kind: Kind::String,
+                    label: Label::Required,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x3,
+            fast: fast_NodeToAttributeValueProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NodeToAttributeValueProto(
+            buf: &[u8],
+            depth: u32,
+        ) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeToAttributeValueProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeToAttributeValueProto, r, n, wt, seen, depth)?;
+                    }
+                }
+            }
+            if 0x3 & !seen != 0 {
+                return Err(Invalid);
+            }
+            Ok(())
+        }
+        pub static NodeToAttributesProto: Schema = Schema {
+            name: "hadoop.yarn.NodeToAttributesProto",
+            fields: &[
+                Field {
+                    number: 1,
+                    name: "node",
+                    kind: Kind::String,
+                    label: Label::Optional,
+                },
+                Field {
+                    number: 2,
+                    name: "nodeAttributes",
+                    kind: Kind::Message(&crate::pb::schema::hadoop::yarn::NodeAttributeProto),
+                    label: Label::Repeated,
+                },
+            ],
+            slots: &[0, 1, 2],
+            required: 0x0,
+            fast: fast_NodeToAttributesProto,
+        };
+        #[inline]
+        pub(crate) fn fast_NodeToAttributesProto(buf: &[u8], depth: u32) -> Result<(), Invalid> {
+            if depth >= RECURSION_LIMIT {
+                return Err(Invalid);
+            }
+            let mut r = Reader::new(buf);
+            let mut seen: u64 = 0;
+            while !r.is_empty() {
+                match r.one_byte_tag() {
+                    Some(0x0a) => {
+                        r.len_delimited::<Invalid>()?;
+                        seen |= 0x1;
+                    }
+                    Some(0x12) => {
+                        let b = r.len_delimited::<Invalid>()?;
+                        crate::pb::schema::hadoop::yarn::fast_NodeAttributeProto(b, depth + 1)?;
+                        seen |= 0x2;
+                    }
+                    Some(b) => {
+                        let (n, wt) = Reader::split_tag::<Invalid>(b)?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeToAttributesProto, r, n, wt, seen, depth)?;
+                    }
+                    None => {
+                        let (n, wt) = r.tag::<Invalid>()?;
+                        (r, seen) =
+                            field_g::<Invalid>(&NodeToAttributesProto, r, n, wt, seen, depth)?;
                     }
                 }
             }
