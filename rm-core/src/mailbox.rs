@@ -59,6 +59,8 @@ use crate::node::{OutItem, ResetKind};
 pub(crate) const OP_COMPLETE: u8 = 1;
 pub(crate) const OP_APP: u8 = 2;
 pub(crate) const OP_RESET: u8 = 3;
+/// The end of a registration's statuses (see [`Inbox::push_registration_status`]).
+pub(crate) const OP_REGISTERED: u8 = 4;
 
 /// A broadcast to every node of a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +82,8 @@ pub struct Entry {
     pub(crate) node: u32,
     pub(crate) newest: Vec<u8>,
     pub(crate) has_newest: bool,
+    /// `newest` is a registration's statuses (its containers, re-reported), not a heartbeat.
+    newest_registration: bool,
     pub(crate) ops: Vec<u8>,
     apps: Vec<AppKey>,
     /// When the oldest heartbeat in this entry was enqueued (ns on the caller's clock).
@@ -94,6 +98,8 @@ pub(crate) enum Op<'a> {
     Complete(&'a [u8]),
     App(AppKey),
     Reset(ResetKind),
+    /// What follows is no longer the registration's.
+    Registered,
 }
 
 /// Iterates an entry's `ops` (written only by [`Inbox`], so well-formed).
@@ -118,6 +124,7 @@ pub(crate) fn ops(mut b: &[u8]) -> impl Iterator<Item = Op<'_>> {
                     id,
                 }));
             }
+            OP_REGISTERED => return Some(Op::Registered),
             OP_RESET => {
                 let k = *b.first()?;
                 b = &b[1..];
@@ -168,6 +175,11 @@ impl Entry {
             }
         }
         self.newest.clear();
+        // The registration's statuses end here: the COMPLETE statuses of heartbeats merged
+        // after them are the heartbeats' own, for the scheduler as any heartbeat's are.
+        if std::mem::take(&mut self.newest_registration) {
+            self.ops.push(OP_REGISTERED);
+        }
     }
 
     /// An application RUNNING on the node, once per entry (as [`Entry::fold_newest`] adds
@@ -185,6 +197,7 @@ impl Entry {
     fn clear(&mut self) {
         self.newest.clear();
         self.has_newest = false;
+        self.newest_registration = false;
         self.ops.clear();
         self.apps.clear();
         self.merged = 0;
@@ -245,6 +258,18 @@ impl Inbox {
     /// One heartbeat's `NodeStatusProto` bytes (copied). Returns true if it merged into a
     /// pending heartbeat of the same node.
     pub fn push_status(&mut self, node: u32, status: &[u8], now_ns: u64) -> bool {
+        self.push_snapshot(node, status, now_ns, false)
+    }
+
+    /// A registration's statuses (the containers it re-reports), which end the registration.
+    /// If a heartbeat merges in before the shard applies them, they are folded into `ops`
+    /// followed by an end-of-registration record, so that the heartbeat's own completions
+    /// are not taken for the registration's.
+    pub fn push_registration_status(&mut self, node: u32, status: &[u8], now_ns: u64) -> bool {
+        self.push_snapshot(node, status, now_ns, true)
+    }
+
+    fn push_snapshot(&mut self, node: u32, status: &[u8], now_ns: u64, reg: bool) -> bool {
         let (e, existed) = self.entry(node, now_ns);
         let merged = existed && e.has_newest;
         if merged {
@@ -254,6 +279,7 @@ impl Inbox {
         e.newest.clear();
         e.newest.extend_from_slice(status);
         e.has_newest = true;
+        e.newest_registration = reg;
         merged
     }
 
@@ -380,8 +406,31 @@ impl Mailbox {
         now_ns: u64,
         outbox: &mut Vec<(u32, OutItem)>,
     ) {
+        self.push_snapshot(node, status, now_ns, outbox, false);
+    }
+
+    /// Control: a registration's statuses ([`Inbox::push_registration_status`]), with the
+    /// outbox taken as [`push_status`](Self::push_status) takes it.
+    pub fn push_registration_status(
+        &self,
+        node: u32,
+        status: &[u8],
+        now_ns: u64,
+        outbox: &mut Vec<(u32, OutItem)>,
+    ) {
+        self.push_snapshot(node, status, now_ns, outbox, true);
+    }
+
+    fn push_snapshot(
+        &self,
+        node: u32,
+        status: &[u8],
+        now_ns: u64,
+        outbox: &mut Vec<(u32, OutItem)>,
+        registration: bool,
+    ) {
         let mut g = self.lock();
-        let merged = g.inbox.push_status(node, status, now_ns);
+        let merged = g.inbox.push_snapshot(node, status, now_ns, registration);
         if !g.outbox.is_empty() {
             std::mem::swap(&mut g.outbox, outbox);
         }
@@ -564,6 +613,7 @@ mod tests {
                 }
                 Op::App(a) => format!("A{}", a.id),
                 Op::Reset(k) => format!("R{k:?}"),
+                Op::Registered => "G".to_string(),
             })
             .collect();
         // Apps 2 % 3 = 2 and 5 % 3 = 2: one record.

@@ -672,6 +672,12 @@ impl NodeState {
         self.set_lifecycle(kind.lifecycle(), ctx);
     }
 
+    /// The registration's statuses were applied (carried, a heartbeat having merged in after
+    /// them): what follows is the node's heartbeats.
+    pub(crate) fn end_registration(&mut self) {
+        self.registering = false;
+    }
+
     /// Queues `app` for `applications_to_cleanup` once (per registration).
     fn cleanup_app(&mut self, app: AppKey, ctx: &mut ShardCtx<'_>) {
         if self.apps_cleanup_sent.insert(app) {

@@ -279,6 +279,7 @@ impl Shard {
                     }
                     Op::App(a) => node.see_app(a, &mut ctx),
                     Op::Reset(k) => node.reset(k, &mut ctx),
+                    Op::Registered => node.end_registration(),
                 }
             }
             if e.has_newest

@@ -707,7 +707,12 @@ impl ResourceTracker {
                 ..Default::default()
             };
             let mut scratch = std::mem::take(&mut self.scratch);
-            self.mailboxes[s].push_status(l, &first.encode_to_vec(), now_ns, &mut scratch);
+            self.mailboxes[s].push_registration_status(
+                l,
+                &first.encode_to_vec(),
+                now_ns,
+                &mut scratch,
+            );
             self.scratch = scratch;
             self.distribute(s);
         }

@@ -51,11 +51,14 @@ fn every_completion_reaches_its_am_exactly_once_under_churn() {
     };
     // Until 150 completions were sent (a round completes nothing for an AM whose containers
     // all completed and were not replaced yet).
+    // (Bounded in time, not rounds: a round is a few calls, and a completion reaches the
+    // scheduler when the shard's thread runs, which a loaded machine may delay.)
     let mut round = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while sent.len() < 150 {
         round += 1;
         assert!(
-            round < 5_000,
+            std::time::Instant::now() < deadline,
             "{} completions in {round} rounds",
             sent.len()
         );
@@ -180,13 +183,18 @@ fn an_unhealthy_node_leaves_the_scheduler_and_is_reported_unhealthy() {
     let mut want = on_sick.clone();
     want.sort();
     assert_eq!(lost, want);
-    let hb = rig.heartbeat(sick);
-    let cleaned: Vec<ContainerId> = hb
-        .containers_to_cleanup
-        .iter()
-        .filter_map(hadoop_wire::token::identifier::container_from_proto)
-        .collect();
-    assert!(on_sick.iter().all(|c| cleaned.contains(c)), "{cleaned:?}");
+    // (The shard publishes the cleanups as it applies the change: a heartbeat may come
+    // before they are there.)
+    let mut cleaned: Vec<ContainerId> = Vec::new();
+    wait_until("the lost containers cleaned up on the node", 10, || {
+        let hb = rig.heartbeat(sick);
+        cleaned.extend(
+            hb.containers_to_cleanup
+                .iter()
+                .filter_map(hadoop_wire::token::identifier::container_from_proto),
+        );
+        on_sick.iter().all(|c| cleaned.contains(c))
+    });
     rig.nodes[sick].running.clear();
     // New asks: only the healthy node gets them.
     let r = rig.allocate(&mut am, 12, 1024);

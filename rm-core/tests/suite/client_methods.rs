@@ -212,7 +212,7 @@ fn resource_types_and_queue_acls_and_labels() {
         &GetClusterMetricsRequestProto {},
     )
     .unwrap();
-    assert_eq!(labels, GetClusterNodeLabelsResponseProto {});
+    assert_eq!(labels, GetClusterNodeLabelsResponseProto::default());
     // Features that are off: Java's refusals.
     let (class, message) = remote::<GetClusterMetricsRequestProto>(call(
         &rm,

@@ -3,6 +3,8 @@
 //! not, with re-registrations in between) applied one by one and applied with random merging
 //! end in the same node state, the same completion log, and the same acknowledgements and
 //! cleanups (per node, in order). Also: a shard's inbox never holds more than one entry per node.
+//! With applications on (the RM's scheduler fed from the shard), the same completions reach
+//! the scheduler, each once, however the heartbeats merged, registrations included.
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use prost::Message;
 use rm_core::completion_log::read_dir_records;
 use rm_core::ids::{AppKey, ContainerKey, NodeKey};
 use rm_core::mailbox::{Global, Mailbox};
-use rm_core::node::{OutItem, ResetKind};
+use rm_core::node::{OutItem, ResetKind, SchedChange};
 use rm_core::shard::Shard;
 
 const NODES: u32 = 2;
@@ -157,7 +159,9 @@ struct Run {
 }
 
 impl Run {
-    fn new() -> Run {
+    /// `apps`: the shard runs as with applications on: apps 1 and 3 are the RM's, unknown
+    /// ones are cleaned up, and completions go to the scheduler.
+    fn new(apps: bool) -> Run {
         let dir = tempfile::tempdir().unwrap();
         let (shard, _) = Shard::open(dir.path(), 0, 1, false).unwrap();
         let mut r = Run {
@@ -168,9 +172,19 @@ impl Run {
             cleanups: Vec::new(),
             max_depth: 0,
         };
+        if apps {
+            r.mailbox
+                .push_global(Global::CleanUnknownApps { recovery: false });
+            for id in [1, 3] {
+                r.mailbox.push_global(Global::LiveApp(AppKey {
+                    cluster_timestamp: 77,
+                    id,
+                }));
+            }
+        }
         for n in 0..NODES {
             let id = NodeKey::new(&format!("10.0.0.{n}"), 8041);
-            r.mailbox.push_reset(n, Some(id), ResetKind::Registered, 0);
+            r.register(n, Some(id));
         }
         r.mailbox.push_global(Global::FinishApp(AppKey {
             cluster_timestamp: 77,
@@ -178,6 +192,35 @@ impl Run {
         }));
         r.drain();
         r
+    }
+
+    /// A registration as the tracker hands it over: the reset, then the registration's
+    /// statuses (none here), which end it.
+    fn register(&mut self, n: u32, id: Option<NodeKey>) {
+        self.mailbox.push_reset(n, id, ResetKind::Registered, 0);
+        let mut scratch = Vec::new();
+        self.mailbox
+            .push_registration_status(n, &encode(n, 0, true, &[]), 0, &mut scratch);
+    }
+
+    /// The completions handed to the scheduler so far, sorted (merging may change the order
+    /// across nodes).
+    fn completed_for_scheduler(&mut self) -> Vec<(ContainerKey, i32)> {
+        let mut v = Vec::new();
+        self.shard.take_sched(&mut v);
+        let mut c: Vec<_> = v
+            .into_iter()
+            .filter_map(|ch| match ch {
+                SchedChange::Completed {
+                    container,
+                    exit_status,
+                    ..
+                } => Some((container, exit_status)),
+                _ => None,
+            })
+            .collect();
+        c.sort();
+        c
     }
 
     fn drain(&mut self) {
@@ -210,7 +253,7 @@ impl Run {
                     &mut scratch,
                 );
             }
-            Step::Reregister(n) => self.mailbox.push_reset(*n, None, ResetKind::Registered, 0),
+            Step::Reregister(n) => self.register(*n, None),
         }
         assert!(scratch.is_empty(), "nothing is published between drains");
         let depth = self
@@ -229,9 +272,10 @@ proptest! {
     fn merged_equals_unmerged(
         steps in prop::collection::vec(step(), 1..24),
         drains in prop::collection::vec(prop::bool::weighted(0.3), 24),
+        apps in prop::bool::ANY,
     ) {
-        let mut one_by_one = Run::new();
-        let mut merged = Run::new();
+        let mut one_by_one = Run::new(apps);
+        let mut merged = Run::new(apps);
         for (i, s) in steps.iter().enumerate() {
             one_by_one.push(s, i as i32);
             one_by_one.drain();
@@ -241,6 +285,13 @@ proptest! {
             }
         }
         merged.drain();
+        // The scheduler hears of the same completions, each once.
+        let sched = one_by_one.completed_for_scheduler();
+        prop_assert_eq!(&sched, &merged.completed_for_scheduler());
+        let mut ids: Vec<_> = sched.iter().map(|c| c.0).collect();
+        ids.dedup();
+        prop_assert_eq!(ids.len(), sched.len());
+        prop_assert!(apps || sched.is_empty());
         prop_assert!(merged.max_depth <= NODES as usize, "backlog {} > nodes", merged.max_depth);
         for n in 0..NODES {
             prop_assert_eq!(one_by_one.shard.node_snapshot(n), merged.shard.node_snapshot(n));
