@@ -19,7 +19,9 @@
 //! warm-up the measured window runs `--duration` seconds: heartbeats answered per second, p99
 //! from each heartbeat's scheduled send, the RM process's CPU (utime+stime from /proc) per
 //! answered heartbeat, and the AMs' `allocate` calls (p99 at the AM; for ours the CPU of the
-//! RM's scheduler-protocol thread `hp-rm-sched` per call). Then churn stops and the run waits
+//! RM's scheduler-protocol thread `hp-rm-sched` per call), and this process's own CPU (the
+//! generator shares the machine with the RM: `generator_cpu_*`, `node_loops_cpu_us_per_hb`
+//! for the node loops alone). Then churn stops and the run waits
 //! until every completion a node sent has reached its AM (or `--drain-timeout`): the ledger
 //! counts sent, delivered, duplicated, and delivered-but-never-sent (lost containers).
 //!
@@ -468,6 +470,10 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         "p999_us": quantile(&s.hb_sched, 0.999),
         "max_us": quantile(&s.hb_sched, 1.0),
         "rm_cpu_us_per_hb": (hbs > 0).then(|| cpu_us / hbs as f64),
+        "rm_cpu_us_per_hb_excl_allocate": match side {
+            Side::Ours if hbs > 0 => json!((cpu_us - sched_us).max(0.0) / hbs as f64),
+            _ => Value::Null,
+        },
         "rm_cpu_cores": cpu_us / 1e6 / secs,
         "generator_cpu_us_per_hb": (hbs > 0).then(|| gen_us / hbs as f64),
         "generator_cpu_cores": gen_us / 1e6 / secs,
@@ -581,6 +587,19 @@ pub fn run(a: StormAppsArgs) -> Result<()> {
             v["raw_cpu_us_per_req"] = b["raw"]["raw_cpu_us_per_req"].clone();
             v["apps_off_p99_us"] = b["rm"]["sched_p99_us"].clone();
             v["apps_off_hb_per_s"] = b["rm"]["hb_per_s"].clone();
+            let ratio = |x: &Value, base: &Value| match (x.as_f64(), base.as_f64()) {
+                (Some(x), Some(y)) if y > 0.0 => json!(x / y),
+                _ => Value::Null,
+            };
+            let (all, excl, off, raw) = (
+                v["rm_cpu_us_per_hb"].clone(),
+                v["rm_cpu_us_per_hb_excl_allocate"].clone(),
+                v["rm_cpu_us_per_hb_apps_off"].clone(),
+                v["raw_cpu_us_per_req"].clone(),
+            );
+            v["cpu_ratio_apps_off"] = ratio(&all, &off);
+            v["cpu_ratio_raw"] = ratio(&all, &raw);
+            v["cpu_ratio_apps_off_excl_allocate"] = ratio(&excl, &off);
         }
         v
     } else {

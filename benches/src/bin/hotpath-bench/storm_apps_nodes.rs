@@ -1072,7 +1072,11 @@ mod tests {
             am_threads: 1,
             max_ask: 10,
         };
-        Sim::new(cfg, 4242, Arc::new(RwLock::new(NmTokenSecretManager::default())))
+        Sim::new(
+            cfg,
+            4242,
+            Arc::new(RwLock::new(NmTokenSecretManager::default())),
+        )
     }
 
     fn state() -> NodeState {
@@ -1110,12 +1114,7 @@ mod tests {
             let st: Vec<(i32, Option<i32>)> = ns
                 .containers_statuses
                 .iter()
-                .map(|c| {
-                    (
-                        c.container_id.as_ref().unwrap().id.unwrap() as i32,
-                        c.state,
-                    )
-                })
+                .map(|c| (c.container_id.as_ref().unwrap().id.unwrap() as i32, c.state))
                 .collect();
             assert_eq!(
                 st,
