@@ -43,10 +43,17 @@ impl Apps {
     /// A node left (lost, shut down, decommissioned, rebooted): its containers are completed
     /// ABORTED "Container released on a *lost* node".
     pub fn node_removed(&mut self, key: &NodeKey, now_ms: u64) {
+        let held = self.nodes.get(key).map_or(0, |n| n.containers);
         self.nodes.update(key, |n| {
             n.active = false;
             n.unhealthy = false;
         });
+        // A node that holds nothing (every first registration, a node lost while idle) costs
+        // no walk over every live container of the cluster.
+        if held == 0 {
+            self.update_gate();
+            return;
+        }
         let mut gone = Vec::new();
         for app in self.apps.values() {
             for at in &app.attempts {

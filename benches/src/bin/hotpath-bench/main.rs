@@ -14,6 +14,7 @@ mod sasl;
 mod shuffle;
 mod storm;
 mod storm_apps;
+mod storm_apps_nodes;
 mod storm_apps_sim;
 mod storm_raw;
 mod storm_sweep;

@@ -19,7 +19,9 @@
 //! warm-up the measured window runs `--duration` seconds: heartbeats answered per second, p99
 //! from each heartbeat's scheduled send, the RM process's CPU (utime+stime from /proc) per
 //! answered heartbeat, and the AMs' `allocate` calls (p99 at the AM; for ours the CPU of the
-//! RM's scheduler-protocol thread `hp-rm-sched` per call). Then churn stops and the run waits
+//! RM's scheduler-protocol thread `hp-rm-sched` per call), and this process's own CPU (the
+//! generator shares the machine with the RM: `generator_cpu_*`, `node_loops_cpu_us_per_hb`
+//! for the node loops alone). Then churn stops and the run waits
 //! until every completion a node sent has reached its AM (or `--drain-timeout`): the ledger
 //! counts sent, delivered, duplicated, and delivered-but-never-sent (lost containers).
 //!
@@ -80,19 +82,17 @@ pub struct StormAppsArgs {
     /// Every container's memory (MB; 1 vcore); also the RM's minimum allocation.
     #[arg(long, default_value_t = 1024)]
     pub container_mb: i64,
-    /// Threads beating the nodes (default: one per 10 nodes, at most 512). A thread makes one
-    /// blocking call at a time, so a slow answer delays its other nodes' beats (counted in the
-    /// latency from the scheduled send, and in `late_beats` when a whole interval is missed).
+    /// Event-loop threads driving the nodes (each owns its share of the nodes' connections,
+    /// epoll and a timer heap; default 1 up to 5,000 nodes, else 2).
     #[arg(long)]
     pub node_threads: Option<usize>,
-    /// Threads running the AMs.
-    #[arg(long, default_value_t = 4)]
-    pub am_threads: usize,
+    /// Threads running the AMs (each makes one blocking call at a time; default one per 100
+    /// applications, 4 to 16).
+    #[arg(long)]
+    pub am_threads: Option<usize>,
     /// The most containers an AM has outstanding at once (it asks for the rest as these
-    /// arrive). `AMRMClient` asks for all it needs; the cap is here because `hotpath rm`
-    /// (2026-12-06) fails an `allocate` whose answer exceeds one 64 KiB pool chunk (about 250
-    /// containers) with `RpcServerException` "response of N bytes does not fit a 65536-byte
-    /// pool chunk", and the containers it allocated for that answer never reach the AM.
+    /// arrive). `AMRMClient` asks for all it needs; the cap spreads each AM's fill over a few
+    /// allocate calls, as a MapReduce AM's slow start does.
     #[arg(long, default_value_t = 100)]
     pub max_ask: usize,
     /// Node registrations per second.
@@ -353,8 +353,8 @@ fn run_side(a: &StormAppsArgs, side: Side) -> Result<Value> {
         interval_ms: a.interval_ms.max(1),
         am_interval_ms: a.am_interval_ms.max(1),
         container_mb: a.container_mb,
-        node_threads: a.node_threads.unwrap_or(a.nodes.div_ceil(10).clamp(1, 512)),
-        am_threads: a.am_threads,
+        node_threads: a.node_threads.unwrap_or(if a.nodes > 5000 { 2 } else { 1 }),
+        am_threads: a.am_threads.unwrap_or(a.apps.div_ceil(100).clamp(4, 16)),
         max_ask: a.max_ask.max(1),
     };
     let nm_keys = Arc::new(RwLock::new(NmTokenSecretManager::default()));
@@ -411,14 +411,19 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
     let m0 = s.now();
     s.m0.store(m0, Relaxed);
     s.m1.store(m0 + (a.duration.max(0.1) * 1e9) as u64, Relaxed);
-    let (cpu0, sched0) = (
+    let me = std::process::id();
+    let (cpu0, sched0, gen0, loops0) = (
         cpu_ticks(rm.pid, None),
         cpu_ticks(rm.pid, Some("hp-rm-sched")),
+        cpu_ticks(me, None),
+        cpu_ticks(me, Some("sa-nodes")),
     );
     sim::sleep_until(s.clock0, s.m1.load(Relaxed));
-    let (cpu1, sched1) = (
+    let (cpu1, sched1, gen1, loops1) = (
         cpu_ticks(rm.pid, None),
         cpu_ticks(rm.pid, Some("hp-rm-sched")),
+        cpu_ticks(me, None),
+        cpu_ticks(me, Some("sa-nodes")),
     );
     let secs = (s.m1.load(Relaxed) - m0) as f64 / 1e9;
     let sent_in_window = s.c.completions_sent.load(Relaxed) - sent0;
@@ -438,6 +443,8 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
     let allocs = s.c.allocates_window.load(Relaxed);
     let cpu_us = (cpu1 - cpu0) as f64 * 1e6 / USER_HZ;
     let sched_us = (sched1 - sched0) as f64 * 1e6 / USER_HZ;
+    let gen_us = gen1.saturating_sub(gen0) as f64 * 1e6 / USER_HZ;
+    let loops_us = loops1.saturating_sub(loops0) as f64 * 1e6 / USER_HZ;
     let c = &s.c;
     let mut v = json!({
         "target": if side == Side::Ours { "ours" } else { "java" },
@@ -463,6 +470,14 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         "p999_us": quantile(&s.hb_sched, 0.999),
         "max_us": quantile(&s.hb_sched, 1.0),
         "rm_cpu_us_per_hb": (hbs > 0).then(|| cpu_us / hbs as f64),
+        "rm_cpu_us_per_hb_excl_allocate": match side {
+            Side::Ours if hbs > 0 => json!((cpu_us - sched_us).max(0.0) / hbs as f64),
+            _ => Value::Null,
+        },
+        "rm_cpu_cores": cpu_us / 1e6 / secs,
+        "generator_cpu_us_per_hb": (hbs > 0).then(|| gen_us / hbs as f64),
+        "generator_cpu_cores": gen_us / 1e6 / secs,
+        "node_loops_cpu_us_per_hb": (hbs > 0).then(|| loops_us / hbs as f64),
         "allocate_per_s": allocs as f64 / secs,
         "allocate_cpu_us_per_call": match side {
             Side::Ours if allocs > 0 => json!(sched_us / allocs as f64),
@@ -486,6 +501,10 @@ fn measure(a: &StormAppsArgs, side: Side, rm: &Rm, s: &Arc<Sim>, t0: Instant) ->
         "heartbeats": c.heartbeats.load(Relaxed),
         "hb_errors": c.hb_errors.load(Relaxed),
         "late_beats": c.late_beats.load(Relaxed),
+        "deferred_beats": c.deferred_beats.load(Relaxed),
+        "skipped_beats": c.skipped_beats.load(Relaxed),
+        "connect_failures": c.connect_failures.load(Relaxed),
+        "disconnects": c.disconnects.load(Relaxed),
         "resyncs": c.resyncs.load(Relaxed),
         "shutdowns": c.shutdowns.load(Relaxed),
         "containers_to_cleanup": c.containers_to_cleanup.load(Relaxed),
@@ -549,6 +568,8 @@ pub fn run(a: StormAppsArgs) -> Result<()> {
     if a.nodes > 254 * 256 * 254 {
         bail!("at most {} simulated nodes", 254 * 256 * 254);
     }
+    // 10,000 node connections and the AMs' in one process.
+    crate::storm::raise_nofile();
     let (ours, java) = match a.target.as_str() {
         "ours" => (true, false),
         "java" => (false, true),
@@ -566,6 +587,19 @@ pub fn run(a: StormAppsArgs) -> Result<()> {
             v["raw_cpu_us_per_req"] = b["raw"]["raw_cpu_us_per_req"].clone();
             v["apps_off_p99_us"] = b["rm"]["sched_p99_us"].clone();
             v["apps_off_hb_per_s"] = b["rm"]["hb_per_s"].clone();
+            let ratio = |x: &Value, base: &Value| match (x.as_f64(), base.as_f64()) {
+                (Some(x), Some(y)) if y > 0.0 => json!(x / y),
+                _ => Value::Null,
+            };
+            let (all, excl, off, raw) = (
+                v["rm_cpu_us_per_hb"].clone(),
+                v["rm_cpu_us_per_hb_excl_allocate"].clone(),
+                v["rm_cpu_us_per_hb_apps_off"].clone(),
+                v["raw_cpu_us_per_req"].clone(),
+            );
+            v["cpu_ratio_apps_off"] = ratio(&all, &off);
+            v["cpu_ratio_raw"] = ratio(&all, &raw);
+            v["cpu_ratio_apps_off_excl_allocate"] = ratio(&excl, &off);
         }
         v
     } else {

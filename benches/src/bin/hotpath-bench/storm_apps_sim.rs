@@ -1,18 +1,16 @@
 //! The simulated cluster of `storm-apps`: N NodeManagers and the ApplicationMasters the RM
 //! launches on them, all in this process, talking to the RM only through its protocols.
 //!
-//! - **Nodes** ([`SimNode`]): one `ipc::client` connection each to the ResourceTracker,
-//!   `registerNodeManager` and then `nodeHeartbeat` every interval, phase-spread (node `g` of
-//!   `N` at `start + g·interval/N`). Each heartbeat carries, as Hadoop 3.5's NodeManager sends
-//!   them, a RUNNING status for every container the node was asked to start, and a COMPLETE
-//!   status (exit 0) for each container that ended since, until one heartbeat carrying it
-//!   succeeds (wire doc trap 1); then the node forgets it. Containers end at the churn rate:
+//! - **Nodes** ([`SimNode`]: what each node runs; driven by [`crate::storm_apps_nodes`]): one
+//!   nonblocking connection each to the ResourceTracker, a few epoll threads owning them all,
+//!   `registerNodeManager` on a ramp (re-reporting the node's containers, as after a RESYNC)
+//!   and then `nodeHeartbeat` every interval, phase-spread. Each heartbeat carries, as Hadoop
+//!   3.5's NodeManager sends them, a RUNNING status for every container the node was asked to
+//!   start, and a COMPLETE status for each container that ended since, until one call carrying
+//!   it succeeds (wire doc trap 1); then the node forgets it. Containers end at the churn rate:
 //!   each node accrues `churn / N` completions per second and ends one of its task containers
-//!   (never an AM container) per whole completion. `containers_to_cleanup` ends a container with
-//!   −106, `applications_to_cleanup` drops an application's containers, RESYNC re-registers.
-//!   A few threads drive all nodes: a thread beats its nodes in phase order, one blocking call
-//!   at a time; a beat's latency runs from its scheduled time, so a thread that falls behind
-//!   counts its lateness.
+//!   (never an AM container) per whole completion. `containers_to_cleanup` ends a container
+//!   with −106, `applications_to_cleanup` drops an application's containers.
 //! - **ContainerManagementProtocol** ([`start_cmp`]): one `ipc::server` on `0.0.0.0:P`; every
 //!   simulated node's NodeId is `127.a.b.c:P` (a loopback address of its own, one port), so the
 //!   RM's AMLauncher and the AMs reach "the node" at its NodeId as on a real cluster. TOKEN
@@ -42,9 +40,7 @@ use anyhow::{Context, Result};
 use hadoop_wire::pb::hadoop::yarn::{
     AllocateRequestProto, AllocateResponseProto, ContainerLaunchContextProto, ContainerStateProto,
     ContainerStatusProto, ContainerSubStateProto, ContainerTypeProto, ExecutionTypeProto,
-    NodeActionProto, NodeHeartbeatRequestProto, NodeHeartbeatResponseProto, NodeStatusProto,
-    PriorityProto, RegisterNodeManagerRequestProto, RegisterNodeManagerResponseProto,
-    ResourceRequestProto, StartContainerRequestProto, StartContainersRequestProto,
+    PriorityProto, ResourceRequestProto, StartContainerRequestProto, StartContainersRequestProto,
     StartContainersResponseProto,
 };
 use hadoop_wire::sasl::client::{ClientAuth, TokenCredential};
@@ -55,11 +51,8 @@ use hadoop_wire::token::credentials::Credentials;
 use hadoop_wire::token::identifier::container_from_proto;
 use hadoop_wire::token::secret::{ContainerTokenSecretManager, MasterKey, NmTokenSecretManager};
 use hadoop_wire::token::{Limits, Token, KIND_AMRM};
-use hadoop_wire::yarn::ids::{AppId, AttemptId, ContainerId};
-use hadoop_wire::yarn::{
-    cmp, CONTAINER_MANAGEMENT_PROTOCOL, CONTAINER_MANAGEMENT_VERSION, HADOOP_VERSION,
-    NODE_HEARTBEAT, REGISTER_NODE_MANAGER, RESOURCE_TRACKER_PROTOCOL, RESOURCE_TRACKER_VERSION,
-};
+use hadoop_wire::yarn::ids::{AttemptId, ContainerId};
+use hadoop_wire::yarn::{cmp, CONTAINER_MANAGEMENT_PROTOCOL, CONTAINER_MANAGEMENT_VERSION};
 use hdrhistogram::Histogram;
 use ipc::client::{Client, ClientConfig};
 use ipc::server::{Call, CallError, Registry, Reply, Server, ServerConfig};
@@ -69,7 +62,7 @@ use yarn_client::application_master::ApplicationMaster;
 use yarn_client::rpc::Retry;
 
 /// `ContainerExitStatus.KILLED_BY_RESOURCEMANAGER`.
-const EXIT_KILLED_BY_RM: i32 = -106;
+pub(crate) const EXIT_KILLED_BY_RM: i32 = -106;
 /// `ContainerExitStatus.ABORTED` (a container the RM declared lost).
 const EXIT_ABORTED: i32 = -100;
 /// Histogram range, µs.
@@ -133,7 +126,14 @@ pub struct Counters {
     pub hb_errors: AtomicU64,
     pub resyncs: AtomicU64,
     pub shutdowns: AtomicU64,
+    /// Beats due while the node's previous call was unanswered (sent when it is answered).
+    pub deferred_beats: AtomicU64,
+    /// Beats a node loop could not send within half an interval of their time (skipped).
     pub late_beats: AtomicU64,
+    /// Beats dropped (connection down, or a second beat due while one waits).
+    pub skipped_beats: AtomicU64,
+    pub connect_failures: AtomicU64,
+    pub disconnects: AtomicU64,
     pub containers_to_cleanup: AtomicU64,
     pub apps_to_cleanup: AtomicU64,
     pub cmp_starts: AtomicU64,
@@ -173,28 +173,35 @@ impl Errors {
 
 /// A container a node runs.
 #[derive(Debug, Clone, Copy)]
-struct Live {
-    id: ContainerId,
-    am: bool,
+pub(crate) struct Live {
+    pub(crate) id: ContainerId,
+    pub(crate) am: bool,
 }
 
 #[derive(Default)]
-struct NodeState {
-    running: Vec<Live>,
+pub(crate) struct NodeState {
+    pub(crate) running: Vec<Live>,
     /// COMPLETE statuses not yet carried by a successful heartbeat: (id, exit status).
-    completing: Vec<(ContainerId, i32)>,
+    pub(crate) completing: Vec<(ContainerId, i32)>,
     churn_acc: f64,
     rng: u64,
+    /// Bumped on every change of `running` or `completing` (the node loop re-encodes its
+    /// heartbeat only then).
+    pub(crate) gen: u64,
 }
 
 /// One simulated NodeManager.
 pub struct SimNode {
-    host: String,
-    port: i32,
+    pub(crate) host: String,
+    pub(crate) port: i32,
     state: Mutex<NodeState>,
 }
 
 impl SimNode {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, NodeState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// COMPLETE statuses this node has not yet sent in a successful heartbeat.
     pub fn pending_completions(&self) -> usize {
         self.state
@@ -206,10 +213,10 @@ impl SimNode {
 }
 
 /// The ledger's flags per container.
-const SENT: u8 = 1;
+pub(crate) const SENT: u8 = 1;
 const DELIVERED: u8 = 2;
 /// In a heartbeat on its way: the RM may hand it to the AM before the node reads the answer.
-const CARRIED: u8 = 4;
+pub(crate) const CARRIED: u8 = 4;
 
 /// The whole simulated cluster (shared by the node threads, the CMP server and the AM threads).
 pub struct Sim {
@@ -284,7 +291,7 @@ impl Sim {
         self.clock0.elapsed().as_nanos() as u64
     }
 
-    fn in_window(&self, t: u64) -> bool {
+    pub(crate) fn in_window(&self, t: u64) -> bool {
         t >= self.m0.load(Relaxed) && t < self.m1.load(Relaxed)
     }
 
@@ -320,7 +327,7 @@ impl Sim {
         (t, a)
     }
 
-    fn take_keys(
+    pub(crate) fn take_keys(
         &self,
         ct: Option<&hadoop_wire::pb::hadoop::yarn::MasterKeyProto>,
         nm: Option<&hadoop_wire::pb::hadoop::yarn::MasterKeyProto>,
@@ -342,7 +349,12 @@ impl Sim {
 
 // ---- nodes ----------------------------------------------------------------------------------
 
-fn status(id: ContainerId, state: ContainerStateProto, exit: i32, mb: i64) -> ContainerStatusProto {
+pub(crate) fn status(
+    id: ContainerId,
+    state: ContainerStateProto,
+    exit: i32,
+    mb: i64,
+) -> ContainerStatusProto {
     let done = state == ContainerStateProto::CComplete;
     ContainerStatusProto {
         container_id: Some(id.to_proto()),
@@ -367,301 +379,51 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-fn tracker_client(addr: SocketAddr, thread: &str) -> Client {
-    Client::new(
-        addr,
-        ClientConfig {
-            protocol: RESOURCE_TRACKER_PROTOCOL.into(),
-            protocol_version: RESOURCE_TRACKER_VERSION,
-            user: "yarn".into(),
-            call_timeout: Duration::from_secs(30),
-            max_connect_attempts: 5,
-            reader_thread_name: thread.into(),
-            ..ClientConfig::default()
-        },
-    )
-}
-
-/// What a node thread keeps per node.
-struct NodeConn {
-    g: usize,
-    client: Client,
-    response_id: i32,
-    /// (container key id, NM key id) last heard, echoed in every heartbeat.
-    keys: Option<(
-        hadoop_wire::pb::hadoop::yarn::MasterKeyProto,
-        hadoop_wire::pb::hadoop::yarn::MasterKeyProto,
-    )>,
-    registered: bool,
-    stopped: bool,
-}
-
 impl Sim {
-    fn register(&self, n: &mut NodeConn) -> Result<()> {
-        let node = &self.nodes[n.g];
-        let slots = self.cfg.node_slots() as i64;
-        let req = RegisterNodeManagerRequestProto {
-            node_id: Some(hadoop_wire::pb::hadoop::yarn::NodeIdProto {
-                host: Some(node.host.clone()),
-                port: Some(node.port),
-            }),
-            http_port: Some(8042),
-            resource: Some(capability(slots * self.cfg.container_mb, slots as i32)),
-            nm_version: Some(HADOOP_VERSION.into()),
-            ..Default::default()
-        };
-        let resp = n
-            .client
-            .call(REGISTER_NODE_MANAGER, &req.encode_to_vec())
-            .map_err(|e| anyhow::anyhow!("registering {}: {e}", node.host))?;
-        let r: RegisterNodeManagerResponseProto = resp
-            .decode()
-            .map_err(|e| anyhow::anyhow!("registration answer: {e}"))?;
-        if r.node_action() != NodeActionProto::Normal {
-            n.stopped = true;
-            self.c.shutdowns.fetch_add(1, Relaxed);
-            anyhow::bail!(
-                "registration of {} refused: {}",
-                node.host,
-                r.diagnostics_message.unwrap_or_default()
-            );
-        }
-        self.take_keys(
-            r.container_token_master_key.as_ref(),
-            r.nm_token_master_key.as_ref(),
-        );
-        if let (Some(a), Some(b)) = (r.container_token_master_key, r.nm_token_master_key) {
-            n.keys = Some((a, b));
-        }
-        n.response_id = 0;
-        self.c.registrations.fetch_add(1, Relaxed);
-        if !n.registered {
-            n.registered = true;
-            self.c.registered.fetch_add(1, Relaxed);
-        }
-        Ok(())
-    }
-
-    /// One heartbeat of node `n`, scheduled at `sched` (ns of `clock0`).
-    fn beat(&self, n: &mut NodeConn, sched: u64) {
-        let node = &self.nodes[n.g];
-        let mb = self.cfg.container_mb;
+    /// Ends this node's share of the churn since its last beat: `churn / N` completions per
+    /// second, one random task container (never an AM container) per whole completion.
+    pub(crate) fn churn_step(&self, s: &mut NodeState) {
         let interval_s = self.cfg.interval_ms as f64 / 1000.0;
-        let (req, carried) = {
-            let mut s = node.state.lock().unwrap_or_else(|p| p.into_inner());
-            if self.churn.load(Relaxed) {
-                s.churn_acc += self.cfg.churn_per_s / self.cfg.nodes as f64 * interval_s;
-                while s.churn_acc >= 1.0 {
-                    let tasks = s.running.iter().filter(|l| !l.am).count();
-                    if tasks == 0 {
-                        s.churn_acc = s.churn_acc.min(1.0);
-                        break;
-                    }
-                    let mut k = (xorshift(&mut s.rng) % tasks as u64) as usize;
-                    let i = s
-                        .running
-                        .iter()
-                        .position(|l| {
-                            if l.am {
-                                return false;
-                            }
-                            if k == 0 {
-                                return true;
-                            }
-                            k -= 1;
-                            false
-                        })
-                        .expect("k < tasks");
-                    let l = s.running.swap_remove(i);
-                    s.completing.push((l.id, 0));
-                    s.churn_acc -= 1.0;
-                }
-            }
-            let mut statuses: Vec<ContainerStatusProto> =
-                Vec::with_capacity(s.running.len() + s.completing.len());
-            for l in &s.running {
-                statuses.push(status(l.id, ContainerStateProto::CRunning, -1000, mb));
-            }
-            for &(id, exit) in &s.completing {
-                statuses.push(status(id, ContainerStateProto::CComplete, exit, mb));
-            }
-            let carried: Vec<ContainerId> = s.completing.iter().map(|c| c.0).collect();
-            if !carried.is_empty() {
-                let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
-                for id in &carried {
-                    *l.entry(*id).or_default() |= CARRIED;
-                }
-            }
-            let req = NodeHeartbeatRequestProto {
-                node_status: Some(NodeStatusProto {
-                    node_id: Some(hadoop_wire::pb::hadoop::yarn::NodeIdProto {
-                        host: Some(node.host.clone()),
-                        port: Some(node.port),
-                    }),
-                    response_id: Some(n.response_id),
-                    containers_statuses: statuses,
-                    node_health_status: Some(
-                        hadoop_wire::pb::hadoop::yarn::NodeHealthStatusProto {
-                            is_node_healthy: Some(true),
-                            health_report: Some(String::new()),
-                            last_health_report_time: Some(0),
-                        },
-                    ),
-                    ..Default::default()
-                }),
-                last_known_container_token_master_key: n.keys.as_ref().map(|k| k.0.clone()),
-                last_known_nm_token_master_key: n.keys.as_ref().map(|k| k.1.clone()),
-                ..Default::default()
-            };
-            (req, carried)
-        };
-        let out = n.client.call(NODE_HEARTBEAT, &req.encode_to_vec());
-        let now = self.now();
-        let resp: NodeHeartbeatResponseProto = match out.map_err(|e| e.to_string()).and_then(|r| {
-            r.decode::<NodeHeartbeatResponseProto>()
-                .map_err(|e| e.to_string())
-        }) {
-            Ok(r) => r,
-            Err(e) => {
-                self.c.hb_errors.fetch_add(1, Relaxed);
-                self.errors.push(format!("heartbeat of {}: {e}", node.host));
-                return;
-            }
-        };
-        self.c.heartbeats.fetch_add(1, Relaxed);
-        if self.in_window(sched) {
-            record(&self.hb_sched, now.saturating_sub(sched) / 1000);
-        }
-        if self.in_window(now) {
-            self.c.heartbeats_window.fetch_add(1, Relaxed);
-        }
-        match resp.node_action() {
-            NodeActionProto::Normal => {}
-            NodeActionProto::Resync => {
-                // The heartbeat was not taken: its completions are sent again after the
-                // re-registration.
-                self.c.resyncs.fetch_add(1, Relaxed);
-                if let Err(e) = self.register(n) {
-                    self.errors.push(e.to_string());
-                }
-                return;
-            }
-            NodeActionProto::Shutdown => {
-                self.c.shutdowns.fetch_add(1, Relaxed);
-                self.errors.push(format!("{} told to shut down", node.host));
-                n.stopped = true;
-                return;
-            }
-        }
-        n.response_id = resp.response_id.unwrap_or(n.response_id);
-        self.take_keys(
-            resp.container_token_master_key.as_ref(),
-            resp.nm_token_master_key.as_ref(),
-        );
-        if let Some(k) = &resp.container_token_master_key {
-            if let Some(keys) = &mut n.keys {
-                keys.0 = k.clone();
-            }
-        }
-        if let Some(k) = &resp.nm_token_master_key {
-            if let Some(keys) = &mut n.keys {
-                keys.1 = k.clone();
-            }
-        }
-        let mut s = node.state.lock().unwrap_or_else(|p| p.into_inner());
-        // The COMPLETE statuses this heartbeat carried are sent: the node forgets them.
-        if !carried.is_empty() {
-            s.completing.retain(|(id, _)| !carried.contains(id));
-            let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
-            for id in &carried {
-                let f = l.entry(*id).or_default();
-                if *f & SENT == 0 {
-                    *f |= SENT;
-                    self.c.completions_sent.fetch_add(1, Relaxed);
-                }
-            }
-        }
-        for c in &resp.containers_to_cleanup {
-            let Some(id) = container_from_proto(c) else {
-                continue;
-            };
-            self.c.containers_to_cleanup.fetch_add(1, Relaxed);
-            if let Some(i) = s.running.iter().position(|l| l.id == id) {
-                let l = s.running.swap_remove(i);
-                if !l.am {
-                    s.completing.push((id, EXIT_KILLED_BY_RM));
-                }
-            }
-        }
-        for a in &resp.applications_to_cleanup {
-            let app = AppId::new(a.cluster_timestamp.unwrap_or(0), a.id.unwrap_or(0));
-            self.c.apps_to_cleanup.fetch_add(1, Relaxed);
-            s.running.retain(|l| l.id.app != app);
-        }
-    }
-
-    /// A node thread: registers its nodes on the ramp, then beats them until `stop`.
-    fn node_thread(self: &Arc<Self>, nodes: Vec<usize>, start: u64, ramp_per_s: f64) {
-        let iv = self.cfg.interval_ms * 1_000_000;
-        let total = self.cfg.nodes as u128;
-        let mut conns: Vec<NodeConn> = nodes
-            .iter()
-            .map(|&g| NodeConn {
-                g,
-                client: tracker_client(self.cfg.tracker, "sa-nm-reader"),
-                response_id: 0,
-                keys: None,
-                registered: false,
-                stopped: false,
-            })
-            .collect();
-        for n in &mut conns {
-            let at = start + (n.g as f64 / ramp_per_s * 1e9) as u64;
-            sleep_until(self.clock0, at);
-            if let Err(e) = self.register(n) {
-                self.errors.push(e.to_string());
-            }
-        }
-        // Beats: node g at phase start + g·iv/N, then every interval; in phase order.
-        let mut due: Vec<(u64, usize)> = conns
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let phase = start + (n.g as u128 * iv as u128 / total) as u64;
-                let now = self.now();
-                let k = now.saturating_sub(phase).div_ceil(iv);
-                (phase + k * iv, i)
-            })
-            .collect();
-        while !self.stop.load(Relaxed) {
-            let Some((i, &(t, n))) = due.iter().enumerate().min_by_key(|(_, d)| d.0) else {
-                return;
-            };
-            sleep_until_or(self.clock0, t, &self.stop);
-            if self.stop.load(Relaxed) {
+        s.churn_acc += self.cfg.churn_per_s / self.cfg.nodes as f64 * interval_s;
+        while s.churn_acc >= 1.0 {
+            let tasks = s.running.iter().filter(|l| !l.am).count();
+            if tasks == 0 {
+                s.churn_acc = s.churn_acc.min(1.0);
                 break;
             }
-            let c = &mut conns[n];
-            if c.stopped {
-                due.swap_remove(i);
-                continue;
-            }
-            if !c.registered {
-                if let Err(e) = self.register(c) {
-                    self.errors.push(e.to_string());
-                }
-            } else {
-                self.beat(c, t);
-            }
-            let mut next = t + iv;
-            let now = self.now();
-            while next + iv / 2 < now {
-                // A beat due while this thread was still busy with earlier ones is skipped.
-                self.c.late_beats.fetch_add(1, Relaxed);
-                next += iv;
-            }
-            due[i].0 = next;
+            let mut k = (xorshift(&mut s.rng) % tasks as u64) as usize;
+            let i = s
+                .running
+                .iter()
+                .position(|l| {
+                    if l.am {
+                        return false;
+                    }
+                    if k == 0 {
+                        return true;
+                    }
+                    k -= 1;
+                    false
+                })
+                .expect("k < tasks");
+            let l = s.running.swap_remove(i);
+            s.completing.push((l.id, 0));
+            s.churn_acc -= 1.0;
+            s.gen += 1;
         }
+    }
+
+    pub(crate) fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<ContainerId, u8>> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn push_error(&self, e: String) {
+        self.errors.push(e);
+    }
+
+    /// A heartbeat's latency from its scheduled send, µs.
+    pub(crate) fn record_beat(&self, us: u64) {
+        record(&self.hb_sched, us);
     }
 }
 
@@ -670,17 +432,6 @@ pub fn sleep_until(clock0: Instant, t: u64) {
     let now = clock0.elapsed().as_nanos() as u64;
     if t > now {
         std::thread::sleep(Duration::from_nanos(t - now));
-    }
-}
-
-/// Sleeps until `t`, waking at least every 100 ms to look at `stop`.
-fn sleep_until_or(clock0: Instant, t: u64, stop: &AtomicBool) {
-    loop {
-        let now = clock0.elapsed().as_nanos() as u64;
-        if t <= now || stop.load(Relaxed) {
-            return;
-        }
-        std::thread::sleep(Duration::from_nanos((t - now).min(100_000_000)));
     }
 }
 
@@ -731,6 +482,7 @@ fn start_one(sim: &Sim, r: &StartContainerRequestProto) -> Result<ContainerId, S
         sim.c.duplicate_starts.fetch_add(1, Relaxed);
     } else {
         s.running.push(Live { id: cid, am });
+        s.gen += 1;
     }
     Ok(cid)
 }
@@ -799,8 +551,12 @@ pub fn start_cmp(
             for c in &req.container_id {
                 if let Some(id) = container_from_proto(c) {
                     for n in &sim.nodes {
-                        let mut s = n.state.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut s = n.lock();
+                        let before = s.running.len();
                         s.running.retain(|l| l.id != id);
+                        if s.running.len() != before {
+                            s.gen += 1;
+                        }
                     }
                 }
             }
@@ -1128,23 +884,14 @@ impl Sim {
     }
 }
 
-/// Starts the node threads (registering on a ramp from `start`) and the AM threads.
+/// Starts the node loops (registering on a ramp from `start`, see [`crate::storm_apps_nodes`])
+/// and the AM threads.
 pub fn spawn(
     sim: &Arc<Sim>,
     start: u64,
     ramp_per_s: f64,
 ) -> Result<Vec<std::thread::JoinHandle<()>>> {
-    let mut hs = Vec::new();
-    let t = sim.cfg.node_threads.clamp(1, sim.cfg.nodes.max(1));
-    for k in 0..t {
-        let nodes: Vec<usize> = (k..sim.cfg.nodes).step_by(t).collect();
-        let s = sim.clone();
-        hs.push(
-            std::thread::Builder::new()
-                .name(format!("sa-nodes-{k}"))
-                .spawn(move || s.node_thread(nodes, start, ramp_per_s))?,
-        );
-    }
+    let mut hs = crate::storm_apps_nodes::spawn(sim, sim.cfg.node_threads, start, ramp_per_s)?;
     for k in 0..sim.cfg.am_threads.max(1) {
         let s = sim.clone();
         hs.push(
