@@ -1237,7 +1237,7 @@ fn caller(call: &Call<'_>) -> Result<(AttemptId, i32), CallError> {
 pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<ResourceTracker>>) {
     let p = APPLICATION_MASTER_PROTOCOL;
     let v = APPLICATION_MASTER_VERSION;
-    let r = rt.clone();
+    let (r, t) = (rt.clone(), tracker.clone());
     reg.register(
         p,
         v,
@@ -1245,8 +1245,11 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let (a, _) = caller(c)?;
             let req: RegisterApplicationMasterRequestProto = decode(c)?;
+            // The tracker's keys (for the NMTokens of containers from previous attempts) are
+            // read inside the applications' lock, as in allocate (lock order: applications,
+            // then tracker).
             let mut resp = r
-                .with(|x| x.register_am(a, &req, wall_ms()))
+                .with(|x| x.register_am_with(a, &req, Some(&keys(&t)), wall_ms()))
                 .map_err(call_error)?;
             if r.secure.load(Ordering::Relaxed) {
                 let apps = lock(&r.apps);
