@@ -424,8 +424,7 @@ impl Apps {
                 }
             }
             if !req.ask.is_empty() {
-                self.pending
-                    .insert(super::pend_key(app_priority, a.app.id));
+                self.pending.insert(super::pend_key(app_priority, a.app.id));
             }
         }
         // Immediate placement: new asks are placed now and come back in this response (Java's

@@ -172,7 +172,8 @@ impl Apps {
                     app.attempts.push(Attempt::new(next, self.epoch, now_ms));
                     app.state = AppState::Accepted;
                     self.unplaced = true;
-                    self.pending.insert(super::pend_key(app.priority, app.id.id));
+                    self.pending
+                        .insert(super::pend_key(app.priority, app.id.id));
                 } else {
                     let global = self.cfg.max_attempts;
                     let text = format!(

@@ -201,7 +201,10 @@ fn a_retried_attempt_keeps_running_containers_with_keep_containers() {
         cleanups.contains(&Cleanup::Container(unstarted)),
         "{cleanups:?}"
     );
-    assert!(!cleanups.contains(&Cleanup::Container(kept)), "{cleanups:?}");
+    assert!(
+        !cleanups.contains(&Cleanup::Container(kept)),
+        "{cleanups:?}"
+    );
     assert!(a.is_live(kept));
     assert!(!a.is_live(unstarted));
     assert_eq!(a.node(&h2).unwrap().used, Res::new(1024, 1));

@@ -302,8 +302,12 @@ fn a_higher_priority_application_gets_containers_first() {
     update(&mut a, &h1, &[], 60);
     let high_at = a.take_launches()[0].attempt;
     a.am_launched(high_at, 70);
-    a.register_am(high_at, &RegisterApplicationMasterRequestProto::default(), 80)
-        .unwrap();
+    a.register_am(
+        high_at,
+        &RegisterApplicationMasterRequestProto::default(),
+        80,
+    )
+    .unwrap();
     assert_eq!(a.app(high).unwrap().priority, 5);
     // Both ask for more than the 6 GB left (2 on h1, 4 on h2): the earlier one asks first.
     for (at, n, t) in [(low_at, 6, 90), (high_at, 8, 91)] {
