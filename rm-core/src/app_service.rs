@@ -63,7 +63,7 @@ use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
 use crate::node::SchedChange;
 use crate::reports;
-use crate::state_store::{AmAllocatedRec, EpochRec, KeysRec, Rec, StateStore};
+use crate::state_store::{AmAllocatedRec, ClientToAmKeyRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -530,6 +530,18 @@ impl AppsRt {
             Rec::Keys(keys.clone()),
         ];
         recs.extend(a.store_snapshot());
+        let live = |id: AppId| a.app(id).is_some_and(|x| !x.state.is_final());
+        recs.extend(
+            self.client_to_am
+                .snapshot(live)
+                .into_iter()
+                .map(|(at, key)| {
+                    Rec::ClientToAmKey(ClientToAmKeyRec {
+                        attempt: hadoop_wire::token::identifier::attempt_to_proto(&at),
+                        key,
+                    })
+                }),
+        );
         if let Some(d) = self.delegation.get() {
             recs.extend(crate::rm_delegation::snapshot(&d.read()));
         }
@@ -1248,14 +1260,26 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
             // The tracker's keys (for the NMTokens of containers from previous attempts) are
             // read inside the applications' lock, as in allocate (lock order: applications,
             // then tracker).
-            let mut resp = r
-                .with(|x| x.register_am_with(a, &req, Some(&keys(&t)), wall_ms()))
+            // On a secure RM the attempt's ClientToAM master key, made now, is stored with the
+            // registration (answered once durable, as the rest of it).
+            let secure = r.secure.load(Ordering::Relaxed);
+            let resp = r
+                .with(|x| {
+                    let mut resp = x.register_am_with(a, &req, Some(&keys(&t)), wall_ms())?;
+                    if secure {
+                        let live = |id: AppId| x.app(id).is_some_and(|y| !y.state.is_final());
+                        let made = r.client_to_am.key_for_fresh(a, live);
+                        if let Some((key, true)) = &made {
+                            x.store_rec(Rec::ClientToAmKey(ClientToAmKeyRec {
+                                attempt: hadoop_wire::token::identifier::attempt_to_proto(&a),
+                                key: key.clone(),
+                            }));
+                        }
+                        resp.client_to_am_token_master_key = made.map(|(k, _)| k);
+                    }
+                    Ok(resp)
+                })
                 .map_err(call_error)?;
-            if r.secure.load(Ordering::Relaxed) {
-                let apps = lock(&r.apps);
-                let live = |id: AppId| apps.app(id).is_some_and(|x| !x.state.is_final());
-                resp.client_to_am_token_master_key = r.client_to_am.key_for(a, live);
-            }
             tracing::info!("AM registration {a}");
             reply.message(&resp).map_err(CallError::from)
         },

@@ -678,6 +678,15 @@ impl Apps {
         self.store_ops.get_or_insert_with(Vec::new);
     }
 
+    /// Queues a state-store record (nothing when recovery is off): for the callers that keep
+    /// state beside the applications (the ClientToAM keys), so that it is written in order
+    /// with the call's other changes.
+    pub fn store_rec(&mut self, rec: Rec) {
+        if let Some(ops) = self.store_ops.as_mut() {
+            ops.push(rec);
+        }
+    }
+
     /// The RM epoch.
     pub fn epoch(&self) -> i64 {
         self.epoch
