@@ -177,7 +177,10 @@ impl StoreWriter {
         if !matches!(sent, Some(Ok(()))) {
             tracing::error!("state store writer stopped: a change was not written");
             let (m, cv) = &*self.durable;
-            *lock(m) = ticket.max(*lock(m));
+            // One lock (taking it twice in one expression would deadlock this thread: an AM
+            // launch finishing while the RM shuts down came here and hung the shutdown).
+            let mut done = lock(m);
+            *done = ticket.max(*done);
             cv.notify_all();
         }
         ticket
