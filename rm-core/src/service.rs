@@ -498,6 +498,9 @@ fn start_apps(
     }
 }
 
+/// The recovered attempts' ClientToAM master keys.
+type RecoveredClientKeys = Vec<(hadoop_wire::yarn::ids::AttemptId, Vec<u8>)>;
+
 /// Opens the state store and rebuilds what it holds: the master keys (so tokens held by
 /// running AMs and NodeManagers still verify), the epoch, and the applications.
 fn recover(
@@ -507,13 +510,7 @@ fn recover(
     tracker: &Mutex<ResourceTracker>,
     clock: Clock,
     delegation: &crate::rm_delegation::RmDelegationSecrets,
-) -> Result<
-    (
-        crate::state_store::StateStore,
-        Vec<(hadoop_wire::yarn::ids::AttemptId, Vec<u8>)>,
-    ),
-    Error,
-> {
+) -> Result<(crate::state_store::StateStore, RecoveredClientKeys), Error> {
     use crate::master_key::MasterKey;
     let (store, rec) =
         crate::state_store::StateStore::open(&cfg.state_store_dir, cfg.state_store_max_bytes)?;
@@ -541,7 +538,7 @@ fn recover(
     let mut client_keys = Vec::new();
     for (&(ts, id), ra) in &rec.apps {
         let app = hadoop_wire::yarn::ids::AppId::new(ts, id);
-        if !apps.app(app).is_some_and(|a| !a.state.is_final()) {
+        if apps.app(app).is_none_or(|a| a.state.is_final()) {
             continue;
         }
         for (&n, at) in &ra.attempts {
