@@ -63,7 +63,7 @@ use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
 use crate::node::SchedChange;
 use crate::reports;
-use crate::state_store::{AmAllocatedRec, EpochRec, KeysRec, Rec, StateStore};
+use crate::state_store::{AmAllocatedRec, ClientToAmKeyRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -177,7 +177,10 @@ impl StoreWriter {
         if !matches!(sent, Some(Ok(()))) {
             tracing::error!("state store writer stopped: a change was not written");
             let (m, cv) = &*self.durable;
-            *lock(m) = ticket.max(*lock(m));
+            // One lock (taking it twice in one expression would deadlock this thread: an AM
+            // launch finishing while the RM shuts down came here and hung the shutdown).
+            let mut done = lock(m);
+            *done = ticket.max(*done);
             cv.notify_all();
         }
         ticket
@@ -530,6 +533,18 @@ impl AppsRt {
             Rec::Keys(keys.clone()),
         ];
         recs.extend(a.store_snapshot());
+        let live = |id: AppId| a.app(id).is_some_and(|x| !x.state.is_final());
+        recs.extend(
+            self.client_to_am
+                .snapshot(live)
+                .into_iter()
+                .map(|(at, key)| {
+                    Rec::ClientToAmKey(ClientToAmKeyRec {
+                        attempt: hadoop_wire::token::identifier::attempt_to_proto(&at),
+                        key,
+                    })
+                }),
+        );
         if let Some(d) = self.delegation.get() {
             recs.extend(crate::rm_delegation::snapshot(&d.read()));
         }
@@ -1237,7 +1252,7 @@ fn caller(call: &Call<'_>) -> Result<(AttemptId, i32), CallError> {
 pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<ResourceTracker>>) {
     let p = APPLICATION_MASTER_PROTOCOL;
     let v = APPLICATION_MASTER_VERSION;
-    let r = rt.clone();
+    let (r, t) = (rt.clone(), tracker.clone());
     reg.register(
         p,
         v,
@@ -1245,14 +1260,29 @@ pub fn register_master(reg: &mut Registry, rt: &AppsRt, tracker: &Arc<Mutex<Reso
         move |c: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let (a, _) = caller(c)?;
             let req: RegisterApplicationMasterRequestProto = decode(c)?;
-            let mut resp = r
-                .with(|x| x.register_am(a, &req, wall_ms()))
+            // The tracker's keys (for the NMTokens of containers from previous attempts) are
+            // read inside the applications' lock, as in allocate (lock order: applications,
+            // then tracker).
+            // On a secure RM the attempt's ClientToAM master key, made now, is stored with the
+            // registration (answered once durable, as the rest of it).
+            let secure = r.secure.load(Ordering::Relaxed);
+            let resp = r
+                .with(|x| {
+                    let mut resp = x.register_am_with(a, &req, Some(&keys(&t)), wall_ms())?;
+                    if secure {
+                        let live = |id: AppId| x.app(id).is_some_and(|y| !y.state.is_final());
+                        let made = r.client_to_am.key_for_fresh(a, live);
+                        if let Some((key, true)) = &made {
+                            x.store_rec(Rec::ClientToAmKey(ClientToAmKeyRec {
+                                attempt: hadoop_wire::token::identifier::attempt_to_proto(&a),
+                                key: key.clone(),
+                            }));
+                        }
+                        resp.client_to_am_token_master_key = made.map(|(k, _)| k);
+                    }
+                    Ok(resp)
+                })
                 .map_err(call_error)?;
-            if r.secure.load(Ordering::Relaxed) {
-                let apps = lock(&r.apps);
-                let live = |id: AppId| apps.app(id).is_some_and(|x| !x.state.is_final());
-                resp.client_to_am_token_master_key = r.client_to_am.key_for(a, live);
-            }
             tracing::info!("AM registration {a}");
             reply.message(&resp).map_err(CallError::from)
         },

@@ -9,8 +9,9 @@
 //!
 //! Java makes 8-byte keys (`KeyGenerator.init(64)`, bits); the AM takes the key bytes as they
 //! come, so these are 32 bytes (an HMAC-SHA1 key of its block's half). Keys live as long as
-//! their application is not finished; they are not in the state store, so an AM that outlives
-//! an RM restart keeps its key but clients get no new tokens for it (Java recovers them).
+//! their application is not finished. With recovery they are in the state store
+//! ([`crate::state_store::Rec::ClientToAmKey`], as Java's `RMStateStore` keeps them with the
+//! attempt): after a restart, clients of an AM that outlived it get tokens it verifies.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -53,6 +54,42 @@ impl ClientToAmKeys {
         OsEntropy.fill(&mut k).ok()?;
         m.insert(attempt, k.clone());
         Some(k)
+    }
+
+    /// [`key_for`](Self::key_for), and whether the key was made by this call (then it is to be
+    /// stored).
+    pub fn key_for_fresh(
+        &self,
+        attempt: AttemptId,
+        live: impl Fn(AppId) -> bool,
+    ) -> Option<(Vec<u8>, bool)> {
+        let had = self
+            .keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&attempt);
+        self.key_for(attempt, live).map(|k| (k, !had))
+    }
+
+    /// Puts back a key the state store kept (recovery).
+    pub fn restore(&self, attempt: AttemptId, key: Vec<u8>) {
+        self.keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(attempt, key);
+    }
+
+    /// The keys of applications `live` says are not finished, in attempt order (for the
+    /// state store's compaction).
+    pub fn snapshot(&self, live: impl Fn(AppId) -> bool) -> Vec<(AttemptId, Vec<u8>)> {
+        let m = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<(AttemptId, Vec<u8>)> = m
+            .iter()
+            .filter(|(a, _)| live(a.app))
+            .map(|(a, k)| (*a, k.clone()))
+            .collect();
+        v.sort_by_key(|(a, _)| (a.app.cluster_timestamp, a.app.id, a.attempt));
+        v
     }
 
     /// A token of `attempt` for `client`, if the attempt has a key.
@@ -110,5 +147,28 @@ mod tests {
         };
         k.key_for(b, |app| app != a.app).unwrap();
         assert!(k.token(a, "alice").is_none());
+    }
+
+    #[test]
+    fn fresh_keys_are_told_apart_and_restored_keys_make_the_same_tokens() {
+        let k = ClientToAmKeys::new();
+        let a = AttemptId {
+            app: AppId::new(1_700_000_000_000, 4),
+            attempt: 2,
+        };
+        let (key, fresh) = k.key_for_fresh(a, |_| true).unwrap();
+        assert!(fresh);
+        assert_eq!(k.key_for_fresh(a, |_| true).unwrap(), (key.clone(), false));
+        let before = k.token(a, "bob").unwrap();
+        // What the state store keeps, put back into a new RM's keys.
+        let snap = k.snapshot(|_| true);
+        assert_eq!(snap, vec![(a, key.clone())]);
+        assert!(k.snapshot(|app| app != a.app).is_empty());
+        let after = ClientToAmKeys::new();
+        for (at, key) in snap {
+            after.restore(at, key);
+        }
+        assert_eq!(after.token(a, "bob").unwrap(), before);
+        assert_eq!(after.key_for_fresh(a, |_| true).unwrap(), (key, false));
     }
 }

@@ -429,10 +429,11 @@ fn start_apps(
             crate::rm_delegation::ShortNames::new(None),
         )),
     };
-    let store = if cfg.recovery {
-        Some(recover(cfg, &mut apps, &amrm, tracker, clock, &delegation)?)
+    let (store, client_keys) = if cfg.recovery {
+        let (s, k) = recover(cfg, &mut apps, &amrm, tracker, clock, &delegation)?;
+        (Some(s), k)
     } else {
-        None
+        (None, Vec::new())
     };
     // startThreads, after recovery: a new current key, then the remover's first pass.
     delegation
@@ -441,6 +442,10 @@ fn start_apps(
         .map_err(|e| Error::BadConfig(format!("RM delegation token keys: {e}")))?;
     let recovering = store.is_some();
     let rt = AppsRt::start(apps, amrm, tracker, store).map_err(|e| Error::Spawn(e.to_string()))?;
+    // The recovered attempts' ClientToAM keys, before the compaction below writes them again.
+    for (attempt, key) in client_keys {
+        rt.client_to_am.restore(attempt, key);
+    }
     rt.set_delegation(delegation);
     // The new keys reach the store (a compaction below writes them again).
     rt.with_delegation(|_| ());
@@ -493,6 +498,9 @@ fn start_apps(
     }
 }
 
+/// The recovered attempts' ClientToAM master keys.
+type RecoveredClientKeys = Vec<(hadoop_wire::yarn::ids::AttemptId, Vec<u8>)>;
+
 /// Opens the state store and rebuilds what it holds: the master keys (so tokens held by
 /// running AMs and NodeManagers still verify), the epoch, and the applications.
 fn recover(
@@ -502,7 +510,7 @@ fn recover(
     tracker: &Mutex<ResourceTracker>,
     clock: Clock,
     delegation: &crate::rm_delegation::RmDelegationSecrets,
-) -> Result<crate::state_store::StateStore, Error> {
+) -> Result<(crate::state_store::StateStore, RecoveredClientKeys), Error> {
     use crate::master_key::MasterKey;
     let (store, rec) =
         crate::state_store::StateStore::open(&cfg.state_store_dir, cfg.state_store_max_bytes)?;
@@ -526,13 +534,30 @@ fn recover(
     let epoch = if rec.records == 0 { 0 } else { rec.epoch + 1 };
     apps.enable_store(epoch);
     let (live, done) = apps.recover(&rec, wall_ms());
+    // The ClientToAM keys of the applications still running.
+    let mut client_keys = Vec::new();
+    for (&(ts, id), ra) in &rec.apps {
+        let app = hadoop_wire::yarn::ids::AppId::new(ts, id);
+        if apps.app(app).is_none_or(|a| a.state.is_final()) {
+            continue;
+        }
+        for (&n, at) in &ra.attempts {
+            if let Some(k) = &at.client_to_am_key {
+                client_keys.push((
+                    hadoop_wire::yarn::ids::AttemptId { app, attempt: n },
+                    k.clone(),
+                ));
+            }
+        }
+    }
     tracing::info!(
-        "state store {}: {} records ({} torn-tail bytes cut), epoch {epoch}: {live} running and {done} finished applications recovered",
+        "state store {}: {} records ({} torn-tail bytes cut), epoch {epoch}: {live} running and {done} finished applications recovered ({} ClientToAM keys)",
         store.path().display(),
         rec.records,
-        rec.truncated_bytes
+        rec.truncated_bytes,
+        client_keys.len()
     );
-    Ok(store)
+    Ok((store, client_keys))
 }
 
 fn refresh(

@@ -24,7 +24,10 @@
 //!   RM delegation-token master keys and tokens ([`crate::rm_delegation`]; Java's
 //!   `storeRMDTMasterKey`, `storeRMDelegationToken`, `updateRMDelegationToken` and their
 //!   removals), so `RM_DELEGATION_TOKEN`s stay valid across a restart. Logs written before
-//!   these records existed read as before (no keys, no tokens).
+//!   these records existed read as before (no keys, no tokens);
+//! - [`Rec::ClientToAmKey`]: a secure RM's ClientToAM master key of an attempt, when its AM
+//!   registers (Java keeps it in the attempt's stored credentials), so that clients of an AM
+//!   that outlived a restart still get tokens it verifies.
 //!
 //! Records are framed `u32 LE length | u32 LE CRC32C(payload) | payload`, the payload a
 //! protobuf message ([`StoreRecord`], ours). Appends are fsynced by the RM's store writer thread
@@ -60,7 +63,7 @@ pub const MAX_LOG_BYTES: u64 = 1 << 32;
 /// One stored record.
 #[derive(Clone, PartialEq, Message)]
 pub struct StoreRecord {
-    #[prost(oneof = "Rec", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "Rec", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
     pub rec: Option<Rec>,
 }
 
@@ -87,6 +90,19 @@ pub enum Rec {
     DtToken(DtTokenRec),
     #[prost(message, tag = "10")]
     DtTokenRemoved(DtTokenRemovedRec),
+    #[prost(message, tag = "11")]
+    ClientToAmKey(ClientToAmKeyRec),
+}
+
+/// An attempt's ClientToAM master key (a secure RM's, made when its AM registered; Java keeps
+/// it in the attempt's state, `ApplicationAttemptStateData`), so that after a restart the RM
+/// still hands clients tokens its AM verifies.
+#[derive(Clone, PartialEq, Message)]
+pub struct ClientToAmKeyRec {
+    #[prost(message, required, tag = "1")]
+    pub attempt: ApplicationAttemptIdProto,
+    #[prost(bytes = "vec", required, tag = "2")]
+    pub key: Vec<u8>,
 }
 
 /// An RM delegation-token master key (made, or its expiry moved at a roll).
@@ -220,6 +236,8 @@ pub struct AppEndedRec {
 pub struct RecoveredAttempt {
     pub allocated: Option<AmAllocatedRec>,
     pub ended: Option<AttemptEndedRec>,
+    /// Its ClientToAM master key, if its AM registered with a secure RM.
+    pub client_to_am_key: Option<Vec<u8>>,
 }
 
 /// One application as replayed.
@@ -309,6 +327,17 @@ impl Recovered {
             }
             Rec::DtTokenRemoved(t) => {
                 self.dt_tokens.remove(&t.identifier);
+            }
+            Rec::ClientToAmKey(k) => {
+                if let Some(app) = k
+                    .attempt
+                    .application_id
+                    .as_ref()
+                    .and_then(|id| self.apps.get_mut(&app_key(id)))
+                {
+                    let n = k.attempt.attempt_id.unwrap_or(0);
+                    app.attempts.entry(n).or_default().client_to_am_key = Some(k.key);
+                }
             }
         }
     }
@@ -564,6 +593,27 @@ mod tests {
         assert_eq!(at.allocated.as_ref().unwrap().host, "h1");
         assert_eq!(at.ended.as_ref().unwrap().diagnostics, "boom");
         assert!(a.ended.is_none());
+    }
+
+    #[test]
+    fn client_to_am_keys_replay_with_their_attempts() {
+        let d = tempfile::tempdir().unwrap();
+        let (mut s, _) = StateStore::open(d.path(), 1 << 20).unwrap();
+        s.append(&sample()).unwrap();
+        let key = |a: i32, n: i32, b: u8| {
+            Rec::ClientToAmKey(ClientToAmKeyRec {
+                attempt: attempt(a, n),
+                key: vec![b; 32],
+            })
+        };
+        // Attempt 2's key; one of an application never submitted is dropped.
+        s.append(&[key(1, 2, 7), key(9, 1, 8)]).unwrap();
+        drop(s);
+        let (_, r) = StateStore::open(d.path(), 1 << 20).unwrap();
+        let a = &r.apps[&(1_700_000_000_000, 1)];
+        assert_eq!(a.attempts[&1].client_to_am_key, None);
+        assert_eq!(a.attempts[&2].client_to_am_key, Some(vec![7; 32]));
+        assert_eq!(r.apps.len(), 1);
     }
 
     #[test]

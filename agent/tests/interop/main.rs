@@ -29,4 +29,5 @@ mod rm_app_acls;
 mod rm_apps;
 mod rm_distributed_shell;
 mod rm_interop_java_nm;
+mod rm_mr_jobs;
 mod rm_recovery_java_nm;

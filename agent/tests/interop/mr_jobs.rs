@@ -56,7 +56,7 @@ impl Drop for Cluster {
     }
 }
 
-fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
+pub(crate) fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
     let v = rm.command("nodes").unwrap_or(Value::Null);
     let mut n: Vec<String> = v["nodes"]
         .as_array()
@@ -72,7 +72,7 @@ fn running_nodes(rm: &mut peer_harness::Peer) -> Vec<String> {
 }
 
 /// The agent settings of this file: 1 GB, the MapReduce shuffle on an ephemeral port.
-fn agent_sets() -> Vec<(&'static str, String)> {
+pub(crate) fn agent_sets() -> Vec<(&'static str, String)> {
     vec![
         ("yarn.nodemanager.resource.memory-mb", "1024".into()),
         ("yarn.nodemanager.aux-services", "mapreduce_shuffle".into()),
@@ -186,7 +186,7 @@ fn explain(job: &Value, rm: &peer_harness::Peer) -> String {
     )
 }
 
-fn counter(job: &Value, group: &str, name: &str) -> Option<i64> {
+pub(crate) fn counter(job: &Value, group: &str, name: &str) -> Option<i64> {
     job["counters"][group][name].as_i64()
 }
 
@@ -223,7 +223,7 @@ fn map_only_sleep_job_runs_on_hotpath_agents() {
 
 /// Five input files of words drawn from a fixed vocabulary by a fixed generator (each file one
 /// split, so one map each), and the counts they must give.
-fn write_wordcount_input(dir: &Path) -> BTreeMap<String, u64> {
+pub(crate) fn write_wordcount_input(dir: &Path) -> BTreeMap<String, u64> {
     let vocabulary: Vec<String> = (0..300)
         .map(|i| format!("w{i:03}x{}", i * 7919 % 1000))
         .collect();
@@ -252,7 +252,7 @@ fn write_wordcount_input(dir: &Path) -> BTreeMap<String, u64> {
 }
 
 /// `word\tcount` lines of every `part-r-*` file; a word in two files fails.
-fn read_wordcount_output(dir: &Path) -> BTreeMap<String, u64> {
+pub(crate) fn read_wordcount_output(dir: &Path) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     let mut parts: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

@@ -9,6 +9,8 @@
 
 #[path = "../support/cmp.rs"]
 mod cmp;
+#[path = "../support/daemon.rs"]
+mod daemon;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -23,4 +25,5 @@ mod executor;
 mod logs_http;
 mod mr_container;
 mod resources;
+mod rm_keep_containers;
 mod shuffle_aux;

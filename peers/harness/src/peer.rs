@@ -220,6 +220,12 @@ pub enum Mode {
     /// JVM. Commands `nodes`, `submit sleep|wordcount KEY=VALUE...`, `wait JOB_ID [TIMEOUT_S]`,
     /// `status JOB_ID`, `kill JOB_ID`: see `peers/hadoop-mr/src/main/java/hotpath/mr/MrRm.java`.
     MrRm,
+    /// The MapReduce peer without an RM of its own: Hadoop 3.5.0's MR client submitting to the
+    /// RM that `--set yarn.resourcemanager.address=HOST:PORT` and `--set
+    /// yarn.resourcemanager.scheduler.address=HOST:PORT` name (`hotpath rm`, say), with the
+    /// job configuration `mr-rm` gives (local staging, `yarn.is.minicluster`). The same
+    /// commands as [`Mode::MrRm`] (`nodes` and `am-node` through a `YarnClient`).
+    MrClient,
 }
 
 impl Mode {
@@ -232,13 +238,14 @@ impl Mode {
             Mode::YarnClient => "yarn-client",
             Mode::Sasl => "sasl",
             Mode::MrRm => "mr-rm",
+            Mode::MrClient => "mr-client",
         }
     }
 
     /// The launcher class that runs this mode.
     pub fn launcher_class(self) -> &'static str {
         match self {
-            Mode::MrRm => "hotpath.mr.MrLauncher",
+            Mode::MrRm | Mode::MrClient => "hotpath.mr.MrLauncher",
             _ => "hotpath.peer.Launcher",
         }
     }
@@ -322,7 +329,7 @@ impl Peer {
 
     pub fn start_with(mode: Mode, args: &[&str], opts: Options) -> Result<Peer, PeerError> {
         let build = match mode {
-            Mode::MrRm => crate::build::ensure_built_mr()?,
+            Mode::MrRm | Mode::MrClient => crate::build::ensure_built_mr()?,
             _ => ensure_built()?,
         };
         let dir = tempfile::Builder::new()

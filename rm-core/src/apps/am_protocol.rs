@@ -54,14 +54,31 @@ impl Apps {
         Ok((at, user))
     }
 
-    /// `registerApplicationMaster`.
+    /// `registerApplicationMaster` without token keys (containers from previous attempts
+    /// come without tokens): [`register_am_with`](Self::register_am_with).
     pub fn register_am(
         &mut self,
         a: AttemptId,
         req: &RegisterApplicationMasterRequestProto,
         now_ms: u64,
     ) -> Result<RegisterApplicationMasterResponseProto, AppError> {
+        self.register_am_with(a, req, None, now_ms)
+    }
+
+    /// `registerApplicationMaster`. For an application with
+    /// `keepContainersAcrossApplicationAttempts`, the containers earlier attempts left to this
+    /// one (Java's `getTransferredContainers`: the application's live containers but its AM's)
+    /// in `containers_from_previous_attempts`, and an NMToken for each of their nodes in
+    /// `nm_tokens_from_previous_attempts` (minted with `keys`; `DefaultAMSProcessor`).
+    pub fn register_am_with(
+        &mut self,
+        a: AttemptId,
+        req: &RegisterApplicationMasterRequestProto,
+        keys: Option<&TokenKeys>,
+        now_ms: u64,
+    ) -> Result<RegisterApplicationMasterResponseProto, AppError> {
         let max = self.cfg.max_alloc;
+        let expiry = self.cfg.container_token_expiry_ms;
         let (at, _) = self.attempt_mut(a)?;
         match at.state {
             AttemptState::Allocated | AttemptState::Launched => {}
@@ -91,6 +108,12 @@ impl Apps {
         }));
         let app = self.apps.get_mut(&a.app.id).expect("attempt found above");
         app.state = AppState::Running;
+        let (previous, nm_tokens) = if app.keep_containers {
+            self.transferred(a, keys, now_ms, expiry)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let app = self.apps.get(&a.app.id).expect("attempt found above");
         // As Java's ApplicationMasterService: the resource types (AMRMClient re-initializes
         // its own from them; an AM given none cannot read a Resource), the types the
         // scheduler schedules by (Java's Capacity scheduler with its default calculator:
@@ -101,8 +124,84 @@ impl Apps {
             queue: Some(app.queue.clone()),
             scheduler_resource_types: vec![SchedulerResourceTypes::Memory as i32],
             resource_types: crate::queues::resource_types(),
+            containers_from_previous_attempts: previous,
+            nm_tokens_from_previous_attempts: nm_tokens,
             ..Default::default()
         })
+    }
+
+    /// The live containers of `a`'s earlier attempts (those a failed attempt left), in id
+    /// order, and an NMToken per node of theirs (recorded as the attempt's, so that
+    /// `allocate` does not send another for those nodes under the same key).
+    fn transferred(
+        &mut self,
+        a: AttemptId,
+        keys: Option<&TokenKeys>,
+        now_ms: u64,
+        expiry: u64,
+    ) -> (Vec<ContainerProto>, Vec<NmTokenProto>) {
+        let Some(app) = self.apps.get_mut(&a.app.id) else {
+            return (Vec::new(), Vec::new());
+        };
+        let user = app.user.clone();
+        let mut kept: Vec<(ContainerId, super::LiveContainer)> = app
+            .attempts
+            .iter()
+            .filter(|t| t.id != a)
+            .flat_map(|t| {
+                t.live
+                    .iter()
+                    .filter(move |(c, _)| Some(**c) != t.am_container)
+                    .map(|(c, l)| (*c, l.clone()))
+            })
+            .collect();
+        kept.sort_by_key(|(c, _)| (c.attempt, c.id));
+        let Some(at) = app.attempts.iter_mut().find(|t| t.id == a) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut containers = Vec::with_capacity(kept.len());
+        let mut tokens = Vec::new();
+        for (c, l) in kept {
+            if let Some(keys) = keys {
+                if at.nm_token_nodes.insert(l.node.clone(), keys.nm.key_id) != Some(keys.nm.key_id)
+                {
+                    tokens.push(NmTokenProto {
+                        node_id: Some(l.node.to_proto()),
+                        token: Some(nm_token(keys, a, &l.node, &user).to_proto()),
+                    });
+                }
+            }
+            let token = keys.map(|k| {
+                container_token(
+                    k,
+                    c,
+                    &l.node,
+                    &user,
+                    l.res,
+                    l.priority,
+                    now_ms,
+                    expiry,
+                    ContainerTypeProto::Task,
+                )
+                .to_proto()
+            });
+            containers.push(ContainerProto {
+                id: Some(c.to_proto()),
+                node_id: Some(l.node.to_proto()),
+                node_http_address: self.nodes.get(&l.node).map(|x| x.http_address.clone()),
+                resource: Some(l.res.to_proto()),
+                priority: Some(PriorityProto {
+                    priority: Some(l.priority),
+                }),
+                container_token: token,
+                execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
+                allocation_request_id: Some(-1),
+                version: Some(0),
+                allocation_tags: Vec::new(),
+                exposed_ports: None,
+            });
+        }
+        (containers, tokens)
     }
 
     /// `finishApplicationMaster`: true when unregistered.
@@ -207,6 +306,7 @@ impl Apps {
             }
         }
         let amrm = self.amrm.clone();
+        let app_priority = self.apps.get(&a.app.id).map_or(0, |x| x.priority);
         let (max_asks, max_blacklist) = (self.cfg.max_asks_per_attempt, self.cfg.max_blacklist);
         // The attempt borrowed from `apps` alone: `nodes` stays readable beside it.
         let (at, user) = Self::attempt_in(&mut self.apps, a)?;
@@ -247,7 +347,8 @@ impl Apps {
                 ),
             ));
         }
-        // RMServerUtils: a release of another attempt's container, or * in the blacklist.
+        // RMServerUtils: a release of another attempt's container (also one an earlier attempt
+        // left to this one: Java compares the attempt ids), or * in the blacklist.
         for c in &req.release {
             if let Some(c) = container_from_proto(c) {
                 if c.app != a.app || c.attempt != a.attempt {
@@ -323,7 +424,7 @@ impl Apps {
                 }
             }
             if !req.ask.is_empty() {
-                self.pending.insert(a.app.id);
+                self.pending.insert(super::pend_key(app_priority, a.app.id));
             }
         }
         // Immediate placement: new asks are placed now and come back in this response (Java's

@@ -70,6 +70,9 @@ impl Apps {
             failures: 0,
             failures_validity_ms: ctx.attempt_failures_validity_interval.unwrap_or(0),
             failure_ms: Vec::new(),
+            keep_containers: ctx
+                .keep_containers_across_application_attempts
+                .unwrap_or(false),
         }
     }
 
@@ -116,6 +119,10 @@ impl Apps {
                     ),
                 ))
             }
+        }
+        // The pending index orders by priority: re-keyed.
+        if self.pending.remove(&super::pend_key(app.priority, id.id)) {
+            self.pending.insert(super::pend_key(capped, id.id));
         }
         app.priority = capped;
         Ok(capped)
@@ -278,7 +285,7 @@ impl Apps {
                 now_ms,
             ));
             self.unplaced = true;
-            self.pending.insert(id.id);
+            self.pending.insert(super::pend_key(app.priority, id.id));
         }
         if let Some(ops) = self.store_ops.as_mut() {
             ops.push(Rec::Submitted(SubmittedRec {

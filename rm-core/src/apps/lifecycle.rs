@@ -57,6 +57,11 @@ impl Apps {
             self.am_container_finished(attempt, exit, diagnostics, now_ms);
         } else if !at.state.is_final() {
             at.completed.push(status(c, exit, diagnostics));
+        } else if let Some(cur) = app.attempts.last_mut().filter(|t| !t.state.is_final()) {
+            // A container an earlier attempt left to this one
+            // (`keepContainersAcrossApplicationAttempts`): its AM hears of it, as Java's
+            // scheduler, which moved it to the new attempt, tells it.
+            cur.completed.push(status(c, exit, diagnostics));
         }
     }
 
@@ -96,12 +101,23 @@ impl Apps {
         let Some(app) = self.apps.get_mut(&attempt.app.id) else {
             return;
         };
-        let Some(at) = app.attempts.iter_mut().find(|t| t.id == attempt) else {
+        let Some(idx) = app.attempts.iter().position(|t| t.id == attempt) else {
             return;
         };
-        if at.state.is_final() {
+        if app.attempts[idx].state.is_final() {
             return;
         }
+        // Java's work-preserving AM restart (`RMAppAttemptImpl`'s FAILED transition with
+        // `keepContainersAcrossApplicationAttempts`, then the scheduler's
+        // `doneApplicationAttempt`): when the failed attempt is followed by another (the same
+        // test as the retry below), the application's RUNNING containers stay; the AM
+        // container, and containers not yet seen RUNNING, are killed.
+        let keep = app.keep_containers
+            && to == AttemptState::Failed
+            && !app.state.is_final()
+            && app.failures_within_validity(now_ms) < app.max_attempts;
+        let failures = app.failures;
+        let at = &mut app.attempts[idx];
         at.state = to;
         at.finish_ms = now_ms;
         if !diag.is_empty() {
@@ -113,19 +129,29 @@ impl Apps {
                 state: to.code(),
                 diagnostics: at.diagnostics.clone(),
                 am_exit_status: at.am_exit_status,
-                failures: app.failures,
+                failures,
                 final_status: at.final_status.map(|f| f as i32),
             }));
         }
         at.asks.clear();
         at.new_containers.clear();
-        for (c, l) in at.live.drain() {
-            self.nodes.update(&l.node, |n| {
-                n.used = n.used.minus(l.res);
-                n.containers = n.containers.saturating_sub(1);
+        // Every attempt's live containers: earlier attempts hold those they left to this one.
+        let (nodes, cleanups) = (&mut self.nodes, &mut self.cleanups);
+        for t in &mut app.attempts {
+            let am = t.am_container;
+            t.live.retain(|c, l| {
+                if keep && l.started && Some(*c) != am {
+                    return true;
+                }
+                nodes.update(&l.node, |n| {
+                    n.used = n.used.minus(l.res);
+                    n.containers = n.containers.saturating_sub(1);
+                });
+                cleanups.push(Cleanup::Container(*c));
+                false
             });
-            self.cleanups.push(Cleanup::Container(c));
         }
+        let at = &app.attempts[idx];
         self.amrm.write().application_master_finished(&attempt);
         match to {
             AttemptState::Finished => {
@@ -146,7 +172,8 @@ impl Apps {
                     app.attempts.push(Attempt::new(next, self.epoch, now_ms));
                     app.state = AppState::Accepted;
                     self.unplaced = true;
-                    self.pending.insert(app.id.id);
+                    self.pending
+                        .insert(super::pend_key(app.priority, app.id.id));
                 } else {
                     let global = self.cfg.max_attempts;
                     let text = format!(

@@ -14,13 +14,19 @@
 //!   (an [`AmLaunch`] is queued) → LAUNCHED → RUNNING (registered) → FINISHING (unregistered)
 //!   → FINISHED, or FAILED / KILLED. The AM liveness monitor fails an attempt silent for
 //!   `yarn.am.liveness-monitor.expiry-interval-ms` ("ApplicationMaster for attempt … timed out").
+//!   With `keepContainersAcrossApplicationAttempts`, a failed attempt that is retried leaves
+//!   its RUNNING containers (not its AM container) to the next attempt: they stay in the
+//!   failed attempt's `live` map, their completions go to the current attempt's AM, and the
+//!   next attempt's registration lists them with NMTokens for their nodes.
 //! - The FIFO scheduler ([`SchedNode`] per NodeManager, capacity from its registration):
-//!   applications in submission order; per application its AM container first, then its asks
+//!   applications by priority (higher first, as the CapacityScheduler's FIFO ordering policy;
+//!   all 0 under Java's default `yarn.cluster.max-application-priority`), then in submission
+//!   order; per application its AM container first, then its asks
 //!   by priority (lower number first): node-local, then rack-local, then off-switch, with Java's
 //!   `relaxLocality` rules and node/rack/ANY counts decremented together. Asks are normalized up
 //!   to the minimum allocation; a container fits a node only if both memory and vcores fit.
 //!   Only applications in the pending index (an AM container to place, or ANY asks with
-//!   containers outstanding) are visited, in submission order. Allocation happens in a node's
+//!   containers outstanding) are visited, in that order. Allocation happens in a node's
 //!   heartbeat ([`Apps::node_heartbeat`], Java's NODE_UPDATE), which the heartbeat path calls
 //!   only while [`Apps::work`] says some pending need fits on some node (an unchanged
 //!   heartbeat otherwise costs one relaxed load: no lock, no allocation); on the nodes a
@@ -476,6 +482,9 @@ pub struct RmApp {
     /// counts), and when each counted failure happened (this RM's run only).
     failures_validity_ms: i64,
     failure_ms: Vec<u64>,
+    /// The submission's `keepContainersAcrossApplicationAttempts`: a failed attempt that is
+    /// retried leaves its running containers (not its AM's) to the next attempt.
+    pub keep_containers: bool,
 }
 
 impl RmApp {
@@ -557,11 +566,12 @@ pub struct Apps {
     /// Live applications were recovered: a node's first registration reconciles them.
     reconcile: bool,
     /// Applications that may have something to place (an attempt waiting for its AM
-    /// container, or an ANY ask with containers outstanding), in submission order: a node's
+    /// container, or an ANY ask with containers outstanding), in scheduling order: a node's
     /// scheduling visits these, not every application. A superset: an application enters
     /// where it may gain work (submission, retry, recovery, an `allocate` with asks) and
-    /// leaves when a visit or [`refresh_work`](Apps::refresh_work) finds it has none.
-    pending: BTreeSet<i32>,
+    /// leaves when a visit or [`refresh_work`](Apps::refresh_work) finds it has none. Keyed
+    /// by [`pend_key`]: higher application priority first, then submission order.
+    pending: BTreeSet<PendKey>,
     /// The smallest resource some pending application waits for (as of the last
     /// [`refresh_work`](Apps::refresh_work)).
     min_need: Option<Res>,
@@ -594,6 +604,14 @@ fn status(c: ContainerId, exit: i32, diagnostics: &str) -> ContainerStatusProto 
         container_attributes: Vec::new(),
         container_sub_state: None,
     }
+}
+
+/// The pending index's key: (reversed application priority, application id), so that the
+/// index iterates higher priorities first and, within one, in submission order.
+pub(crate) type PendKey = (std::cmp::Reverse<i32>, i32);
+
+pub(crate) fn pend_key(priority: i32, id: i32) -> PendKey {
+    (std::cmp::Reverse(priority), id)
 }
 
 /// What `app` waits for, if anything: its AM container's resource while its attempt is
@@ -660,6 +678,15 @@ impl Apps {
         self.store_ops.get_or_insert_with(Vec::new);
     }
 
+    /// Queues a state-store record (nothing when recovery is off): for the callers that keep
+    /// state beside the applications (the ClientToAM keys), so that it is written in order
+    /// with the call's other changes.
+    pub fn store_rec(&mut self, rec: Rec) {
+        if let Some(ops) = self.store_ops.as_mut() {
+            ops.push(rec);
+        }
+    }
+
     /// The RM epoch.
     pub fn epoch(&self) -> i64 {
         self.epoch
@@ -710,7 +737,7 @@ impl Apps {
         let mut need: Option<Res> = None;
         let apps = &self.apps;
         self.pending
-            .retain(|i| match apps.get(i).and_then(pending_need) {
+            .retain(|k| match apps.get(&k.1).and_then(pending_need) {
                 Some(n) => {
                     need = Some(need.map_or(n, |m| m.smallest(n)));
                     true

@@ -101,7 +101,7 @@ impl Apps {
             .apps
             .iter()
             .filter(|(_, a)| super::pending_need(a).is_some())
-            .map(|(&i, _)| i)
+            .map(|(&i, a)| super::pend_key(a.priority, i))
             .collect();
         self.update_gate();
         (live, done)

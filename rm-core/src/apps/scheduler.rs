@@ -303,13 +303,25 @@ impl Apps {
         if !node.active {
             return;
         }
-        // The pending applications in submission order (an index, not a walk over every
-        // application); one found with nothing to place leaves the index.
-        let mut from = Some(0);
-        while let Some(i) = from.and_then(|f| self.pending.range(f..).next().copied()) {
-            from = i.checked_add(1);
+        // The pending applications (an index, not a walk over every application); one found
+        // with nothing to place leaves the index.
+        // Higher application priority first, then submission order (the CapacityScheduler's
+        // FIFO ordering policy; with Java's default `yarn.cluster.max-application-priority`
+        // of 0 every application has priority 0 and this is submission order).
+        let mut from: Option<super::PendKey> = None;
+        loop {
+            let next = match from {
+                None => self.pending.iter().next(),
+                Some(f) => self
+                    .pending
+                    .range((std::ops::Bound::Excluded(f), std::ops::Bound::Unbounded))
+                    .next(),
+            };
+            let Some(&k) = next else { break };
+            from = Some(k);
+            let i = k.1;
             if self.apps.get(&i).and_then(super::pending_need).is_none() {
-                self.pending.remove(&i);
+                self.pending.remove(&k);
                 continue;
             }
             let avail = match self.nodes.get(key) {
@@ -423,7 +435,7 @@ impl Apps {
         let waiting = |a: &Apps| {
             a.pending
                 .iter()
-                .filter_map(|i| a.apps.get(i))
+                .filter_map(|k| a.apps.get(&k.1))
                 .filter(|x| {
                     matches!(x.state, AppState::Accepted)
                         && x.current()

@@ -14,6 +14,7 @@ mod app_acls;
 mod apps_churn;
 mod apps_security;
 mod client_methods;
+mod client_to_am_recovery;
 mod dispatcher;
 mod merge;
 mod proxy_users;

@@ -268,3 +268,104 @@ fn an_am_that_fits_nowhere_now_waits_for_a_node_update() {
     assert_eq!(l.len(), 1);
     assert_eq!((l[0].attempt.app, &l[0].node), (third, &l1[0].node));
 }
+
+/// The containers an attempt's next allocate pulls (response id `rid`).
+fn pulled(a: &mut Apps, at: AttemptId, rid: i32, now: u64) -> Vec<ContainerId> {
+    let req = AllocateRequestProto {
+        response_id: Some(rid),
+        ..Default::default()
+    };
+    a.allocate(at, 1, &req, &keys(), now)
+        .unwrap()
+        .allocated_containers
+        .iter()
+        .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_higher_priority_application_gets_containers_first() {
+    let mut a = apps(AppsConfig {
+        max_app_priority: 10,
+        ..Default::default()
+    });
+    let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+    // First submitted, priority 0; its AM on h1.
+    let (low, low_at) = running(&mut a);
+    // Second, priority 5 (the cap is 10); its AM on h1 too.
+    let (high, _) = a.new_application().unwrap();
+    let c = ApplicationSubmissionContextProto {
+        priority: Some(PriorityProto { priority: Some(5) }),
+        ..ctx(high, 512, "default")
+    };
+    a.submit(c, "bob", 50).unwrap();
+    update(&mut a, &h1, &[], 60);
+    let high_at = a.take_launches()[0].attempt;
+    a.am_launched(high_at, 70);
+    a.register_am(
+        high_at,
+        &RegisterApplicationMasterRequestProto::default(),
+        80,
+    )
+    .unwrap();
+    assert_eq!(a.app(high).unwrap().priority, 5);
+    // Both ask for more than the 6 GB left (2 on h1, 4 on h2): the earlier one asks first.
+    for (at, n, t) in [(low_at, 6, 90), (high_at, 8, 91)] {
+        let req = AllocateRequestProto {
+            ask: vec![ask(0, ANY, n, 1024, true)],
+            response_id: Some(0),
+            ..Default::default()
+        };
+        a.allocate(at, 1, &req, &keys(), t).unwrap();
+    }
+    update(&mut a, &h1, &[], 100);
+    update(&mut a, &h2, &[], 101);
+    let got_high = pulled(&mut a, high_at, 1, 110);
+    let got_low = pulled(&mut a, low_at, 1, 111);
+    assert_eq!(
+        (got_high.len(), got_low.len()),
+        (6, 0),
+        "priority 5 before 0, whatever the submission order"
+    );
+    // Raised above the other, the first application gets the room freed next although the
+    // other still waits for two.
+    assert_eq!(a.update_priority(low, 9).unwrap(), 9);
+    let on_h2: Vec<ContainerId> = got_high
+        .iter()
+        .copied()
+        .filter(|c| a.apps[&high.id].attempts[0].live[c].node == h2)
+        .take(2)
+        .collect();
+    let done: Vec<(ContainerId, i32)> = on_h2.iter().map(|&c| (c, 0)).collect();
+    update(&mut a, &h2, &done, 120);
+    assert_eq!(pulled(&mut a, low_at, 2, 130).len(), 2);
+    assert!(pulled(&mut a, high_at, 2, 131).is_empty());
+    assert_eq!(
+        a.app(high).unwrap().current().unwrap().pending_containers(),
+        2
+    );
+}
+
+#[test]
+fn equal_priorities_go_in_submission_order() {
+    let mut a = apps(AppsConfig {
+        max_app_priority: 10,
+        ..Default::default()
+    });
+    let (h1, h2) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
+    // Three applications at priority 3 whose AMs take a whole node each: two fit.
+    let mut ids = Vec::new();
+    for t in 0..3 {
+        let (id, _) = a.new_application().unwrap();
+        let c = ApplicationSubmissionContextProto {
+            priority: Some(PriorityProto { priority: Some(3) }),
+            ..ctx(id, 4096, "default")
+        };
+        a.submit(c, "alice", 10 + t).unwrap();
+        ids.push(id);
+    }
+    update(&mut a, &h2, &[], 20);
+    update(&mut a, &h1, &[], 21);
+    let placed: Vec<AppId> = a.take_launches().iter().map(|l| l.attempt.app).collect();
+    assert_eq!(placed, vec![ids[0], ids[1]]);
+}

@@ -22,7 +22,7 @@ import org.apache.log4j.Level;
 import org.apache.log4j.LogManager;
 
 /**
- * The MapReduce peer's entry point: {@code MrLauncher mr-rm --conf-dir DIR [--work-dir DIR]
+ * The MapReduce peer's entry point: {@code MrLauncher mr-rm|mr-client --conf-dir DIR [--work-dir DIR]
  * [--delete-on-exit DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...}.
  *
  * <p>The same line protocol as the main peer's {@code hotpath.peer.Launcher} (so that
@@ -30,7 +30,8 @@ import org.apache.log4j.LogManager;
  * conf dir, print {@code READY {json}} on stdout, then answer each stdin line with one JSON line,
  * {@code {"ok":true,...}} or {@code {"ok":false,"error":"<class>: <first message line>",
  * "exception_class":...,"message":...}}. End of stdin stops everything. All logging (and
- * System.out) goes to stderr. The one mode, {@code mr-rm}, is {@link MrRm}.
+ * System.out) goes to stderr. Both modes, {@code mr-rm} (a Java RM here) and {@code mr-client}
+ * (jobs submitted to an RM elsewhere), are {@link MrRm}.
  */
 public final class MrLauncher {
   /** End-of-stdin marker in the line queue (compared by identity). */
@@ -57,8 +58,8 @@ public final class MrLauncher {
     MrRm mode;
     Path confDir;
     try {
-      if (argv.length == 0 || !argv[0].equals("mr-rm")) {
-        throw new IllegalArgumentException("the mode must be mr-rm");
+      if (argv.length == 0 || !(argv[0].equals("mr-rm") || argv[0].equals("mr-client"))) {
+        throw new IllegalArgumentException("the mode must be mr-rm or mr-client");
       }
       Map<String, String> single = new LinkedHashMap<>();
       List<String[]> sets = new ArrayList<>();
@@ -99,7 +100,7 @@ public final class MrLauncher {
       Files.createDirectories(workDir);
       System.setProperty("test.build.data", workDir.toString());
       System.setProperty("hadoop.tmp.dir", workDir.resolve("tmp").toString());
-      mode = new MrRm(sets, workDir);
+      mode = new MrRm(sets, workDir, argv[0].equals("mr-client"));
     } catch (Throwable t) {
       System.err.println("mr-peer: bad arguments " + Arrays.toString(argv) + ": " + t);
       Runtime.getRuntime().halt(2);

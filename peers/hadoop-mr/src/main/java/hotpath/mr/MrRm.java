@@ -27,11 +27,17 @@ import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.hadoop.mapreduce.lib.reduce.IntSumReducer;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
 import org.apache.hadoop.yarn.api.records.NodeId;
+import org.apache.hadoop.yarn.api.records.NodeReport;
+import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.resourcemanager.ResourceManager;
 import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
 
 /**
+ * {@code mr-client} (same commands, no RM of its own: jobs go to the RM named by
+ * {@code --set yarn.resourcemanager.address=...} and {@code --set
+ * yarn.resourcemanager.scheduler.address=...}, e.g. {@code hotpath rm}; see
+ * {@link #startClient}), or
  * {@code mr-rm}: a Java ResourceManager set up for MapReduce ({@link MiniMRYarnCluster} with no
  * NodeManagers of its own: the hotpath agents register with its resource tracker) and Hadoop's MR
  * client in the same JVM, so that Hadoop 3.5.0's own jobs run on external NodeManagers.
@@ -100,12 +106,19 @@ final class MrRm {
 
   private final List<String[]> sets;
   private final Path workDir;
+  /** {@code mr-client}: no RM here; jobs go to the RM the {@code --set}s name. */
+  private final boolean external;
   private MiniMRYarnCluster cluster;
+  /** The configuration jobs start from (the mini cluster's, or the one built for mr-client). */
+  private Configuration clusterConf;
+  /** mr-client: the external RM's client, for {@code nodes} and {@code am-node}. */
+  private YarnClient yarn;
   private final Map<String, Job> jobs = new HashMap<>();
 
-  MrRm(List<String[]> sets, Path workDir) {
+  MrRm(List<String[]> sets, Path workDir, boolean external) {
     this.sets = sets;
     this.workDir = workDir;
+    this.external = external;
   }
 
   static Map<String, String> ordered(String... kv) {
@@ -129,15 +142,62 @@ final class MrRm {
     for (String[] kv : sets) {
       conf.set(kv[0], kv[1]);
     }
+    if (external) {
+      startClient(conf);
+      return;
+    }
     // the mini cluster's work dir (staging dir included) is target/<name> under the cwd
     cluster = new MiniMRYarnCluster("hotpath-mr", 0);
     cluster.init(conf);
     cluster.start();
+    clusterConf = cluster.getConfig();
+  }
+
+  /**
+   * mr-client: the job side of what {@link MiniMRYarnCluster} and its {@code MiniYARNCluster}
+   * put into the configuration (MapReduce on YARN, a local staging dir created here, umask 000,
+   * no uber AM, no JobHistoryServer, and {@code yarn.is.minicluster=true} so that the AM and tasks get this JVM's
+   * class path), with the RM's addresses from the {@code --set}s
+   * ({@code yarn.resourcemanager.address}, {@code yarn.resourcemanager.scheduler.address}).
+   */
+  private void startClient(YarnConfiguration conf) throws Exception {
+    for (String k : new String[] {YarnConfiguration.RM_ADDRESS,
+        YarnConfiguration.RM_SCHEDULER_ADDRESS}) {
+      boolean given = false;
+      for (String[] kv : sets) {
+        given |= kv[0].equals(k);
+      }
+      if (!given) {
+        throw new IllegalArgumentException("mr-client needs --set " + k + "=HOST:PORT");
+      }
+    }
+    conf.set("mapreduce.framework.name", "yarn");
+    conf.setBoolean(YarnConfiguration.IS_MINI_YARN_CLUSTER, true);
+    conf.set("fs.permissions.umask-mode", "000");
+    conf.set("mapreduce.jobtracker.address", "test");
+    conf.setBoolean("mapreduce.job.ubertask.enable", false);
+    // No JobHistoryServer: an empty address makes the client answer a finished job's status
+    // from the RM's report, where the default (0.0.0.0:10020) has it retry a connection to a
+    // server that is not there for minutes.
+    conf.set("mapreduce.jobhistory.address", "");
+    if (conf.get("yarn.app.mapreduce.am.staging-dir", "/tmp/hadoop-yarn/staging")
+        .equals("/tmp/hadoop-yarn/staging")) {
+      conf.set("yarn.app.mapreduce.am.staging-dir",
+          workDir.resolve("apps_staging_dir").toAbsolutePath().toString());
+    }
+    Files.createDirectories(Path.of(conf.get("yarn.app.mapreduce.am.staging-dir")));
+    for (String[] kv : sets) {
+      conf.set(kv[0], kv[1]);
+    }
+    yarn = YarnClient.createYarnClient();
+    yarn.init(conf);
+    yarn.start();
+    clusterConf = conf;
   }
 
   /** The running cluster's whole configuration (bound ports included) as yarn-site.xml. */
   void writeConf(Path confDir) throws Exception {
-    Configuration c = cluster.getConfig();
+    Configuration c = clusterConf;
     TreeMap<String, String> props = new TreeMap<>();
     for (Map.Entry<String, String> e : c) {
       props.put(e.getKey(), c.get(e.getKey()));
@@ -160,7 +220,7 @@ final class MrRm {
   }
 
   Map<String, Object> ready() {
-    Configuration c = cluster.getConfig();
+    Configuration c = clusterConf;
     return Json.obj(
         "resource_tracker", c.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS),
         "rm_address", c.get(YarnConfiguration.RM_ADDRESS),
@@ -197,12 +257,29 @@ final class MrRm {
   }
 
   void close() throws Exception {
+    if (yarn != null) {
+      yarn.stop();
+    }
     if (cluster != null) {
       cluster.stop();
     }
   }
 
-  private Map<String, Object> nodes() {
+  private Map<String, Object> nodes() throws Exception {
+    if (external) {
+      List<NodeReport> reports = new ArrayList<>(yarn.getNodeReports());
+      reports.sort(Comparator.comparing(n -> n.getNodeId().toString()));
+      List<Object> out = new ArrayList<>();
+      for (NodeReport n : reports) {
+        out.add(Json.obj(
+            "node_id", n.getNodeId().toString(),
+            "state", n.getNodeState().toString(),
+            "http_address", n.getHttpAddress(),
+            "memory_mb", n.getCapability().getMemorySize(),
+            "vcores", n.getCapability().getVirtualCores()));
+      }
+      return Json.obj("nodes", out);
+    }
     ResourceManager rm = cluster.getResourceManager();
     List<RMNode> sorted = new ArrayList<>(rm.getRMContext().getRMNodes().values());
     sorted.sort(Comparator.comparing(n -> n.getNodeID().toString()));
@@ -219,10 +296,17 @@ final class MrRm {
     return Json.obj("nodes", out);
   }
 
-  private Map<String, Object> amNode(String[] args) {
+  private Map<String, Object> amNode(String[] args) throws Exception {
     Job j = job(args);
     org.apache.hadoop.yarn.api.records.ApplicationId app =
         org.apache.hadoop.mapreduce.TypeConverter.toYarn(j.getJobID()).getAppId();
+    if (external) {
+      var attemptId = yarn.getApplicationReport(app).getCurrentApplicationAttemptId();
+      var am = attemptId == null ? null
+          : yarn.getApplicationAttemptReport(attemptId).getAMContainerId();
+      var node = am == null ? null : yarn.getContainerReport(am).getAssignedNode();
+      return Json.obj("node_id", node == null ? null : node.toString());
+    }
     var rmApp = cluster.getResourceManager().getRMContext().getRMApps().get(app);
     var attempt = rmApp == null ? null : rmApp.getCurrentAppAttempt();
     var master = attempt == null ? null : attempt.getMasterContainer();
@@ -245,7 +329,7 @@ final class MrRm {
       throw new IllegalArgumentException("submit sleep|wordcount KEY=VALUE...");
     }
     Map<String, String> kv = new LinkedHashMap<>();
-    JobConf conf = new JobConf(cluster.getConfig());
+    JobConf conf = new JobConf(clusterConf);
     for (int i = 1; i < args.length; i++) {
       int eq = args[i].indexOf('=');
       if (eq <= 0) {
