@@ -125,7 +125,11 @@ pub fn poll_webapp(http: &mut MetricsHttp, logs: &ContainerLogs, shared: &Shared
                 (t.counts(), t.totals())
             };
             let reg = lock(&shared.status).phase == "registered";
-            shared.metrics.render(c, t, reg)
+            let healthy = lock(&shared.health).healthy;
+            let dirs = shared.dirs.get().map(|d| d.view());
+            let mut text = shared.metrics.render(c, t, reg);
+            text.push_str(&crate::metrics::render_health(healthy, dirs.as_deref()));
+            text
         };
         metrics_response(req, metrics)
             .or_else(|| {
