@@ -684,6 +684,49 @@ mod tests {
     }
 
     #[test]
+    fn the_node_binds_and_names_itself_as_javas_nodemanager() {
+        use crate::node_host::{canonical_host_name, SystemResolver};
+        let r = SystemResolver;
+        let canon = |ip: &str| canonical_host_name(&r, ip.parse().unwrap());
+        // ${yarn.nodemanager.hostname} expands into the default address
+        let (ip, host) =
+            node_address(&conf(&[("yarn.nodemanager.hostname", "127.0.0.2")]), &r).unwrap();
+        assert_eq!(ip.to_string(), "127.0.0.2");
+        assert_eq!(host, canon("127.0.0.2"));
+        // an explicit address: its IP's canonical name (not the configured text)
+        let (ip, host) =
+            node_address(&conf(&[("yarn.nodemanager.address", "localhost:8041")]), &r).unwrap();
+        assert_eq!(ip.to_string(), "127.0.0.1");
+        assert_eq!(host, canon("127.0.0.1"));
+        // bind-host 0.0.0.0 with an address: binds everything, named after the address
+        let (ip, host) = node_address(
+            &conf(&[
+                ("yarn.nodemanager.bind-host", "0.0.0.0"),
+                ("yarn.nodemanager.address", "127.0.0.1:8041"),
+            ]),
+            &r,
+        )
+        .unwrap();
+        assert!(ip.is_unspecified());
+        assert_eq!(host, canon("127.0.0.1"));
+        // the default wildcard: the local host's canonical name
+        let (ip, host) = node_address(&conf(&[]), &r).unwrap();
+        assert!(ip.is_unspecified());
+        assert_eq!(
+            host,
+            canonical_host_name(&r, crate::node_host::local_host_address(&r))
+        );
+        let cfg =
+            AgentConfig::from_conf(&conf(&[("yarn.nodemanager.address", "127.0.0.1:0")])).unwrap();
+        assert_eq!(cfg.node_host, canon("127.0.0.1"));
+        // a dir with another scheme is refused as Java refuses it
+        let e = AgentConfig::from_conf(&conf(&[("yarn.nodemanager.local-dirs", "hdfs://nn/x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hdfs://nn/x is not a valid path. Path should be with file scheme or without scheme"), "{e}");
+    }
+
+    #[test]
     fn the_rm_connection_is_simple_unless_kerberos_is_configured() {
         let s = RmSecurity::from_conf(&conf(&[("hadoop.rpc.protection", "privacy")])).unwrap();
         assert!(s.kerberos.is_none());
