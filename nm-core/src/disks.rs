@@ -417,7 +417,8 @@ impl DirsHandler {
         }
         let ok = |c: &DirectoryCollection| {
             let frac = c.good.len() as f32 / c.total() as f32;
-            !(frac < self.min_healthy)
+            // Java: unhealthy iff frac < min; NaN (no dirs) compares false
+            frac.is_nan() || frac >= self.min_healthy
         };
         ok(&self.local) && ok(&self.log)
     }
