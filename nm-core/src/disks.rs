@@ -348,11 +348,9 @@ impl DirectoryCollection {
             total = total.saturating_add(s.total_bytes);
             usable = usable.saturating_add(s.usable_bytes);
         }
-        if total == 0 {
-            0
-        } else {
-            (100 * (total - usable.min(total)) / total) as i32
-        }
+        (100 * u128::from(total - usable.min(total)))
+            .checked_div(u128::from(total))
+            .map_or(0, |p| p as i32)
     }
 
     /// `" [ d1 : cause1 , d2 : cause2 ] "` (`buildDiskErrorReport`).
