@@ -115,9 +115,18 @@ impl Default for AgentMetrics {
     }
 }
 
+/// The dirs' numbers `/metrics` shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirGauges {
+    pub bad_local: usize,
+    pub bad_log: usize,
+    pub good_local_utilization: i32,
+    pub good_log_utilization: i32,
+}
+
 /// The node's health and its dirs for `/metrics` (Java's `NodeManagerMetrics` `BadLocalDirs`,
 /// `BadLogDirs`, `GoodLocalDirsDiskUtilizationPerc`, `GoodLogDirsDiskUtilizationPerc`).
-pub fn render_health(healthy: bool, dirs: Option<&crate::disks::DirsView>) -> String {
+pub fn render_health(healthy: bool, dirs: Option<DirGauges>) -> String {
     let mut e = Exposition::new();
     e.gauge(
         "hotpath_agent_node_healthy",
