@@ -61,7 +61,7 @@
 //!   (a leaf: every module may use it, it uses none).
 //!
 //! Modules depend on each other one way (no import cycle): `sys`, `setup`, `simulate`,
-//! `cgroups` and `metrics` use no other module; `runtime` uses most.
+//! `cgroups`, `metrics`, `disks` and `node_host` use no other module; `runtime` uses most.
 
 pub mod cgroups;
 pub mod client;
