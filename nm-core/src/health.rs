@@ -1,27 +1,46 @@
-//! Node health, as Java's NodeHealthCheckerService judges it: the local dirs (space and
-//! writability, like `LocalDirsHandlerService`) and the health script, if one is configured
+//! Node health, as Java's NodeHealthCheckerService judges it: the local and log dirs
+//! ([`crate::disks`], `LocalDirsHandlerService`) and the health script, if one is configured
 //! (`NodeHealthScriptRunner`: a line starting with `ERROR` or a timeout is unhealthy; a
-//! non-zero exit status alone is not).
+//! non-zero exit status alone is not). The report joins the non-empty reports with `;`
+//! (dirs first, then the script), and may be non-empty on a healthy node (one full dir of
+//! two).
 //!
 //! [`HealthChecker::poll`] is non-blocking: the script runs as a child process and is
-//! collected on a later poll, so the housekeeping thread never waits for it.
+//! collected on a later poll, so the housekeeping thread never waits for it; the dirs are
+//! checked every `disk-health-checker.interval-ms` (a statvfs and an access check per dir).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::disks::{CheckOutcome, DirsHandler, DiskLimits, DiskProbe};
 use crate::wire::NodeHealth;
+
+/// The longest script output kept as the report (Java keeps all of it; the heartbeat carries
+/// it, so the agent cuts it).
+pub const MAX_SCRIPT_REPORT: usize = 16 * 1024;
 
 /// Health-check settings.
 #[derive(Debug, Clone)]
 pub struct HealthConfig {
-    /// `yarn.nodemanager.local-dirs`.
+    /// `yarn.nodemanager.local-dirs`, validated ([`crate::disks::validate_dir`]).
     pub local_dirs: Vec<PathBuf>,
     /// `yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage`.
-    pub max_utilization_percent: f64,
+    pub max_utilization_percent: f32,
+    /// `…disk-utilization-watermark-low-per-disk-percentage` (`None`: the maximum).
+    pub low_utilization_percent: Option<f32>,
     /// `yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb`.
-    pub min_free_mb: u64,
+    pub min_free_mb: i64,
+    /// `…min-free-space-per-disk-watermark-high-mb` (`None`: the minimum).
+    pub high_free_mb: Option<i64>,
+    /// `…disk-utilization-threshold.enabled`, `…disk-free-space-threshold.enabled`.
+    pub utilization_check: bool,
+    pub free_space_check: bool,
+    /// `yarn.nodemanager.disk-health-checker.min-healthy-disks`.
+    pub min_healthy_disks: f32,
+    /// `yarn.nodemanager.disk-health-checker.enable`: false checks once at start (bad dirs
+    /// are still left out) and always reports healthy.
+    pub disk_check_enabled: bool,
     /// `yarn.nodemanager.disk-health-checker.interval-ms`.
     pub disk_interval: Duration,
     /// `yarn.nodemanager.health-checker.script.path` (`None`: no script).
@@ -33,87 +52,127 @@ pub struct HealthConfig {
     pub script_timeout: Duration,
 }
 
+impl Default for HealthConfig {
+    /// Hadoop's defaults, no dirs, no script.
+    fn default() -> Self {
+        HealthConfig {
+            local_dirs: Vec::new(),
+            max_utilization_percent: 90.0,
+            low_utilization_percent: None,
+            min_free_mb: 0,
+            high_free_mb: None,
+            utilization_check: true,
+            free_space_check: true,
+            min_healthy_disks: 0.25,
+            disk_check_enabled: true,
+            disk_interval: Duration::from_millis(120_000),
+            script: None,
+            script_args: Vec::new(),
+            script_interval: Duration::from_millis(600_000),
+            script_timeout: Duration::from_millis(1_200_000),
+        }
+    }
+}
+
+impl HealthConfig {
+    /// The thresholds of [`crate::disks`].
+    pub fn limits(&self) -> DiskLimits {
+        let mut l = DiskLimits::new(
+            self.max_utilization_percent,
+            self.low_utilization_percent,
+            self.min_free_mb,
+            self.high_free_mb,
+        );
+        l.utilization_enabled = self.utilization_check;
+        l.free_space_enabled = self.free_space_check;
+        l
+    }
+}
+
 struct Running {
     child: Child,
     started: Instant,
 }
 
+/// What changed in the dirs at the last check (for logs and the dirs' users).
+#[derive(Debug, Clone, Default)]
+pub struct DirsChange {
+    pub local: CheckOutcome,
+    pub log: CheckOutcome,
+}
+
+impl DirsChange {
+    /// A dir left or rejoined the good ones.
+    pub fn changed(&self) -> bool {
+        self.local.changed || self.log.changed
+    }
+}
+
 /// The checker (see the module docs).
 pub struct HealthChecker {
     cfg: HealthConfig,
+    probe: Box<dyn DiskProbe + Send>,
+    dirs: DirsHandler,
     next_disk: Option<Instant>,
     next_script: Option<Instant>,
     running: Option<Running>,
-    disk_report: Option<String>,
     script_report: Option<String>,
+    script_report_ms: i64,
+    last_change: Option<DirsChange>,
 }
 
-/// What one local dir check found (`None`: good).
-pub fn check_dir(dir: &std::path::Path, max_util: f64, min_free_mb: u64) -> Option<String> {
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        return Some(format!("{}: cannot create: {e}", dir.display()));
-    }
-    let probe = dir.join(format!(".hotpath-health-{}", std::process::id()));
-    let w = std::fs::File::create(&probe).and_then(|mut f| f.write_all(b"ok"));
-    let _ = std::fs::remove_file(&probe);
-    if let Err(e) = w {
-        return Some(format!("{}: not writable: {e}", dir.display()));
-    }
-    match fs4::statvfs(dir) {
-        Ok(st) => {
-            let total = st.total_space().max(1);
-            let used_pct = 100.0 * (total - st.available_space().min(total)) as f64 / total as f64;
-            if used_pct > max_util {
-                return Some(format!(
-                    "{}: used space above threshold of {max_util}% ({used_pct:.1}%)",
-                    dir.display()
-                ));
-            }
-            if st.available_space() / (1024 * 1024) < min_free_mb {
-                return Some(format!(
-                    "{}: free space below {min_free_mb} MB",
-                    dir.display()
-                ));
-            }
-            None
-        }
-        Err(e) => Some(format!("{}: statvfs: {e}", dir.display())),
-    }
+fn dir_strings(dirs: &[PathBuf]) -> Vec<String> {
+    dirs.iter()
+        .map(|d| d.to_string_lossy().into_owned())
+        .collect()
 }
 
 impl HealthChecker {
-    pub fn new(cfg: HealthConfig) -> Self {
+    /// A checker of `cfg.local_dirs` and `log_dirs` asking `probe`; nothing is checked before
+    /// the first [`HealthChecker::poll`].
+    pub fn new(cfg: HealthConfig, log_dirs: &[PathBuf], probe: Box<dyn DiskProbe + Send>) -> Self {
+        let dirs = DirsHandler::new(
+            dir_strings(&cfg.local_dirs),
+            dir_strings(log_dirs),
+            cfg.limits(),
+            cfg.min_healthy_disks,
+            cfg.disk_check_enabled,
+        );
         Self {
             cfg,
+            probe,
+            dirs,
             next_disk: None,
             next_script: None,
             running: None,
-            disk_report: None,
             script_report: None,
+            script_report_ms: 0,
+            last_change: None,
         }
+    }
+
+    /// The dirs' state after the last check.
+    pub fn dirs(&self) -> &DirsHandler {
+        &self.dirs
+    }
+
+    /// What the last dir check changed, once (`None` when nothing was checked since).
+    pub fn take_dirs_change(&mut self) -> Option<DirsChange> {
+        self.last_change.take()
     }
 
     /// Runs what is due; returns the health when it changed or was re-checked.
     pub fn poll(&mut self, now: Instant, wall_ms: i64) -> Option<NodeHealth> {
         let mut checked = false;
-        if self.next_disk.is_none_or(|t| now >= t) {
+        // disabled: one check at start (Java's serviceInit), no timer
+        let due = match self.next_disk {
+            None => true,
+            Some(t) => self.cfg.disk_check_enabled && now >= t,
+        };
+        if due {
             self.next_disk = Some(now + self.cfg.disk_interval);
-            let bad: Vec<String> = self
-                .cfg
-                .local_dirs
-                .iter()
-                .filter_map(|d| {
-                    check_dir(d, self.cfg.max_utilization_percent, self.cfg.min_free_mb)
-                })
-                .collect();
-            self.disk_report = (!bad.is_empty()).then(|| {
-                format!(
-                    "{}/{} local-dirs are bad: {}",
-                    bad.len(),
-                    self.cfg.local_dirs.len(),
-                    bad.join("; ")
-                )
-            });
+            let (local, log) = self.dirs.check(self.probe.as_ref(), wall_ms);
+            self.last_change = Some(DirsChange { local, log });
             checked = true;
         }
         if let Some(script) = self.cfg.script.clone() {
@@ -125,10 +184,12 @@ impl HealthChecker {
                         let text = out
                             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                             .unwrap_or_default();
+                        // the whole output is the report when a line starts with ERROR
                         self.script_report = text
-                            .lines()
-                            .find(|l| l.starts_with("ERROR"))
-                            .map(|l| l.chars().take(1024).collect());
+                            .split('\n')
+                            .any(|l| l.starts_with("ERROR"))
+                            .then(|| cut(&text, MAX_SCRIPT_REPORT));
+                        self.script_report_ms = wall_ms;
                         checked = true;
                     }
                     Ok(None) if now.duration_since(r.started) > self.cfg.script_timeout => {
@@ -136,12 +197,14 @@ impl HealthChecker {
                         let _ = r.child.wait();
                         self.running = None;
                         self.script_report = Some("Node health script timed out".into());
+                        self.script_report_ms = wall_ms;
                         checked = true;
                     }
                     Ok(None) => {}
                     Err(e) => {
                         self.running = None;
                         self.script_report = Some(format!("health script: {e}"));
+                        self.script_report_ms = wall_ms;
                         checked = true;
                     }
                 }
@@ -163,27 +226,41 @@ impl HealthChecker {
                     Err(e) => {
                         self.script_report =
                             Some(format!("health script {}: {e}", script.display()));
+                        self.script_report_ms = wall_ms;
                         checked = true;
                     }
                 }
             }
         }
-        checked.then(|| self.health(wall_ms))
+        checked.then(|| self.health())
     }
 
-    /// The current verdict.
-    pub fn health(&self, wall_ms: i64) -> NodeHealth {
-        let reports: Vec<&str> = [&self.script_report, &self.disk_report]
+    /// The current verdict: healthy when the dirs are and the script is; the reports joined
+    /// with `;`; the time of the latest check.
+    pub fn health(&self) -> NodeHealth {
+        let disk = self.dirs.report();
+        let reports: Vec<&str> = [Some(disk.as_str()), self.script_report.as_deref()]
             .into_iter()
             .flatten()
-            .map(String::as_str)
+            .filter(|r| !r.is_empty())
             .collect();
         NodeHealth {
-            healthy: reports.is_empty(),
-            report: reports.join(" ; "),
-            last_report_wall_ms: wall_ms,
+            healthy: self.dirs.healthy() && self.script_report.is_none(),
+            report: reports.join(";"),
+            last_report_wall_ms: self.dirs.last_check_ms.max(self.script_report_ms),
         }
     }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }
 
 impl Drop for HealthChecker {

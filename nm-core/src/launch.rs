@@ -157,6 +157,18 @@ fn valid_user(user: &str) -> bool {
 impl ContainerPaths {
     /// The paths of `container` run by `user` over `dirs`.
     pub fn new(dirs: &NmDirs, user: &str, container: ContainerId) -> Result<Self, LaunchError> {
+        let chosen = Self::pick(&container, dirs.local_dirs.len());
+        Self::with_chosen(dirs, user, container, chosen)
+    }
+
+    /// As [`ContainerPaths::new`] with the work dir on local dir `chosen` (clamped to the
+    /// dirs there are).
+    pub fn with_chosen(
+        dirs: &NmDirs,
+        user: &str,
+        container: ContainerId,
+        chosen: usize,
+    ) -> Result<Self, LaunchError> {
         if dirs.local_dirs.is_empty() {
             return Err(LaunchError::NoLocalDir);
         }
@@ -177,7 +189,7 @@ impl ContainerPaths {
         let filecache_dirs = user_dirs.iter().map(|u| u.join("filecache")).collect();
         let app_dirs: Vec<PathBuf> = appcache_dirs.iter().map(|a| a.join(&app_s)).collect();
         let container_dirs: Vec<PathBuf> = app_dirs.iter().map(|a| a.join(&cid_s)).collect();
-        let chosen = Self::pick(&container, dirs.local_dirs.len());
+        let chosen = chosen.min(dirs.local_dirs.len() - 1);
         let work_dir = container_dirs[chosen].clone();
         let app_log_dirs: Vec<PathBuf> = dirs.log_dirs.iter().map(|l| l.join(&app_s)).collect();
         let log_dirs = app_log_dirs.iter().map(|a| a.join(&cid_s)).collect();

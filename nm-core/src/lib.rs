@@ -46,8 +46,11 @@
 //! - [`launch`]: container launch as Java's `DefaultContainerExecutor` lays it out (paths,
 //!   command and env expansion, environment order, `launch_container.sh`, the pid/exit-code
 //!   wrapper scripts, exit statuses); pure, `nm-runtime`'s executor does the I/O.
-//! - [`health`]: the node's health as Java judges it; the one part that touches the system
-//!   (statvfs, a child process), and never blocks.
+//! - [`disks`]: the local and log dirs' health rules (Java's `DirectoryCollection` and
+//!   `LocalDirsHandlerService`): full/errored dirs, watermarks, the report text; the file
+//!   system is asked through a probe.
+//! - [`health`]: the node's health as Java judges it (the dirs, the health script); the one
+//!   part that touches the system (a child process, the probe), and never blocks.
 //! - [`localization`]: the rules of resource localization (requests parsed from the launch
 //!   context, cache keys, cache directories, unpacking, permissions, Java's failure messages);
 //!   no I/O: `nm-runtime` does the downloads.
@@ -62,6 +65,7 @@
 #![forbid(unsafe_code)]
 
 pub mod container_manager;
+pub mod disks;
 pub mod health;
 pub mod launch;
 pub mod localization;

@@ -8,7 +8,7 @@
 //! | resources | `yarn.nodemanager.resource.memory-mb`, `…cpu-vcores` | 8192, 8 |
 //! | RM unreachable | `yarn.resourcemanager.connect.max-wait.ms` (-1: forever), `…retry-interval.ms` | 900000, 30000 |
 //! | completions tracked | `yarn.nodemanager.duration-to-track-stopped-containers` | 600000 |
-//! | health | `yarn.nodemanager.local-dirs`, `…disk-health-checker.*`, `…health-checker.script.*` | |
+//! | health | `yarn.nodemanager.local-dirs`, `…log-dirs`, `…disk-health-checker.*` (`enable`, `interval-ms`, `min-healthy-disks`, `max-disk-utilization-per-disk-percentage`, `disk-utilization-watermark-low-per-disk-percentage`, `min-free-space-per-disk-mb`, `min-free-space-per-disk-watermark-high-mb`, `disk-utilization-threshold.enabled`, `disk-free-space-threshold.enabled`), `…health-checker.script.*` | Hadoop's |
 //! | control socket | `hotpath.agent.control-socket` | `/tmp/hotpath-agent.sock` |
 //! | cleanup grace | `hotpath.agent.cleanup-grace-ms` | 5000 |
 //! | table size | `hotpath.agent.max-containers` | 10000 |
@@ -19,8 +19,9 @@
 //! The HDFS reader's part is [`HdfsSettings`]; a value the agent cannot use is a
 //! [`ConfigError`].
 //!
-//! A node host of `0.0.0.0` binds every address and registers the machine's host name, as a
-//! Java NodeManager does.
+//! The NodeId host is chosen as a Java NodeManager chooses it ([`node_address`],
+//! [`crate::node_host`]): the canonical name of the bound IP (of the local host's IP when the
+//! node binds `0.0.0.0`); `yarn.nodemanager.bind-host` is honoured.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -224,6 +225,51 @@ pub fn local_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// The address the node's servers bind and the NodeId host, as Java's NodeManager picks
+/// them ([`crate::node_host`]): bind on `yarn.nodemanager.bind-host` if set, else on the
+/// host of `yarn.nodemanager.address` (default `${yarn.nodemanager.hostname}:0`); the host is
+/// the canonical (reverse-DNS, forward-checked) name of the bound IP, of the local host's IP
+/// for a wildcard bind, or of the address's host when both keys are set.
+pub fn node_address(
+    conf: &Configuration,
+    resolver: &dyn crate::node_host::Resolver,
+) -> Result<(IpAddr, String), ConfigError> {
+    let node = conf.get_address("yarn.nodemanager.address")?;
+    let bind_host = conf
+        .get("yarn.nodemanager.bind-host")
+        .map(str::trim)
+        .filter(|h| !h.is_empty());
+    // yarn-default.xml sets it (`${yarn.nodemanager.hostname}:0`), so Java's check passes
+    // whenever the expanded value is not empty
+    let address_set = conf
+        .get("yarn.nodemanager.address")
+        .is_some_and(|v| !v.trim().is_empty());
+    let unresolvable =
+        |h: &str| ConfigError::Invalid(format!("node address {h}:{}: does not resolve", node.port));
+    let bind_ip = match bind_host {
+        Some(h) => crate::node_host::resolve_first(resolver, h).ok_or_else(|| unresolvable(h))?,
+        None => crate::node_host::resolve_first(resolver, &node.host)
+            .ok_or_else(|| unresolvable(&node.host))?,
+    };
+    let host_override = (bind_host.is_some() && address_set).then_some(node.host.as_str());
+    let host = crate::node_host::node_host(resolver, bind_ip, host_override)
+        .map_err(ConfigError::Invalid)?;
+    Ok((bind_ip, host))
+}
+
+/// A comma-separated list of dirs (`yarn.nodemanager.local-dirs`, `…log-dirs`), each
+/// validated and normalized as Java's `LocalDirsHandlerService.validatePaths` does.
+pub fn dirs_from_conf(conf: &Configuration, key: &str) -> Result<Vec<PathBuf>, ConfigError> {
+    conf.get_trimmed_strings(key)?
+        .iter()
+        .map(|d| {
+            nm_core::disks::validate_dir(d)
+                .map(PathBuf::from)
+                .map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))
+        })
+        .collect()
+}
+
 fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, ConfigError> {
     match conf.try_get(key)? {
         Some(_) => Ok(conf.get_i64(key)?),
@@ -298,10 +344,14 @@ impl NmSettings {
                 ))),
             }
         };
-        let log_dirs = strings("yarn.nodemanager.log-dirs", "/tmp/logs")
-            .into_iter()
-            .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(&d)))
-            .collect();
+        let log_dirs = if conf
+            .get("yarn.nodemanager.log-dirs")
+            .is_some_and(|v| !v.trim().is_empty())
+        {
+            dirs_from_conf(conf, "yarn.nodemanager.log-dirs")?
+        } else {
+            vec![PathBuf::from("/tmp/logs")]
+        };
         let aux_services = strings("yarn.nodemanager.aux-services", "");
         let shuffle = crate::shuffle::check_aux_services(conf, &aux_services)
             .and_then(|on| {
@@ -380,33 +430,15 @@ impl AgentConfig {
             rm.host.as_str()
         };
         let rm_addr = resolve("RM resource-tracker address", rm_host, rm.port)?;
+        let (bind_ip, node_host) = node_address(conf, &crate::node_host::SystemResolver)?;
         let node = conf.get_address("yarn.nodemanager.address")?;
-        let (bind_ip, node_host) = if node.host == "0.0.0.0" {
-            (IpAddr::from([0, 0, 0, 0]), local_hostname())
-        } else {
-            (
-                resolve("node address", &node.host, node.port)?.ip(),
-                node.host.clone(),
-            )
-        };
-        let nm_hostname = conf
-            .get("yarn.nodemanager.hostname")
-            .unwrap_or("0.0.0.0")
-            .to_string();
         // Not in conf's defaults table yet (see the requests note): Hadoop's default.
         let webapp = match conf.try_get("yarn.nodemanager.webapp.address")? {
             Some(_) => conf.get_address("yarn.nodemanager.webapp.address")?.port,
-            None => {
-                let _ = nm_hostname;
-                8042
-            }
+            None => 8042,
         };
         let max_wait = conf.get_i64("yarn.resourcemanager.connect.max-wait.ms")?;
-        let local_dirs = conf
-            .get_trimmed_strings("yarn.nodemanager.local-dirs")?
-            .into_iter()
-            .map(|d| PathBuf::from(d.strip_prefix("file://").unwrap_or(&d)))
-            .collect();
+        let local_dirs = dirs_from_conf(conf, "yarn.nodemanager.local-dirs")?;
         let script = conf
             .get("yarn.nodemanager.health-checker.script.path")
             .map(str::trim)
@@ -416,17 +448,35 @@ impl AgentConfig {
             .get("yarn.nodemanager.health-checker.script.opts")
             .map(|s| s.split_whitespace().map(String::from).collect())
             .unwrap_or_default();
-        let max_util = conf
-            .get("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage")
-            .map(|v| {
-                v.trim().parse::<f64>().map_err(|_| {
-                    ConfigError::Invalid(format!(
-                        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage = {v:?}: expected a number"
-                    ))
+        const DHC: &str = "yarn.nodemanager.disk-health-checker.";
+        let float = |key: &str| -> Result<Option<f32>, ConfigError> {
+            conf.get(&format!("{DHC}{key}"))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(|v| {
+                    v.parse::<f32>().map_err(|_| {
+                        ConfigError::Invalid(format!("{DHC}{key} = {v:?}: expected a number"))
+                    })
                 })
+                .transpose()
+        };
+        let long = |key: &str| -> Result<Option<i64>, ConfigError> {
+            let k = format!("{DHC}{key}");
+            Ok(match conf.try_get(&k)? {
+                Some(v) if !v.trim().is_empty() => Some(conf.get_i64(&k)?),
+                _ => None,
             })
-            .transpose()?
-            .unwrap_or(90.0);
+        };
+        let flag = |key: &str| -> Result<bool, ConfigError> {
+            match conf.get(&format!("{DHC}{key}")).map(str::trim) {
+                None | Some("") => Ok(true),
+                Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+                Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+                Some(v) => Err(ConfigError::Invalid(format!(
+                    "{DHC}{key} = {v:?}: expected true or false"
+                ))),
+            }
+        };
         let control_socket = conf
             .get("hotpath.agent.control-socket")
             .map(str::trim)
@@ -461,20 +511,19 @@ impl AgentConfig {
                 as usize,
             health: HealthConfig {
                 local_dirs,
-                max_utilization_percent: max_util,
-                min_free_mb: get_i64_or(
-                    conf,
-                    "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb",
-                    0,
-                )?
-                .max(0) as u64,
+                max_utilization_percent: float("max-disk-utilization-per-disk-percentage")?
+                    .unwrap_or(90.0),
+                low_utilization_percent: float(
+                    "disk-utilization-watermark-low-per-disk-percentage",
+                )?,
+                min_free_mb: long("min-free-space-per-disk-mb")?.unwrap_or(0),
+                high_free_mb: long("min-free-space-per-disk-watermark-high-mb")?,
+                utilization_check: flag("disk-utilization-threshold.enabled")?,
+                free_space_check: flag("disk-free-space-threshold.enabled")?,
+                min_healthy_disks: float("min-healthy-disks")?.unwrap_or(0.25),
+                disk_check_enabled: flag("enable")?,
                 disk_interval: Duration::from_millis(
-                    get_i64_or(
-                        conf,
-                        "yarn.nodemanager.disk-health-checker.interval-ms",
-                        120_000,
-                    )?
-                    .max(1) as u64,
+                    long("interval-ms")?.unwrap_or(120_000).max(1) as u64,
                 ),
                 script,
                 script_args,
@@ -632,6 +681,49 @@ mod tests {
             c.set(k, v);
         }
         c
+    }
+
+    #[test]
+    fn the_node_binds_and_names_itself_as_javas_nodemanager() {
+        use crate::node_host::{canonical_host_name, SystemResolver};
+        let r = SystemResolver;
+        let canon = |ip: &str| canonical_host_name(&r, ip.parse().unwrap());
+        // ${yarn.nodemanager.hostname} expands into the default address
+        let (ip, host) =
+            node_address(&conf(&[("yarn.nodemanager.hostname", "127.0.0.2")]), &r).unwrap();
+        assert_eq!(ip.to_string(), "127.0.0.2");
+        assert_eq!(host, canon("127.0.0.2"));
+        // an explicit address: its IP's canonical name (not the configured text)
+        let (ip, host) =
+            node_address(&conf(&[("yarn.nodemanager.address", "localhost:8041")]), &r).unwrap();
+        assert_eq!(ip.to_string(), "127.0.0.1");
+        assert_eq!(host, canon("127.0.0.1"));
+        // bind-host 0.0.0.0 with an address: binds everything, named after the address
+        let (ip, host) = node_address(
+            &conf(&[
+                ("yarn.nodemanager.bind-host", "0.0.0.0"),
+                ("yarn.nodemanager.address", "127.0.0.1:8041"),
+            ]),
+            &r,
+        )
+        .unwrap();
+        assert!(ip.is_unspecified());
+        assert_eq!(host, canon("127.0.0.1"));
+        // the default wildcard: the local host's canonical name
+        let (ip, host) = node_address(&conf(&[]), &r).unwrap();
+        assert!(ip.is_unspecified());
+        assert_eq!(
+            host,
+            canonical_host_name(&r, crate::node_host::local_host_address(&r))
+        );
+        let cfg =
+            AgentConfig::from_conf(&conf(&[("yarn.nodemanager.address", "127.0.0.1:0")])).unwrap();
+        assert_eq!(cfg.node_host, canon("127.0.0.1"));
+        // a dir with another scheme is refused as Java refuses it
+        let e = AgentConfig::from_conf(&conf(&[("yarn.nodemanager.local-dirs", "hdfs://nn/x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hdfs://nn/x is not a valid path. Path should be with file scheme or without scheme"), "{e}");
     }
 
     #[test]

@@ -440,9 +440,22 @@ pub fn status_json(shared: &Shared) -> Value {
     };
     let m = &shared.metrics;
     let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let health = lock(&shared.health).clone();
+    let dirs = shared.dirs.get().map(|d| d.view());
     json!({
         "ok": true,
         "node_id": format!("{}:{}", shared.identity.host, shared.identity.port),
+        "healthy": health.healthy,
+        "health_report": health.report,
+        "last_health_report_time": health.last_report_wall_ms,
+        "dirs": dirs.map(|d| json!({
+            "good_local_dirs": d.good.local_dirs,
+            "good_log_dirs": d.good.log_dirs,
+            "local_dirs_for_read": d.local_for_read,
+            "log_dirs_for_read": d.log_for_read,
+            "bad_local_dirs": d.bad_local,
+            "bad_log_dirs": d.bad_log,
+        })),
         "phase": st.phase,
         "stopped_reason": st.stopped_reason,
         "response_id": st.response_id,

@@ -108,6 +108,9 @@ pub struct ExecutorConfig {
     pub zygotes: usize,
     /// Where the zygote pool's thread runs (the housekeeping CPU).
     pub helper_cpu: Option<u32>,
+    /// The dirs as the disk checks leave them: a new container's paths use the good ones
+    /// (`None`: always `dirs`).
+    pub live_dirs: Option<std::sync::Arc<crate::disks::LiveDirs>>,
 }
 
 impl ExecutorConfig {
@@ -123,6 +126,7 @@ impl ExecutorConfig {
             hierarchy: "hotpath".to_string(),
             zygotes: 0,
             helper_cpu: None,
+            live_dirs: None,
         }
     }
 }
@@ -336,9 +340,30 @@ memory by RLIMIT_DATA",
         self.setsid
     }
 
-    /// Paths for a container over the configured dirs.
+    /// Paths for a new container over the good dirs (every configured dir without disk
+    /// checks): its `LOCAL_DIRS`, `LOG_DIRS`, work dir and private files.
     pub fn paths(&self, user: &str, id: ContainerId) -> Result<ContainerPaths, ExecutorError> {
-        Ok(ContainerPaths::new(&self.cfg.dirs, user, id)?)
+        match &self.cfg.live_dirs {
+            Some(l) => Ok(ContainerPaths::new(&l.good(), user, id)?),
+            None => Ok(ContainerPaths::new(&self.cfg.dirs, user, id)?),
+        }
+    }
+
+    /// Paths of a container written over the configured dirs with its work dir on local dir
+    /// `chosen` (a previous run's container: the good dirs of its launch are not known, the
+    /// configured ones cover them).
+    pub fn paths_on(
+        &self,
+        user: &str,
+        id: ContainerId,
+        chosen: usize,
+    ) -> Result<ContainerPaths, ExecutorError> {
+        Ok(ContainerPaths::with_chosen(
+            &self.cfg.dirs,
+            user,
+            id,
+            chosen,
+        )?)
     }
 
     /// Creates the container's dirs with Java's modes (notes 4.1) and writes its files (4.2

@@ -423,6 +423,19 @@ fn launch_one(
         let class = launch::ExitClass::launch_failed(&e.to_string());
         (class.exit_status, class.diagnostics_at(wall_ms()))
     };
+    // Java's ContainerLaunch refuses when too few dirs are good (DISKS_FAILED, −101).
+    if let Some(live) = shared.dirs.get() {
+        let v = live.view();
+        if !v.healthy {
+            return Err((
+                exit_status::DISKS_FAILED,
+                diagnostics_entry(
+                    wall_ms(),
+                    &format!("Most of the disks failed. {}\n", v.report),
+                ),
+            ));
+        }
+    }
     let paths = executor.paths(&order.user, id).map_err(|e| failed(&e))?;
     let ctx = &order.context;
     // Localization: a failure leaves the exit status at −1000 with the message as Java's
@@ -599,7 +612,7 @@ pub fn recover(
     enabled: bool,
 ) -> Vec<(ContainerId, ContainerPaths, RunningContainer)> {
     let mut out = Vec::new();
-    for local in &dirs.local_dirs {
+    for (chosen, local) in dirs.local_dirs.iter().enumerate() {
         let Ok(apps) = std::fs::read_dir(local.join("nmPrivate")) else {
             continue;
         };
@@ -619,7 +632,8 @@ pub fn recover(
                         continue;
                     }
                 };
-                let Ok(paths) = executor.paths(&rec.user, rec.id) else {
+                // the dir it was found on: its launch may have seen fewer good dirs
+                let Ok(paths) = executor.paths_on(&rec.user, rec.id, chosen) else {
                     continue;
                 };
                 if paths.private_dir != c.path() {

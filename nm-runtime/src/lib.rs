@@ -36,7 +36,10 @@
 //! The rest:
 //! - [`runtime`]: [`Agent`]: the threads (ring, housekeeping, launcher, HDFS reader) and the
 //!   RPC calls to the RM.
-//! - [`config`]: the agent's settings from the Hadoop configuration ([`AgentConfig`]).
+//! - [`config`]: the agent's settings from the Hadoop configuration ([`AgentConfig`]);
+//!   [`node_host`]: the NodeId host as Java picks it (canonical name of the bound IP).
+//! - [`disks`]: the local and log dirs as the health checks leave them ([`disks::LiveDirs`]:
+//!   new writes on good dirs only) and the real disk probe (access, statvfs).
 //! - [`launcher`]: accepted starts to processes and processes to exit statuses; recovery of
 //!   a previous run's containers.
 //! - [`executor`]: container processes as Java's `DefaultContainerExecutor` runs them
@@ -58,13 +61,14 @@
 //!   (a leaf: every module may use it, it uses none).
 //!
 //! Modules depend on each other one way (no import cycle): `sys`, `setup`, `simulate`,
-//! `cgroups` and `metrics` use no other module; `runtime` uses most.
+//! `cgroups`, `metrics`, `disks` and `node_host` use no other module; `runtime` uses most.
 
 pub mod cgroups;
 pub mod client;
 pub mod cmp_server;
 pub mod config;
 pub mod control;
+pub mod disks;
 mod error;
 pub mod executor;
 pub mod hdfs_reader;
@@ -72,6 +76,7 @@ pub mod launcher;
 pub mod localizer;
 pub mod logs;
 pub mod metrics;
+pub mod node_host;
 pub mod report;
 pub mod runtime;
 pub mod setup;

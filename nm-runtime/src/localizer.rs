@@ -144,6 +144,9 @@ struct State {
 #[derive(Debug)]
 pub struct ResourceLocalizer {
     local_dirs: Vec<PathBuf>,
+    /// The disk checks' verdict: downloads go to good dirs; a cached file under an errored
+    /// dir is downloaded again (`None`: every local dir is good).
+    live: Option<Arc<crate::disks::LiveDirs>>,
     default_fs: String,
     hdfs: Option<HdfsFetcher>,
     /// A fresh allocator (the configured limit) for each new cache root.
@@ -190,6 +193,7 @@ impl ResourceLocalizer {
         }
         Ok(ResourceLocalizer {
             local_dirs,
+            live: None,
             default_fs: default_fs.trim().to_string(),
             hdfs,
             allocator,
@@ -216,6 +220,13 @@ impl ResourceLocalizer {
             _ => rules::DEFAULT_MAX_FILES_PER_DIRECTORY,
         };
         Self::new(local_dirs, &crate::config::default_fs(conf), hdfs, max)
+    }
+
+    /// Follows the disk checks: new downloads only on good local dirs, cached files only
+    /// from good or full ones.
+    pub fn with_live_dirs(mut self, live: Arc<crate::disks::LiveDirs>) -> Self {
+        self.live = Some(live);
+        self
     }
 
     /// Downloads served so far (a cache hit is not one).
@@ -325,7 +336,8 @@ impl ResourceLocalizer {
             loop {
                 match st.entries.get(&key) {
                     Some(Slot::Ready(p)) => {
-                        if fs::symlink_metadata(p).is_ok() {
+                        let readable = self.live.as_ref().is_none_or(|l| l.readable_local(p));
+                        if readable && fs::symlink_metadata(p).is_ok() {
                             return Ok(p.clone());
                         }
                         tracing::warn!(
@@ -367,7 +379,15 @@ impl ResourceLocalizer {
     /// Picks a local dir with room, round robin.
     fn pick_local_dir(&self, req: &ResourceRequest) -> Result<PathBuf, ResourceError> {
         let need = req.space_estimate();
-        let n = self.local_dirs.len();
+        let good;
+        let dirs: &[PathBuf] = match &self.live {
+            Some(l) => {
+                good = l.good().local_dirs;
+                &good
+            }
+            None => &self.local_dirs,
+        };
+        let n = dirs.len();
         let start = {
             let mut st = lock(&self.state);
             let s = st.next_dir;
@@ -375,7 +395,7 @@ impl ResourceLocalizer {
             s
         };
         for i in 0..n {
-            let d = &self.local_dirs[(start + i) % n];
+            let d = &dirs[(start + i) % n];
             match fs4::available_space(d) {
                 Ok(free) if free >= need => return Ok(d.clone()),
                 Ok(_) => {}
@@ -385,8 +405,7 @@ impl ResourceLocalizer {
         Err(ResourceError::NoSpace {
             url: req.url.to_string(),
             need,
-            dirs: self
-                .local_dirs
+            dirs: dirs
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()

@@ -125,7 +125,19 @@ pub fn poll_webapp(http: &mut MetricsHttp, logs: &ContainerLogs, shared: &Shared
                 (t.counts(), t.totals())
             };
             let reg = lock(&shared.status).phase == "registered";
-            shared.metrics.render(c, t, reg)
+            let healthy = lock(&shared.health).healthy;
+            let dirs = shared.dirs.get().map(|d| {
+                let v = d.view();
+                crate::metrics::DirGauges {
+                    bad_local: v.bad_local,
+                    bad_log: v.bad_log,
+                    good_local_utilization: v.good_local_utilization,
+                    good_log_utilization: v.good_log_utilization,
+                }
+            });
+            let mut text = shared.metrics.render(c, t, reg);
+            text.push_str(&crate::metrics::render_health(healthy, dirs));
+            text
         };
         metrics_response(req, metrics)
             .or_else(|| {

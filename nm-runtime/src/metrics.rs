@@ -115,6 +115,49 @@ impl Default for AgentMetrics {
     }
 }
 
+/// The dirs' numbers `/metrics` shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirGauges {
+    pub bad_local: usize,
+    pub bad_log: usize,
+    pub good_local_utilization: i32,
+    pub good_log_utilization: i32,
+}
+
+/// The node's health and its dirs for `/metrics` (Java's `NodeManagerMetrics` `BadLocalDirs`,
+/// `BadLogDirs`, `GoodLocalDirsDiskUtilizationPerc`, `GoodLogDirsDiskUtilizationPerc`).
+pub fn render_health(healthy: bool, dirs: Option<DirGauges>) -> String {
+    let mut e = Exposition::new();
+    e.gauge(
+        "hotpath_agent_node_healthy",
+        "Whether the node reports itself healthy (dirs and health script).",
+        u8::from(healthy),
+    );
+    if let Some(d) = dirs {
+        e.gauge(
+            "hotpath_agent_bad_local_dirs",
+            "Local dirs that are full or have errors.",
+            d.bad_local,
+        );
+        e.gauge(
+            "hotpath_agent_bad_log_dirs",
+            "Log dirs that are full or have errors.",
+            d.bad_log,
+        );
+        e.gauge(
+            "hotpath_agent_good_local_dirs_disk_utilization_percent",
+            "Used space of the good local dirs' file systems, percent.",
+            d.good_local_utilization,
+        );
+        e.gauge(
+            "hotpath_agent_good_log_dirs_disk_utilization_percent",
+            "Used space of the good log dirs' file systems, percent.",
+            d.good_log_utilization,
+        );
+    }
+    e.finish()
+}
+
 /// Upper bounds (seconds) of the exported latency buckets.
 const BUCKETS_S: [f64; 14] = [
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0,

@@ -62,6 +62,7 @@ use crate::cgroups::CgroupMode;
 use crate::config::AgentConfig;
 use crate::config::ConfigError;
 use crate::control::{ControlServer, Localizer};
+use crate::disks::LiveDirs;
 use crate::error::Error;
 use crate::executor::{Chain, Executor, ExecutorConfig};
 use crate::launcher::{LaunchCommand, LauncherConfig, LauncherHandle};
@@ -337,12 +338,26 @@ impl Agent {
                 .chain(server.as_ref().map(|s| ("agent", s.stats())))
                 .collect(),
         );
-        // The first health verdict before registering (local dirs only: the script, if any,
-        // reports on a later heartbeat).
-        let mut health = HealthChecker::new(cfg.health.clone());
+        // The first health verdict before registering (the dirs: Java checks them at init;
+        // the script, if any, reports on a later heartbeat). Bad dirs are left out of new
+        // containers and downloads from now on.
+        let mut health = HealthChecker::new(
+            cfg.health.clone(),
+            &cfg.nm.log_dirs,
+            Box::new(crate::disks::SystemProbe),
+        );
+        let live_dirs = Arc::new(LiveDirs::new(NmDirs {
+            local_dirs: cfg.health.local_dirs.clone(),
+            log_dirs: cfg.nm.log_dirs.clone(),
+        }));
         if let Some(h) = health.poll(Instant::now(), wall_ms()) {
+            live_dirs.update(health.dirs());
+            if let Some(c) = health.take_dirs_change() {
+                log_dirs_change(&c, health.dirs());
+            }
             *lock(&shared.health) = h;
         }
+        let _ = shared.dirs.set(live_dirs.clone());
         let ipc_addr = server.as_ref().map(|s| s.local_addr());
         let mut hdfs_fetcher = None;
         let hdfs = match &cfg.hdfs {
@@ -392,6 +407,7 @@ impl Agent {
             process_kill_wait: cfg.nm.process_kill_wait,
             zygotes: cfg.nm.zygotes,
             helper_cpu: hk_cpu,
+            live_dirs: Some(live_dirs.clone()),
             ..ExecutorConfig::new(dirs.clone(), work_cpus)
         }));
         let localizer = Arc::new(
@@ -401,9 +417,8 @@ impl Agent {
                 hdfs_fetcher,
                 nm_core::localization::DEFAULT_MAX_FILES_PER_DIRECTORY,
             )
-            .map_err(|e| {
-                Error::from(ConfigError::Invalid(format!("resource localization: {e}")))
-            })?,
+            .map_err(|e| Error::from(ConfigError::Invalid(format!("resource localization: {e}"))))?
+            .with_live_dirs(live_dirs.clone()),
         );
         let recovered = crate::launcher::recover(&shared, &executor, &dirs, cfg.nm.recovery);
         let (agent_env, java17) = LauncherConfig::agent_env();
@@ -897,6 +912,26 @@ fn is_auth_failure(e: &ClientError) -> bool {
     }
 }
 
+/// Java's log lines for dirs that failed or came back (`DirectoryCollection.checkDirs`,
+/// `LocalDirsHandlerService.logDiskStatus`).
+fn log_dirs_change(c: &nm_core::health::DirsChange, dirs: &nm_core::disks::DirsHandler) {
+    for (d, why) in c.local.turned_bad.iter().chain(&c.log.turned_bad) {
+        tracing::warn!("Directory {d} error, {why}, removing from list of valid directories");
+    }
+    for d in c.local.turned_good.iter().chain(&c.log.turned_good) {
+        tracing::info!("Directory {d} passed disk check, adding to list of valid directories.");
+    }
+    if !c.local.turned_bad.is_empty() || !c.log.turned_bad.is_empty() {
+        tracing::info!("Disk(s) failed: {}", dirs.report());
+    }
+    if !c.local.turned_good.is_empty() || !c.log.turned_good.is_empty() {
+        tracing::info!("Disk(s) turned good: {}", dirs.good_report());
+    }
+    if c.changed() && !dirs.healthy() {
+        tracing::error!("Most of the disks failed. {}", dirs.report());
+    }
+}
+
 fn mono_ms(started: Instant) -> u64 {
     started.elapsed().as_millis() as u64
 }
@@ -928,6 +963,12 @@ fn housekeeping(
             crate::logs::poll_webapp(h, &logs, shared);
         }
         if let Some(h) = health.poll(now, wall) {
+            if let Some(c) = health.take_dirs_change() {
+                if let Some(live) = shared.dirs.get() {
+                    live.update(health.dirs());
+                }
+                log_dirs_change(&c, health.dirs());
+            }
             let mut cur = lock(&shared.health);
             if cur.healthy != h.healthy {
                 tracing::warn!(

@@ -129,6 +129,8 @@ pub struct Shared {
     pub cm: Mutex<ContainerManager>,
     pub table: Mutex<ContainerTable>,
     pub health: Mutex<NodeHealth>,
+    /// The local and log dirs as the disk checks leave them (set once at start).
+    pub dirs: std::sync::OnceLock<std::sync::Arc<crate::disks::LiveDirs>>,
     pub metrics: AgentMetrics,
     pub status: Mutex<StatusSnapshot>,
     pub stop: Stopper,
@@ -168,6 +170,7 @@ impl Shared {
             cm: Mutex::new(cm),
             table: Mutex::new(table),
             health: Mutex::new(NodeHealth::default()),
+            dirs: std::sync::OnceLock::new(),
             metrics: AgentMetrics::default(),
             status: Mutex::new(StatusSnapshot {
                 phase: "unregistered",

@@ -46,12 +46,8 @@ fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
         health: HealthConfig {
             local_dirs: vec![dir.join("local")],
             max_utilization_percent: 100.0,
-            min_free_mb: 0,
-            disk_interval: Duration::from_secs(120),
-            script: None,
-            script_args: vec![],
-            script_interval: Duration::from_secs(600),
             script_timeout: Duration::from_secs(60),
+            ..HealthConfig::default()
         },
         simulate: None,
         pin: true,

@@ -14,6 +14,7 @@ mod daemon;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod agent_disks_java_rm;
 mod agent_interop_java_rm;
 mod agent_localize;
 mod agent_localize_footprint;

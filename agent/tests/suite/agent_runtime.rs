@@ -250,7 +250,7 @@ fn control_socket_metrics_report_buffer_health_and_threads() {
 }
 
 #[test]
-fn a_bad_local_dir_is_reported_unhealthy() {
+fn a_bad_local_dir_of_two_is_reported_and_dropped_and_both_bad_make_the_node_unhealthy() {
     let c = Cluster::start(DemoConfig {
         agents: 0,
         ..DemoConfig::default()
@@ -259,11 +259,33 @@ fn a_bad_local_dir_is_reported_unhealthy() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, b"x").unwrap();
+    let good = dir.path().join("good");
+    let bad = file.join("sub");
     let mut cfg =
         AgentConfig::local(c.rm_addr(), "127.0.0.13".parse().unwrap(), dir.path()).unwrap();
-    cfg.health.local_dirs = vec![dir.path().join("good"), file.join("sub")];
+    cfg.health.local_dirs = vec![good.clone(), bad.clone()];
+    let a = Agent::start(cfg).unwrap();
+    let h = a.shared().health.lock().unwrap().clone();
+    // Java: 1 of 2 good is ≥ 0.25: healthy, and the report names the errored dir
+    assert!(h.healthy, "{h:?}");
+    let b = bad.display();
+    assert_eq!(
+        h.report,
+        format!("1/2 local-dirs have errors:  [ {b} : Cannot create directory: {b} ] ")
+    );
+    let v = a.shared().dirs.get().unwrap().view();
+    assert_eq!(v.good.local_dirs, vec![good]);
+    assert_eq!(v.bad_local, 1);
+    drop(a);
+
+    let mut cfg =
+        AgentConfig::local(c.rm_addr(), "127.0.0.13".parse().unwrap(), dir.path()).unwrap();
+    cfg.health.local_dirs = vec![bad.clone(), file.join("other")];
     let a = Agent::start(cfg).unwrap();
     let h = a.shared().health.lock().unwrap().clone();
     assert!(!h.healthy, "{h:?}");
-    assert!(h.report.starts_with("1/2 local-dirs are bad"), "{h:?}");
+    assert!(
+        h.report.starts_with("2/2 local-dirs have errors:  [ "),
+        "{h:?}"
+    );
 }

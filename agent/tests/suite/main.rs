@@ -21,6 +21,7 @@ mod agent_runtime;
 mod cli;
 mod demo_apps;
 mod demo_faults;
+mod disks_tmpfs;
 mod executor;
 mod logs_http;
 mod mr_container;
