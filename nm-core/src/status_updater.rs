@@ -53,6 +53,10 @@ use crate::wire::{
 /// protocol's name, version and methods are in `hadoop_wire::yarn`.
 pub const NM_VERSION: &str = hadoop_wire::yarn::HADOOP_VERSION;
 
+/// Java's `ResourceManagerConstants.RM_INVALID_IDENTIFIER`: the RM identifier while the node
+/// re-registers after a RESYNC.
+pub const RM_INVALID_IDENTIFIER: i64 = -1;
+
 /// Who this node is and what it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeIdentity {
@@ -438,6 +442,11 @@ impl StatusUpdater {
         self.outstanding = false;
         match r.action {
             NodeAction::Resync => {
+                // Java's NodeStatusUpdaterImpl: the RM is not known until re-registered
+                // (RM_INVALID_IDENTIFIER), so every start carrying a token of the old RM is
+                // refused ("… rejected as it is allocated by a previous RM"). Nothing else of
+                // a RESYNC answer is applied (it carries nothing else).
+                self.rm_identifier = Some(RM_INVALID_IDENTIFIER);
                 table.heartbeat_abandoned();
                 self.phase = Phase::Unregistered;
                 self.stats.resyncs += 1;

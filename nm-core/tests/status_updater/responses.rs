@@ -331,6 +331,8 @@ fn a_completion_is_sent_until_a_heartbeat_carrying_it_succeeds_then_kept_until_f
         )
         .unwrap();
     assert_eq!(o, HeartbeatOutcome::Resync);
+    // until re-registered, the RM is unknown (Java's RM_INVALID_IDENTIFIER)
+    assert_eq!(u.rm_identifier(), Some(-1));
     assert_eq!(t.get(&cid(2)).unwrap().delivery, Delivery::Pending);
     assert_eq!(
         u.heartbeat_request(&mut t, &h),
