@@ -23,4 +23,5 @@ mod executor;
 mod logs_http;
 mod mr_container;
 mod resources;
+mod rm_resync;
 mod shuffle_aux;
