@@ -707,9 +707,11 @@ fn ring_loop(
             Phase::Unregistered => {
                 req.clear();
                 let encoded = {
+                    // cm before table, as everywhere
+                    let cm = lock(&shared.cm);
                     let t = lock(&shared.table);
                     let h = lock(&shared.health);
-                    u.encode_register(&t, &h, &mut req)
+                    u.encode_register_with(&t, &h, |id| cm.token_fields(id), &mut req)
                 };
                 if let Err(e) = encoded {
                     break ExitReason::Shutdown(e.to_string());
