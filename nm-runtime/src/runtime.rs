@@ -9,8 +9,12 @@
 //!   with a backoff that starts at the heartbeat interval and doubles up to
 //!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
-//!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
-//!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
+//!   container table is untouched meanwhile, so nothing is lost. Under RM HA
+//!   ([`crate::config::RmHa`]) there is one client per rm-id and a failed call (refused, EOF,
+//!   reset, timeout, `StandbyException`) fails over to the next rm-id instead, with
+//!   `nm_core::rm_failover`'s sleeps. RESYNC re-registers at once (with
+//!   `yarn.resourcemanager.work-preserving-recovery.enabled=false`, after killing every
+//!   container); SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
 //!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`crate::cmp_server`]) is
 //!   served on the node address by an `ipc::server` ring pinned to the same CPU
 //!   (`hp-ring0cmp-<cpu>`), the agent's own IPC server (`getNodeReport`, `getBuffer`) on
