@@ -158,6 +158,9 @@ struct Managed {
     user: String,
     stage: Stage,
     kill: Option<KillReason>,
+    /// From its container token, for the re-registration after a RESYNC (`None` for a
+    /// container recovered from disk: the defaults are reported).
+    token_fields: Option<crate::status_updater::TokenFields>,
 }
 
 /// Settings of the container manager.
@@ -458,6 +461,13 @@ impl ContainerManager {
                     user: cti.app_submitter().to_string(),
                     stage: Stage::Starting,
                     kill: None,
+                    token_fields: Some(crate::status_updater::TokenFields {
+                        version: cti.version(),
+                        execution_type: cti.execution_type().map(|e| e as i32),
+                        allocation_request_id: cti.allocation_request_id(),
+                        allocation_tags: cti.allocation_tags().to_vec(),
+                        node_label_expression: cti.node_label_expression().to_string(),
+                    }),
                 },
             );
             out.response
@@ -573,8 +583,16 @@ impl ContainerManager {
                     Stage::Done
                 },
                 kill: None,
+                token_fields: None,
             },
         );
+    }
+
+    /// What the container token said that the re-registration's `NMContainerStatusProto`
+    /// carries (version, execution type, allocation request id, tags, label expression), as
+    /// Java's `ContainerImpl.getNMContainerStatus` reads it from the token.
+    pub fn token_fields(&self, id: &ContainerId) -> Option<&crate::status_updater::TokenFields> {
+        self.managed.get(id)?.token_fields.as_ref()
     }
 
     /// The launcher started the container's process.

@@ -42,6 +42,8 @@
 //! - [`container_manager`]: ContainerManagementProtocol's checks in Java's order and each
 //!   managed container's stage (starting, launched, done), kill reasons, the recently-stopped
 //!   cache; the table is its "context".
+//! - [`rm_failover`]: RM HA from the node's side: round-robin over the rm-ids and Java's
+//!   failover retry arithmetic (with the agent's faster default sleeps).
 //! - [`recovery`]: the per-container record a restarted agent recovers its containers from.
 //! - [`launch`]: container launch as Java's `DefaultContainerExecutor` lays it out (paths,
 //!   command and env expansion, environment order, `launch_container.sh`, the pid/exit-code
@@ -70,6 +72,7 @@ pub mod health;
 pub mod launch;
 pub mod localization;
 pub mod recovery;
+pub mod rm_failover;
 pub mod status_updater;
 pub mod table;
 pub mod wire;

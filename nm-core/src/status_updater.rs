@@ -53,6 +53,22 @@ use crate::wire::{
 /// protocol's name, version and methods are in `hadoop_wire::yarn`.
 pub const NM_VERSION: &str = hadoop_wire::yarn::HADOOP_VERSION;
 
+/// Java's `ResourceManagerConstants.RM_INVALID_IDENTIFIER`: the RM identifier while the node
+/// re-registers after a RESYNC.
+pub const RM_INVALID_IDENTIFIER: i64 = -1;
+
+/// The container-token fields a re-registration reports per container (Java's
+/// `ContainerImpl.getNMContainerStatus`), for the containers the container manager started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenFields {
+    pub version: i32,
+    /// `ExecutionTypeProto` as its number (absent: GUARANTEED, the proto default).
+    pub execution_type: Option<i32>,
+    pub allocation_request_id: i64,
+    pub allocation_tags: Vec<String>,
+    pub node_label_expression: String,
+}
+
 /// Who this node is and what it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeIdentity {
@@ -269,6 +285,18 @@ impl StatusUpdater {
         health: &NodeHealth,
         out: &mut Vec<u8>,
     ) -> Result<(), UpdaterError> {
+        self.encode_register_with(table, health, |_| None, out)
+    }
+
+    /// [`Self::encode_register`] with each container's token fields (`tokens`, `None` for a
+    /// container without: the proto defaults are sent).
+    pub fn encode_register_with<'a>(
+        &mut self,
+        table: &ContainerTable,
+        health: &NodeHealth,
+        tokens: impl Fn(&ContainerId) -> Option<&'a TokenFields>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), UpdaterError> {
         if let Phase::Stopped(why) = &self.phase {
             return Err(UpdaterError::Stopped(why.clone()));
         }
@@ -281,6 +309,7 @@ impl StatusUpdater {
                 if c.state != ContainerState::Complete {
                     apps.insert(c.id.app);
                 }
+                let t = tokens(&c.id);
                 NmContainerStatusProto {
                     container_id: Some(container_id_proto(&c.id)),
                     container_state: Some(c.state.proto()),
@@ -291,7 +320,11 @@ impl StatusUpdater {
                     diagnostics: Some(c.diagnostics.clone()),
                     container_exit_status: Some(c.exit_status),
                     creation_time: Some(c.created_wall_ms),
-                    ..Default::default()
+                    node_label_expression: t.map(|t| t.node_label_expression.clone()),
+                    version: t.map(|t| t.version),
+                    execution_type: t.and_then(|t| t.execution_type),
+                    allocation_request_id: t.map(|t| t.allocation_request_id),
+                    allocation_tags: t.map(|t| t.allocation_tags.clone()).unwrap_or_default(),
                 }
             })
             .collect();
@@ -438,6 +471,11 @@ impl StatusUpdater {
         self.outstanding = false;
         match r.action {
             NodeAction::Resync => {
+                // Java's NodeStatusUpdaterImpl: the RM is not known until re-registered
+                // (RM_INVALID_IDENTIFIER), so every start carrying a token of the old RM is
+                // refused ("… rejected as it is allocated by a previous RM"). Nothing else of
+                // a RESYNC answer is applied (it carries nothing else).
+                self.rm_identifier = Some(RM_INVALID_IDENTIFIER);
                 table.heartbeat_abandoned();
                 self.phase = Phase::Unregistered;
                 self.stats.resyncs += 1;

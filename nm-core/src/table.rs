@@ -532,6 +532,13 @@ impl ContainerTable {
         true
     }
 
+    /// Orders a live container stopped (once) as `containers_to_cleanup` does, on the node's
+    /// own decision: a RESYNC with work-preserving recovery off (Java's
+    /// `cleanupContainersOnNMResync`).
+    pub fn order_cleanup(&mut self, id: ContainerId, now_ms: u64) -> bool {
+        self.cleanup_container(id, now_ms)
+    }
+
     /// `containers_to_cleanup`: order a live container stopped (once).
     pub(crate) fn cleanup_container(&mut self, id: ContainerId, now_ms: u64) -> bool {
         self.order(id, CleanupReason::Container, now_ms)

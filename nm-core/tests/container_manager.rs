@@ -194,6 +194,18 @@ fn an_accepted_start_is_running_at_once_and_orders_a_launch() {
     assert_eq!(l.context.command, vec!["true".to_string()]);
     assert_eq!(w.table.get(&c).unwrap().state, ContainerState::Running);
     assert_eq!(w.cm.stage(&c), Some(Stage::Starting));
+    // what a re-registration after RESYNC reports from the token (here: its proto defaults)
+    let f = w.cm.token_fields(&c).expect("token fields kept");
+    assert_eq!(
+        (
+            f.version,
+            f.execution_type,
+            f.allocation_request_id,
+            f.allocation_tags.len(),
+            f.node_label_expression.as_str()
+        ),
+        (0, None, -1, 0, "")
+    );
 }
 
 #[test]

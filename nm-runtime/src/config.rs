@@ -3,10 +3,13 @@
 //! | setting | key | default |
 //! |---|---|---|
 //! | RM address | `yarn.resourcemanager.resource-tracker.address` | `${yarn.resourcemanager.hostname}:8031` |
+//! | RM HA ([`RmHa`]) | `yarn.resourcemanager.ha.enabled`, `…ha.rm-ids`; per rm-id `…resource-tracker.address.<id>`, else `…hostname.<id>`:8031 (the unsuffixed address is then ignored) | off |
+//! | RM failover sleeps | `yarn.client.failover-sleep-base-ms`, `…-sleep-max-ms`, `…-max-attempts` (Java's arithmetic when set); else `hotpath.agent.rm-failover.sleep-base-ms`, `…sleep-max-ms` | 100, 2000 |
+//! | containers on RESYNC | `yarn.resourcemanager.work-preserving-recovery.enabled` (false: killed before re-registering) | true |
 //! | node address (NodeId; the agent's IPC server binds it; port 0 = ephemeral) | `yarn.nodemanager.address` | `${yarn.nodemanager.hostname}:0` |
 //! | http port (`/metrics`) | `yarn.nodemanager.webapp.address` | `${yarn.nodemanager.hostname}:8042` |
 //! | resources | `yarn.nodemanager.resource.memory-mb`, `…cpu-vcores` | 8192, 8 |
-//! | RM unreachable | `yarn.resourcemanager.connect.max-wait.ms` (-1: forever), `…retry-interval.ms` | 900000, 30000 |
+//! | RM unreachable | `yarn.nodemanager.resourcemanager.connect.max-wait.ms`, else `yarn.resourcemanager.connect.max-wait.ms` (-1: forever); `…connect.retry-interval.ms` likewise | 900000, 30000 |
 //! | completions tracked | `yarn.nodemanager.duration-to-track-stopped-containers` | 600000 |
 //! | health | `yarn.nodemanager.local-dirs`, `…log-dirs`, `…disk-health-checker.*` (`enable`, `interval-ms`, `min-healthy-disks`, `max-disk-utilization-per-disk-percentage`, `disk-utilization-watermark-low-per-disk-percentage`, `min-free-space-per-disk-mb`, `min-free-space-per-disk-watermark-high-mb`, `disk-utilization-threshold.enabled`, `disk-free-space-threshold.enabled`), `…health-checker.script.*` | Hadoop's |
 //! | control socket | `hotpath.agent.control-socket` | `/tmp/hotpath-agent.sock` |
@@ -51,7 +54,10 @@ pub const MAX_QUEUE_DEPTH: usize = 1024;
 /// Everything the agent needs to start.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
+    /// The resource tracker (under HA: the first rm-id's).
     pub rm_addr: SocketAddr,
+    /// RM HA: every rm-id's resource tracker and the failover policy; `None`: one RM.
+    pub rm_ha: Option<RmHa>,
     /// The IP the agent's servers bind.
     pub bind_ip: IpAddr,
     /// The host the node registers as.
@@ -98,6 +104,114 @@ pub struct AgentConfig {
     /// max_idle`; heartbeats keep it busy, so it closes only when they stop); the NameNode
     /// connections of localization read the same key themselves.
     pub rm_max_idle: Option<Duration>,
+}
+
+/// RM HA from the node's side (production.md §1.1–§1.3), read as Java's `HAUtil` and
+/// `ServerRMProxy` read it: `yarn.resourcemanager.ha.enabled=true` and
+/// `yarn.resourcemanager.ha.rm-ids` in the agent's own configuration; each rm-id's resource
+/// tracker from `yarn.resourcemanager.resource-tracker.address.<id>`, else
+/// `yarn.resourcemanager.hostname.<id>` with port 8031 (never the unsuffixed key's port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RmHa {
+    /// In configured order (the first one is tried first).
+    pub rms: Vec<RmEndpoint>,
+    pub policy: nm_core::rm_failover::FailoverPolicy,
+}
+
+/// One ResourceManager of an HA set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RmEndpoint {
+    /// Its rm-id (`rm1`).
+    pub id: String,
+    /// Its resource tracker.
+    pub addr: SocketAddr,
+}
+
+impl RmHa {
+    /// The HA settings, or `None` when `yarn.resourcemanager.ha.enabled` is false.
+    /// `max_wait` / `interval` are the NM's connect budget (`None` = wait forever).
+    pub fn from_conf(
+        conf: &Configuration,
+        max_wait: Option<Duration>,
+        interval: Duration,
+    ) -> Result<Option<RmHa>, ConfigError> {
+        if !get_bool_or(conf, "yarn.resourcemanager.ha.enabled", false)? {
+            return Ok(None);
+        }
+        // Java splits on ',' without trimming but trims the id when it looks a key up.
+        let ids = conf.get_trimmed_strings("yarn.resourcemanager.ha.rm-ids")?;
+        if ids.is_empty() {
+            return Err(ConfigError::Invalid(
+                "yarn.resourcemanager.ha.enabled is true but yarn.resourcemanager.ha.rm-ids \
+                 names no ResourceManager"
+                    .into(),
+            ));
+        }
+        let mut rms = Vec::with_capacity(ids.len());
+        for id in ids {
+            let key = format!("yarn.resourcemanager.resource-tracker.address.{id}");
+            let host_key = format!("yarn.resourcemanager.hostname.{id}");
+            let hp = if conf.try_get(&key)?.is_some_and(|v| !v.trim().is_empty()) {
+                conf.get_socket_addr(&key, 8031)?
+            } else if let Some(h) = conf.try_get(&host_key)?.map(str::trim) {
+                conf::HostPort {
+                    host: h.to_string(),
+                    port: 8031,
+                }
+            } else {
+                // Java's HAUtil.checkAndSetRMRPCAddress, word for word.
+                return Err(ConfigError::Invalid(format!(
+                    "Invalid configuration! {host_key} or {key} needs to be set in an HA \
+                     configuration."
+                )));
+            };
+            let host = if hp.host == "0.0.0.0" {
+                "127.0.0.1"
+            } else {
+                hp.host.as_str()
+            };
+            let addr = resolve(&format!("RM {id} resource-tracker address"), host, hp.port)?;
+            if rms.iter().any(|r: &RmEndpoint| r.id == id) {
+                return Err(ConfigError::Invalid(format!(
+                    "yarn.resourcemanager.ha.rm-ids names {id} twice"
+                )));
+            }
+            rms.push(RmEndpoint { id, addr });
+        }
+        let ms = |k: &str| -> Result<Option<Duration>, ConfigError> {
+            Ok(match conf.try_get(k)? {
+                Some(v) if !v.trim().is_empty() => {
+                    Some(Duration::from_millis(conf.get_duration_ms(k)?))
+                }
+                _ => None,
+            })
+        };
+        let base = ms("yarn.client.failover-sleep-base-ms")?;
+        let policy = if base.is_some() {
+            let attempts = match conf.try_get("yarn.client.failover-max-attempts")? {
+                Some(v) if !v.trim().is_empty() => {
+                    let n = conf.get_i64("yarn.client.failover-max-attempts")?;
+                    (n >= 0).then(|| u32::try_from(n).unwrap_or(u32::MAX))
+                }
+                _ => None,
+            };
+            nm_core::rm_failover::FailoverPolicy::java(
+                max_wait,
+                interval,
+                base,
+                ms("yarn.client.failover-sleep-max-ms")?,
+                attempts,
+            )
+        } else {
+            nm_core::rm_failover::FailoverPolicy::agent_default(
+                max_wait,
+                ms("hotpath.agent.rm-failover.sleep-base-ms")?
+                    .unwrap_or(Duration::from_millis(100)),
+                ms("hotpath.agent.rm-failover.sleep-max-ms")?.unwrap_or(Duration::from_secs(2)),
+            )
+        };
+        Ok(Some(RmHa { rms, policy }))
+    }
 }
 
 /// How the agent authenticates to the RM's resource tracker, as Java's NodeManager does: SIMPLE,
@@ -277,6 +391,13 @@ fn get_i64_or(conf: &Configuration, key: &str, default: i64) -> Result<i64, Conf
     }
 }
 
+fn get_bool_or(conf: &Configuration, key: &str, default: bool) -> Result<bool, ConfigError> {
+    match conf.try_get(key)? {
+        Some(v) if !v.trim().is_empty() => Ok(conf.get_bool(key)?),
+        _ => Ok(default),
+    }
+}
+
 /// What the NodeManager part of the agent reads from the configuration.
 #[derive(Debug, Clone)]
 pub struct NmSettings {
@@ -292,6 +413,10 @@ pub struct NmSettings {
     pub aux_services: Vec<String>,
     /// `yarn.nodemanager.env-whitelist`.
     pub env_whitelist: Vec<String>,
+    /// `yarn.resourcemanager.work-preserving-recovery.enabled` as the node reads it (Java's
+    /// `NodeManager.resyncWithRM`): true (default) keeps the containers on a RESYNC; false
+    /// kills them all, then re-registers with their final statuses.
+    pub work_preserving_recovery: bool,
     /// `yarn.nodemanager.admin-env`.
     pub admin_env: String,
     /// `yarn.nodemanager.force.path`.
@@ -403,6 +528,10 @@ impl NmSettings {
                 get_i64_or(conf, "yarn.nodemanager.process-kill-wait.ms", 5000)?.max(0) as u64,
             ),
             debug_info: flag("yarn.nodemanager.log-container-debug-info.enabled", true)?,
+            work_preserving_recovery: flag(
+                "yarn.resourcemanager.work-preserving-recovery.enabled",
+                true,
+            )?,
             cgroups,
             recovery: flag("yarn.nodemanager.recovery.enabled", false)?,
             pmem_check: flag("yarn.nodemanager.pmem-check-enabled", true)?,
@@ -423,13 +552,39 @@ impl NmSettings {
 impl AgentConfig {
     /// Reads the settings (see the module docs).
     pub fn from_conf(conf: &Configuration) -> Result<Self, ConfigError> {
-        let rm = conf.get_address("yarn.resourcemanager.resource-tracker.address")?;
-        let rm_host = if rm.host == "0.0.0.0" {
-            "127.0.0.1"
-        } else {
-            rm.host.as_str()
+        // ServerRMProxy: the NM's own budget keys first, the RM client's as the fallback.
+        let nm_or = |nm_key: &str, key: &str| -> Result<i64, ConfigError> {
+            match conf.try_get(nm_key)? {
+                Some(v) if !v.trim().is_empty() => Ok(conf.get_i64(nm_key)?),
+                _ => Ok(conf.get_i64(key)?),
+            }
         };
-        let rm_addr = resolve("RM resource-tracker address", rm_host, rm.port)?;
+        let max_wait = nm_or(
+            "yarn.nodemanager.resourcemanager.connect.max-wait.ms",
+            "yarn.resourcemanager.connect.max-wait.ms",
+        )?;
+        let interval_key =
+            match conf.try_get("yarn.nodemanager.resourcemanager.connect.retry-interval.ms")? {
+                Some(v) if !v.trim().is_empty() => {
+                    "yarn.nodemanager.resourcemanager.connect.retry-interval.ms"
+                }
+                _ => "yarn.resourcemanager.connect.retry-interval.ms",
+            };
+        let retry_interval = Duration::from_millis(conf.get_duration_ms(interval_key)?.max(1));
+        let connect_max_wait = (max_wait >= 0).then(|| Duration::from_millis(max_wait as u64));
+        let rm_ha = RmHa::from_conf(conf, connect_max_wait, retry_interval)?;
+        let rm_addr = match &rm_ha {
+            Some(ha) => ha.rms[0].addr,
+            None => {
+                let rm = conf.get_address("yarn.resourcemanager.resource-tracker.address")?;
+                let rm_host = if rm.host == "0.0.0.0" {
+                    "127.0.0.1"
+                } else {
+                    rm.host.as_str()
+                };
+                resolve("RM resource-tracker address", rm_host, rm.port)?
+            }
+        };
         let (bind_ip, node_host) = node_address(conf, &crate::node_host::SystemResolver)?;
         let node = conf.get_address("yarn.nodemanager.address")?;
         // Not in conf's defaults table yet (see the requests note): Hadoop's default.
@@ -437,7 +592,6 @@ impl AgentConfig {
             Some(_) => conf.get_address("yarn.nodemanager.webapp.address")?.port,
             None => 8042,
         };
-        let max_wait = conf.get_i64("yarn.resourcemanager.connect.max-wait.ms")?;
         let local_dirs = dirs_from_conf(conf, "yarn.nodemanager.local-dirs")?;
         let script = conf
             .get("yarn.nodemanager.health-checker.script.path")
@@ -484,6 +638,7 @@ impl AgentConfig {
             .map(PathBuf::from);
         Ok(AgentConfig {
             rm_addr,
+            rm_ha,
             bind_ip,
             node_host,
             node_port: node.port,
@@ -492,11 +647,8 @@ impl AgentConfig {
             vcores: conf
                 .get_i64("yarn.nodemanager.resource.cpu-vcores")?
                 .clamp(0, i32::MAX as i64) as i32,
-            connect_max_wait: (max_wait >= 0).then(|| Duration::from_millis(max_wait as u64)),
-            retry_interval: Duration::from_millis(
-                conf.get_duration_ms("yarn.resourcemanager.connect.retry-interval.ms")?
-                    .max(1),
-            ),
+            connect_max_wait,
+            retry_interval,
             track_stopped_ms: conf
                 .get_duration_ms("yarn.nodemanager.duration-to-track-stopped-containers")?,
             default_interval_ms: conf
@@ -724,6 +876,128 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("hdfs://nn/x is not a valid path. Path should be with file scheme or without scheme"), "{e}");
+    }
+
+    #[test]
+    fn without_ha_the_agent_talks_to_the_unsuffixed_resource_tracker() {
+        let c = AgentConfig::from_conf(&conf(&[
+            (
+                "yarn.resourcemanager.resource-tracker.address",
+                "127.0.0.1:9031",
+            ),
+            (
+                "yarn.resourcemanager.resource-tracker.address.rm1",
+                "127.0.0.2:1",
+            ),
+            ("yarn.resourcemanager.ha.rm-ids", "rm1,rm2"),
+        ]))
+        .unwrap();
+        assert!(c.rm_ha.is_none());
+        assert_eq!(c.rm_addr, "127.0.0.1:9031".parse().unwrap());
+        assert!(c.nm.work_preserving_recovery);
+    }
+
+    #[test]
+    fn ha_reads_each_rm_id_as_hautil_does_and_ignores_the_unsuffixed_key() {
+        let c = AgentConfig::from_conf(&conf(&[
+            ("yarn.resourcemanager.ha.enabled", "true"),
+            ("yarn.resourcemanager.ha.rm-ids", "rmA, rmB ,rmC"),
+            (
+                "yarn.resourcemanager.resource-tracker.address",
+                "127.0.0.9:9999",
+            ),
+            (
+                "yarn.resourcemanager.resource-tracker.address.rmA",
+                "127.0.0.1:18031",
+            ),
+            // hostname.<id> implies 8031, not the unsuffixed key's port
+            ("yarn.resourcemanager.hostname.rmB", "127.0.0.2"),
+            // the address wins over the hostname; a host alone gets 8031
+            ("yarn.resourcemanager.hostname.rmC", "127.0.0.4"),
+            (
+                "yarn.resourcemanager.resource-tracker.address.rmC",
+                "127.0.0.3",
+            ),
+        ]))
+        .unwrap();
+        let ha = c.rm_ha.as_ref().unwrap();
+        let got: Vec<(&str, String)> = ha
+            .rms
+            .iter()
+            .map(|r| (r.id.as_str(), r.addr.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("rmA", "127.0.0.1:18031".to_string()),
+                ("rmB", "127.0.0.2:8031".to_string()),
+                ("rmC", "127.0.0.3:8031".to_string()),
+            ]
+        );
+        assert_eq!(c.rm_addr, ha.rms[0].addr);
+        // the agent's fast default sleeps, budget = connect.max-wait
+        assert_eq!(ha.policy.base, Duration::from_millis(100));
+        assert_eq!(ha.policy.max, Duration::from_secs(2));
+        assert_eq!(ha.policy.max_wait, Some(Duration::from_secs(900)));
+        assert_eq!(ha.policy.max_failovers, None);
+    }
+
+    #[test]
+    fn an_rm_id_without_address_or_hostname_gets_javas_message() {
+        let e = AgentConfig::from_conf(&conf(&[
+            ("yarn.resourcemanager.ha.enabled", "true"),
+            ("yarn.resourcemanager.ha.rm-ids", "rmA,rmB"),
+            ("yarn.resourcemanager.hostname.rmA", "127.0.0.1"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "Invalid configuration! yarn.resourcemanager.hostname.rmB or \
+                 yarn.resourcemanager.resource-tracker.address.rmB needs to be set in an HA \
+                 configuration."
+            ),
+            "{e}"
+        );
+        let e = AgentConfig::from_conf(&conf(&[("yarn.resourcemanager.ha.enabled", "true")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rm-ids"), "{e}");
+    }
+
+    #[test]
+    fn javas_failover_keys_and_the_nm_budget_keys() {
+        let c = AgentConfig::from_conf(&conf(&[
+            ("yarn.resourcemanager.ha.enabled", "true"),
+            ("yarn.resourcemanager.ha.rm-ids", "rm1,rm2"),
+            ("yarn.resourcemanager.hostname.rm1", "127.0.0.1"),
+            ("yarn.resourcemanager.hostname.rm2", "127.0.0.2"),
+            ("yarn.resourcemanager.connect.max-wait.ms", "1"),
+            (
+                "yarn.nodemanager.resourcemanager.connect.max-wait.ms",
+                "8000",
+            ),
+            (
+                "yarn.nodemanager.resourcemanager.connect.retry-interval.ms",
+                "1000",
+            ),
+            ("yarn.client.failover-sleep-base-ms", "1000"),
+            (
+                "yarn.resourcemanager.work-preserving-recovery.enabled",
+                "false",
+            ),
+        ]))
+        .unwrap();
+        assert_eq!(c.connect_max_wait, Some(Duration::from_secs(8)));
+        assert_eq!(c.retry_interval, Duration::from_secs(1));
+        let p = &c.rm_ha.unwrap().policy;
+        assert_eq!(p.max_failovers, Some(8), "max-wait / base, as Java");
+        assert_eq!(
+            p.max,
+            Duration::from_secs(1),
+            "max falls back to the interval"
+        );
+        assert!(!c.nm.work_preserving_recovery);
     }
 
     #[test]

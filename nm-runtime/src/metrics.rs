@@ -75,6 +75,8 @@ pub struct AgentMetrics {
     pub resyncs: AtomicU64,
     /// Times the RM became reachable again after failed calls.
     pub reconnects: AtomicU64,
+    /// RM HA: failovers to the next rm-id.
+    pub rm_failovers: AtomicU64,
     pub containers_to_cleanup: AtomicU64,
     pub applications_to_cleanup: AtomicU64,
     pub removed_from_nm: AtomicU64,
@@ -100,6 +102,7 @@ impl Default for AgentMetrics {
             registration_failures: AtomicU64::new(0),
             resyncs: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
+            rm_failovers: AtomicU64::new(0),
             containers_to_cleanup: AtomicU64::new(0),
             applications_to_cleanup: AtomicU64::new(0),
             removed_from_nm: AtomicU64::new(0),
@@ -230,6 +233,11 @@ impl AgentMetrics {
                 "hotpath_agent_reconnects_total",
                 "Times the RM became reachable again after failed calls.",
                 l(&self.reconnects),
+            ),
+            (
+                "hotpath_agent_rm_failovers_total",
+                "RM HA: failovers to the next rm-id after a failed call.",
+                l(&self.rm_failovers),
             ),
             (
                 "hotpath_agent_containers_to_cleanup_total",

@@ -9,8 +9,12 @@
 //!   with a backoff that starts at the heartbeat interval and doubles up to
 //!   `yarn.resourcemanager.connect.retry-interval.ms`;
 //!   after `yarn.resourcemanager.connect.max-wait.ms` of failures the agent gives up. The
-//!   container table is untouched meanwhile, so nothing is lost. RESYNC re-registers at
-//!   once; SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
+//!   container table is untouched meanwhile, so nothing is lost. Under RM HA
+//!   ([`crate::config::RmHa`]) there is one client per rm-id and a failed call (refused, EOF,
+//!   reset, timeout, `StandbyException`) fails over to the next rm-id instead, with
+//!   `nm_core::rm_failover`'s sleeps. RESYNC re-registers at once (with
+//!   `yarn.resourcemanager.work-preserving-recovery.enabled=false`, after killing every
+//!   container); SHUTDOWN stops with the RM's diagnostics; a stop request unregisters
 //!   (`unRegisterNodeManager`). ContainerManagementProtocol (TOKEN only, [`crate::cmp_server`]) is
 //!   served on the node address by an `ipc::server` ring pinned to the same CPU
 //!   (`hp-ring0cmp-<cpu>`), the agent's own IPC server (`getNodeReport`, `getBuffer`) on
@@ -143,7 +147,11 @@ impl Agent {
     pub fn start(cfg: AgentConfig) -> Result<Agent, Error> {
         let started = Instant::now();
         // The RM connection's login first: a Kerberos login that fails stops the agent here.
-        let rm_auth = cfg.rm_security.login(cfg.rm_addr)?;
+        // Under RM HA one login per rm-id (a Kerberos RM principal's _HOST is each RM's).
+        let rm_auth = rm_endpoints(&cfg)
+            .iter()
+            .map(|(_, addr)| cfg.rm_security.login(*addr))
+            .collect::<Result<Vec<_>, _>>()?;
         // Read before any thread is pinned (pinned threads' children inherit one CPU).
         let all_cpus = hw::affinity::current_cpus().unwrap_or_default();
         let (ring_cpu, hk_cpu, hdfs_cpu, work_cpus) = if cfg.pin {
@@ -622,16 +630,16 @@ struct Retry {
     backoff: Duration,
 }
 
-fn ring_loop(
-    shared: &Shared,
+/// A ResourceTracker client for one RM: one connection attempt per call (Java's HA provider
+/// sets `ipc.client.connect.max.retries` to 0), so a refused connect fails over at once.
+fn rm_client(
     cfg: &AgentConfig,
+    addr: SocketAddr,
     rm_auth: ClientAuth,
-    identity: NodeIdentity,
-    started: Instant,
     ring_cpu: Option<u32>,
-) -> ExitReason {
-    let client = Client::new(
-        cfg.rm_addr,
+) -> Client {
+    Client::new(
+        addr,
         ClientConfig {
             protocol: RESOURCE_TRACKER_PROTOCOL.into(),
             protocol_version: RESOURCE_TRACKER_VERSION,
@@ -648,7 +656,52 @@ fn ring_loop(
             max_idle: cfg.rm_max_idle,
             ..ClientConfig::default()
         },
-    );
+    )
+}
+
+/// The resource trackers to call, in order: every rm-id's under HA, else the one address
+/// (with an empty id).
+fn rm_endpoints(cfg: &AgentConfig) -> Vec<(String, SocketAddr)> {
+    match &cfg.rm_ha {
+        Some(ha) => ha.rms.iter().map(|r| (r.id.clone(), r.addr)).collect(),
+        None => vec![(String::new(), cfg.rm_addr)],
+    }
+}
+
+fn ring_loop(
+    shared: &Shared,
+    cfg: &AgentConfig,
+    rm_auth: Vec<ClientAuth>,
+    identity: NodeIdentity,
+    started: Instant,
+    ring_cpu: Option<u32>,
+) -> ExitReason {
+    // One client per rm-id, each connecting lazily (Java's provider caches one proxy per
+    // rm-id); `fo` says which one is current.
+    let endpoints = rm_endpoints(cfg);
+    let clients: Vec<Client> = endpoints
+        .iter()
+        .zip(rm_auth)
+        .map(|((_, addr), auth)| rm_client(cfg, *addr, auth, ring_cpu))
+        .collect();
+    let mut fo = cfg.rm_ha.as_ref().map(|ha| {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            ^ u64::from(std::process::id());
+        nm_core::rm_failover::RmFailover::new(ha.policy.clone(), ha.rms.len(), seed)
+    });
+    let rm_name = |i: usize| -> String {
+        let (id, addr) = &endpoints[i];
+        if id.is_empty() {
+            addr.to_string()
+        } else {
+            format!("{id} ({addr})")
+        }
+    };
+    if fo.is_some() {
+        lock(&shared.status).rm_id = Some(endpoints[0].0.clone());
+    }
     let mut u = StatusUpdater::new(UpdaterConfig {
         identity,
         track_stopped_ms: cfg.track_stopped_ms,
@@ -665,15 +718,19 @@ fn ring_loop(
         if shared.stop.is_stopped() {
             break ExitReason::Stopped;
         }
+        let cur = fo.as_ref().map_or(0, |f| f.current());
+        let client = &clients[cur];
         let now = Instant::now();
         let result: Result<Duration, ClientError> = match u.phase().clone() {
             Phase::Stopped(d) => break ExitReason::Shutdown(d),
             Phase::Unregistered => {
                 req.clear();
                 let encoded = {
+                    // cm before table, as everywhere
+                    let cm = lock(&shared.cm);
                     let t = lock(&shared.table);
                     let h = lock(&shared.health);
-                    u.encode_register(&t, &h, &mut req)
+                    u.encode_register_with(&t, &h, |id| cm.token_fields(id), &mut req)
                 };
                 if let Err(e) = encoded {
                     break ExitReason::Shutdown(e.to_string());
@@ -695,10 +752,10 @@ fn ring_loop(
                                         Some(started.elapsed().as_millis() as u64);
                                 }
                                 tracing::info!(
-                                    "registered as {}:{} with the RM at {} (rm id {rm_identifier:?}) after {:?}",
+                                    "registered as {}:{} with the RM {} (rm identifier {rm_identifier:?}) after {:?}",
                                     u.identity().host,
                                     u.identity().port,
-                                    cfg.rm_addr,
+                                    rm_name(cur),
                                     started.elapsed()
                                 );
                                 Ok(Duration::ZERO)
@@ -775,7 +832,15 @@ fn ring_loop(
                                 }
                                 Ok(HeartbeatOutcome::Resync) => {
                                     m.resyncs.fetch_add(1, Relaxed);
-                                    tracing::warn!("the RM asked for a resync; re-registering");
+                                    tracing::warn!(
+                                        "Node is out of sync with ResourceManager {}, hence resyncing.",
+                                        rm_name(cur)
+                                    );
+                                    // Starts from the old RM are refused from now on.
+                                    publish(shared, &u, false);
+                                    if !cfg.nm.work_preserving_recovery {
+                                        kill_all_on_resync(shared, cfg, started);
+                                    }
                                     Ok(Duration::ZERO)
                                 }
                                 Ok(HeartbeatOutcome::Shutdown { diagnostics }) => {
@@ -801,9 +866,12 @@ fn ring_loop(
         };
         match result {
             Ok(wait) => {
+                if let Some(f) = &mut fo {
+                    f.on_success();
+                }
                 if retry.failing_since.take().is_some() {
                     m.reconnects.fetch_add(1, Relaxed);
-                    tracing::info!("the RM at {} is reachable again", cfg.rm_addr);
+                    tracing::info!("the RM {} is reachable again", rm_name(cur));
                 }
                 retry.backoff = Duration::ZERO;
                 publish(shared, &u, false);
@@ -813,11 +881,17 @@ fn ring_loop(
             }
             Err(e) => {
                 if first_registration && is_auth_failure(&e) {
-                    let why = format!("authenticating to the RM at {} failed: {e}", cfg.rm_addr);
+                    let why = format!("authenticating to the RM {} failed: {e}", rm_name(cur));
                     tracing::error!("{why}; stopping");
                     break ExitReason::AuthFailed(why);
                 }
-                let remote = matches!(e, ClientError::Remote { .. } | ClientError::Protocol(_));
+                // A standby RM refuses connections on this port; should one answer
+                // StandbyException anyway (call-queue backoff), that is a failover too, as in
+                // Java's FailoverOnNetworkExceptionRetry.
+                let standby = matches!(&e, ClientError::Remote { class, .. }
+                    if class == "org.apache.hadoop.ipc.StandbyException");
+                let remote =
+                    !standby && matches!(e, ClientError::Remote { .. } | ClientError::Protocol(_));
                 if remote {
                     // The RM answered, with an error: keep the normal pace (Java logs and
                     // carries on); this is not an outage.
@@ -833,6 +907,41 @@ fn ring_loop(
                     continue;
                 }
                 let since = *retry.failing_since.get_or_insert(now);
+                if let Some(f) = &mut fo {
+                    publish(shared, &u, true);
+                    match f.on_failure(since.elapsed()) {
+                        nm_core::rm_failover::Decision::GiveUp => {
+                            let why = format!(
+                                "no ResourceManager of {} answered for {:?} ({} failovers): {e}",
+                                endpoints
+                                    .iter()
+                                    .map(|(id, _)| id.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(","),
+                                since.elapsed(),
+                                f.failovers()
+                            );
+                            tracing::error!("{why}; giving up");
+                            break ExitReason::GaveUp(why);
+                        }
+                        nm_core::rm_failover::Decision::FailOver { to, after } => {
+                            // The old connection may be half-open (an RM that went standby):
+                            // drop it, so that coming back to that RM connects afresh.
+                            client.disconnect();
+                            m.rm_failovers.fetch_add(1, Relaxed);
+                            tracing::warn!(
+                                "{e} calling the RM {}; failing over to {} in {after:?}",
+                                rm_name(cur),
+                                rm_name(to)
+                            );
+                            lock(&shared.status).rm_id = Some(endpoints[to].0.clone());
+                            if !after.is_zero() && shared.stop.sleep(after) {
+                                break ExitReason::Stopped;
+                            }
+                            continue;
+                        }
+                    }
+                }
                 retry.backoff = if retry.backoff.is_zero() {
                     Duration::from_millis(u.next_interval_ms()).min(cfg.retry_interval)
                 } else {
@@ -843,19 +952,19 @@ fn ring_loop(
                     if since.elapsed() >= max {
                         tracing::error!(
                             "the RM at {} was unreachable for {:?}; giving up: {e}",
-                            cfg.rm_addr,
+                            rm_name(cur),
                             since.elapsed()
                         );
                         break ExitReason::GaveUp(format!(
                             "the RM at {} was unreachable for {:?}: {e}",
-                            cfg.rm_addr,
+                            rm_name(cur),
                             since.elapsed()
                         ));
                     }
                 }
                 tracing::warn!(
                     "the RM at {} is unreachable ({e}); retrying in {:?}",
-                    cfg.rm_addr,
+                    rm_name(cur),
                     retry.backoff
                 );
                 if shared.stop.sleep(retry.backoff) {
@@ -864,6 +973,7 @@ fn ring_loop(
             }
         }
     };
+    let client = &clients[fo.as_ref().map_or(0, |f| f.current())];
     if reason == ExitReason::Stopped && u.is_registered() {
         req.clear();
         u.encode_unregister(&mut req);
@@ -888,8 +998,57 @@ fn ring_loop(
             });
         }
     }
-    client.disconnect();
+    for c in &clients {
+        c.disconnect();
+    }
     reason
+}
+
+/// RESYNC with `yarn.resourcemanager.work-preserving-recovery.enabled=false` in the node's
+/// configuration (Java's `ContainerManagerImpl.cleanupContainersOnNMResync`): every live
+/// container is killed (as `containers_to_cleanup` does: -106, "Container Killed by
+/// ResourceManager"), and the re-registration waits until all are complete, so that it
+/// reports their final statuses. Gives up waiting after the kill grace
+/// (`sleep-delay-before-sigkill` + `process-kill-wait` + the cleanup grace).
+fn kill_all_on_resync(shared: &Shared, cfg: &AgentConfig, started: Instant) {
+    let now_ms = mono_ms(started);
+    let live: Vec<nm_core::ids::ContainerId> = {
+        let mut t = lock(&shared.table);
+        let live: Vec<_> = t
+            .iter()
+            .filter(|c| c.state != nm_core::table::ContainerState::Complete)
+            .map(|c| c.id)
+            .collect();
+        for id in &live {
+            t.order_cleanup(*id, now_ms);
+        }
+        live
+    };
+    if live.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        "work-preserving recovery is off: killing {} containers before re-registering",
+        live.len()
+    );
+    let deadline = Instant::now()
+        + cfg.nm.sigkill_delay
+        + cfg.nm.process_kill_wait
+        + cfg.cleanup_grace
+        + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        let done = {
+            let t = lock(&shared.table);
+            live.iter().all(|id| {
+                t.get(id)
+                    .is_none_or(|c| c.state == nm_core::table::ContainerState::Complete)
+            })
+        };
+        if done || shared.stop.sleep(Duration::from_millis(10)) {
+            return;
+        }
+    }
+    tracing::warn!("containers still live after the kill grace; re-registering anyway");
 }
 
 /// A connection's authentication failed: on this side (`ClientError::Auth`: the RM's principal

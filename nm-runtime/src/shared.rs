@@ -34,6 +34,8 @@ pub struct StatusSnapshot {
     pub nm_key_id: Option<i32>,
     /// Whether the RM is currently unreachable (calls failing).
     pub rm_unreachable: bool,
+    /// RM HA: the rm-id the agent is calling (`None` without HA).
+    pub rm_id: Option<String>,
 }
 
 /// A stop flag that sleeping threads can wait on.

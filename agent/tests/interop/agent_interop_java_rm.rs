@@ -29,6 +29,7 @@ fn node<'a>(nodes: &'a Value, id: &str) -> Option<&'a Value> {
 fn config(rm: std::net::SocketAddr, dir: &std::path::Path) -> AgentConfig {
     AgentConfig {
         rm_addr: rm,
+        rm_ha: None,
         bind_ip: "127.0.0.1".parse().unwrap(),
         node_host: "127.0.0.1".into(),
         node_port: 0,

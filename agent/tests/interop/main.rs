@@ -29,6 +29,8 @@ mod rm_admin;
 mod rm_app_acls;
 mod rm_apps;
 mod rm_distributed_shell;
+mod rm_ha_failover;
+mod rm_ha_three;
 mod rm_interop_java_nm;
 mod rm_mr_jobs;
 mod rm_recovery_java_nm;

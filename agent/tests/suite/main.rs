@@ -27,4 +27,5 @@ mod logs_http;
 mod mr_container;
 mod resources;
 mod rm_keep_containers;
+mod rm_resync;
 mod shuffle_aux;

@@ -331,6 +331,8 @@ fn a_completion_is_sent_until_a_heartbeat_carrying_it_succeeds_then_kept_until_f
         )
         .unwrap();
     assert_eq!(o, HeartbeatOutcome::Resync);
+    // until re-registered, the RM is unknown (Java's RM_INVALID_IDENTIFIER)
+    assert_eq!(u.rm_identifier(), Some(-1));
     assert_eq!(t.get(&cid(2)).unwrap().delivery, Delivery::Pending);
     assert_eq!(
         u.heartbeat_request(&mut t, &h),
@@ -730,4 +732,55 @@ fn rm_restart_completion_during_reregistration_is_logged_once_and_acknowledged()
     let mut made: Vec<i64> = t.take_journal().iter().map(|c| c.id).collect();
     made.sort();
     assert_eq!(made, logged);
+}
+
+#[test]
+fn a_reregistration_carries_each_containers_token_fields() {
+    let mut u = updater();
+    let mut t = ContainerTable::new(16);
+    launch_running(&mut t, 1);
+    launch_running(&mut t, 2);
+    let fields = TokenFields {
+        version: 3,
+        execution_type: Some(2),
+        allocation_request_id: 7,
+        allocation_tags: vec!["spark".into()],
+        node_label_expression: "gpu".into(),
+    };
+    let mut reg = Vec::new();
+    u.encode_register_with(
+        &t,
+        &NodeHealth::default(),
+        |id| (*id == cid(1)).then_some(&fields),
+        &mut reg,
+    )
+    .unwrap();
+    let req = RegisterNodeManagerRequestProto::decode(&reg[..]).unwrap();
+    let by_id = |n: i64| {
+        req.container_statuses
+            .iter()
+            .find(|s| s.container_id.unwrap().id == Some(n))
+            .unwrap()
+            .clone()
+    };
+    let s1 = by_id(1);
+    assert_eq!(
+        (
+            s1.version,
+            s1.execution_type,
+            s1.allocation_request_id,
+            s1.allocation_tags.clone(),
+            s1.node_label_expression.as_deref()
+        ),
+        (
+            Some(3),
+            Some(2),
+            Some(7),
+            vec!["spark".to_string()],
+            Some("gpu")
+        )
+    );
+    // without token fields: the proto defaults (absent)
+    let s2 = by_id(2);
+    assert_eq!((s2.version, s2.allocation_request_id), (None, None));
 }

@@ -205,6 +205,12 @@ pub enum Mode {
     HdfsHa,
     /// A ResourceManager (MiniYARNCluster) with `--nms K` in-JVM NodeManagers (default 0).
     YarnRm,
+    /// ResourceManager HA: `--rms N` (2 or 3) real RMs in one MiniYARNCluster with HA on,
+    /// manual failover (no ZooKeeper), fixed loopback ports and a shared FileSystemRMStateStore
+    /// (applications survive a failover); rm0 starts active. Commands: `active`, `failover
+    /// FROM TO`, `stop I`, `start I`, `transition I active|standby`, `nodes`, `app-submit`,
+    /// `app-wait`: see `peers/hadoop/src/main/java/hotpath/peer/YarnRmHaMode.java`.
+    YarnRmHa,
     /// One NodeManager registered with `--rm HOST:PORT`.
     YarnNm,
     /// Hadoop's client side against any RM (`--rm HOST:PORT --scheduler HOST:PORT`): a
@@ -234,6 +240,7 @@ impl Mode {
             Mode::Hdfs => "hdfs",
             Mode::HdfsHa => "hdfs-ha",
             Mode::YarnRm => "yarn-rm",
+            Mode::YarnRmHa => "yarn-rm-ha",
             Mode::YarnNm => "yarn-nm",
             Mode::YarnClient => "yarn-client",
             Mode::Sasl => "sasl",

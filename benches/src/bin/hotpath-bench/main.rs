@@ -10,6 +10,7 @@ mod loopback_floor;
 mod nm_launch;
 mod rm_apps;
 mod rm_apps_am;
+mod rm_failover;
 mod sasl;
 mod shuffle;
 mod storm;
@@ -95,6 +96,10 @@ enum Cmd {
     /// server, fetched with the Fetcher's request pattern: large partitions (GB/s, CPU per GB)
     /// and many small ones (map outputs/s, CPU per map output).
     Shuffle(shuffle::ShuffleArgs),
+    /// RM HA (issue 34): time from the active RM's failover to the first heartbeat the new
+    /// active answers, a hotpath agent beside a Java NodeManager, and their connection attempts
+    /// per second meanwhile.
+    RmFailover(rm_failover::RmFailoverArgs),
     /// Internal: the ApplicationMaster of `rm-apps`, launched by the RM in a container.
     #[command(name = "rm-apps-am", hide = true)]
     RmAppsAm(rm_apps_am::AmArgs),
@@ -128,6 +133,7 @@ fn main() -> Result<()> {
         Cmd::LoopbackFloor(args) => loopback_floor::run(args),
         Cmd::RmApps(args) => rm_apps::run(args),
         Cmd::Shuffle(args) => shuffle::run(args),
+        Cmd::RmFailover(args) => rm_failover::run(args),
         Cmd::RmAppsAm(args) => rm_apps_am::run(args, started),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }

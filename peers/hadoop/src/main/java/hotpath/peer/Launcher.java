@@ -76,11 +76,12 @@ public final class Launcher {
         case "hdfs" -> new HdfsMode(args, workDir, false);
         case "hdfs-ha" -> new HdfsMode(args, workDir, true);
         case "yarn-rm" -> new YarnRmMode(args, workDir);
+        case "yarn-rm-ha" -> new YarnRmHaMode(args, workDir);
         case "yarn-nm" -> new YarnNmMode(args, workDir);
         case "yarn-client" -> new YarnClientMode(args, workDir);
         case "sasl" -> new SaslMode(args);
         default -> throw new IllegalArgumentException("unknown mode " + args.mode
-            + " (hdfs, hdfs-ha, yarn-rm, yarn-nm, yarn-client, sasl)");
+            + " (hdfs, hdfs-ha, yarn-rm, yarn-rm-ha, yarn-nm, yarn-client, sasl)");
       };
     } catch (Throwable t) {
       System.err.println("peer: bad arguments " + Arrays.toString(argv) + ": " + t);

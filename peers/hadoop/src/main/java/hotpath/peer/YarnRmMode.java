@@ -424,7 +424,7 @@ final class YarnRmMode implements Mode {
     return Json.obj("nodes", active, "inactive", inactive);
   }
 
-  private static Map<String, Object> describe(RMNode n) {
+  static Map<String, Object> describe(RMNode n) {
     Resource total = n.getTotalCapability();
     Map<String, Object> m = Json.obj(
         "node_id", n.getNodeID().toString(),
@@ -472,7 +472,7 @@ final class YarnRmMode implements Mode {
    * read here by reflection since nothing public exposes them.
    */
   @SuppressWarnings("unchecked")
-  private static Map<NodeId, Long> lastPings(ResourceManager rm) throws Exception {
+  static Map<NodeId, Long> lastPings(ResourceManager rm) throws Exception {
     Field monitorField = ResourceManager.class.getDeclaredField("nmLivelinessMonitor");
     monitorField.setAccessible(true);
     Object monitor = monitorField.get(rm);
