@@ -73,6 +73,7 @@ pub mod localizer;
 pub mod logs;
 pub mod metrics;
 pub mod report;
+pub mod rm_orders;
 pub mod runtime;
 pub mod setup;
 pub mod shared;
