@@ -23,4 +23,5 @@ mod executor;
 mod logs_http;
 mod mr_container;
 mod resources;
+mod rm_signals;
 mod shuffle_aux;
