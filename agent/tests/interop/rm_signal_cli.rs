@@ -117,9 +117,11 @@ fn signals_through(conf: &Path, log_tail: &dyn Fn() -> String) {
             &cmd,
         )
     });
-    wait_for("two shell containers running", Duration::from_secs(90), || {
-        ready_containers(probe.path()).len() == 2
-    });
+    wait_for(
+        "two shell containers running",
+        Duration::from_secs(90),
+        || ready_containers(probe.path()).len() == 2,
+    );
     let ids = ready_containers(probe.path());
     let (a, b) = (ids[0].as_str(), ids[1].as_str());
     let me = whoami();
@@ -179,9 +181,11 @@ fn yarn_container_signal_through_the_java_rm_reaches_our_agents_containers() {
     let rt = rm.ready()["resource_tracker"].as_str().unwrap().to_string();
     let agent: Daemon = start_agent(&rt, "127.0.0.81");
     let id = agent.field("node_id");
-    wait_for("the agent RUNNING at the Java RM", Duration::from_secs(60), || {
-        running_nodes(&rm.command("nodes").unwrap_or(Value::Null)) == [id.clone()]
-    });
+    wait_for(
+        "the agent RUNNING at the Java RM",
+        Duration::from_secs(60),
+        || running_nodes(&rm.command("nodes").unwrap_or(Value::Null)) == [id.clone()],
+    );
     let conf = rm.conf_dir().to_path_buf();
     let tail = || rm.log_tail(60);
     signals_through(&conf, &tail);
@@ -218,7 +222,10 @@ fn yarn_container_signal_through_hotpath_rm_with_acls() {
             ("yarn.acl.enable", "true".into()),
             // Fail fast should the RM be unreachable (the default retries for 15 minutes).
             ("yarn.resourcemanager.connect.max-wait.ms", "20000".into()),
-            ("yarn.resourcemanager.connect.retry-interval.ms", "1000".into()),
+            (
+                "yarn.resourcemanager.connect.retry-interval.ms",
+                "1000".into()
+            ),
         ]
         .iter()
         .map(|(k, v)| format!("<property><name>{k}</name><value>{v}</value></property>\n"))
@@ -248,7 +255,11 @@ fn yarn_container_signal_through_hotpath_rm_with_acls() {
         let p: Vec<&str> = c.split('_').collect();
         format!("application_{}_{}", p[1], p[2])
     };
-    let out = yarn_container(conf.path(), "mallory", &["-signal", &c, "FORCEFUL_SHUTDOWN"]);
+    let out = yarn_container(
+        conf.path(),
+        "mallory",
+        &["-signal", &c, "FORCEFUL_SHUTDOWN"],
+    );
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         text(&out).contains(&format!(
@@ -264,7 +275,11 @@ fn yarn_container_signal_through_hotpath_rm_with_acls() {
         "a refused signal reaches nothing"
     );
     // The owner may: FORCEFUL_SHUTDOWN ends it with 137.
-    let out = yarn_container(conf.path(), &whoami(), &["-signal", &c, "FORCEFUL_SHUTDOWN"]);
+    let out = yarn_container(
+        conf.path(),
+        &whoami(),
+        &["-signal", &c, "FORCEFUL_SHUTDOWN"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let r = run.join().unwrap();
     assert_eq!(r.exits(), ["137"], "{r:#?}");
