@@ -6,7 +6,8 @@
 //!   responseId (`next(request) == last`) → the cached last response, byte for byte; any other
 //!   mismatch → "too far behind": RESYNC, and the node is reset as REBOOTED. Otherwise the
 //!   next responseId `(id + 1) & 0x7FFFFFFF`, NORMAL, `nextHeartBeatInterval`, a pending next
-//!   master key if the node lacks it, and the node's queued cleanups and acknowledgements.
+//!   master key if the node lacks it, and the node's queued cleanups, acknowledgements and
+//!   `signalToContainer` signals ([`ResourceTracker::queue_signal`], [`crate::signals`]).
 //!   The `NodeStatusProto` bytes go to the node's shard as one STATUS_UPDATE
 //!   ([`crate::mailbox`]); the response is encoded into the node's cached-response buffer and
 //!   copied to the caller's. Nothing is allocated in steady state.
