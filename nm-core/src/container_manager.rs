@@ -146,10 +146,10 @@ impl Signal {
 pub enum SignalTarget {
     /// A container this node runs: send the signal to its process group.
     Send(ContainerId, Signal),
-    /// Not known here (never, or forgotten): "Container <id> no longer exists".
+    /// Not known here (never, or forgotten): `Container <id> no longer exists`.
     Unknown(ContainerId),
-    /// Known but no process runs (being localized, or exited): "Container <id> not running,
-    /// nothing to signal."
+    /// Known but no process runs (being localized, or exited): `Container <id> not running,
+    /// nothing to signal.`
     NotRunning(ContainerId, Signal),
     /// A command number that is none of the three (not in Java's enum): ignored.
     BadCommand(ContainerId, i32),
