@@ -110,6 +110,49 @@ impl Signal {
             Signal::Kill => 9,
         }
     }
+
+    /// Java's `translateCommandToSignal`: OUTPUT_THREAD_DUMP → SIGQUIT, GRACEFUL_SHUTDOWN →
+    /// SIGTERM, FORCEFUL_SHUTDOWN → SIGKILL; `None` for a number that is no command.
+    pub fn from_command(command: i32) -> Option<Signal> {
+        Some(match SignalContainerCommandProto::try_from(command).ok()? {
+            SignalContainerCommandProto::OutputThreadDump => Signal::Quit,
+            SignalContainerCommandProto::GracefulShutdown => Signal::Term,
+            SignalContainerCommandProto::ForcefulShutdown => Signal::Kill,
+        })
+    }
+
+    /// The command's name, as Java logs `SignalContainerCommand`.
+    pub fn command_name(self) -> &'static str {
+        match self {
+            Signal::Quit => "OUTPUT_THREAD_DUMP",
+            Signal::Term => "GRACEFUL_SHUTDOWN",
+            Signal::Kill => "FORCEFUL_SHUTDOWN",
+        }
+    }
+
+    /// The signal's name, as Java's `ContainerExecutor.Signal.toString()` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Quit => "SIGQUIT",
+            Signal::Term => "SIGTERM",
+            Signal::Kill => "SIGKILL",
+        }
+    }
+}
+
+/// Where a signal from the RM's heartbeat (`containers_to_signal`) goes, after Java's
+/// `ContainerManagerImpl.internalSignalToContainer` and `ContainersLauncher`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalTarget {
+    /// A container this node runs: send the signal to its process group.
+    Send(ContainerId, Signal),
+    /// Not known here (never, or forgotten): `Container <id> no longer exists`.
+    Unknown(ContainerId),
+    /// Known but no process runs (being localized, or exited): `Container <id> not running,
+    /// nothing to signal.`
+    NotRunning(ContainerId, Signal),
+    /// A command number that is none of the three (not in Java's enum): ignored.
+    BadCommand(ContainerId, i32),
 }
 
 /// Work for the launcher: one accepted start.
@@ -757,6 +800,18 @@ impl ContainerManager {
             SignalContainerCommandProto::ForcefulShutdown => Signal::Kill,
         };
         (self.stage(&id) == Some(Stage::Launched)).then_some((id, sig))
+    }
+
+    /// Where a signal the RM relayed in a heartbeat goes (see [`SignalTarget`]).
+    pub fn signal_target(&self, id: ContainerId, command: i32) -> SignalTarget {
+        let Some(sig) = Signal::from_command(command) else {
+            return SignalTarget::BadCommand(id, command);
+        };
+        match self.stage(&id) {
+            None => SignalTarget::Unknown(id),
+            Some(Stage::Launched) => SignalTarget::Send(id, sig),
+            Some(Stage::Starting | Stage::Done) => SignalTarget::NotRunning(id, sig),
+        }
     }
 
     /// Kill orders for cleanup requests from the RM (`containers_to_cleanup`,

@@ -156,6 +156,27 @@ pub struct UpdaterStats {
     pub applications_to_cleanup: u64,
     /// Entries received in `containers_to_be_removed_from_nm`.
     pub removed_from_nm: u64,
+    /// Entries received in `containers_to_signal`.
+    pub containers_to_signal: u64,
+    /// Entries received in `containers_to_update` and `containers_to_decrease`.
+    pub containers_to_update: u64,
+}
+
+/// What the last NORMAL response asked of the node beyond the table's work: the entries of
+/// `containers_to_signal` (13), `containers_to_update` (17) and `containers_to_decrease` (12),
+/// for the caller to act on (they need the executor). All zero in an ordinary heartbeat, so
+/// the caller re-reads the response only when there is something to do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RmOrders {
+    pub signals: u32,
+    pub updates: u32,
+    pub decreases: u32,
+}
+
+impl RmOrders {
+    pub fn any(&self) -> bool {
+        self.signals + self.updates + self.decreases > 0
+    }
 }
 
 /// The status updater (see the module docs).
@@ -174,6 +195,7 @@ pub struct StatusUpdater {
     /// The completions the last registration request built reports (delivered by its answer).
     registration_completions: Vec<ContainerId>,
     stats: UpdaterStats,
+    orders: RmOrders,
 }
 
 fn store_key(slot: &mut Option<MasterKey>, k: KeyRef<'_>) -> bool {
@@ -218,6 +240,7 @@ impl StatusUpdater {
             outstanding: false,
             registration_completions: Vec::new(),
             stats: UpdaterStats::default(),
+            orders: RmOrders::default(),
         }
     }
 
@@ -253,6 +276,12 @@ impl StatusUpdater {
     /// The heartbeat interval the RM last named (or the default).
     pub fn next_interval_ms(&self) -> u64 {
         self.next_interval_ms
+    }
+
+    /// What the last heartbeat response (NORMAL) asked for besides the table's work; zero
+    /// after any other answer.
+    pub fn rm_orders(&self) -> RmOrders {
+        self.orders
     }
 
     pub fn stats(&self) -> UpdaterStats {
@@ -468,7 +497,19 @@ impl StatusUpdater {
         for c in r.containers_to_be_removed_from_nm() {
             c?;
         }
+        // Signals and updates are read only when present (an ordinary heartbeat pays nothing).
+        if r.signals > 0 {
+            for s in r.containers_to_signal() {
+                s?;
+            }
+        }
+        if r.updates + r.decreases > 0 {
+            for u in r.containers_to_update().chain(r.containers_to_decrease()) {
+                u?;
+            }
+        }
         self.outstanding = false;
+        self.orders = RmOrders::default();
         match r.action {
             NodeAction::Resync => {
                 // Java's NodeStatusUpdaterImpl: the RM is not known until re-registered
@@ -521,6 +562,15 @@ impl StatusUpdater {
                     self.stats.applications_to_cleanup += 1;
                     table.cleanup_application(a, now_ms);
                 }
+                // Java's NodeStatusUpdaterImpl hands signals and updates to the container
+                // manager after the cleanups; so does the caller, from `rm_orders`.
+                self.orders = RmOrders {
+                    signals: r.signals,
+                    updates: r.updates,
+                    decreases: r.decreases,
+                };
+                self.stats.containers_to_signal += u64::from(r.signals);
+                self.stats.containers_to_update += u64::from(r.updates + r.decreases);
                 Ok(HeartbeatOutcome::Normal {
                     next_interval_ms: self.next_interval_ms,
                 })

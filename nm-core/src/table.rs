@@ -202,15 +202,18 @@ pub struct ContainerTable {
     finished_apps: Vec<AppId>,
 }
 
-fn cut(s: &str) -> &str {
-    if s.len() <= MAX_DIAGNOSTICS {
-        return s;
+/// Appends `s` to `d`, keeping `d` within [`MAX_DIAGNOSTICS`] (cut at a char boundary).
+fn push_cut(d: &mut String, s: &str) {
+    let room = MAX_DIAGNOSTICS.saturating_sub(d.len());
+    if s.len() <= room {
+        d.push_str(s);
+        return;
     }
-    let mut end = MAX_DIAGNOSTICS;
+    let mut end = room;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    &s[..end]
+    d.push_str(&s[..end]);
 }
 
 impl ContainerTable {
@@ -356,8 +359,9 @@ impl ContainerTable {
         }
         c.state = ContainerState::Complete;
         c.exit_status = exit_status;
-        c.diagnostics.clear();
-        c.diagnostics.push_str(cut(diagnostics));
+        // After what was added while it ran (a signal's line), as Java's container
+        // diagnostics accumulate.
+        push_cut(&mut c.diagnostics, diagnostics);
         c.delivery = Delivery::Pending;
         self.totals.completed += 1;
         if let Some(j) = &mut self.journal {
@@ -368,6 +372,15 @@ impl ContainerTable {
             });
         }
         Ok(true)
+    }
+
+    /// Appends a line to a container's diagnostics (Java's `ContainerDiagnosticsUpdateEvent`:
+    /// the text and a newline), up to [`MAX_DIAGNOSTICS`].
+    pub fn add_diagnostics(&mut self, id: &ContainerId, line: &str) -> Result<(), TableError> {
+        let c = self.map.get_mut(id).ok_or(TableError::Unknown(*id))?;
+        push_cut(&mut c.diagnostics, line);
+        push_cut(&mut c.diagnostics, "\n");
+        Ok(())
     }
 
     /// Moves queued cleanup orders into `into`.
@@ -580,6 +593,36 @@ mod tests {
         memory_mb: 1024,
         vcores: 1,
     };
+
+    #[test]
+    fn diagnostics_added_while_running_come_before_the_exit_and_stay_capped() {
+        let mut t = ContainerTable::new(4);
+        t.launch(cid(1, 1), R, 0, 0, true).unwrap();
+        assert_eq!(
+            t.add_diagnostics(&cid(9, 9), "x"),
+            Err(TableError::Unknown(cid(9, 9)))
+        );
+        t.add_diagnostics(&cid(1, 1), "Sent signal GRACEFUL_SHUTDOWN (SIGTERM) ...")
+            .unwrap();
+        assert_eq!(
+            t.get(&cid(1, 1)).unwrap().diagnostics,
+            "Sent signal GRACEFUL_SHUTDOWN (SIGTERM) ...\n"
+        );
+        t.complete(&cid(1, 1), 143, "Exit code: 143").unwrap();
+        let c = t.get(&cid(1, 1)).unwrap();
+        assert_eq!(c.exit_status, 143);
+        assert_eq!(
+            c.diagnostics,
+            "Sent signal GRACEFUL_SHUTDOWN (SIGTERM) ...\nExit code: 143"
+        );
+        t.launch(cid(1, 2), R, 0, 0, true).unwrap();
+        for _ in 0..100 {
+            t.add_diagnostics(&cid(1, 2), &"é".repeat(40)).unwrap();
+        }
+        t.complete(&cid(1, 2), 137, "tail").unwrap();
+        let d = &t.get(&cid(1, 2)).unwrap().diagnostics;
+        assert!(d.len() <= MAX_DIAGNOSTICS && d.len() > MAX_DIAGNOSTICS - 4);
+    }
 
     #[test]
     fn transitions_and_errors() {

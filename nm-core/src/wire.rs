@@ -305,6 +305,113 @@ pub struct HeartbeatResponse<'a> {
     pub next_interval_ms: Option<i64>,
     pub diagnostics: Option<&'a str>,
     pub token_sequence_no: Option<i64>,
+    /// Entries of field 13 `containers_to_signal` (read with
+    /// [`containers_to_signal`](Self::containers_to_signal)).
+    pub signals: u32,
+    /// Entries of field 17 `containers_to_update`.
+    pub updates: u32,
+    /// Entries of field 12 `containers_to_decrease` (the DECREASE subset of field 17, kept
+    /// for old NodeManagers; Java's NodeManager does not read it).
+    pub decreases: u32,
+}
+
+/// One entry of `containers_to_signal`: a `SignalContainerRequestProto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignalOrder {
+    pub container: ContainerId,
+    /// A `SignalContainerCommandProto` number (not checked here: an unknown one is the
+    /// receiver's to ignore).
+    pub command: i32,
+}
+
+/// One entry of `containers_to_update` / `containers_to_decrease`: the parts of a
+/// `ContainerProto` a NodeManager acts on (the token's identifier carries the same resource
+/// and version, signed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContainerUpdate {
+    pub container: ContainerId,
+    /// Field 4 `resource`: memory (MB) and vcores.
+    pub resource: Option<Resource>,
+    /// Field 7 `execution_type` (GUARANTEED 1, OPPORTUNISTIC 2).
+    pub execution_type: Option<i32>,
+    /// Field 9 `version`.
+    pub version: Option<i32>,
+}
+
+/// Reads a `SignalContainerRequestProto`: container id (1) and command (2), both required.
+pub fn read_signal(b: &[u8]) -> Result<SignalOrder, WireError> {
+    const M: &str = "SignalContainerRequestProto";
+    let (mut container, mut command) = (None, None);
+    let mut r = Reader::new(b);
+    while !r.is_empty() {
+        match r.read_field(0)? {
+            (1, Value::Len(v)) => container = Some(read_container_id(v)?),
+            (2, Value::Varint(v)) => command = Some(v as i32),
+            (1 | 2, _) => return Err(wt(M, "field")),
+            _ => {}
+        }
+    }
+    Ok(SignalOrder {
+        container: container.ok_or(WireError::Missing {
+            message: M,
+            field: "container_id",
+        })?,
+        command: command.ok_or(WireError::Missing {
+            message: M,
+            field: "command",
+        })?,
+    })
+}
+
+/// Reads a `ResourceProto`'s memory (1) and vcores (2) (absent ones are 0).
+fn read_resource(b: &[u8]) -> Result<Resource, WireError> {
+    let mut out = Resource {
+        memory_mb: 0,
+        vcores: 0,
+    };
+    let mut r = Reader::new(b);
+    while !r.is_empty() {
+        match r.read_field(0)? {
+            (1, Value::Varint(v)) => out.memory_mb = v as i64,
+            (2, Value::Varint(v)) => out.vcores = v as i32,
+            (1 | 2, _) => return Err(wt("ResourceProto", "field")),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the parts of a `ContainerProto` in [`ContainerUpdate`] (the id is required).
+pub fn read_container_update(b: &[u8]) -> Result<ContainerUpdate, WireError> {
+    const M: &str = "ContainerProto";
+    let mut out = ContainerUpdate {
+        container: ContainerId::new(AppId::new(0, 0), 0, 0),
+        resource: None,
+        execution_type: None,
+        version: None,
+    };
+    let mut have_id = false;
+    let mut r = Reader::new(b);
+    while !r.is_empty() {
+        match r.read_field(0)? {
+            (1, Value::Len(v)) => {
+                out.container = read_container_id(v)?;
+                have_id = true;
+            }
+            (4, Value::Len(v)) => out.resource = Some(read_resource(v)?),
+            (7, Value::Varint(v)) => out.execution_type = Some(v as i32),
+            (9, Value::Varint(v)) => out.version = Some(v as i32),
+            (1 | 4 | 7 | 9, _) => return Err(wt(M, "field")),
+            _ => {}
+        }
+    }
+    if !have_id {
+        return Err(WireError::Missing {
+            message: M,
+            field: "id",
+        });
+    }
+    Ok(out)
 }
 
 impl<'a> HeartbeatResponse<'a> {
@@ -321,6 +428,9 @@ impl<'a> HeartbeatResponse<'a> {
             next_interval_ms: None,
             diagnostics: None,
             token_sequence_no: None,
+            signals: 0,
+            updates: 0,
+            decreases: 0,
         };
         let mut have_id = false;
         while !r.is_empty() {
@@ -340,8 +450,11 @@ impl<'a> HeartbeatResponse<'a> {
                         field: "diagnostics_message",
                     })?)
                 }
+                (12, Value::Len(_)) => out.decreases += 1,
+                (13, Value::Len(_)) => out.signals += 1,
+                (17, Value::Len(_)) => out.updates += 1,
                 (19, Value::Varint(v)) => out.token_sequence_no = Some(v as i64),
-                (1..=9 | 19, _) => return Err(wt(M, "field")),
+                (1..=9 | 12 | 13 | 17 | 19, _) => return Err(wt(M, "field")),
                 _ => {}
             }
         }
@@ -391,6 +504,30 @@ impl<'a> HeartbeatResponse<'a> {
     ) -> impl Iterator<Item = Result<ContainerId, WireError>> + 'a {
         let it = self.ids(9);
         it.map(|b| b.and_then(read_container_id))
+    }
+
+    /// Field 13 `containers_to_signal`, in the RM's order.
+    pub fn containers_to_signal(
+        &self,
+    ) -> impl Iterator<Item = Result<SignalOrder, WireError>> + 'a {
+        let it = self.ids(13);
+        it.map(|b| b.and_then(read_signal))
+    }
+
+    /// Field 17 `containers_to_update`.
+    pub fn containers_to_update(
+        &self,
+    ) -> impl Iterator<Item = Result<ContainerUpdate, WireError>> + 'a {
+        let it = self.ids(17);
+        it.map(|b| b.and_then(read_container_update))
+    }
+
+    /// Field 12 `containers_to_decrease`.
+    pub fn containers_to_decrease(
+        &self,
+    ) -> impl Iterator<Item = Result<ContainerUpdate, WireError>> + 'a {
+        let it = self.ids(12);
+        it.map(|b| b.and_then(read_container_update))
     }
 }
 

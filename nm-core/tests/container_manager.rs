@@ -564,3 +564,68 @@ fn the_key_feed_after_every_heartbeat_allocates_nothing_while_keys_stay() {
     assert_eq!(keys.current().map(|k| k.key_id), Some(8));
     assert_eq!(keys.previous().map(|k| k.key_id), Some(7));
 }
+
+#[test]
+fn rm_signals_map_to_javas_signals_and_only_a_launched_container_gets_one() {
+    use hadoop_wire::pb::hadoop::yarn::SignalContainerCommandProto as Cmd;
+    use nm_core::container_manager::{Signal, SignalTarget};
+    for (cmd, sig, num, name, cname) in [
+        (
+            Cmd::OutputThreadDump,
+            Signal::Quit,
+            3,
+            "SIGQUIT",
+            "OUTPUT_THREAD_DUMP",
+        ),
+        (
+            Cmd::GracefulShutdown,
+            Signal::Term,
+            15,
+            "SIGTERM",
+            "GRACEFUL_SHUTDOWN",
+        ),
+        (
+            Cmd::ForcefulShutdown,
+            Signal::Kill,
+            9,
+            "SIGKILL",
+            "FORCEFUL_SHUTDOWN",
+        ),
+    ] {
+        assert_eq!(Signal::from_command(cmd as i32), Some(sig));
+        assert_eq!(
+            (sig.number(), sig.name(), sig.command_name()),
+            (num, name, cname)
+        );
+    }
+    assert_eq!(Signal::from_command(0), None);
+    assert_eq!(Signal::from_command(4), None);
+
+    let mut w = world();
+    let nm = nm_token(&w, attempt(1));
+    let user = attempt(1).to_string();
+    let c = cid(1, 1);
+    let term = Cmd::GracefulShutdown as i32;
+    // never heard of: "no longer exists"
+    assert_eq!(w.cm.signal_target(c, term), SignalTarget::Unknown(c));
+    let r = start_req(&w, &ct(c), Default::default());
+    start(&mut w, &nm, &user, vec![r]).unwrap();
+    // accepted, no process yet: "not running, nothing to signal"
+    assert_eq!(
+        w.cm.signal_target(c, term),
+        SignalTarget::NotRunning(c, Signal::Term)
+    );
+    w.cm.launched(&c);
+    assert_eq!(
+        w.cm.signal_target(c, term),
+        SignalTarget::Send(c, Signal::Term)
+    );
+    assert_eq!(w.cm.signal_target(c, 7), SignalTarget::BadCommand(c, 7));
+    // exited: not running any more; the exit code is its own (143), not a kill's status
+    assert!(w.cm.exited(&c, 143, "", &mut w.table));
+    assert_eq!(
+        w.cm.signal_target(c, Cmd::ForcefulShutdown as i32),
+        SignalTarget::NotRunning(c, Signal::Kill)
+    );
+    assert_eq!(w.table.get(&c).unwrap().exit_status, 143);
+}

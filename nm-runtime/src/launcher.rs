@@ -271,11 +271,11 @@ fn run(
                 }
                 // Not live yet: the worker sees the kill before it spawns.
             }
-            Ok(LaunchCommand::Signal(id, sig)) => {
-                if let Some(l) = live.get_mut(&id) {
-                    l.rc.signal(sig);
-                }
-            }
+            Ok(LaunchCommand::Signal(id, sig)) => match live.get_mut(&id) {
+                Some(l) => signal_live(shared, &id, &mut l.rc, sig),
+                // Java's ContainersLauncher: no ContainerLaunch running.
+                None => tracing::info!("Container {id} not running, nothing to signal."),
+            },
             Ok(LaunchCommand::AppFinished(app)) => finished_apps.push(app),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             // Every handle is gone (the agent is shutting down): keep watching the live
@@ -378,6 +378,31 @@ fn complete(shared: &Shared, id: &ContainerId, status: i32, diag: &str) {
         // Java's out-of-band heartbeat: the RM hears of the completion now.
         shared.heartbeat_now.request();
     }
+}
+
+/// `signalToContainer` for a running container (from the RM's heartbeat or an
+/// ApplicationMaster), after Java's `ContainerLaunch.signalContainer`: the signal goes to the
+/// process group from the pid file, and the outcome is logged and appended to the container's
+/// diagnostics. Nothing is recorded as a kill: the process's exit code is reported as is.
+fn signal_live(shared: &Shared, id: &ContainerId, rc: &mut RunningContainer, sig: Signal) {
+    tracing::info!("Sending signal {} to container {id}", sig.command_name());
+    // Java waits up to the process-kill wait for the pid file; a signal that races the
+    // container's first instants is not sent here rather than stall the launcher.
+    let Some(pid) = rc.pid() else {
+        tracing::info!("Could not get pid for {id}; the signal is not sent");
+        return;
+    };
+    let user = lock(&shared.cm).user(id).unwrap_or("").to_string();
+    tracing::info!("Sending signal to pid {pid} as user {user} for container {id}");
+    let ok = rc.signal(sig);
+    let diag = format!(
+        "Sent signal {} ({}) to pid {pid} as user {user} for container {id}, result={}",
+        sig.command_name(),
+        sig.name(),
+        if ok { "success" } else { "failed" }
+    );
+    tracing::info!("{diag}");
+    let _ = lock(&shared.table).add_diagnostics(id, &diag);
 }
 
 /// Deletes an application's directories on every local dir (`usercache/<user>/appcache/<app>`,

@@ -78,6 +78,7 @@ pub mod logs;
 pub mod metrics;
 pub mod node_host;
 pub mod report;
+pub mod rm_orders;
 pub mod runtime;
 pub mod setup;
 pub mod shared;

@@ -81,6 +81,10 @@ pub struct AgentMetrics {
     pub applications_to_cleanup: AtomicU64,
     pub removed_from_nm: AtomicU64,
     pub key_changes: AtomicU64,
+    /// Entries received in containers_to_signal.
+    pub containers_to_signal: AtomicU64,
+    /// Entries received in containers_to_update and containers_to_decrease (logged, not applied).
+    pub containers_to_update: AtomicU64,
     /// RPC latency in microseconds (register, heartbeat).
     pub rpc_latency_us: Mutex<Histogram<u64>>,
     /// Resource localization (the HDFS reader).
@@ -107,6 +111,8 @@ impl Default for AgentMetrics {
             applications_to_cleanup: AtomicU64::new(0),
             removed_from_nm: AtomicU64::new(0),
             key_changes: AtomicU64::new(0),
+            containers_to_signal: AtomicU64::new(0),
+            containers_to_update: AtomicU64::new(0),
             // 1 µs .. 60 s, 3 significant digits: fixed size, allocated once here.
             rpc_latency_us: Mutex::new(
                 Histogram::new_with_bounds(1, 60_000_000, 3).expect("static histogram bounds"),
@@ -248,6 +254,16 @@ impl AgentMetrics {
                 "hotpath_agent_applications_to_cleanup_total",
                 "Entries received in applications_to_cleanup.",
                 l(&self.applications_to_cleanup),
+            ),
+            (
+                "hotpath_agent_containers_to_signal_total",
+                "Entries received in containers_to_signal.",
+                l(&self.containers_to_signal),
+            ),
+            (
+                "hotpath_agent_containers_to_update_total",
+                "Entries received in containers_to_update and containers_to_decrease (not applied).",
+                l(&self.containers_to_update),
             ),
             (
                 "hotpath_agent_containers_acked_total",

@@ -452,8 +452,17 @@ impl Agent {
         .map_err(|e| Error::Io(format!("spawn the launcher: {e}")))?;
         let ring = {
             let (shared, cfg, identity) = (shared.clone(), cfg.clone(), identity.clone());
+            let ring_launcher = launcher.clone();
             spawn(hw::Role::NetRing(0), ring_cpu, move || {
-                ring_loop(&shared, &cfg, rm_auth, identity, started, ring_cpu)
+                ring_loop(
+                    &shared,
+                    &cfg,
+                    rm_auth,
+                    identity,
+                    started,
+                    ring_cpu,
+                    &ring_launcher,
+                )
             })?
         };
         let hk = {
@@ -675,6 +684,7 @@ fn ring_loop(
     identity: NodeIdentity,
     started: Instant,
     ring_cpu: Option<u32>,
+    launcher: &LauncherHandle,
 ) -> ExitReason {
     // One client per rm-id, each connecting lazily (Java's provider caches one proxy per
     // rm-id); `fo` says which one is current.
@@ -826,6 +836,17 @@ fn ring_loop(
                             match out {
                                 Ok(HeartbeatOutcome::Normal { next_interval_ms }) => {
                                     m.heartbeats_ok.fetch_add(1, Relaxed);
+                                    // Signals and container updates (none in an ordinary
+                                    // heartbeat: nothing to read then).
+                                    let orders = u.rm_orders();
+                                    if orders.any() {
+                                        crate::rm_orders::relay(
+                                            shared,
+                                            launcher,
+                                            resp.payload(),
+                                            orders,
+                                        );
+                                    }
                                     lock(&shared.status).last_heartbeat_wall_ms = wall_ms();
                                     Ok(Duration::from_millis(next_interval_ms)
                                         .saturating_sub(now.elapsed()))

@@ -38,9 +38,10 @@ use hadoop_wire::pb::hadoop::yarn::{
     GetLabelsToNodesResponseProto, GetNodesToAttributesResponseProto,
     GetNodesToLabelsResponseProto, GetQueueUserAclsInfoResponseProto,
     MoveApplicationAcrossQueuesRequestProto, MoveApplicationAcrossQueuesResponseProto,
-    PriorityProto, SignalContainerRequestProto, SignalContainerResponseProto,
-    UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
-    UpdateApplicationTimeoutsRequestProto, UpdateApplicationTimeoutsResponseProto,
+    PriorityProto, SignalContainerCommandProto, SignalContainerRequestProto,
+    SignalContainerResponseProto, UpdateApplicationPriorityRequestProto,
+    UpdateApplicationPriorityResponseProto, UpdateApplicationTimeoutsRequestProto,
+    UpdateApplicationTimeoutsResponseProto,
 };
 use hadoop_wire::token::identifier::{attempt_from_proto, container_from_proto};
 use hadoop_wire::token::{AmrmTokenIdentifier, TokenIdentifier};
@@ -63,6 +64,7 @@ use crate::dispatcher::wall_ms;
 use crate::mailbox::{Global, Mailbox};
 use crate::node::SchedChange;
 use crate::reports;
+use crate::signals::QueuedSignal;
 use crate::state_store::{AmAllocatedRec, ClientToAmKeyRec, EpochRec, KeysRec, Rec, StateStore};
 use crate::tracker::{Membership, ResourceTracker};
 
@@ -97,8 +99,6 @@ pub struct AppsRt {
     delegation: Arc<std::sync::OnceLock<Arc<crate::rm_delegation::RmDelegationSecrets>>>,
     /// The applications' token renewer ([`crate::token_renewer`]; secure clusters), once set.
     token_renewer: Arc<std::sync::OnceLock<Arc<crate::token_renewer::DelegationTokenRenewer>>>,
-    /// Container signals (`signalToContainer`) for their nodes' next heartbeat responses.
-    pub signals: Arc<crate::signals::PendingSignals>,
     /// The attempts' ClientToAM master keys ([`crate::client_to_am`]), used once
     /// [`set_secure`](Self::set_secure) was called.
     pub client_to_am: Arc<crate::client_to_am::ClientToAmKeys>,
@@ -293,7 +293,6 @@ impl AppsRt {
             stored_keys: Arc::new(Mutex::new(None)),
             delegation: Arc::new(std::sync::OnceLock::new()),
             token_renewer: Arc::new(std::sync::OnceLock::new()),
-            signals: Arc::new(crate::signals::PendingSignals::new()),
             client_to_am: Arc::new(crate::client_to_am::ClientToAmKeys::new()),
             secure: Arc::new(AtomicBool::new(false)),
         };
@@ -1544,11 +1543,23 @@ fn register_queues_and_features(reg: &mut Registry, rt: &AppsRt, acls: Option<Ar
                     .map(|l| l.node.clone())
             });
             let node = node.ok_or_else(absent)?;
+            let command = SignalContainerCommandProto::try_from(req.command).map_err(|_| {
+                CallError::application(
+                    exc::ILLEGAL_ARGUMENT,
+                    format!("Unknown signal command {} for {id}", req.command),
+                )
+            })?;
+            // The node's next heartbeat response carries it (crate::signals), once.
+            let queued = lock(&r.tracker).queue_signal(&node, QueuedSignal::new(id, command));
             tracing::info!(
-                "Signal Container Request for {id} ({:?}) to {node}",
-                req.command
+                "Signal Container Request for {id} ({}) to {node}{}",
+                command.as_str_name(),
+                if queued {
+                    ""
+                } else {
+                    " dropped: the node is not active"
+                }
             );
-            r.signals.push(node, req);
             reply
                 .message(&SignalContainerResponseProto {})
                 .map_err(CallError::from)

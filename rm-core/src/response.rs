@@ -7,6 +7,7 @@ use hadoop_wire::writer::{self, Encode, Sink};
 
 use crate::ids::{AppKey, ContainerKey};
 use crate::master_key::MasterKey;
+use crate::signals::QueuedSignal;
 
 /// One heartbeat response.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +30,8 @@ pub struct HeartbeatResponse<'a> {
     pub diagnostics: Option<&'a str>,
     /// Field 9.
     pub containers_to_be_removed_from_nm: &'a [ContainerKey],
+    /// Field 13 (`signalToContainer`, [`crate::signals`]).
+    pub containers_to_signal: &'a [QueuedSignal],
 }
 
 impl<'a> HeartbeatResponse<'a> {
@@ -45,6 +48,7 @@ impl<'a> HeartbeatResponse<'a> {
             next_heartbeat_interval_ms: None,
             diagnostics: Some(diagnostics),
             containers_to_be_removed_from_nm: &[],
+            containers_to_signal: &[],
         }
     }
 
@@ -88,13 +92,18 @@ impl Encode for HeartbeatResponse<'_> {
         for c in self.containers_to_be_removed_from_nm {
             s.message(9, c);
         }
+        for c in self.containers_to_signal {
+            s.message(13, c);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hadoop_wire::pb::hadoop::yarn::NodeHeartbeatResponseProto;
+    use hadoop_wire::pb::hadoop::yarn::{
+        NodeHeartbeatResponseProto, SignalContainerCommandProto, SignalContainerRequestProto,
+    };
     use prost::Message;
 
     #[test]
@@ -125,6 +134,7 @@ mod tests {
             next_heartbeat_interval_ms: Some(1000),
             diagnostics: None,
             containers_to_be_removed_from_nm: &[c, c],
+            containers_to_signal: &[],
         };
         let mut ours = Vec::new();
         r.encode(&mut ours);
@@ -184,6 +194,10 @@ mod tests {
             next_heartbeat_interval_ms: Some(-5),
             diagnostics: Some("why"),
             containers_to_be_removed_from_nm: &[c],
+            containers_to_signal: &[
+                QueuedSignal::new(c, SignalContainerCommandProto::OutputThreadDump),
+                QueuedSignal::new(c, SignalContainerCommandProto::ForcefulShutdown),
+            ],
         };
         let mut ours = Vec::new();
         r.encode(&mut ours);
@@ -197,6 +211,16 @@ mod tests {
             next_heart_beat_interval: Some(-5),
             diagnostics_message: Some("why".into()),
             containers_to_be_removed_from_nm: vec![c.to_proto()],
+            containers_to_signal: vec![
+                SignalContainerRequestProto {
+                    container_id: c.to_proto(),
+                    command: SignalContainerCommandProto::OutputThreadDump as i32,
+                },
+                SignalContainerRequestProto {
+                    container_id: c.to_proto(),
+                    command: SignalContainerCommandProto::ForcefulShutdown as i32,
+                },
+            ],
             ..Default::default()
         };
         assert_eq!(ours, p.encode_to_vec());

@@ -1,103 +1,135 @@
 //! Container signals on their way to the nodes (`signalToContainer`): Java's `ClientRMService`
-//! hands a signal for a live container to its node (`RMNodeSignalContainerEvent`), and the
-//! node's next heartbeat response carries it in `containers_to_signal`; the NodeManager then
-//! signals the container (OUTPUT_THREAD_DUMP: SIGQUIT, GRACEFUL_SHUTDOWN: SIGTERM,
-//! FORCEFUL_SHUTDOWN: SIGKILL).
+//! hands a signal for a live container to its node (`RMNodeSignalContainerEvent`); `RMNodeImpl`
+//! appends it to the node's list, copies the whole list into the node's next heartbeat response
+//! (`containers_to_signal`, field 13) and clears it: delivered once, in call order, with no
+//! retry and no acknowledgement. The NodeManager then signals the container's process group
+//! (OUTPUT_THREAD_DUMP: SIGQUIT, GRACEFUL_SHUTDOWN: SIGTERM, FORCEFUL_SHUTDOWN: SIGKILL).
 //!
-//! [`PendingSignals`] is that hand-over: the client protocol [`push`](PendingSignals::push)es
-//! a signal for a node, and the heartbeat path [`take`](PendingSignals::take)s a node's signals
-//! for the response it is building (one relaxed load when none are pending, so the heartbeat's
-//! hot path stays as it is). At most [`MAX_PER_NODE`] wait per node; beyond, the oldest is
-//! dropped (a client calling in a loop cannot grow the RM's memory).
+//! Here each tracked node keeps its [`NodeSignals`] next to its other queued items
+//! (`crate::tracker`), so an unchanged heartbeat with none pending pays for an empty slice in
+//! the response writer and nothing else: no lock beyond the tracker's, no allocation. At most
+//! [`MAX_PER_NODE`] wait per node; beyond, the oldest is dropped (a client calling in a loop
+//! cannot grow the RM's memory). A signal for a container that completes before delivery is
+//! still sent, as Java sends it (the NodeManager ignores ids it no longer runs).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use hadoop_wire::pb::hadoop::yarn::SignalContainerCommandProto;
+use hadoop_wire::writer::{Encode, Sink};
 
-use hadoop_wire::pb::hadoop::yarn::SignalContainerRequestProto;
-
-use crate::ids::NodeKey;
+use crate::ids::ContainerKey;
 
 /// Most signals waiting for one node's heartbeat.
 pub const MAX_PER_NODE: usize = 1024;
 
-/// Signals waiting for their node's next heartbeat (see the module docs).
-#[derive(Debug, Default)]
-pub struct PendingSignals {
-    any: AtomicBool,
-    by_node: Mutex<HashMap<NodeKey, Vec<SignalContainerRequestProto>>>,
+/// One `SignalContainerRequestProto` for a heartbeat response: `container_id` (1), `command` (2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuedSignal {
+    pub container: ContainerKey,
+    /// A `SignalContainerCommandProto` number.
+    pub command: i32,
 }
 
-impl PendingSignals {
-    pub fn new() -> PendingSignals {
-        PendingSignals::default()
-    }
-
-    /// Queues `signal` for `node`'s next heartbeat response.
-    pub fn push(&self, node: NodeKey, signal: SignalContainerRequestProto) {
-        let mut m = self.by_node.lock().unwrap_or_else(|p| p.into_inner());
-        let q = m.entry(node).or_default();
-        if q.len() >= MAX_PER_NODE {
-            q.remove(0);
+impl QueuedSignal {
+    pub fn new(container: ContainerKey, command: SignalContainerCommandProto) -> QueuedSignal {
+        QueuedSignal {
+            container,
+            command: command as i32,
         }
-        q.push(signal);
-        self.any.store(true, Ordering::Release);
     }
+}
 
-    /// The signals waiting for `node` (its heartbeat response's `containers_to_signal`).
+impl Encode for QueuedSignal {
     #[inline]
-    pub fn take(&self, node: &NodeKey) -> Vec<SignalContainerRequestProto> {
-        if !self.any.load(Ordering::Acquire) {
-            return Vec::new();
+    fn encode<S: Sink>(&self, s: &mut S) {
+        s.message(1, &self.container);
+        s.int32(2, self.command);
+    }
+}
+
+/// The signals waiting for one node's next heartbeat response, in call order.
+#[derive(Debug, Default)]
+pub struct NodeSignals {
+    q: Vec<QueuedSignal>,
+    dropped: u64,
+}
+
+impl NodeSignals {
+    /// Queues `s`; at [`MAX_PER_NODE`] the oldest goes. False if one was dropped.
+    pub fn push(&mut self, s: QueuedSignal) -> bool {
+        let full = self.q.len() >= MAX_PER_NODE;
+        if full {
+            self.q.remove(0);
+            self.dropped += 1;
         }
-        let mut m = self.by_node.lock().unwrap_or_else(|p| p.into_inner());
-        let out = m.remove(node).unwrap_or_default();
-        if m.is_empty() {
-            self.any.store(false, Ordering::Release);
-        }
-        out
+        self.q.push(s);
+        !full
     }
 
-    /// Forgets a node's signals (it left the cluster).
-    pub fn forget(&self, node: &NodeKey) {
-        let _ = self.take(node);
+    /// What the next response carries.
+    #[inline]
+    pub fn pending(&self) -> &[QueuedSignal] {
+        &self.q
+    }
+
+    /// After the response was built: delivered once (its buffer is kept).
+    #[inline]
+    pub fn delivered(&mut self) {
+        self.q.clear();
+    }
+
+    /// Signals dropped at the cap since the node was tracked.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hadoop_wire::pb::hadoop::yarn::SignalContainerCommandProto;
+    use hadoop_wire::pb::hadoop::yarn::SignalContainerRequestProto;
+    use prost::Message;
 
-    fn sig(cmd: SignalContainerCommandProto) -> SignalContainerRequestProto {
-        SignalContainerRequestProto {
-            container_id: Default::default(),
-            command: cmd as i32,
+    fn cid(id: i64) -> ContainerKey {
+        ContainerKey {
+            app: crate::ids::AppKey {
+                cluster_timestamp: 1_700_000_000_000,
+                id: 3,
+            },
+            attempt: 1,
+            id,
         }
     }
 
     #[test]
-    fn signals_wait_for_their_node_and_are_taken_once() {
-        let p = PendingSignals::new();
-        let (a, b) = (NodeKey::new("h1", 1), NodeKey::new("h2", 2));
-        assert!(p.take(&a).is_empty());
-        p.push(
-            a.clone(),
-            sig(SignalContainerCommandProto::OutputThreadDump),
-        );
-        p.push(
-            a.clone(),
-            sig(SignalContainerCommandProto::GracefulShutdown),
-        );
-        assert!(p.take(&b).is_empty());
-        assert_eq!(p.take(&a).len(), 2);
-        assert!(p.take(&a).is_empty());
-        for _ in 0..MAX_PER_NODE + 5 {
-            p.push(
-                b.clone(),
-                sig(SignalContainerCommandProto::ForcefulShutdown),
-            );
+    fn encodes_as_prost_does() {
+        let s = QueuedSignal::new(cid(7), SignalContainerCommandProto::GracefulShutdown);
+        let mut buf = Vec::new();
+        hadoop_wire::writer::write(&mut buf, &s);
+        let want = SignalContainerRequestProto {
+            container_id: cid(7).to_proto(),
+            command: SignalContainerCommandProto::GracefulShutdown as i32,
+        };
+        assert_eq!(buf, want.encode_to_vec());
+    }
+
+    #[test]
+    fn call_order_kept_and_capped_oldest_first() {
+        let mut n = NodeSignals::default();
+        assert!(n.pending().is_empty());
+        for i in 0..MAX_PER_NODE as i64 {
+            assert!(n.push(QueuedSignal::new(
+                cid(i),
+                SignalContainerCommandProto::OutputThreadDump
+            )));
         }
-        assert_eq!(p.take(&b).len(), MAX_PER_NODE);
+        assert!(!n.push(QueuedSignal::new(
+            cid(-1),
+            SignalContainerCommandProto::ForcefulShutdown
+        )));
+        assert_eq!(n.pending().len(), MAX_PER_NODE);
+        assert_eq!(n.pending()[0].container, cid(1));
+        assert_eq!(n.pending().last().unwrap().container, cid(-1));
+        assert_eq!(n.dropped(), 1);
+        n.delivered();
+        assert!(n.pending().is_empty());
     }
 }

@@ -6,7 +6,8 @@
 //!   responseId (`next(request) == last`) → the cached last response, byte for byte; any other
 //!   mismatch → "too far behind": RESYNC, and the node is reset as REBOOTED. Otherwise the
 //!   next responseId `(id + 1) & 0x7FFFFFFF`, NORMAL, `nextHeartBeatInterval`, a pending next
-//!   master key if the node lacks it, and the node's queued cleanups and acknowledgements.
+//!   master key if the node lacks it, and the node's queued cleanups, acknowledgements and
+//!   `signalToContainer` signals ([`ResourceTracker::queue_signal`], [`crate::signals`]).
 //!   The `NodeStatusProto` bytes go to the node's shard as one STATUS_UPDATE
 //!   ([`crate::mailbox`]); the response is encoded into the node's cached-response buffer and
 //!   copied to the caller's. Nothing is allocated in steady state.
@@ -44,6 +45,7 @@ use crate::master_key::{Entropy, KeyRoller, MasterKey};
 use crate::metrics::TrackerMetrics;
 use crate::node::{OutItem, ResetKind};
 use crate::response::HeartbeatResponse;
+use crate::signals::{NodeSignals, QueuedSignal};
 use crate::version::check_nm_version;
 use crate::{Error, RmConfig};
 
@@ -104,6 +106,8 @@ pub struct TrackedNode {
     acks: Vec<ContainerKey>,
     apps_to_cleanup: Vec<AppKey>,
     containers_to_cleanup: Vec<ContainerKey>,
+    /// `signalToContainer` signals for the next response ([`crate::signals`]).
+    signals: NodeSignals,
 }
 
 impl TrackedNode {
@@ -112,6 +116,10 @@ impl TrackedNode {
     }
     pub fn last_seen_ms(&self) -> u64 {
         self.last_seen_ms
+    }
+    /// Signals waiting for the next response (`containers_to_signal`).
+    pub fn queued_signals(&self) -> &[QueuedSignal] {
+        self.signals.pending()
     }
     /// Items queued for the next response.
     pub fn queued(&self) -> (usize, usize, usize) {
@@ -374,6 +382,9 @@ impl ResourceTracker {
         let n = &mut self.shards[shard][local as usize];
         if n.membership == Membership::Active {
             n.membership = to;
+            // Its containers are released; Java's RMNodeImpl takes signals only while the
+            // node is RUNNING or UNHEALTHY.
+            n.signals.delivered();
             self.active -= 1;
             self.by_membership[Membership::Active as usize] -= 1;
             self.by_membership[to as usize] += 1;
@@ -391,6 +402,27 @@ impl ResourceTracker {
             self.departed
                 .push(self.shards[shard][local as usize].id.clone());
         }
+    }
+
+    /// `signalToContainer`: queues `signal` for `node`'s next heartbeat response (Java's
+    /// `RMNodeSignalContainerEvent`, taken while the node is RUNNING or UNHEALTHY). False if
+    /// the node is not active here (the signal is dropped, as Java's other node states do).
+    pub fn queue_signal(&mut self, node: &NodeKey, signal: QueuedSignal) -> bool {
+        let Some(&(s, l)) = self.by_id.get(node) else {
+            return false;
+        };
+        let n = &mut self.shards[s][l as usize];
+        if n.membership != Membership::Active {
+            return false;
+        }
+        if !n.signals.push(signal) {
+            tracing::warn!(
+                "more than {} signals wait for node {}; the oldest was dropped",
+                crate::signals::MAX_PER_NODE,
+                n.id
+            );
+        }
+        true
     }
 
     /// `nodeHeartbeat`. `out` receives the `NodeHeartbeatResponseProto` body.
@@ -534,12 +566,16 @@ impl ResourceTracker {
             next_heartbeat_interval_ms: Some(self.cfg.heartbeat_interval_ms as i64),
             diagnostics: None,
             containers_to_be_removed_from_nm: &node.acks,
+            containers_to_signal: node.signals.pending(),
         }
         .encode(&mut node.last_response);
         node.last_response_id = next;
         node.containers_to_cleanup.clear();
         node.apps_to_cleanup.clear();
         node.acks.clear();
+        // Java's RMNodeImpl: the whole list goes in this response and is cleared (a duplicate
+        // heartbeat gets the cached bytes, so the same signals, as in Java).
+        node.signals.delivered();
         out.extend_from_slice(&node.last_response);
         Ok(HeartbeatOutcome::Normal { shard: s, node: l })
     }
@@ -629,6 +665,7 @@ impl ResourceTracker {
                     acks: Vec::new(),
                     apps_to_cleanup: Vec::new(),
                     containers_to_cleanup: Vec::new(),
+                    signals: NodeSignals::default(),
                 });
                 self.by_id.insert(key.clone(), (s, l));
                 self.by_membership[Membership::Lost as usize] += 1;

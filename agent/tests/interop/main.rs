@@ -34,3 +34,4 @@ mod rm_ha_three;
 mod rm_interop_java_nm;
 mod rm_mr_jobs;
 mod rm_recovery_java_nm;
+mod rm_signal_cli;

@@ -28,4 +28,5 @@ mod mr_container;
 mod resources;
 mod rm_keep_containers;
 mod rm_resync;
+mod rm_signals;
 mod shuffle_aux;

@@ -784,3 +784,111 @@ fn a_reregistration_carries_each_containers_token_fields() {
     let s2 = by_id(2);
     assert_eq!((s2.version, s2.allocation_request_id), (None, None));
 }
+
+#[test]
+fn signals_and_updates_are_read_counted_and_handed_over_once() {
+    use hadoop_wire::pb::hadoop::yarn::{
+        ContainerProto, ResourceProto, SignalContainerCommandProto as Cmd,
+        SignalContainerRequestProto,
+    };
+    let mut u = updater();
+    let mut t = ContainerTable::new(100);
+    registered(&mut u, &mut t);
+    let sig = |n: i64, c: Cmd| SignalContainerRequestProto {
+        container_id: wire::container_id_proto(&cid(n)),
+        command: c as i32,
+    };
+    // An 3.5.0 ContainerProto: allocation_tags (10) and, by hand, exposed_ports (11).
+    let update = ContainerProto {
+        id: Some(cid(2).to_proto()),
+        resource: Some(ResourceProto {
+            memory: Some(512),
+            virtual_cores: Some(1),
+            resource_value_map: Vec::new(),
+        }),
+        execution_type: Some(1),
+        version: Some(3),
+        allocation_tags: vec!["tag".into()],
+        ..Default::default()
+    };
+    let mut update_bytes = update.encode_to_vec();
+    update_bytes.extend_from_slice(&[0x5a, 2, b'{', b'}']);
+    let mut resp = NodeHeartbeatResponseProto {
+        containers_to_signal: vec![
+            sig(1, Cmd::OutputThreadDump),
+            sig(2, Cmd::GracefulShutdown),
+            sig(1, Cmd::ForcefulShutdown),
+        ],
+        containers_to_decrease: vec![update.clone()],
+        ..hb(1)
+    }
+    .encode_to_vec();
+    // field 17, length, the ContainerProto with field 11
+    resp.push(0x8a);
+    resp.push(0x01);
+    resp.push(update_bytes.len() as u8);
+    resp.extend_from_slice(&update_bytes);
+
+    u.heartbeat_request(&mut t, &NodeHealth::default()).unwrap();
+    u.on_heartbeat_response(&resp, &mut t, 10).unwrap();
+    assert_eq!(
+        u.rm_orders(),
+        RmOrders {
+            signals: 3,
+            updates: 1,
+            decreases: 1
+        }
+    );
+    assert_eq!(u.stats().containers_to_signal, 3);
+    assert_eq!(u.stats().containers_to_update, 2);
+    let r = wire::HeartbeatResponse::parse(&resp).unwrap();
+    let got: Vec<_> = r
+        .containers_to_signal()
+        .map(|s| s.map(|s| (s.container, s.command)))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![
+            (cid(1), Cmd::OutputThreadDump as i32),
+            (cid(2), Cmd::GracefulShutdown as i32),
+            (cid(1), Cmd::ForcefulShutdown as i32)
+        ]
+    );
+    let up: Vec<_> = r.containers_to_update().collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        up,
+        vec![wire::ContainerUpdate {
+            container: cid(2),
+            resource: Some(Resource {
+                memory_mb: 512,
+                vcores: 1
+            }),
+            execution_type: Some(1),
+            version: Some(3),
+        }]
+    );
+    assert_eq!(r.containers_to_decrease().count(), 1);
+
+    // The next ordinary response hands over nothing.
+    u.heartbeat_request(&mut t, &NodeHealth::default()).unwrap();
+    u.on_heartbeat_response(&hb(2).encode_to_vec(), &mut t, 20)
+        .unwrap();
+    assert_eq!(u.rm_orders(), RmOrders::default());
+    assert!(!u.rm_orders().any());
+    assert_eq!(u.stats().containers_to_signal, 3);
+
+    // A malformed signal (no command; a container id that is not a message) is an error and
+    // leaves the heartbeat outstanding, like the other lists.
+    u.heartbeat_request(&mut t, &NodeHealth::default()).unwrap();
+    let mut bad = hb(3).encode_to_vec();
+    bad.extend_from_slice(&[0x6a, 0]); // field 13, empty: no container id, no command
+    assert!(u.on_heartbeat_response(&bad, &mut t, 30).is_err());
+    let mut bad = hb(3).encode_to_vec();
+    bad.extend_from_slice(&[0x68, 1]); // field 13 as a varint
+    assert!(u.on_heartbeat_response(&bad, &mut t, 30).is_err());
+    assert!(u.heartbeat_outstanding());
+    u.on_heartbeat_response(&hb(3).encode_to_vec(), &mut t, 30)
+        .unwrap();
+    assert_eq!(u.rm_orders(), RmOrders::default());
+}

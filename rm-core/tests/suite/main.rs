@@ -23,6 +23,7 @@ mod rm_delegation;
 mod robustness;
 mod sasl_tokens;
 mod service;
+mod signals;
 mod steady;
 mod token_renewer;
 mod tracker;
