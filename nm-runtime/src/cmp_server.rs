@@ -145,6 +145,12 @@ pub fn register(
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let shared = shared_of(&s)?;
             let req: SignalContainerRequestProto = decode(call)?;
+            // Safer than Java: only the container's own application may signal it.
+            nm_core::container_manager::ContainerManager::authorize_signal(
+                call.token_identifier,
+                &req,
+            )
+            .map_err(failure)?;
             let sig = lock(&shared.cm).signal(&req);
             match sig {
                 Some((id, sig)) => l.send(LaunchCommand::Signal(id, sig)),

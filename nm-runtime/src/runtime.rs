@@ -79,6 +79,14 @@ use nm_core::table::CleanupReason;
 /// `hotpath container --socket`).
 pub const DEFAULT_CONTROL_SOCKET: &str = "/tmp/hotpath-agent.sock";
 
+/// Connections of one IPC server still in their handshake (SASL, connection context) at
+/// once; a new one over it closes the oldest. Java's NodeManager has no such limit (its
+/// `ipc.server.max.connections` is 0 by default): a flood there is bounded by file descriptors.
+pub const HANDSHAKE_BUDGET: usize = 1024;
+/// Time a peer has from connect to its connection context (a DIGEST-MD5 or Kerberos
+/// negotiation takes milliseconds).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Why the agent ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExitReason {
@@ -184,7 +192,12 @@ impl Agent {
             },
             recv_buf_size: 16 * 1024,
             recv_bufs: 8,
+            // Callers that finished SASL and sent their connection context; peers still in
+            // their handshake have their own budget (the oldest is closed to make room) and
+            // a deadline, so a flood of idle or slow sockets never refuses an AM or the RM.
             max_connections: 256,
+            max_handshaking: HANDSHAKE_BUDGET,
+            handshake_timeout: Some(HANDSHAKE_TIMEOUT),
             thread_names: ring_cpu
                 .map(|c| vec![format!("hp-{name}-{c}")])
                 .unwrap_or_default(),
