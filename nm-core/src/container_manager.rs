@@ -577,6 +577,13 @@ impl ContainerManager {
         );
     }
 
+    /// A container start of a previous run, from the started-token store (NM recovery): a
+    /// replay of its token is refused as a relaunch until the token expires.
+    pub fn restore_started(&mut self, expiry_ms: i64, id: ContainerId, now_wall_ms: i64) {
+        self.container_tokens
+            .restore_start(expiry_ms, id, now_wall_ms);
+    }
+
     /// The launcher started the container's process.
     pub fn launched(&mut self, id: &ContainerId) {
         if let Some(m) = self.managed.get_mut(id) {

@@ -224,6 +224,21 @@ impl Agent {
         let shuffle_jobs = cfg.nm.shuffle.as_ref().map(|_| {
             crate::shuffle::Jobs::new(cfg.nm.recovery.then(|| cfg.health.local_dirs.clone()))
         });
+        // NM recovery: the started container tokens of earlier runs (Java's state store keeps
+        // them), so that a replayed start of a container that already ran is refused.
+        let (token_store, started_tokens) = match (cfg.nm.recovery, cfg.health.local_dirs.first()) {
+            (true, Some(dir)) => {
+                let (store, entries) = crate::token_store::TokenStore::open(dir, wall_ms())
+                    .map_err(|e| {
+                        Error::from(ConfigError::Invalid(format!(
+                            "the started container token store under {}: {e}",
+                            dir.display()
+                        )))
+                    })?;
+                (Some(Arc::new(std::sync::Mutex::new(store))), entries)
+            }
+            _ => (None, Vec::new()),
+        };
         let cmp_server = {
             let mut reg = Registry::new();
             crate::cmp_server::register(
@@ -231,6 +246,7 @@ impl Agent {
                 shared_slot.clone(),
                 launcher.clone(),
                 shuffle_jobs.clone(),
+                token_store,
             );
             let auth = ServerAuth::new(
                 AuthMethod::Token,
@@ -315,7 +331,7 @@ impl Agent {
         if shuffle_jobs.is_some() && aux_services.is_empty() {
             aux_services.push(crate::shuffle::SERVICE_ID.to_string());
         }
-        let cm = ContainerManager::new(
+        let mut cm = ContainerManager::new(
             ManagerConfig {
                 node: NodeId::new(identity.host.clone(), identity.port),
                 aux_services,
@@ -323,6 +339,16 @@ impl Agent {
             },
             nm_tokens,
         );
+        let now_wall = wall_ms();
+        for (id, expiry) in &started_tokens {
+            cm.restore_started(*expiry, *id, now_wall);
+        }
+        if !started_tokens.is_empty() {
+            tracing::info!(
+                "recovery: {} started container token(s) remembered",
+                started_tokens.len()
+            );
+        }
         let shared = Arc::new(Shared::with_manager(identity.clone(), cm, table));
         // mapreduce_shuffle listens before the node registers (a reducer told of a port that
         // does not accept yet retries for minutes), with the jobs a previous run recorded.

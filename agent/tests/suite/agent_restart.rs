@@ -258,3 +258,66 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
     a3.stop();
     a3.join();
 }
+
+/// Issue 35: a container token replayed after a restart under recovery, for a container that
+/// already ran, is refused as Java's NodeManager refuses it (its state store keeps started
+/// tokens); the agent used to run the container again. The first run is stopped as `kill -9`
+/// leaves it (the store is written before the start is answered).
+#[test]
+fn a_replayed_container_token_is_refused_after_a_restart_with_recovery() {
+    let cluster = Cluster::start(DemoConfig {
+        agents: 0,
+        heartbeat_ms: 120_000,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind((IP, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rm = cluster.rm_addr();
+    let a1 = start_agent(config(rm, dir.path(), port, true));
+    let c = container(7);
+    let req = StartContainersRequestProto {
+        start_container_request: vec![Minter::new(&a1, "root").start_request(
+            c,
+            &a1.node_id(),
+            now_ms() + 600_000,
+            "exit 0",
+        )],
+    };
+    let r: StartContainersResponseProto = call(&client(&a1), cmp::START_CONTAINERS, &req).unwrap();
+    assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
+    wait_for("ran", Duration::from_secs(20), || {
+        completion(&a1, c).is_some_and(|x| x.0 == ContainerState::Complete)
+    });
+    a1.stop();
+    a1.join();
+    let a2 = start_agent(config(rm, dir.path(), port, true));
+    let r: StartContainersResponseProto = call(&client(&a2), cmp::START_CONTAINERS, &req).unwrap();
+    assert!(
+        r.succeeded_requests.is_empty(),
+        "the replay was accepted: {r:?}"
+    );
+    let m = r.failed_requests[0]
+        .exception
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(
+        m.contains(&format!(
+            "Attempt to relaunch the same container with id {c}."
+        )),
+        "{m}"
+    );
+    assert_ne!(
+        a2.shared().cm.lock().unwrap().stage(&c),
+        Some(Stage::Launched)
+    );
+    a2.stop();
+    a2.join();
+}
