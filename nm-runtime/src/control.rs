@@ -678,6 +678,19 @@ mod tests {
 
     const CID: &str = "container_1700000000000_0001_01_000002";
 
+    /// Waits until `pid` has finished exec'ing `sleep` (a spawn returns when the new image
+    /// is mapped, possibly before its environment is laid out).
+    fn exec_done(pid: i32, with_env: bool) {
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n"
+            || with_env
+                && std::fs::read(format!("/proc/{pid}/environ")).map_or(true, |e| e.is_empty())
+        {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{pid} did not exec");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn me() -> (i32, u32) {
         (
             std::process::id() as i32,
@@ -697,6 +710,7 @@ mod tests {
             .env("CONTAINER_ID", CID)
             .spawn()
             .unwrap();
+        exec_done(c.id() as i32, true);
         let why = refuse_peer(c.id() as i32, uid, pid, uid).expect("refused");
         assert!(why.contains("container's environment"), "{why}");
         // Its child with an emptied environment: the ancestor gives it away.
@@ -712,13 +726,7 @@ mod tests {
             .unwrap();
         let grandchild: i32 = line.trim().parse().unwrap();
         // `$!` is known before the fork has exec'd `env -i sleep`: wait for the sleep.
-        let t0 = std::time::Instant::now();
-        while std::fs::read_to_string(format!("/proc/{grandchild}/comm")).unwrap_or_default()
-            != "sleep\n"
-        {
-            assert!(t0.elapsed() < Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        exec_done(grandchild, false);
         let env = std::fs::read(format!("/proc/{grandchild}/environ")).unwrap();
         assert!(!env.windows(13).any(|w| w == b"CONTAINER_ID="));
         let why = refuse_peer(grandchild, uid, pid, uid).expect("refused");
@@ -729,6 +737,7 @@ mod tests {
             .env_remove("CONTAINER_ID")
             .spawn()
             .unwrap();
+        exec_done(tool.id() as i32, true);
         assert_eq!(refuse_peer(tool.id() as i32, uid, pid, uid), None);
         // The agent itself, and root's tools.
         assert_eq!(refuse_peer(pid, uid, pid, uid), None);
