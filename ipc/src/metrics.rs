@@ -14,7 +14,9 @@
 //! way, calling [`metrics_response`] first so `/metrics` stays). Other methods get 405, a
 //! malformed request line 400, unknown paths 404. It is std::net, one request per
 //! connection (`Connection: close`), with a 2 s deadline and an 8 KiB cap on the request head
-//! (431 beyond), so a slow or hostile client costs a socket for two seconds at most. Answers
+//! (431 beyond), so a slow or hostile client costs a socket for two seconds at most; at
+//! [`MAX_HTTP_CONNS`] a new connection closes the one waiting longest for its head, so slow
+//! requests cannot keep real ones out. Answers
 //! are written without blocking, a bounded number of bytes per poll; a body may name a file
 //! range ([`BodyPart::File`]), read 64 KiB at a time, so a large file is never held in
 //! memory. It is polled from a housekeeping loop or given a thread of its own
@@ -521,12 +523,15 @@ struct Conn {
 pub struct MetricsHttp {
     listener: TcpListener,
     conns: Vec<Conn>,
+    /// Connections closed unanswered to make room (see [`MetricsHttp::poll_with`]).
+    evicted: u64,
 }
 
 /// Longest request head read (bytes); a longer one is answered 431 and closed.
 pub const MAX_REQUEST: usize = 8192;
-/// Connections served at once by [`MetricsHttp::poll_with`]; more are closed at accept.
-const MAX_HTTP_CONNS: usize = 32;
+/// Connections held at once by [`MetricsHttp::poll_with`]; a new one over it closes the one
+/// that has waited longest for its request head.
+pub const MAX_HTTP_CONNS: usize = 128;
 /// Time a client has to send its request head.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 /// Time a client may take no bytes of its answer before it is dropped.
@@ -544,7 +549,13 @@ impl MetricsHttp {
         Ok(Self {
             listener,
             conns: Vec::new(),
+            evicted: 0,
         })
+    }
+
+    /// Connections closed before their request head was complete to make room for new ones.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
     }
 
     /// The address it listens on.
@@ -568,8 +579,27 @@ impl MetricsHttp {
         let mut busy = false;
         while let Ok((s, _)) = self.listener.accept() {
             busy = true;
-            if self.conns.len() >= MAX_HTTP_CONNS || s.set_nonblocking(true).is_err() {
+            if s.set_nonblocking(true).is_err() {
                 continue;
+            }
+            if self.conns.len() >= MAX_HTTP_CONNS {
+                // Full: the connection that has waited longest for its request head goes, so
+                // that slow or half-sent requests cannot keep new ones out. When every
+                // connection is being answered, the new one waits for none and is dropped.
+                let oldest = self
+                    .conns
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.out.is_none())
+                    .min_by_key(|(_, c)| c.since)
+                    .map(|(i, _)| i);
+                match oldest {
+                    Some(i) => {
+                        self.evicted += 1;
+                        self.conns.swap_remove(i);
+                    }
+                    None => continue,
+                }
             }
             self.conns.push(Conn {
                 s,
@@ -596,10 +626,12 @@ impl MetricsHttp {
                             c.since = Instant::now();
                         }
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        done = c.since.elapsed() > REQUEST_DEADLINE;
-                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                     Err(_) => done = true,
+                }
+                // The deadline holds however the head trickles in (a byte per poll too).
+                if c.out.is_none() && c.since.elapsed() > REQUEST_DEADLINE {
+                    done = true;
                 }
             }
             if let Some(out) = &mut c.out {
@@ -988,5 +1020,71 @@ mod tests {
         let v = t.join().unwrap();
         assert!(v.starts_with(b"HTTP/1.0 200 OK\r\n"));
         assert!(v.ends_with(&big), "{} bytes", v.len());
+    }
+
+    /// 200 half-sent requests (a request line, never the blank line) hold every place; real
+    /// GETs that come after them are answered, each closing the oldest unfinished one. With
+    /// the old policy (extras dropped at accept) none of the real GETs got an answer.
+    #[test]
+    fn half_sent_requests_do_not_starve_real_ones() {
+        let mut h = MetricsHttp::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = h.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut slow = Vec::new();
+            for _ in 0..200 {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    .unwrap();
+                slow.push(s);
+            }
+            let mut answers = Vec::new();
+            for _ in 0..10 {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+                let mut v = Vec::new();
+                let _ = s.read_to_end(&mut v);
+                answers.push(v);
+            }
+            drop(slow);
+            answers
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !t.is_finished() && Instant::now() < deadline {
+            h.poll(|| "m 1\n".to_string());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let answers = t.join().unwrap();
+        let ok = answers
+            .iter()
+            .filter(|v| v.starts_with(b"HTTP/1.0 200 OK\r\n") && v.ends_with(b"m 1\n"))
+            .count();
+        assert_eq!(ok, 10, "{ok}/10 real GETs answered");
+        assert!(h.evicted() > 0, "{}", h.evicted());
+    }
+
+    /// A head sent a byte at a time still meets the 2 s deadline.
+    #[test]
+    fn a_trickled_head_is_cut_at_the_deadline() {
+        let mut h = MetricsHttp::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = h.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let t0 = Instant::now();
+            for b in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+                if s.write_all(&[*b]).is_err() || t0.elapsed() > Duration::from_secs(20) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            t0.elapsed()
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !t.is_finished() && Instant::now() < deadline {
+            h.poll(String::new);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let took = t.join().unwrap();
+        assert!(took < Duration::from_secs(10), "closed after {took:?}");
     }
 }

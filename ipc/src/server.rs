@@ -1027,6 +1027,11 @@ impl Session for ServerConn {
             && self.core.epos == self.core.egress.len()
             && self.core.ends.is_empty()
     }
+
+    /// Authenticated (SASL SUCCESS or SIMPLE) and the connection context read.
+    fn established(&self) -> bool {
+        self.core.phase == Phase::Ready
+    }
 }
 
 fn quote(s: &str) -> &str {

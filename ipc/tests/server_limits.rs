@@ -20,6 +20,7 @@ use hadoop_wire::pb::hadoop::common::rpc_response_header_proto::{
     RpcErrorCodeProto, RpcStatusProto,
 };
 use ipc::buffer_protocol as bench;
+use ipc::client::Client;
 use ipc::transport::PoolConfig;
 use server_support::*;
 
@@ -286,6 +287,98 @@ fn the_outstanding_call_limit_holds_back_pipelined_calls() {
         }
         let m = srv.metrics();
         assert!(m.transport.backpressure_pauses > 0, "{m:?}");
+        srv.shutdown();
+    });
+}
+
+/// 300 idle connections that never finish their handshake (no preamble at all, or a preamble
+/// without a connection context) against a server with room for 16 callers and 64
+/// handshakes: the oldest handshakes are closed to make room, and a real caller that arrives
+/// after them is served at once. Without the handshake budget the 300 idle peers hold every
+/// `max_connections` slot and the caller is refused (the "connection reset" of issue 35).
+#[test]
+fn idle_unauthenticated_peers_do_not_refuse_a_real_caller() {
+    let _g = serial();
+    for_each_backend(|b| {
+        let srv = start(b, bench_registry(), |c| {
+            c.transport.max_connections = 16;
+            c.transport.max_handshaking = 64;
+            c.transport.handshake_timeout = Some(Duration::from_secs(30));
+        });
+        let addr = srv.local_addr();
+        let mut idle = Vec::new();
+        for i in 0..300 {
+            if i % 2 == 0 {
+                idle.push(TcpStream::connect(addr).unwrap());
+            } else {
+                let mut s = TcpStream::connect(addr).unwrap();
+                let mut p = Vec::new();
+                hadoop_wire::encode::preamble(&mut p, 0);
+                s.write_all(&p).unwrap();
+                idle.push(s);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while srv.metrics().transport.accepted < 300 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let m = srv.metrics().transport;
+        assert_eq!(m.accepted, 300, "{m:?}");
+        assert!(m.handshaking <= 64, "{m:?}");
+        assert!(m.handshake_evicted >= 300 - 64, "{m:?}");
+        // A real caller, then 15 more (the whole max_connections), all served.
+        let t0 = Instant::now();
+        let callers: Vec<_> = (0..16).map(|_| client(addr)).collect();
+        for c in &callers {
+            get_buffer_checked(c, 1000);
+        }
+        eprintln!(
+            "{b:?}: 16 callers served in {:?} after 300 idle peers",
+            t0.elapsed()
+        );
+        let m = srv.metrics().transport;
+        assert_eq!(m.refused, 0, "{m:?}");
+        // A 17th established caller is over max_connections: refused once it finishes its
+        // handshake (the limit still holds for authenticated callers).
+        let extra = Client::new(
+            addr,
+            ipc::client::ClientConfig {
+                call_timeout: Duration::from_secs(5),
+                ..client_config()
+            },
+        );
+        assert!(extra
+            .call(bench::GET_BUFFER, &get_buffer_request(10))
+            .is_err());
+        assert!(srv.metrics().transport.refused >= 1);
+        drop(idle);
+        srv.shutdown();
+    });
+}
+
+/// A connection that does not finish its handshake within `handshake_timeout` is closed, even
+/// though the idle timeout is far away; an established one is not.
+#[test]
+fn an_unfinished_handshake_is_closed_after_the_handshake_timeout() {
+    let _g = serial();
+    for_each_backend(|b| {
+        let srv = start(b, bench_registry(), |c| {
+            c.transport.max_handshaking = 64;
+            c.transport.handshake_timeout = Some(Duration::from_millis(300));
+            c.transport.idle_timeout = Some(Duration::from_secs(120));
+        });
+        let addr = srv.local_addr();
+        let mut half = raw_connect(addr, false);
+        let busy = client(addr);
+        get_buffer_checked(&busy, 10);
+        let t0 = Instant::now();
+        assert!(closed_by_server(&mut half));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(500));
+        get_buffer_checked(&busy, 10);
+        let m = srv.metrics().transport;
+        assert!(m.handshake_expired >= 1, "{m:?}");
+        assert_eq!(m.handshaking, 0, "{m:?}");
         srv.shutdown();
     });
 }

@@ -638,6 +638,13 @@ impl ContainerManager {
         self.managed.get(id)?.token_fields.as_ref()
     }
 
+    /// A container start of a previous run, from the started-token store (NM recovery): a
+    /// replay of its token is refused as a relaunch until the token expires.
+    pub fn restore_started(&mut self, expiry_ms: i64, id: ContainerId, now_wall_ms: i64) {
+        self.container_tokens
+            .restore_start(expiry_ms, id, now_wall_ms);
+    }
+
     /// The launcher started the container's process.
     pub fn launched(&mut self, id: &ContainerId) {
         if let Some(m) = self.managed.get_mut(id) {
@@ -699,8 +706,16 @@ impl ContainerManager {
                 continue;
             };
             self.stats.stops += 1;
-            let in_context = table.get(&id).map(|c| c.state);
-            match in_context {
+            // Java's order: the NMToken's application is checked first, whether or not the
+            // container exists, so another application's caller learns nothing of what runs
+            // here (the same answer for a real and a made-up container id).
+            if let Err(m) = Self::authorize_get_stop(&nm, &id, "stop") {
+                out.response
+                    .failed_requests
+                    .push(failed(&id, exception::YARN, &m));
+                continue;
+            }
+            match table.get(&id).map(|c| c.state) {
                 None => {
                     if self.is_recently_stopped(&id, now_wall_ms) {
                         out.response
@@ -715,12 +730,6 @@ impl ContainerManager {
                     }
                 }
                 Some(state) => {
-                    if let Err(m) = Self::authorize_get_stop(&nm, &id, "stop") {
-                        out.response
-                            .failed_requests
-                            .push(failed(&id, exception::YARN, &m));
-                        continue;
-                    }
                     if state != ContainerState::Complete {
                         if let Some(k) = self.request_kill(&id, KillReason::ByAppMaster) {
                             out.kills.push((id, k));
@@ -762,12 +771,13 @@ impl ContainerManager {
             let Some(id) = container_from_proto(p) else {
                 continue;
             };
+            // As for stop: authorization before existence (no oracle).
+            if let Err(m) = Self::authorize_get_stop(&nm, &id, "get status for") {
+                out.failed_requests.push(failed(&id, exception::YARN, &m));
+                continue;
+            }
             match table.get(&id) {
                 Some(c) => {
-                    if let Err(m) = Self::authorize_get_stop(&nm, &id, "get status for") {
-                        out.failed_requests.push(failed(&id, exception::YARN, &m));
-                        continue;
-                    }
                     let mut s = container_status_proto(c);
                     if s.diagnostics.is_none() {
                         s.diagnostics = Some(String::new());
@@ -788,6 +798,21 @@ impl ContainerManager {
             }
         }
         Ok(out)
+    }
+
+    /// `signalToContainer`'s authorization, which Java does not have (any holder of an NMToken
+    /// can signal any container on the node there): the NMToken's application must be the
+    /// container's, else the call fails with `"<attempt> attempted to signal
+    /// non-application container : <cid>"`, the same for a real or a made-up id.
+    pub fn authorize_signal(
+        identifier: Option<&[u8]>,
+        req: &SignalContainerRequestProto,
+    ) -> Result<(), CallFailure> {
+        let nm = Self::nm_token(identifier)?;
+        let Some(id) = container_from_proto(&req.container_id) else {
+            return Ok(());
+        };
+        Self::authorize_get_stop(&nm, &id, "signal").map_err(CallFailure::yarn)
     }
 
     /// `signalToContainer`: the signal for a launched container; nothing for others (Java

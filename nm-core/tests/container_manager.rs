@@ -6,8 +6,9 @@ use std::sync::{Arc, RwLock};
 
 use hadoop_wire::pb::hadoop::yarn::{
     ContainerLaunchContextProto, ContainerTokenIdentifierProto, GetContainerStatusesRequestProto,
-    PriorityProto, ResourceProto, StartContainerRequestProto, StartContainersRequestProto,
-    StopContainersRequestProto, StringBytesMapProto,
+    PriorityProto, ResourceProto, SignalContainerCommandProto, SignalContainerRequestProto,
+    StartContainerRequestProto, StartContainersRequestProto, StopContainersRequestProto,
+    StringBytesMapProto,
 };
 use hadoop_wire::token::identifier::{ContainerTokenIdentifier, NmTokenIdentifier, NodeId};
 use hadoop_wire::token::secret::{MasterKey, MasterKeys, NmTokenSecretManager};
@@ -513,6 +514,85 @@ fn another_applications_token_cannot_stop_or_read_a_container() {
         .unwrap();
     assert!(s.status.is_empty());
     assert_eq!(s.failed_requests.len(), 1);
+}
+
+/// The existence oracle of issue 35 is closed: another application's caller gets the same
+/// authorization error (Java's text) for a container that runs here and for a made-up id,
+/// for stop, status and signal (signal is checked at all only here: Java lets any NMToken
+/// holder signal any container).
+#[test]
+fn another_applications_caller_cannot_tell_real_from_made_up_containers() {
+    let mut w = world();
+    let user = attempt(1).to_string();
+    let nm1 = nm_token(&w, attempt(1));
+    let real = cid(1, 1);
+    let r = start_req(&w, &ct(real), Default::default());
+    start(&mut w, &nm1, &user, vec![r]).unwrap();
+    let made_up = cid(1, 77);
+    let nm2 = nm_token(&w, attempt(2));
+    let message = |e: &hadoop_wire::pb::hadoop::yarn::ContainerExceptionMapProto| {
+        e.exception.as_ref().unwrap().message.clone().unwrap()
+    };
+    for c in [real, made_up] {
+        let stop = StopContainersRequestProto {
+            container_id: vec![container_id_proto(&c)],
+        };
+        let o =
+            w.cm.stop_containers(Some(&nm2), &stop, NOW, &mut w.table)
+                .unwrap();
+        assert!(o.kills.is_empty());
+        assert_eq!(
+            message(&o.response.failed_requests[0]),
+            format!(
+                "{} attempted to stop non-application container : {c}",
+                attempt(2)
+            )
+        );
+        let s =
+            w.cm.get_statuses(
+                Some(&nm2),
+                &GetContainerStatusesRequestProto {
+                    container_id: vec![container_id_proto(&c)],
+                },
+                NOW,
+                &w.table,
+            )
+            .unwrap();
+        assert_eq!(
+            message(&s.failed_requests[0]),
+            format!(
+                "{} attempted to get status for non-application container : {c}",
+                attempt(2)
+            )
+        );
+        let sig = SignalContainerRequestProto {
+            container_id: container_id_proto(&c),
+            command: SignalContainerCommandProto::GracefulShutdown as i32,
+        };
+        let e = ContainerManager::authorize_signal(Some(&nm2), &sig).unwrap_err();
+        assert_eq!(e.class, exception::YARN);
+        assert_eq!(
+            e.message,
+            format!(
+                "{} attempted to signal non-application container : {c}",
+                attempt(2)
+            )
+        );
+        // The owner may signal (and is told nothing new about a made-up id either).
+        ContainerManager::authorize_signal(Some(&nm1), &sig).unwrap();
+    }
+    // The owner still gets Java's "not handled" for its own made-up id.
+    let o =
+        w.cm.stop_containers(
+            Some(&nm1),
+            &StopContainersRequestProto {
+                container_id: vec![container_id_proto(&made_up)],
+            },
+            NOW,
+            &mut w.table,
+        )
+        .unwrap();
+    assert!(message(&o.response.failed_requests[0]).ends_with("is not handled by this NodeManager"));
 }
 
 #[test]

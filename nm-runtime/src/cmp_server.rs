@@ -60,6 +60,7 @@ pub fn register(
     slot: Arc<OnceLock<Arc<Shared>>>,
     launcher: LauncherHandle,
     shuffle_jobs: Option<crate::shuffle::Jobs>,
+    token_store: Option<Arc<std::sync::Mutex<crate::token_store::TokenStore>>>,
 ) {
     let (s, l) = (slot.clone(), launcher.clone());
     reg.register(
@@ -80,6 +81,21 @@ pub fn register(
                     .map_err(failure)?
             };
             let stamps = stamps.accept();
+            // NM recovery: each accepted start is stored before it is answered (Java's
+            // storeContainerToken), so a restarted agent refuses its replay.
+            if let Some(store) = &token_store {
+                let mut store = lock(store);
+                let now = wall_ms();
+                for order in &outcome.launches {
+                    if let Err(e) = store.started(&order.id, order.token_expiry_ms, now) {
+                        tracing::error!(
+                            "storing the started token of {} in {}: {e}",
+                            order.id,
+                            store.path().display()
+                        );
+                    }
+                }
+            }
             if let Some(jobs) = &shuffle_jobs {
                 for order in &outcome.launches {
                     for sd in &order.context.service_data {
@@ -145,6 +161,12 @@ pub fn register(
         move |call: &Call<'_>, reply: &mut Reply<'_, '_>| {
             let shared = shared_of(&s)?;
             let req: SignalContainerRequestProto = decode(call)?;
+            // Safer than Java: only the container's own application may signal it.
+            nm_core::container_manager::ContainerManager::authorize_signal(
+                call.token_identifier,
+                &req,
+            )
+            .map_err(failure)?;
             let sig = lock(&shared.cm).signal(&req);
             match sig {
                 Some((id, sig)) => l.send(LaunchCommand::Signal(id, sig)),

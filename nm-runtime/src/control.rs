@@ -24,6 +24,14 @@
 //!
 //! Limits: lines over [`MAX_LINE`] bytes and more than [`MAX_CONNS`] connections are refused;
 //! a connection whose unsent output passes [`MAX_OUTPUT`] (a watcher not reading) is closed.
+//!
+//! Who may connect: the socket file is mode 0600 (its directory, when the agent makes it,
+//! 0700), and every peer's credentials (`SO_PEERCRED`) are checked at accept
+//! ([`refuse_peer`]): another uid than the agent's (or root) is refused, and so is any process
+//! of a container: the peer or one of its ancestors up to the agent carries a container's
+//! launch environment (`CONTAINER_ID`) or sits in a container's cgroup. A refused peer gets
+//! one line, `{"ok":false,"error":"..."}`, and is closed. The `localize` request reads HDFS
+//! with the agent's own login, and `complete` ends containers: neither is for containers.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
@@ -96,6 +104,76 @@ pub struct ControlServer {
     owners: HashMap<ContainerId, u64>,
     default_resource: Resource,
     localizer: Localizer,
+    own_pid: i32,
+    own_uid: u32,
+    /// Peers refused by [`refuse_peer`].
+    refused: u64,
+}
+
+/// Ancestors looked at above a control-socket peer (a deeper chain is refused).
+const MAX_ANCESTRY: usize = 64;
+
+/// Why a peer (`pid`, `uid` from `SO_PEERCRED`) may not use the control socket of an agent
+/// running as `own_pid`/`own_uid`, or `None` if it may: its uid must be the agent's or root's,
+/// and neither it nor an ancestor below the agent (or below init) may be a container's
+/// process: one started with a container's environment (`CONTAINER_ID=` in
+/// `/proc/<pid>/environ`, the environment it was started with, which it cannot rewrite for
+/// its ancestors) or placed in a container's cgroup (a path segment that is a container id).
+/// A process whose `/proc` entries cannot be read is refused.
+///
+/// What this does not stop, said plainly: a container of the agent's own uid (the default
+/// executor) that double-forks a child with an emptied environment, where cgroups are off,
+/// leaves no trace to see; the agent's uid can also read the agent's memory. Multi-tenant
+/// nodes run containers as their users (another uid: refused) or with cgroups (seen).
+pub fn refuse_peer(pid: i32, uid: u32, own_pid: i32, own_uid: u32) -> Option<String> {
+    if uid != own_uid && uid != 0 {
+        return Some(format!(
+            "uid {uid} may not use the control socket (the agent runs as uid {own_uid})"
+        ));
+    }
+    let mut p = pid;
+    for _ in 0..MAX_ANCESTRY {
+        if p <= 1 || p == own_pid {
+            return None;
+        }
+        let proc = PathBuf::from(format!("/proc/{p}"));
+        let Ok(env) = std::fs::read(proc.join("environ")) else {
+            return Some(format!("process {p} cannot be checked"));
+        };
+        if env
+            .split(|&b| b == 0)
+            .any(|kv| kv.starts_with(b"CONTAINER_ID="))
+        {
+            return Some(format!(
+                "process {pid} is a container's (process {p} has a container's environment)"
+            ));
+        }
+        let cgroups = std::fs::read_to_string(proc.join("cgroup")).unwrap_or_default();
+        if let Some(c) = cgroups
+            .lines()
+            .filter_map(|l| l.splitn(3, ':').nth(2))
+            .flat_map(|path| path.split('/'))
+            .find(|seg| seg.parse::<ContainerId>().is_ok())
+        {
+            return Some(format!(
+                "process {pid} is a container's (process {p} is in {c}'s cgroup)"
+            ));
+        }
+        let Some(ppid) = std::fs::read_to_string(proc.join("stat"))
+            .ok()
+            .and_then(|st| {
+                // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+                let rest = &st[st.rfind(')')? + 1..];
+                rest.split_whitespace().nth(1)?.parse::<i32>().ok()
+            })
+        else {
+            return Some(format!("process {p} cannot be checked"));
+        };
+        p = ppid;
+    }
+    Some(format!(
+        "process {pid}: ancestry deeper than {MAX_ANCESTRY}"
+    ))
 }
 
 fn err(e: impl std::fmt::Display) -> Value {
@@ -117,9 +195,20 @@ impl ControlServer {
             std::fs::remove_file(path).map_err(io)?;
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            if !dir.exists() {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(io)?;
+            }
         }
         let listener = UnixListener::bind(path).map_err(io)?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        }
         listener.set_nonblocking(true).map_err(io)?;
         Ok(Self {
             path: path.to_owned(),
@@ -131,7 +220,15 @@ impl ControlServer {
             localizer: Localizer::Off {
                 default_fs: "file:///".into(),
             },
+            own_pid: std::process::id() as i32,
+            own_uid: rustix::process::geteuid().as_raw(),
+            refused: 0,
         })
+    }
+
+    /// Peers refused at accept (see [`refuse_peer`]).
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// Routes localize requests (the agent sets this once its HDFS reader runs, or to `Off`
@@ -149,6 +246,23 @@ impl ControlServer {
         let mut busy = false;
         while let Ok((s, _)) = self.listener.accept() {
             busy = true;
+            let verdict = match rustix::net::sockopt::socket_peercred(&s) {
+                Ok(cred) => refuse_peer(
+                    cred.pid.as_raw_nonzero().get(),
+                    cred.uid.as_raw(),
+                    self.own_pid,
+                    self.own_uid,
+                ),
+                Err(e) => Some(format!("no peer credentials: {e}")),
+            };
+            if let Some(why) = verdict {
+                self.refused += 1;
+                tracing::warn!("control socket: refused a peer: {why}");
+                let mut s = s;
+                let _ = s.set_nonblocking(true);
+                let _ = s.write_all(format!("{}\n", err(why)).as_bytes());
+                continue;
+            }
             if self.conns.len() >= MAX_CONNS || s.set_nonblocking(true).is_err() {
                 let mut s = s;
                 let _ = s.write_all(b"{\"ok\":false,\"error\":\"too many connections\"}\n");
@@ -569,5 +683,117 @@ impl ControlClient {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(None),
             Err(e) => Err(self.io(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    const CID: &str = "container_1700000000000_0001_01_000002";
+
+    /// Waits until `pid` has finished exec'ing `sleep` (a spawn returns when the new image
+    /// is mapped, possibly before its environment is laid out).
+    fn exec_done(pid: i32, with_env: bool) {
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n"
+            || with_env
+                && std::fs::read(format!("/proc/{pid}/environ")).map_or(true, |e| e.is_empty())
+        {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{pid} did not exec");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn me() -> (i32, u32) {
+        (
+            std::process::id() as i32,
+            rustix::process::geteuid().as_raw(),
+        )
+    }
+
+    /// A process with a container's environment is refused, and so is its child that
+    /// dropped that environment (its parent still has it); a plain child of the agent's
+    /// (a tool it runs, a test's CLI) and another uid are judged as they should be.
+    #[test]
+    fn container_processes_and_other_uids_are_refused() {
+        let (pid, uid) = me();
+        // A container's process (its environment names the container).
+        let mut c = Command::new("sleep")
+            .arg("30")
+            .env("CONTAINER_ID", CID)
+            .spawn()
+            .unwrap();
+        exec_done(c.id() as i32, true);
+        let why = refuse_peer(c.id() as i32, uid, pid, uid).expect("refused");
+        assert!(why.contains("container's environment"), "{why}");
+        // Its child with an emptied environment: the ancestor gives it away.
+        let mut parent = Command::new("sh")
+            .args(["-c", "env -i sleep 30 & echo $!; wait"])
+            .env("CONTAINER_ID", CID)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(parent.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        // `$!` is known before the fork has exec'd `env -i sleep`: wait for the sleep.
+        exec_done(grandchild, false);
+        let env = std::fs::read(format!("/proc/{grandchild}/environ")).unwrap();
+        assert!(!env.windows(13).any(|w| w == b"CONTAINER_ID="));
+        let why = refuse_peer(grandchild, uid, pid, uid).expect("refused");
+        assert!(why.contains("container's environment"), "{why}");
+        // A child without a container's environment may use the socket.
+        let mut tool = Command::new("sleep")
+            .arg("30")
+            .env_remove("CONTAINER_ID")
+            .spawn()
+            .unwrap();
+        exec_done(tool.id() as i32, true);
+        assert_eq!(refuse_peer(tool.id() as i32, uid, pid, uid), None);
+        // The agent itself, and root's tools.
+        assert_eq!(refuse_peer(pid, uid, pid, uid), None);
+        assert_eq!(refuse_peer(tool.id() as i32, 0, pid, uid), None);
+        // Another uid (a container run as its user).
+        let other = if uid == 4242 { 4243 } else { 4242 };
+        let why = refuse_peer(tool.id() as i32, other, pid, uid).expect("refused");
+        assert!(why.contains(&format!("uid {other}")), "{why}");
+        if let Some(g) = rustix::process::Pid::from_raw(grandchild) {
+            let _ = rustix::process::kill_process(g, rustix::process::Signal::KILL);
+        }
+        for p in [&mut c, &mut parent, &mut tool] {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+
+    /// The socket file is the agent's alone.
+    #[test]
+    fn the_socket_is_mode_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("hp-ctl-{}", std::process::id()));
+        let path = dir.join("sub").join("a.sock");
+        let s = ControlServer::bind(
+            &path,
+            Resource {
+                memory_mb: 1,
+                vcores: 1,
+            },
+        )
+        .unwrap();
+        let mode = std::fs::metadata(s.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = std::fs::metadata(dir.join("sub"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(dmode, 0o700);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -91,6 +91,7 @@ use nm_core::launch::{
 };
 use nm_core::localization::{diagnostics_entry, ResourceRequest};
 use nm_core::recovery::{ContainerRecord, RECORD_FILE};
+use std::os::unix::fs::DirBuilderExt;
 
 use crate::config::NmSettings;
 use crate::executor::{Executor, Limits, PrepareInput, RunningContainer};
@@ -251,7 +252,14 @@ fn run(
                         };
                         let out = match launch_one(&order, &stamps, &sh, &cfg, &ex, &loc) {
                             Ok(pair) => Worker::Spawned(id, Box::new(pair)),
-                            Err((status, diag)) => Worker::Failed(id, status, diag),
+                            Err((status, diag)) => {
+                                // It never ran and is reported now: a restart must not
+                                // report it again.
+                                if let Ok(p) = ex.paths(&order.user, id) {
+                                    let _ = std::fs::remove_file(p.private_dir.join(RECORD_FILE));
+                                }
+                                Worker::Failed(id, status, diag)
+                            }
                         };
                         let _ = tx.send(out);
                     });
@@ -462,6 +470,24 @@ fn launch_one(
         }
     }
     let paths = executor.paths(&order.user, id).map_err(|e| failed(&e))?;
+    let record = ContainerRecord {
+        id,
+        user: order.user.clone(),
+        resource: order.resource,
+        priority: order.priority,
+        is_am: order.is_am,
+        created_ms: wall_ms(),
+        token_expiry_ms: order.token_expiry_ms,
+    };
+    // The record goes to disk before localization (Java stores the container in its state
+    // store at the start): an agent killed while this container localizes finds it at its
+    // next start and reports it, instead of forgetting an accepted container.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&paths.private_dir)
+        .and_then(|()| std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()))
+        .map_err(|e| failed(&e))?;
     let ctx = &order.context;
     // Localization: a failure leaves the exit status at −1000 with the message as Java's
     // LOCALIZATION_FAILED adds it: `[<time>]<message>\n`.
@@ -574,16 +600,6 @@ fn launch_one(
         }
     }
     let t_set_up = Instant::now();
-    let record = ContainerRecord {
-        id,
-        user: order.user.clone(),
-        resource: order.resource,
-        priority: order.priority,
-        is_am: order.is_am,
-        created_ms: wall_ms(),
-        token_expiry_ms: order.token_expiry_ms,
-    };
-    std::fs::write(paths.private_dir.join(RECORD_FILE), record.encode()).map_err(|e| failed(&e))?;
     if let Some(k) = killed() {
         return Err((k.exit_status(), killed_entry(&k)));
     }
@@ -726,14 +742,20 @@ fn recover_one(
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
-            let _ = t.complete(
-                &rec.id,
-                exit_status::ABORTED,
-                &format!(
+            let diagnostics = if enabled {
+                // Accepted, but its process never started (the agent stopped while it
+                // localized): reported to its AM through the RM as aborted, not forgotten.
+                format!(
+                    "Container {} did not survive the NodeManager's restart: it had not started (it was localizing), or it ended without an exit code",
+                    rec.id
+                )
+            } else {
+                format!(
                     "Container {} was lost when the NodeManager restarted (yarn.nodemanager.recovery.enabled is false)",
                     rec.id
-                ),
-            );
+                )
+            };
+            let _ = t.complete(&rec.id, exit_status::ABORTED, &diagnostics);
             executor.remove_pid_files(paths);
             executor.remove_cgroup(paths);
             None

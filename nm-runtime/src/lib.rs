@@ -85,6 +85,7 @@ pub mod shared;
 pub mod shuffle;
 pub mod simulate;
 pub mod sys;
+pub mod token_store;
 pub mod zygote;
 
 pub use config::AgentConfig;

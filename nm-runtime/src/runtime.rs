@@ -84,6 +84,14 @@ use nm_core::table::CleanupReason;
 /// `hotpath container --socket`).
 pub const DEFAULT_CONTROL_SOCKET: &str = "/tmp/hotpath-agent.sock";
 
+/// Connections of one IPC server still in their handshake (SASL, connection context) at
+/// once; a new one over it closes the oldest. Java's NodeManager has no such limit (its
+/// `ipc.server.max.connections` is 0 by default): a flood there is bounded by file descriptors.
+pub const HANDSHAKE_BUDGET: usize = 1024;
+/// Time a peer has from connect to its connection context (a DIGEST-MD5 or Kerberos
+/// negotiation takes milliseconds).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Why the agent ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExitReason {
@@ -193,7 +201,12 @@ impl Agent {
             },
             recv_buf_size: 16 * 1024,
             recv_bufs: 8,
+            // Callers that finished SASL and sent their connection context; peers still in
+            // their handshake have their own budget (the oldest is closed to make room) and
+            // a deadline, so a flood of idle or slow sockets never refuses an AM or the RM.
             max_connections: 256,
+            max_handshaking: HANDSHAKE_BUDGET,
+            handshake_timeout: Some(HANDSHAKE_TIMEOUT),
             thread_names: ring_cpu
                 .map(|c| vec![format!("hp-{name}-{c}")])
                 .unwrap_or_default(),
@@ -220,6 +233,21 @@ impl Agent {
         let shuffle_jobs = cfg.nm.shuffle.as_ref().map(|_| {
             crate::shuffle::Jobs::new(cfg.nm.recovery.then(|| cfg.health.local_dirs.clone()))
         });
+        // NM recovery: the started container tokens of earlier runs (Java's state store keeps
+        // them), so that a replayed start of a container that already ran is refused.
+        let (token_store, started_tokens) = match (cfg.nm.recovery, cfg.health.local_dirs.first()) {
+            (true, Some(dir)) => {
+                let (store, entries) = crate::token_store::TokenStore::open(dir, wall_ms())
+                    .map_err(|e| {
+                        Error::from(ConfigError::Invalid(format!(
+                            "the started container token store under {}: {e}",
+                            dir.display()
+                        )))
+                    })?;
+                (Some(Arc::new(std::sync::Mutex::new(store))), entries)
+            }
+            _ => (None, Vec::new()),
+        };
         let cmp_server = {
             let mut reg = Registry::new();
             crate::cmp_server::register(
@@ -227,6 +255,7 @@ impl Agent {
                 shared_slot.clone(),
                 launcher.clone(),
                 shuffle_jobs.clone(),
+                token_store,
             );
             let auth = ServerAuth::new(
                 AuthMethod::Token,
@@ -311,7 +340,7 @@ impl Agent {
         if shuffle_jobs.is_some() && aux_services.is_empty() {
             aux_services.push(crate::shuffle::SERVICE_ID.to_string());
         }
-        let cm = ContainerManager::new(
+        let mut cm = ContainerManager::new(
             ManagerConfig {
                 node: NodeId::new(identity.host.clone(), identity.port),
                 aux_services,
@@ -319,6 +348,16 @@ impl Agent {
             },
             nm_tokens,
         );
+        let now_wall = wall_ms();
+        for (id, expiry) in &started_tokens {
+            cm.restore_started(*expiry, *id, now_wall);
+        }
+        if !started_tokens.is_empty() {
+            tracing::info!(
+                "recovery: {} started container token(s) remembered",
+                started_tokens.len()
+            );
+        }
         let shared = Arc::new(Shared::with_manager(identity.clone(), cm, table));
         // mapreduce_shuffle listens before the node registers (a reducer told of a port that
         // does not accept yet retries for minutes), with the jobs a previous run recorded.

@@ -298,3 +298,93 @@ fn starts_run_and_report_exit_statuses_and_stops_give_minus_105() {
     assert_eq!(class, "org.apache.hadoop.yarn.exceptions.YarnException");
     assert!(msg.starts_with("updateContainer is not supported"), "{msg}");
 }
+
+/// Issue 35, the agent's doors: 300 idle sockets that never authenticate (Java's NodeManager
+/// serves the next call; the agent used to reset it, its 256 connections all taken), then a
+/// real AM's startContainers, served; and signalToContainer by another application's AM is
+/// refused (Java has no check) while the owner's works.
+#[test]
+fn idle_unauthenticated_sockets_do_not_keep_an_am_out_and_signals_need_the_owner() {
+    use hadoop_wire::pb::hadoop::yarn::{
+        SignalContainerCommandProto, SignalContainerRequestProto, SignalContainerResponseProto,
+    };
+    let n = node();
+    let me = n.agent.node_id();
+    let addr: std::net::SocketAddr = me.parse().unwrap();
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let a = attempt(1);
+    let t0 = std::time::Instant::now();
+    let c = n.client(
+        ClientAuth::token(n.nm_token(a, false), vec![Qop::Auth]),
+        &a.to_string(),
+    );
+    let id = container(1, 1);
+    let r: StartContainersResponseProto = call(
+        &c,
+        cmp::START_CONTAINERS,
+        &StartContainersRequestProto {
+            start_container_request: vec![n.start_request(
+                id,
+                &me,
+                now_ms() + 600_000,
+                "sleep 600",
+            )],
+        },
+    )
+    .unwrap();
+    eprintln!(
+        "startContainers answered {:?} after 300 idle sockets",
+        t0.elapsed()
+    );
+    assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
+    wait_for("running", Duration::from_secs(20), || {
+        n.agent.shared().cm.lock().unwrap().stage(&id)
+            == Some(nm_core::container_manager::Stage::Launched)
+    });
+    // Another application's AM: refused, for this container and a made-up one alike.
+    let b = attempt(2);
+    let other = n.client(
+        ClientAuth::token(n.nm_token(b, false), vec![Qop::Auth]),
+        &b.to_string(),
+    );
+    for target in [id, container(1, 99)] {
+        let e = call::<SignalContainerResponseProto>(
+            &other,
+            cmp::SIGNAL_TO_CONTAINER,
+            &SignalContainerRequestProto {
+                container_id: container_id_proto(&target),
+                command: SignalContainerCommandProto::GracefulShutdown as i32,
+            },
+        )
+        .unwrap_err();
+        let (class, msg) = remote(e);
+        assert_eq!(class, "org.apache.hadoop.yarn.exceptions.YarnException");
+        assert_eq!(
+            msg,
+            format!("{b} attempted to signal non-application container : {target}")
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        n.agent.shared().cm.lock().unwrap().stage(&id),
+        Some(nm_core::container_manager::Stage::Launched),
+        "another application's signal reached the container"
+    );
+    // The owner's signal goes through.
+    let _: SignalContainerResponseProto = call(
+        &c,
+        cmp::SIGNAL_TO_CONTAINER,
+        &SignalContainerRequestProto {
+            container_id: container_id_proto(&id),
+            command: SignalContainerCommandProto::ForcefulShutdown as i32,
+        },
+    )
+    .unwrap();
+    wait_for("killed by its owner", Duration::from_secs(20), || {
+        n.agent.shared().cm.lock().unwrap().stage(&id)
+            == Some(nm_core::container_manager::Stage::Done)
+    });
+    drop(idle);
+}

@@ -258,3 +258,169 @@ fn containers_are_recovered_with_recovery_and_reported_lost_without() {
     a3.stop();
     a3.join();
 }
+
+/// Issue 35: a container token replayed after a restart under recovery, for a container that
+/// already ran, is refused as Java's NodeManager refuses it (its state store keeps started
+/// tokens); the agent used to run the container again. The first run is stopped as `kill -9`
+/// leaves it (the store is written before the start is answered).
+#[test]
+fn a_replayed_container_token_is_refused_after_a_restart_with_recovery() {
+    let cluster = Cluster::start(DemoConfig {
+        agents: 0,
+        heartbeat_ms: 120_000,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind((IP, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rm = cluster.rm_addr();
+    let a1 = start_agent(config(rm, dir.path(), port, true));
+    let c = container(7);
+    let req = StartContainersRequestProto {
+        start_container_request: vec![Minter::new(&a1, "root").start_request(
+            c,
+            &a1.node_id(),
+            now_ms() + 600_000,
+            "exit 0",
+        )],
+    };
+    let r: StartContainersResponseProto = call(&client(&a1), cmp::START_CONTAINERS, &req).unwrap();
+    assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
+    wait_for("ran", Duration::from_secs(20), || {
+        completion(&a1, c).is_some_and(|x| x.0 == ContainerState::Complete)
+    });
+    a1.stop();
+    a1.join();
+    let a2 = start_agent(config(rm, dir.path(), port, true));
+    let r: StartContainersResponseProto = call(&client(&a2), cmp::START_CONTAINERS, &req).unwrap();
+    assert!(
+        r.succeeded_requests.is_empty(),
+        "the replay was accepted: {r:?}"
+    );
+    let m = r.failed_requests[0]
+        .exception
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(
+        m.contains(&format!(
+            "Attempt to relaunch the same container with id {c}."
+        )),
+        "{m}"
+    );
+    assert_ne!(
+        a2.shared().cm.lock().unwrap().stage(&c),
+        Some(Stage::Launched)
+    );
+    a2.stop();
+    a2.join();
+}
+
+/// Issue 35: a container accepted before the agent went away while it still localized is
+/// not forgotten: its record is on disk before localization, and the next start reports it
+/// (ABORTED, −100, through the RM to its AM) instead of "not handled by this NodeManager".
+/// The slow resource is on an "HDFS" whose NameNode accepts connections and never answers.
+#[test]
+fn a_container_still_localizing_at_a_restart_is_reported_not_forgotten() {
+    use hadoop_wire::pb::hadoop::yarn::{
+        LocalResourceProto, LocalResourceTypeProto, LocalResourceVisibilityProto,
+        StringLocalResourceMapProto, UrlProto,
+    };
+    let cluster = Cluster::start(DemoConfig {
+        agents: 0,
+        heartbeat_ms: 120_000,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The stalling NameNode: its connections are held open, unanswered, until the test ends.
+    let nn = TcpListener::bind("127.0.0.1:0").unwrap();
+    let nn_addr = nn.local_addr().unwrap();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            for s in nn.incoming().flatten() {
+                held.lock().unwrap().push(s);
+            }
+        });
+    }
+    let port = TcpListener::bind((IP, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rm = cluster.rm_addr();
+    let with_hdfs = |mut cfg: AgentConfig| {
+        let mut conf = conf::Configuration::new();
+        conf.set("fs.defaultFS", &format!("hdfs://{nn_addr}"));
+        cfg.hdfs = nm_runtime::config::HdfsSettings::from_conf(&conf).unwrap();
+        cfg.default_fs = format!("hdfs://{nn_addr}");
+        cfg
+    };
+    let a1 = start_agent(with_hdfs(config(rm, dir.path(), port, true)));
+    let c = container(9);
+    let mut req =
+        Minter::new(&a1, "root").start_request(c, &a1.node_id(), now_ms() + 600_000, "exit 0");
+    req.container_launch_context
+        .as_mut()
+        .unwrap()
+        .local_resources
+        .push(StringLocalResourceMapProto {
+            key: Some("slow".into()),
+            value: Some(LocalResourceProto {
+                resource: Some(UrlProto {
+                    scheme: Some("hdfs".into()),
+                    host: Some(nn_addr.ip().to_string()),
+                    port: Some(i32::from(nn_addr.port())),
+                    file: Some("/stalls".into()),
+                    user_info: None,
+                }),
+                size: Some(1),
+                timestamp: Some(1),
+                r#type: Some(LocalResourceTypeProto::File as i32),
+                visibility: Some(LocalResourceVisibilityProto::Application as i32),
+                pattern: None,
+                should_be_uploaded_to_shared_cache: None,
+            }),
+        });
+    let r: StartContainersResponseProto = call(
+        &client(&a1),
+        cmp::START_CONTAINERS,
+        &StartContainersRequestProto {
+            start_container_request: vec![req],
+        },
+    )
+    .unwrap();
+    assert_eq!(r.succeeded_requests.len(), 1, "{r:?}");
+    // Localizing: accepted, no process, the NameNode call unanswered.
+    wait_for("the NameNode call", Duration::from_secs(10), || {
+        !held.lock().unwrap().is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        a1.shared().cm.lock().unwrap().stage(&c),
+        Some(Stage::Starting),
+        "{:?}",
+        completion(&a1, c)
+    );
+    a1.stop();
+    a1.join();
+    let a2 = start_agent(with_hdfs(config(rm, dir.path(), port, true)));
+    let (state, status, diag) =
+        completion(&a2, c).expect("the restarted agent forgot the container");
+    assert_eq!(state, ContainerState::Complete);
+    assert_eq!(status, exit_status::ABORTED);
+    assert!(
+        diag.contains("did not survive the NodeManager's restart"),
+        "{diag}"
+    );
+    a2.stop();
+    a2.join();
+}

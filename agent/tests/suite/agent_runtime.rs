@@ -289,3 +289,42 @@ fn a_bad_local_dir_of_two_is_reported_and_dropped_and_both_bad_make_the_node_unh
         "{h:?}"
     );
 }
+
+/// A container's process cannot use the agent's control socket (issue 35: a container of the
+/// agent's uid could `localize` HDFS files with the agent's login and forge `complete`
+/// events): the same `hotpath container` call is answered for an operator's shell and refused
+/// for a process started with a container's environment.
+#[test]
+fn a_containers_process_is_refused_by_the_control_socket() {
+    let c = Cluster::start(DemoConfig {
+        agents: 0,
+        ..DemoConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = AgentConfig::local(c.rm_addr(), "127.0.0.14".parse().unwrap(), dir.path()).unwrap();
+    let a = Agent::start(cfg).unwrap();
+    let sock = a.control_path().unwrap().to_owned();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let (ok, v, err) = cli(&sock, &["status"]);
+    assert!(ok, "an operator's call: {v} {err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_hotpath"))
+        .arg("container")
+        .arg("--socket")
+        .arg(&sock)
+        .arg("status")
+        .env("CONTAINER_ID", "container_1700000000000_0001_01_000002")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("is a container's"), "{text}");
+}

@@ -515,6 +515,16 @@ impl ContainerTokenSecretManager {
         self.started.len()
     }
 
+    /// Brings back a start remembered by a previous run (NM recovery: Java's
+    /// `NMContainerTokenSecretManager.recover` from its state store's container tokens);
+    /// an expired one is dropped, and nothing is added when the guard is full.
+    pub fn restore_start(&mut self, expiry_ms: i64, container: ContainerId, now_ms: i64) {
+        if expiry_ms < now_ms || self.started.len() >= self.max_started {
+            return;
+        }
+        self.started.insert((expiry_ms, container));
+    }
+
     /// `authorizeStartAndResourceIncreaseRequest` for a start: the container must belong to
     /// the NMToken's application, must not be a relaunch, and its token must not have expired.
     pub fn authorize_start(

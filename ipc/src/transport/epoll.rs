@@ -19,7 +19,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::pool::BufferPool;
-use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn};
+use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn, Slot};
 use super::slab::Slab;
 use super::tx::{Outbox, Starved, TxQueue};
 use super::{Flow, Service, Session, Shared, TransportError};
@@ -61,6 +61,7 @@ struct Conn<S> {
     /// Backpressure: the session refused input (counted once per pause).
     paused: bool,
     marks: Marks,
+    slot: Slot,
 }
 
 struct Loop<S: Service> {
@@ -86,7 +87,9 @@ impl<S: Service> Drop for Loop<S> {
                 c.tx.clear(&mut self.pool);
                 // SAFETY: our descriptor, closed once.
                 unsafe { libc::close(c.fd) };
-                self.shared.close_one();
+                self.shared
+                    .release(&mut c.slot, &mut self.queues.handshakes);
+                self.shared.closed_one();
             }
         }
         // SAFETY: our epoll descriptor, closed once.
@@ -206,16 +209,16 @@ impl<S: Service> Loop<S> {
                 }
                 return;
             }
-            if !self.shared.try_open() {
+            let now = Instant::now();
+            let Some(slot) = sched::admit(self, now) else {
                 self.shared.add(&self.shared.metrics.refused, 1);
                 // SAFETY: a fresh descriptor we own.
                 unsafe { libc::close(fd) };
                 continue;
-            }
+            };
             super::set_nodelay(fd);
             let peer = super::peer_addr(fd);
             let session = self.service.open(peer);
-            let now = Instant::now();
             let (idx, gen) = self.conns.insert(|gen| Conn {
                 fd,
                 gen,
@@ -229,7 +232,9 @@ impl<S: Service> Loop<S> {
                 read_queued: false,
                 paused: false,
                 marks: Marks::default(),
+                slot,
             });
+            sched::admitted(&mut self.queues, slot, idx, gen);
             let ev = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
             if let Err(e) = ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, ev, token(idx, gen)) {
                 tracing::warn!("epoll_ctl(add connection) failed: {e}");
@@ -248,7 +253,9 @@ impl<S: Service> Loop<S> {
         c.tx.clear(&mut self.pool);
         // SAFETY: our descriptor, closed once (close also removes it from the epoll set).
         unsafe { libc::close(c.fd) };
-        self.shared.close_one();
+        self.shared
+            .release(&mut c.slot, &mut self.queues.handshakes);
+        self.shared.closed_one();
     }
 
     fn mark_dirty(&mut self, idx: u32, gen: u16) {
@@ -547,6 +554,9 @@ impl<S: Session> SchedConn for Conn<S> {
     }
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
+    }
+    fn slot(&mut self) -> &mut Slot {
+        &mut self.slot
     }
     fn session_and_tx(&mut self) -> (&mut S, &mut TxQueue) {
         (&mut self.session, &mut self.tx)

@@ -31,6 +31,7 @@ pub mod epoll;
 pub mod pool;
 pub mod recv_ring;
 mod sched;
+use sched::{Handshakes, Slot};
 mod slab;
 pub mod tx;
 pub mod uring;
@@ -75,6 +76,13 @@ pub trait Session: 'static {
     /// Whether nothing is outstanding (no partial frame, no call in progress), so that the idle
     /// timeout may close the connection.
     fn is_idle(&self) -> bool;
+
+    /// Whether the peer finished its handshake (an IPC connection: authenticated and its
+    /// connection context read). Until then the connection counts in the handshake budget
+    /// ([`TransportConfig::max_handshaking`]), not in `max_connections`. Default: at once.
+    fn established(&self) -> bool {
+        true
+    }
 }
 
 /// Makes sessions. Shared by all ring threads.
@@ -172,8 +180,20 @@ pub struct TransportConfig {
     pub recv_buf_size: usize,
     /// Receive buffers per io_uring ring (power of two). Default 64 (1 MiB per ring).
     pub recv_bufs: u16,
-    /// Connection limit across all threads; further connections are closed at once.
+    /// Connection limit across all threads; further connections are closed at once. With a
+    /// handshake budget ([`TransportConfig::max_handshaking`] > 0) it counts only connections
+    /// whose session finished its handshake ([`Session::established`]).
     pub max_connections: usize,
+    /// The separate budget of connections still in their handshake (an IPC connection before
+    /// its SASL negotiation and connection context are done), across all threads (each thread
+    /// keeps its share). A connection accepted over the budget does not wait: the thread's
+    /// oldest unfinished handshake is closed to make room, so a flood of idle or slow peers
+    /// costs at most this many sockets and never refuses a caller that completes its
+    /// handshake promptly. 0: off (every connection counts in `max_connections` from accept).
+    pub max_handshaking: usize,
+    /// With a handshake budget: a connection that has not finished its handshake this long
+    /// after accept is closed. `None`: only the idle timeout applies.
+    pub handshake_timeout: Option<Duration>,
     /// Close connections idle this long (nothing outstanding, no traffic). `None` = never.
     pub idle_timeout: Option<Duration>,
     /// How long a connection closing after a FATAL response waits for the peer to close.
@@ -247,6 +267,8 @@ impl Default for TransportConfig {
             recv_buf_size: 16 * 1024,
             recv_bufs: 64,
             max_connections: 16 * 1024,
+            max_handshaking: 0,
+            handshake_timeout: None,
             // Hadoop's server closes connections idle for 2 × ipc.client.connection.maxidletime.
             idle_timeout: Some(Duration::from_secs(20)),
             linger: Duration::from_secs(1),
@@ -325,6 +347,10 @@ pub struct Metrics {
     pub closed: AtomicU64,
     /// Connections closed by the idle timeout.
     pub idle_closed: AtomicU64,
+    /// Unfinished handshakes closed to make room for a new connection (handshake budget).
+    pub handshake_evicted: AtomicU64,
+    /// Unfinished handshakes closed by the handshake timeout.
+    pub handshake_expired: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     /// Send operations (one per segment).
@@ -354,6 +380,8 @@ pub struct MetricsSnapshot {
     pub refused: u64,
     pub closed: u64,
     pub idle_closed: u64,
+    pub handshake_evicted: u64,
+    pub handshake_expired: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub sends: u64,
@@ -365,15 +393,20 @@ pub struct MetricsSnapshot {
     pub pool_peak_chunks: u64,
     pub recv_enobufs: u64,
     pub pools_registered: u64,
-    /// Connections open now.
+    /// Connections open now (handshakes included).
     pub open_connections: u64,
+    /// Connections open now that have not finished their handshake (handshake budget on).
+    pub handshaking: u64,
 }
 
 /// State shared by the ring threads of one server and its handle.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub metrics: Metrics,
+    /// Connections holding a `max_connections` slot.
     pub connections: AtomicUsize,
+    /// Connections in their handshake (handshake budget on), not holding a slot.
+    pub handshaking: AtomicUsize,
     pub shutdown: AtomicBool,
     pub config: TransportConfig,
 }
@@ -399,9 +432,29 @@ impl Shared {
             .is_ok()
     }
 
-    pub(crate) fn close_one(&self) {
-        self.connections.fetch_sub(1, Ordering::AcqRel);
+    /// Gives back what the connection holds (its `max_connections` slot or its handshake
+    /// budget place), once: the slot becomes [`Slot::Released`].
+    pub(crate) fn release(&self, slot: &mut Slot, handshakes: &mut Handshakes) {
+        match std::mem::replace(slot, Slot::Released) {
+            Slot::Counted => {
+                self.connections.fetch_sub(1, Ordering::AcqRel);
+            }
+            Slot::Handshake(_) => {
+                self.handshaking.fetch_sub(1, Ordering::AcqRel);
+                handshakes.open -= 1;
+            }
+            Slot::Released => {}
+        }
+    }
+
+    /// A connection's socket was closed.
+    pub(crate) fn closed_one(&self) {
         self.add(&self.metrics.closed, 1);
+    }
+
+    /// Whether connections start in the handshake budget.
+    pub(crate) fn handshake_budget(&self) -> bool {
+        self.config.max_handshaking > 0
     }
 
     /// A copy of the counters.
@@ -413,6 +466,8 @@ impl Shared {
             refused: l(&m.refused),
             closed: l(&m.closed),
             idle_closed: l(&m.idle_closed),
+            handshake_evicted: l(&m.handshake_evicted),
+            handshake_expired: l(&m.handshake_expired),
             bytes_in: l(&m.bytes_in),
             bytes_out: l(&m.bytes_out),
             sends: l(&m.sends),
@@ -424,7 +479,9 @@ impl Shared {
             pool_peak_chunks: l(&m.pool_peak_chunks),
             recv_enobufs: l(&m.recv_enobufs),
             pools_registered: l(&m.pools_registered),
-            open_connections: self.connections.load(Ordering::Relaxed) as u64,
+            open_connections: (self.connections.load(Ordering::Relaxed)
+                + self.handshaking.load(Ordering::Relaxed)) as u64,
+            handshaking: self.handshaking.load(Ordering::Relaxed) as u64,
         }
     }
 }
@@ -591,6 +648,7 @@ pub fn start<S: Service>(
     let shared = Arc::new(Shared {
         metrics: Metrics::default(),
         connections: AtomicUsize::new(0),
+        handshaking: AtomicUsize::new(0),
         shutdown: AtomicBool::new(false),
         config: config.clone(),
     });

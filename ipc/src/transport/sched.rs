@@ -27,6 +27,27 @@ pub(crate) enum Phase {
     Closing,
 }
 
+/// What a connection holds of the server's connection limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// A place in the handshake budget, since accept at the instant.
+    Handshake(Instant),
+    /// A `max_connections` slot.
+    Counted,
+    /// Given back (the connection is closing).
+    Released,
+}
+
+/// A loop's share of the handshake budget: its unfinished handshakes, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct Handshakes {
+    /// Connections accepted into the budget, oldest first; entries of connections that have
+    /// since finished their handshake or closed are skipped (and pruned).
+    fifo: VecDeque<(u32, u16)>,
+    /// Connections of this loop holding a place.
+    pub(crate) open: usize,
+}
+
 /// Per-connection scheduling marks.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Marks {
@@ -47,6 +68,7 @@ pub(crate) trait SchedConn {
     fn quiet(&self) -> bool;
     fn last_active(&self) -> Instant;
     fn marks(&mut self) -> &mut Marks;
+    fn slot(&mut self) -> &mut Slot;
     fn session_and_tx(&mut self) -> (&mut Self::Session, &mut TxQueue);
 }
 
@@ -57,6 +79,8 @@ pub(crate) struct Queues {
     waiters: VecDeque<(u32, u16)>,
     /// Connections to let continue.
     dirty: Vec<(u32, u16)>,
+    /// Unfinished handshakes (handshake budget on).
+    pub(crate) handshakes: Handshakes,
 }
 
 impl Queues {
@@ -100,8 +124,95 @@ pub(crate) trait EventLoop {
     fn close(&mut self, idx: u32, gen: u16);
 }
 
-/// The first part of a backend's `after` step: acts on the session's flow and parks the
-/// connection if the pool ran dry. `false` if the connection was closed.
+/// The slot a newly accepted connection gets, or `None` if it must be closed at once (the
+/// connection limit, without a handshake budget). With a budget, the loop's oldest unfinished
+/// handshake is closed when its share is full: a new peer is never refused because of idle
+/// or slow ones.
+pub(crate) fn admit<L: EventLoop>(l: &mut L, now: Instant) -> Option<Slot> {
+    let shared = l.shared();
+    if !shared.handshake_budget() {
+        return shared.try_open().then_some(Slot::Counted);
+    }
+    let threads = shared.config.threads.max(1);
+    let share = shared.config.max_handshaking.div_ceil(threads).max(1);
+    loop {
+        let (conns, _, queues) = l.parts();
+        let hs = &mut queues.handshakes;
+        if hs.open < share {
+            break;
+        }
+        let Some((idx, gen)) = hs.fifo.pop_front() else {
+            break;
+        };
+        let victim = conns
+            .get_mut(idx, gen)
+            .is_some_and(|c| matches!(c.slot(), Slot::Handshake(_)) && c.phase() == Phase::Open);
+        if victim {
+            let s = l.shared();
+            s.add(&s.metrics.handshake_evicted, 1);
+            l.close(idx, gen);
+        }
+    }
+    let (conns, _, queues) = l.parts();
+    let hs = &mut queues.handshakes;
+    // Stale entries (finished or closed handshakes) are dropped once they outnumber the share.
+    if hs.fifo.len() >= 2 * share + 64 {
+        hs.fifo.retain(|&(i, g)| {
+            conns
+                .get_mut(i, g)
+                .is_some_and(|c| matches!(c.slot(), Slot::Handshake(_)))
+        });
+    }
+    hs.open += 1;
+    l.shared()
+        .handshaking
+        .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    Some(Slot::Handshake(now))
+}
+
+/// Records a connection admitted with [`admit`] under its slab key (after insertion).
+pub(crate) fn admitted(queues: &mut Queues, slot: Slot, idx: u32, gen: u16) {
+    if matches!(slot, Slot::Handshake(_)) {
+        queues.handshakes.fifo.push_back((idx, gen));
+    }
+}
+
+/// A connection whose session just finished its handshake moves from the handshake budget to
+/// a `max_connections` slot, or is closed if none is free. `false` if it was closed.
+fn settle_handshake<L: EventLoop>(l: &mut L, idx: u32, gen: u16) -> bool {
+    {
+        let (conns, _, _) = l.parts();
+        let Some(c) = conns.get_mut(idx, gen) else {
+            return true;
+        };
+        if !matches!(c.slot(), Slot::Handshake(_)) || !c.session_and_tx().0.established() {
+            return true;
+        }
+    }
+    let opened = l.shared().try_open();
+    let (conns, _, queues) = l.parts();
+    if let Some(c) = conns.get_mut(idx, gen) {
+        *c.slot() = if opened {
+            Slot::Counted
+        } else {
+            Slot::Released
+        };
+    }
+    queues.handshakes.open -= 1;
+    let s = l.shared();
+    s.handshaking
+        .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    if !opened {
+        s.add(&s.metrics.refused, 1);
+        l.close(idx, gen);
+        return false;
+    }
+    true
+}
+
+/// The first part of a backend's `after` step: settles a finished handshake, acts on the
+/// session's flow and parks the connection if the pool ran dry. `false` if the connection
+/// was closed.
 pub(crate) fn apply_flow<L: EventLoop>(
     l: &mut L,
     idx: u32,
@@ -110,6 +221,9 @@ pub(crate) fn apply_flow<L: EventLoop>(
     starved: Option<Starved>,
     now: Instant,
 ) -> bool {
+    if !settle_handshake(l, idx, gen) {
+        return false;
+    }
     match flow {
         Flow::CloseNow => {
             l.close(idx, gen);
@@ -216,6 +330,7 @@ impl Sweep {
 pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant, from: u32, max: u32) -> Option<u32> {
     let idle = l.shared().config.idle_timeout;
     let linger = l.shared().config.linger;
+    let handshake = l.shared().config.handshake_timeout;
     let slots = l.parts().0.slot_count();
     let end = from.saturating_add(max).min(slots);
     for idx in from..end {
@@ -224,6 +339,14 @@ pub(crate) fn sweep<L: EventLoop>(l: &mut L, now: Instant, from: u32, max: u32) 
         };
         let gen = c.gen();
         let phase = c.phase();
+        if let (Phase::Open, Slot::Handshake(since), Some(t)) = (phase, *c.slot(), handshake) {
+            if now.duration_since(since) >= t {
+                let s = l.shared();
+                s.add(&s.metrics.handshake_expired, 1);
+                l.close(idx, gen);
+                continue;
+            }
+        }
         let expired = match phase {
             Phase::Open => {
                 idle.is_some_and(|t| now.duration_since(c.last_active()) >= t) && c.quiet()

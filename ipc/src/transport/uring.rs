@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring, Probe};
 
 use super::pool::{BufferPool, MAX_REGISTERED_CHUNKS};
-use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn};
+use super::sched::{self, EventLoop, Marks, Phase, Queues, SchedConn, Slot};
 use super::slab::Slab;
 use super::tx::{Outbox, Starved, TxQueue};
 use super::{Flow, SendZc, Service, Session, Shared, TransportError, ZC_MIN_BYTES};
@@ -402,6 +402,7 @@ struct Conn<S> {
     msg: Box<MsgBuf>,
     /// The last [`WakeBatch`] window in which this connection received data.
     batch_epoch: u32,
+    slot: Slot,
 }
 
 static REGISTER_WARNED: AtomicBool = AtomicBool::new(false);
@@ -799,6 +800,10 @@ impl<S: Service> Loop<S> {
         };
         if c.state != State::Closing {
             c.state = State::Closing;
+            // The limits' places are given back at once (the slot frees when the kernel is
+            // done with the socket): an evicted handshake makes room now.
+            self.shared
+                .release(&mut c.slot, &mut self.queues.handshakes);
             // SAFETY: plain syscall on a descriptor this connection owns.
             unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
             if c.ops > 0 {
@@ -827,7 +832,9 @@ impl<S: Service> Loop<S> {
         c.tx.clear(&mut self.pool);
         // SAFETY: the descriptor is ours and no operation on it is outstanding.
         unsafe { libc::close(c.fd) };
-        self.shared.close_one();
+        self.shared
+            .release(&mut c.slot, &mut self.queues.handshakes);
+        self.shared.closed_one();
     }
 
     /// After a session callback: act on the flow, park on pool starvation, send, and start or
@@ -877,13 +884,13 @@ impl<S: Service> Loop<S> {
     fn on_accept(&mut self, res: i32, flags: u32) {
         if res >= 0 {
             let fd = res;
-            if self.stopping || !self.shared.try_open() {
-                if !self.stopping {
-                    self.shared.add(&self.shared.metrics.refused, 1);
-                }
-                // SAFETY: a fresh descriptor we own and have not shared.
-                unsafe { libc::close(fd) };
+            let now = Instant::now();
+            let slot = if self.stopping {
+                None
             } else {
+                sched::admit(self, now)
+            };
+            if let Some(slot) = slot {
                 super::set_nodelay(fd);
                 let peer = super::peer_addr(fd);
                 let zc = match self.shared.config.send_zc {
@@ -892,7 +899,6 @@ impl<S: Service> Loop<S> {
                     SendZc::Auto => !super::is_loopback(peer),
                 };
                 let session = self.service.open(peer);
-                let now = Instant::now();
                 let (idx, gen) = self.conns.insert(|gen| Conn {
                     fd,
                     gen,
@@ -908,10 +914,18 @@ impl<S: Service> Loop<S> {
                     marks: Marks::default(),
                     msg: MsgBuf::new(),
                     batch_epoch: 0,
+                    slot,
                 });
+                sched::admitted(&mut self.queues, slot, idx, gen);
                 debug_assert_eq!(self.conns.get_mut(idx, gen).map(|c| c.gen), Some(gen));
                 self.shared.add(&self.shared.metrics.accepted, 1);
                 self.arm_recv(idx, gen);
+            } else {
+                if !self.stopping {
+                    self.shared.add(&self.shared.metrics.refused, 1);
+                }
+                // SAFETY: a fresh descriptor we own and have not shared.
+                unsafe { libc::close(fd) };
             }
         } else if res != -libc::ECANCELED {
             let err = io::Error::from_raw_os_error(-res);
@@ -1185,11 +1199,13 @@ impl<S: Service> Loop<S> {
         // Connections still waiting for completions past the deadline: close their sockets;
         // dropping the ring cancels what is left before the pool and buffers are unmapped.
         for idx in self.conns.indexes() {
-            if let Some(c) = self.conns.remove(idx) {
+            if let Some(mut c) = self.conns.remove(idx) {
                 // SAFETY: our descriptor; the ring (dropped next) holds its own file reference
                 // for any request still outstanding.
                 unsafe { libc::close(c.fd) };
-                self.shared.close_one();
+                self.shared
+                    .release(&mut c.slot, &mut self.queues.handshakes);
+                self.shared.closed_one();
                 self.retired.push(c.msg);
             }
         }
@@ -1221,6 +1237,9 @@ impl<S: Session> SchedConn for Conn<S> {
     }
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
+    }
+    fn slot(&mut self) -> &mut Slot {
+        &mut self.slot
     }
     fn session_and_tx(&mut self) -> (&mut S, &mut TxQueue) {
         (&mut self.session, &mut self.tx)
