@@ -220,6 +220,12 @@ pub enum Mode {
     /// JVM. Commands `nodes`, `submit sleep|wordcount KEY=VALUE...`, `wait JOB_ID [TIMEOUT_S]`,
     /// `status JOB_ID`, `kill JOB_ID`: see `peers/hadoop-mr/src/main/java/hotpath/mr/MrRm.java`.
     MrRm,
+    /// Hadoop 3.5.0's own `ShuffleHandler` hosted standalone by the MapReduce peer
+    /// (`--local-dirs DIR[,DIR]`, `--set K=V`): READY carries `port`; commands `init-app USER
+    /// APP_ID SERVICE_DATA_HEX`, `stop-app APP_ID`, and `fetch URL SECRET_HEX
+    /// [ssl-conf-dir=DIR]` (one request as the Fetcher makes it, over HTTP or HTTPS): see
+    /// `peers/hadoop-mr/src/main/java/hotpath/mr/MrShuffle.java`.
+    MrShuffle,
 }
 
 impl Mode {
@@ -232,13 +238,14 @@ impl Mode {
             Mode::YarnClient => "yarn-client",
             Mode::Sasl => "sasl",
             Mode::MrRm => "mr-rm",
+            Mode::MrShuffle => "mr-shuffle",
         }
     }
 
     /// The launcher class that runs this mode.
     pub fn launcher_class(self) -> &'static str {
         match self {
-            Mode::MrRm => "hotpath.mr.MrLauncher",
+            Mode::MrRm | Mode::MrShuffle => "hotpath.mr.MrLauncher",
             _ => "hotpath.peer.Launcher",
         }
     }
@@ -322,7 +329,7 @@ impl Peer {
 
     pub fn start_with(mode: Mode, args: &[&str], opts: Options) -> Result<Peer, PeerError> {
         let build = match mode {
-            Mode::MrRm => crate::build::ensure_built_mr()?,
+            Mode::MrRm | Mode::MrShuffle => crate::build::ensure_built_mr()?,
             _ => ensure_built()?,
         };
         let dir = tempfile::Builder::new()

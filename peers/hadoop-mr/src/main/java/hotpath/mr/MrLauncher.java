@@ -22,15 +22,17 @@ import org.apache.log4j.Level;
 import org.apache.log4j.LogManager;
 
 /**
- * The MapReduce peer's entry point: {@code MrLauncher mr-rm --conf-dir DIR [--work-dir DIR]
- * [--delete-on-exit DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...}.
+ * The MapReduce peer's entry point: {@code MrLauncher mr-rm|mr-shuffle --conf-dir DIR
+ * [--work-dir DIR] [--delete-on-exit DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...
+ * [--local-dirs DIR[,DIR]...]}.
  *
  * <p>The same line protocol as the main peer's {@code hotpath.peer.Launcher} (so that
  * {@code peers/harness} drives both alike): start the services, write the site files into the
  * conf dir, print {@code READY {json}} on stdout, then answer each stdin line with one JSON line,
  * {@code {"ok":true,...}} or {@code {"ok":false,"error":"<class>: <first message line>",
  * "exception_class":...,"message":...}}. End of stdin stops everything. All logging (and
- * System.out) goes to stderr. The one mode, {@code mr-rm}, is {@link MrRm}.
+ * System.out) goes to stderr. The modes: {@code mr-rm} is {@link MrRm}, {@code mr-shuffle} is
+ * {@link MrShuffle} (Hadoop's ShuffleHandler hosted standalone).
  */
 public final class MrLauncher {
   /** End-of-stdin marker in the line queue (compared by identity). */
@@ -54,11 +56,11 @@ public final class MrLauncher {
     reader.start();
 
     long t0 = System.nanoTime();
-    MrRm mode;
+    PeerMode mode;
     Path confDir;
     try {
-      if (argv.length == 0 || !argv[0].equals("mr-rm")) {
-        throw new IllegalArgumentException("the mode must be mr-rm");
+      if (argv.length == 0 || !(argv[0].equals("mr-rm") || argv[0].equals("mr-shuffle"))) {
+        throw new IllegalArgumentException("the mode must be mr-rm or mr-shuffle");
       }
       Map<String, String> single = new LinkedHashMap<>();
       List<String[]> sets = new ArrayList<>();
@@ -99,7 +101,9 @@ public final class MrLauncher {
       Files.createDirectories(workDir);
       System.setProperty("test.build.data", workDir.toString());
       System.setProperty("hadoop.tmp.dir", workDir.resolve("tmp").toString());
-      mode = new MrRm(sets, workDir);
+      mode = argv[0].equals("mr-rm")
+          ? new MrRm(sets, workDir)
+          : new MrShuffle(sets, single, workDir);
     } catch (Throwable t) {
       System.err.println("mr-peer: bad arguments " + Arrays.toString(argv) + ": " + t);
       Runtime.getRuntime().halt(2);
@@ -172,7 +176,7 @@ public final class MrLauncher {
   }
 
   /** Stops the mode within 60 s, then ends the JVM without Hadoop's shutdown hooks. */
-  private static void stop(MrRm mode, int code) {
+  private static void stop(PeerMode mode, int code) {
     Thread t = new Thread(() -> {
       try {
         mode.close();
