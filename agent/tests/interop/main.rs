@@ -30,3 +30,4 @@ mod rm_apps;
 mod rm_distributed_shell;
 mod rm_interop_java_nm;
 mod rm_recovery_java_nm;
+mod shuffle_java;
