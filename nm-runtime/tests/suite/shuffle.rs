@@ -682,7 +682,7 @@ fn over_tls_a_fetch_gets_java_s_answer_from_a_pkcs12_or_pem_keystore() {
         let len = part.len() as i64;
         std::fs::write(d.join("file.out.index"), index_bytes(&[(0, len - 4, len)])).unwrap();
         let mut s = tls_client(node.addr());
-        s.write_all(fetcher_request(port, &job(1), 0, &[big.clone()], None).as_bytes())
+        s.write_all(fetcher_request(port, &job(1), 0, std::slice::from_ref(&big), None).as_bytes())
             .unwrap();
         let r = read_reply(&mut s);
         assert_eq!(r.status, 200);

@@ -33,6 +33,9 @@
 //! cache (`mapreduce.shuffle.manage.os.cache=false` for ours, as Java's is without libhadoop).
 //! Medians over `--runs`, the spread as [min, max], and the median of the per-run ratios.
 //!
+//! `--flood N`: then N idle connections (half of them with half a request) held against ours and
+//! Java's while the small case runs again: fetches/s and RSS under the flood.
+//!
 //! `--idle-rss`: also the agent's idle RSS with the aux service on and off (`hotpath agent`
 //! beside this binary, registered with a `hotpath rm`; `ours_agent_idle_rss_delta_kib`).
 
@@ -86,6 +89,11 @@ pub struct ShuffleArgs {
     /// Also measure the agent's idle RSS with the aux service on and off (needs `hotpath`).
     #[arg(long)]
     pub idle_rss: bool,
+    /// After the runs: this many idle connections (every other one with half a request
+    /// sent) held open against ours and Java's while the small case is fetched again
+    /// (`*_flood_small_fetches_per_s`, `*_flood_rss_kib`). 0: no flood.
+    #[arg(long, default_value_t = 0)]
+    pub flood: usize,
     /// The `hotpath` binary for `--idle-rss` (default: beside this one).
     #[arg(long)]
     pub hotpath: Option<PathBuf>,
@@ -633,6 +641,33 @@ pub fn run(args: ShuffleArgs) -> Result<()> {
         }
         rows.push(row);
     }
+    let mut flood = serde_json::Map::new();
+    if args.flood > 0 {
+        for s in servers.iter().filter(|s| s.name != "raw") {
+            let mut held = Vec::with_capacity(args.flood);
+            for i in 0..args.flood {
+                let Ok(mut c) = TcpStream::connect(s.addr) else {
+                    break;
+                };
+                if i % 2 == 0 {
+                    let _ = c.write_all(b"GET /mapOutput?job=job_1_0001&reduce=0&map=attempt_1");
+                }
+                held.push(c);
+            }
+            let m = drive(s, &s.small, args.fetchers, args.seconds)?;
+            let n = s.name;
+            flood.insert(format!("{n}_flood_connections"), json!(held.len()));
+            flood.insert(
+                format!("{n}_flood_small_fetches_per_s"),
+                json!(m.maps as f64 / m.wall_s),
+            );
+            flood.insert(
+                format!("{n}_flood_rss_kib"),
+                json!(status_kib(s.pid, "VmRSS").unwrap_or(0)),
+            );
+            drop(held);
+        }
+    }
     drop(servers);
     let get = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
     let col = |k: &str| median(rows.iter().map(|r| get(r, k)).collect());
@@ -704,6 +739,9 @@ pub fn run(args: ShuffleArgs) -> Result<()> {
         spreads.insert(k.into(), spread(k));
     }
     out.insert("spread".into(), Value::Object(spreads));
+    if args.flood > 0 {
+        out.insert("flood".into(), Value::Object(flood));
+    }
     if args.idle_rss {
         let (on, off) = agent_idle_rss(&args)?;
         out.insert("ours_agent_idle_rss_kib_on".into(), json!(on));
@@ -761,6 +799,12 @@ pub fn run(args: ShuffleArgs) -> Result<()> {
         f("raw_rss_kib"),
         f("java_rss_kib"),
     );
+    if args.flood > 0 {
+        println!(
+            "  under a flood of {} idle connections: {}",
+            args.flood, out["flood"]
+        );
+    }
     if args.idle_rss {
         println!(
             "  agent idle RSS: aux service on {} KiB, off {} KiB (per run); median delta {:.0} KiB",
