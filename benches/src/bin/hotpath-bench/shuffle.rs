@@ -26,10 +26,12 @@
 //!   one map output — and server CPU µs per map output).
 //!
 //! `--fetchers` client threads fetch back to back for `--seconds` per server and case; within
-//! each run the servers take turns (ours, raw, java) on each case. Server CPU is the whole
+//! each run the servers take turns on each case, run r starting with the r-th of (ours, raw,
+//! java). Server CPU is the whole
 //! server process's user + system time from `/proc/<pid>/stat` (the JVM's JIT and GC threads
 //! included: they are what serving costs on a Java NodeManager), RSS its `VmRSS` after the run.
-//! Every server gets a warm-up of both cases first (the JVM's JIT). The files stay in the page
+//! Every server gets a warm-up of both cases first (`--warmup`, 15 s of small fetches: Java's
+//! CPU per fetch falls threefold over its first ten seconds as the JIT compiles). The files stay in the page
 //! cache (`mapreduce.shuffle.manage.os.cache=false` for ours, as Java's is without libhadoop).
 //! Medians over `--runs`, the spread as [min, max], and the median of the per-run ratios.
 //!
@@ -83,6 +85,10 @@ pub struct ShuffleArgs {
     /// Seconds per server, case and run.
     #[arg(long, default_value_t = 3.0)]
     pub seconds: f64,
+    /// Warm-up per server before the runs: seconds of the small case (the large case gets a
+    /// fifth of it), long enough for the JVM's JIT to settle.
+    #[arg(long, default_value_t = 15.0)]
+    pub warmup: f64,
     /// Leave Hadoop's ShuffleHandler out (no JVM); its keys are then `null`.
     #[arg(long)]
     pub no_java: bool,
@@ -605,21 +611,25 @@ pub fn run(args: ShuffleArgs) -> Result<()> {
     }
     // Warm the page cache, the servers and the JVM's JIT.
     for s in &servers {
-        drive(s, &s.large, args.fetchers, 1.0)?;
-        drive(s, &s.small, args.fetchers, 2.0)?;
+        drive(s, &s.large, args.fetchers, args.warmup / 5.0)?;
+        drive(s, &s.small, args.fetchers, args.warmup)?;
     }
     let gb = |b: u64| b as f64 / 1e9;
     let mut rows = Vec::new();
     for run in 0..args.runs.max(1) {
         let mut row = serde_json::Map::new();
         row.insert("run".into(), json!(run));
-        for s in &servers {
+        // Each run starts with another server: none always follows the JVM's leftover work.
+        let order: Vec<&Server> = (0..servers.len())
+            .map(|i| &servers[(i + run) % servers.len()])
+            .collect();
+        for s in &order {
             let l = drive(s, &s.large, args.fetchers, args.seconds)?;
             let n = s.name;
             row.insert(format!("{n}_gbps"), json!(gb(l.bytes) / l.wall_s));
             row.insert(format!("{n}_cpu_s_per_gb"), json!(l.cpu_s / gb(l.bytes)));
         }
-        for s in &servers {
+        for s in &order {
             let m = drive(s, &s.small, args.fetchers, args.seconds)?;
             let n = s.name;
             row.insert(
