@@ -35,3 +35,4 @@ mod rm_interop_java_nm;
 mod rm_mr_jobs;
 mod rm_recovery_java_nm;
 mod rm_signal_cli;
+mod shuffle_java;

@@ -208,7 +208,7 @@ fn an_aux_service_the_agent_cannot_serve_stops_it_at_start() {
     );
     let e = AgentConfig::from_conf(&conf).unwrap_err().to_string();
     assert!(e.contains("com.example.OtherShuffle"), "{e}");
-    // encrypted shuffle is refused, saying so
+    // encrypted shuffle without a keystore is refused, saying so
     let mut conf = conf::Configuration::new();
     conf.set("yarn.nodemanager.aux-services", "mapreduce_shuffle");
     conf.set("mapreduce.shuffle.ssl.enabled", "true");

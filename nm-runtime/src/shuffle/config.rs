@@ -14,7 +14,8 @@
 //! | readahead per segment (bytes) | `mapreduce.shuffle.readahead.bytes` | 4194304 |
 //! | bytes per connection per loop turn | `mapreduce.shuffle.transfer.buffer.size` × 32 | 4 MiB |
 //! | HMAC of UrlHash/ReplyHash | `hadoop.security.secret-manager.key-generator.algorithm` | HmacSHA1 |
-//! | TLS | `mapreduce.shuffle.ssl.enabled` | false (true is refused) |
+//! | TLS (keystore from `ssl-server.xml`, see [`super::tls`]) | `mapreduce.shuffle.ssl.enabled` | false |
+//! | bytes read and encrypted per piece under TLS | `mapreduce.shuffle.ssl.file.buffer.size` | 65536 |
 //!
 //! Bounds of the agent's own, where Java has none: a connection must send its whole request
 //! within [`REQUEST_TIMEOUT`]; at most `hotpath.shuffle.max-open-connections` (default
@@ -22,6 +23,7 @@
 //! connection that has not sent a request is closed to make room (or, when every connection is
 //! busy transferring, the new one gets Java's 429).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use conf::Configuration;
@@ -65,6 +67,11 @@ pub struct ShuffleConfig {
     pub hmac: HmacAlgorithm,
     /// How long a connection may take to send its request.
     pub request_timeout: Duration,
+    /// `mapreduce.shuffle.ssl.enabled`: the TLS configuration built from the keystore settings.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// `mapreduce.shuffle.ssl.file.buffer.size`: plaintext read from a map output per piece
+    /// under TLS.
+    pub ssl_chunk: usize,
 }
 
 impl Default for ShuffleConfig {
@@ -84,6 +91,8 @@ impl Default for ShuffleConfig {
             turn_bytes: 131_072 * 32,
             hmac: HmacAlgorithm::Sha1,
             request_timeout: REQUEST_TIMEOUT,
+            tls: None,
+            ssl_chunk: 65536,
         }
     }
 }
@@ -109,18 +118,15 @@ fn flag(conf: &Configuration, key: &str, default: bool) -> Result<bool, ShuffleE
 }
 
 impl ShuffleConfig {
-    /// Reads the keys (see the module docs). `mapreduce.shuffle.ssl.enabled=true` is refused:
-    /// this service speaks plain HTTP only, and a job told to fetch over HTTPS would fail
-    /// every fetch.
+    /// Reads the keys (see the module docs). With `mapreduce.shuffle.ssl.enabled=true` the
+    /// keystore is read here: a keystore the service cannot use stops the agent at start,
+    /// saying why ([`super::tls::server_config`]).
     pub fn from_conf(conf: &Configuration) -> Result<ShuffleConfig, ShuffleError> {
-        if flag(conf, "mapreduce.shuffle.ssl.enabled", false)? {
-            return Err(ShuffleError::Config(
-                "mapreduce.shuffle.ssl.enabled is true, but this agent's mapreduce_shuffle \
-                 serves plain HTTP only (no TLS): set it to false, or run a Java NodeManager \
-                 for encrypted shuffle"
-                    .into(),
-            ));
-        }
+        let tls = if flag(conf, "mapreduce.shuffle.ssl.enabled", false)? {
+            Some(super::tls::server_config(conf)?)
+        } else {
+            None
+        };
         let port = int(conf, "mapreduce.shuffle.port", i64::from(DEFAULT_PORT))?;
         let port = u16::try_from(port).map_err(|_| {
             ShuffleError::Config(format!(
@@ -181,6 +187,9 @@ impl ShuffleConfig {
                 * 32,
             hmac,
             request_timeout: d.request_timeout,
+            tls,
+            ssl_chunk: int(conf, "mapreduce.shuffle.ssl.file.buffer.size", 65536)?
+                .clamp(4096, 1 << 20) as usize,
         })
     }
 

@@ -120,6 +120,25 @@ pub fn read_index(mut f: File, path: &Path, len: u64) -> Result<Vec<IndexRecord>
 pub struct IndexCache {
     inner: Mutex<CacheInner>,
     max_bytes: usize,
+    files: Mutex<FileCache>,
+    max_files: usize,
+}
+
+/// A map output's data file, open (a reducer per reduce fetches it once each: the open, the
+/// path walk across the local dirs and the `fstat` are paid once).
+#[derive(Debug)]
+pub struct DataFile {
+    pub file: File,
+    pub path: PathBuf,
+    /// Its length when opened (a finished map output does not change).
+    pub size: u64,
+}
+
+/// Job → attempt → open data file, with the insertion order for eviction.
+#[derive(Debug, Default)]
+struct FileCache {
+    map: HashMap<String, HashMap<String, Arc<DataFile>>>,
+    order: VecDeque<(String, String)>,
 }
 
 /// Job → attempt → records (nested, so that a hit is looked up by `&str`, allocating
@@ -151,11 +170,69 @@ impl CacheInner {
 }
 
 impl IndexCache {
-    pub fn new(max_bytes: usize) -> IndexCache {
+    /// A cache of at most `max_bytes` of index records and `max_files` open data files.
+    pub fn new(max_bytes: usize, max_files: usize) -> IndexCache {
         IndexCache {
             inner: Mutex::new(CacheInner::default()),
             max_bytes,
+            files: Mutex::new(FileCache::default()),
+            max_files,
         }
+    }
+
+    /// The data file (`file.out`) of `attempt` of `job`, opened on a miss; the oldest entry
+    /// is closed when `max_files` are open.
+    pub fn data_file(
+        &self,
+        dirs: &[PathBuf],
+        job: &str,
+        user: &str,
+        app: &str,
+        attempt: &str,
+    ) -> Result<Arc<DataFile>, MapOutputError> {
+        let hit = {
+            let c = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            c.map.get(job).and_then(|m| m.get(attempt)).cloned()
+        };
+        if let Some(f) = hit {
+            return Ok(f);
+        }
+        let (file, path, size) =
+            open_in_dirs(dirs, &relative_path(user, app, attempt, "file.out"))?;
+        let f = Arc::new(DataFile { file, path, size });
+        if self.max_files == 0 {
+            return Ok(f);
+        }
+        let mut c = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if c.map.get(job).is_some_and(|m| m.contains_key(attempt)) {
+            return Ok(f);
+        }
+        while c.order.len() >= self.max_files {
+            let Some((j, a)) = c.order.pop_front() else {
+                break;
+            };
+            if let Some(m) = c.map.get_mut(&j) {
+                m.remove(&a);
+                if m.is_empty() {
+                    c.map.remove(&j);
+                }
+            }
+        }
+        c.order.push_back((job.to_string(), attempt.to_string()));
+        c.map
+            .entry(job.to_string())
+            .or_default()
+            .insert(attempt.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// Open data files cached now.
+    pub fn open_files(&self) -> usize {
+        self.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .order
+            .len()
     }
 
     /// Bytes cached now.
@@ -205,8 +282,14 @@ impl IndexCache {
         Ok(records)
     }
 
-    /// Forgets a job's entries (its application was cleaned up).
+    /// Forgets a job's entries and closes its files (its application was cleaned up).
     pub fn remove_job(&self, job: &str) {
+        {
+            let mut f = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            if f.map.remove(job).is_some() {
+                f.order.retain(|k| k.0 != job);
+            }
+        }
         let mut c = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(gone) = c.map.remove(job) {
             for (attempt, v) in gone {
@@ -319,10 +402,11 @@ mod tests {
                 .join(relative_path("u", "application_1_0001", m, ""));
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("file.out.index"), &b).unwrap();
+            std::fs::write(d.join("file.out"), [0u8; 18]).unwrap();
         }
         // room for two entries (48 bytes of records + the key's bytes each)
         let w = 48 + "job_1_0001".len() + maps[0].len();
-        let cache = IndexCache::new(2 * w + 10);
+        let cache = IndexCache::new(2 * w + 10, 4);
         for m in &maps {
             let r = cache
                 .get(&dirs, "job_1_0001", "u", "application_1_0001", m)
@@ -342,8 +426,24 @@ mod tests {
         assert!(cache
             .get(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
             .is_ok());
+        // data files: at most 4 open, the oldest closed first, each open once
+        for m in &maps {
+            let f = cache
+                .data_file(&dirs, "job_1_0001", "u", "application_1_0001", m)
+                .unwrap();
+            assert_eq!(f.size, 18);
+            assert!(cache.open_files() <= 4);
+        }
+        let again = cache
+            .data_file(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
+            .unwrap();
+        let once = cache
+            .data_file(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
+            .unwrap();
+        assert!(Arc::ptr_eq(&again, &once));
         cache.remove_job("job_1_0001");
         assert_eq!(cache.bytes(), 0);
+        assert_eq!(cache.open_files(), 0);
         let e = cache
             .get(&dirs, "job_1_0001", "u", "application_1_0001", &maps[4])
             .unwrap_err();

@@ -20,7 +20,9 @@
 //! - [`request`]: HTTP request parsing and the checks of Java's processing order;
 //! - [`index`]: map outputs found through their `file.out.index` across the local dirs, index
 //!   files cached within a bound, the `ShuffleHeader` Writable;
-//! - [`server`]: the epoll loops, connections, limits and the zero-copy transfer.
+//! - [`server`]: the epoll loops, connections, limits and the zero-copy transfer;
+//! - [`tls`]: `mapreduce.shuffle.ssl.enabled`: the keystore settings of `ssl-server.xml` as a
+//!   rustls configuration (the server then encrypts each segment in pieces, as Java does).
 
 pub mod config;
 pub mod hash;
@@ -28,6 +30,7 @@ pub mod index;
 pub mod jobs;
 pub mod request;
 pub mod server;
+pub mod tls;
 
 pub use config::{check_aux_services, ShuffleConfig};
 pub use jobs::Jobs;

@@ -18,20 +18,31 @@
 //! or `keepAlive=true` in the request) waits up to the keep-alive timeout for the next one.
 //! Every map output is checked (index read, data file opened, lengths within the file) before
 //! the 200 is sent: one missing output fails the whole request with 500, as in 3.5.0.
+//! Data files stay open between fetches (one per map output, at most the `max_open` bound,
+//! oldest closed first, a job's closed when its application stops): a map output is fetched
+//! once per reducer, and the path walk, `open`, `fstat` and `close` were most of a small
+//! fetch's system time.
 //!
 //! Bounds: `mapreduce.shuffle.max.connections` open connections (Java's 429 with
 //! `Retry-After: 1000` on accept beyond it, which the Fetcher retries without counting a
 //! failure), and the agent's own `max_open`: a loop at its share evicts the connection that
 //! has waited longest without a complete request, or answers 429 when all are transferring.
 //!
+//! With `mapreduce.shuffle.ssl.enabled` every connection is a rustls server session: the
+//! handshake and the request are read through it, and the answer is encrypted in pieces of
+//! `mapreduce.shuffle.ssl.file.buffer.size` read from the map output with `pread` (no
+//! `sendfile` under TLS, as in Java), each piece handed to rustls only once the previous
+//! one's records are on the socket, so a connection holds at most one piece. Over the
+//! connection limits a TLS connection is closed without the plaintext 429.
+//!
 //! The socket calls go through `rustix` (epoll, `send`, `sendfile`, `posix_fadvise`): no
 //! `unsafe` here.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::num::NonZeroU64;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -45,8 +56,7 @@ use rustix::net::{send, SendFlags};
 use super::config::ShuffleConfig;
 use super::hash::HmacAlgorithm;
 use super::index::{
-    is_map_attempt_id, open_in_dirs, relative_path, write_shuffle_header, IndexCache,
-    MapOutputError,
+    is_map_attempt_id, relative_path, write_shuffle_header, DataFile, IndexCache, MapOutputError,
 };
 use super::jobs::Jobs;
 use super::request::{
@@ -129,7 +139,9 @@ impl ShuffleServer {
             })?
             .port();
         let threads = cfg.loop_threads();
-        let cache = Arc::new(IndexCache::new(cfg.index_cache_bytes));
+        // Open data files: as many as the connections bound (the descriptors an operator
+        // already provides for).
+        let cache = Arc::new(IndexCache::new(cfg.index_cache_bytes, cfg.max_open));
         jobs.attach_cache(cache.clone());
         let ctx = Arc::new(Ctx {
             cache,
@@ -172,6 +184,11 @@ impl ShuffleServer {
                         open: 0,
                         max_open: per_loop,
                         scratch: vec![0u8; 16 << 10],
+                        tls_buf: if ctx.cfg.tls.is_some() {
+                            vec![0u8; ctx.cfg.ssl_chunk]
+                        } else {
+                            Vec::new()
+                        },
                     }
                     .run()
                 })
@@ -224,7 +241,7 @@ impl Drop for ShuffleServer {
 enum Part {
     Bytes(Vec<u8>, usize),
     File {
-        file: File,
+        file: Arc<DataFile>,
         start: u64,
         off: u64,
         end: u64,
@@ -250,6 +267,10 @@ struct Conn {
     /// Reading since (for eviction: the longest waiting goes first).
     since: Instant,
     fetched: Option<Fetched>,
+    /// The TLS session (`mapreduce.shuffle.ssl.enabled`).
+    tls: Option<Box<rustls::ServerConnection>>,
+    /// Reading, TLS: the socket is also watched for room (handshake records wait to go out).
+    tls_out: bool,
 }
 
 struct Loop<'a> {
@@ -261,6 +282,8 @@ struct Loop<'a> {
     open: usize,
     max_open: usize,
     scratch: Vec<u8>,
+    /// TLS: one piece of a map output, read before it is encrypted.
+    tls_buf: Vec<u8>,
 }
 
 fn token(idx: usize, gen: u32) -> u64 {
@@ -341,10 +364,12 @@ impl Loop<'_> {
             let over_java = max > 0 && active > max;
             let room = over_java || self.open < self.max_open || self.evict_idle();
             if over_java || !room {
-                // Java's answer on connect: 429, Retry-After 1000 ms, close.
+                // Java's answer on connect: 429, Retry-After 1000 ms, close (under TLS: close).
                 m.too_many.fetch_add(1, Relaxed);
                 let _ = sock.set_nonblocking(true);
-                let _ = send(&sock, &too_many_response(), SendFlags::NOSIGNAL);
+                if self.ctx.cfg.tls.is_none() {
+                    let _ = send(&sock, &too_many_response(), SendFlags::NOSIGNAL);
+                }
                 self.ctx.active.fetch_sub(1, Relaxed);
                 continue;
             }
@@ -353,6 +378,21 @@ impl Loop<'_> {
                 continue;
             }
             let _ = sock.set_nodelay(true);
+            let tls = match &self.ctx.cfg.tls {
+                Some(cfg) => match rustls::ServerConnection::new(cfg.clone()) {
+                    Ok(mut t) => {
+                        // Bounded by feeding one piece at a time instead (see `send_tls`).
+                        t.set_buffer_limit(None);
+                        Some(Box::new(t))
+                    }
+                    Err(e) => {
+                        tracing::warn!("mapreduce_shuffle: TLS session: {e}");
+                        self.ctx.active.fetch_sub(1, Relaxed);
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let idx = match self.free.pop() {
                 Some(i) => i,
                 None => {
@@ -385,6 +425,8 @@ impl Loop<'_> {
                 deadline: now + self.ctx.cfg.request_timeout,
                 since: now,
                 fetched: None,
+                tls,
+                tls_out: false,
             });
             self.open += 1;
             m.open.fetch_add(1, Relaxed);
@@ -451,7 +493,75 @@ impl Loop<'_> {
             }
             return self.pump(idx);
         }
+        if self.conns[idx].as_ref().is_some_and(|c| c.tls.is_some()) {
+            return self.read_tls(idx);
+        }
         self.read(idx)
+    }
+
+    /// TLS, reading: records in, handshake records out, the request's plaintext gathered.
+    fn read_tls(&mut self, idx: usize) -> Step {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return Step::Close;
+        };
+        let Some(tls) = c.tls.as_deref_mut() else {
+            return Step::Close;
+        };
+        let mut eof = false;
+        loop {
+            match tls.read_tls(&mut c.sock) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(_) => {
+                    if tls.process_new_packets().is_err() {
+                        // the alert, if the socket takes it
+                        let _ = tls_flush(tls, &mut c.sock);
+                        return Step::Close;
+                    }
+                    match tls_plaintext(tls, &mut c.buf, &mut self.scratch) {
+                        Ok(closed) => eof |= closed,
+                        Err(()) => return Step::Close,
+                    }
+                    if eof || c.buf.len() >= MAX_REQUEST {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Step::Close,
+            }
+        }
+        let all_out = match tls_flush(tls, &mut c.sock) {
+            Ok((all, _)) => all,
+            Err(_) => return Step::Close,
+        };
+        if all_out == c.tls_out {
+            // watch for room while records wait, stop once they are out
+            c.tls_out = !all_out;
+            let mut flags = epoll::EventFlags::IN | epoll::EventFlags::RDHUP;
+            if c.tls_out {
+                flags |= epoll::EventFlags::OUT;
+            }
+            if epoll::modify(
+                &self.ep,
+                &c.sock,
+                epoll::EventData::new_u64(token(idx, c.gen)),
+                flags,
+            )
+            .is_err()
+            {
+                return Step::Close;
+            }
+        }
+        if eof {
+            if !matches!(parse_head(&c.buf), Parse::Done(_)) {
+                return Step::Close;
+            }
+            c.keep_alive = false;
+        }
+        self.answer_buffered(idx, eof)
     }
 
     /// Reads what the socket has; answers once the head is complete.
@@ -527,11 +637,69 @@ impl Loop<'_> {
         self.pump(idx)
     }
 
-    /// Sends what the socket takes, up to the turn's budget.
+    /// Sends what the socket takes, up to the turn's budget; then closes, or waits for the
+    /// next request with keep-alive.
     fn pump(&mut self, idx: usize) -> Step {
         let ctx = self.ctx;
+        let tls = self.conns[idx].as_ref().is_some_and(|c| c.tls.is_some());
+        let done = match if tls {
+            self.send_tls(idx)
+        } else {
+            self.send_plain(idx)
+        } {
+            Ok(done) => done,
+            Err(step) => return step,
+        };
         let Some(c) = self.conns[idx].as_mut() else {
             return Step::Close;
+        };
+        if !done {
+            // Level-triggered: a socket with room (budget spent) comes back next turn.
+            return Step::Keep;
+        }
+        if let Some(f) = c.fetched.take() {
+            let m = &ctx.metrics;
+            m.fetches.fetch_add(1, Relaxed);
+            m.maps.fetch_add(f.maps, Relaxed);
+            m.bytes.fetch_add(f.bytes, Relaxed);
+        }
+        if !c.keep_alive {
+            if let Some(tls) = c.tls.as_deref_mut() {
+                tls.send_close_notify();
+                let _ = tls_flush(tls, &mut c.sock);
+            }
+            let _ = c.sock.shutdown(std::net::Shutdown::Write);
+            return Step::Close;
+        }
+        // Keep-alive: wait for the next request (or answer one already buffered).
+        c.writing = false;
+        c.tls_out = false;
+        let now = Instant::now();
+        c.since = now;
+        c.deadline = now + ctx.cfg.keep_alive_timeout;
+        if epoll::modify(
+            &self.ep,
+            &c.sock,
+            epoll::EventData::new_u64(token(idx, c.gen)),
+            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
+        )
+        .is_err()
+        {
+            return Step::Close;
+        }
+        if c.buf.is_empty() {
+            Step::Keep
+        } else {
+            self.answer_buffered(idx, false)
+        }
+    }
+
+    /// Plain HTTP: header bytes with `send`, segments with `sendfile`, up to the turn's
+    /// budget. `Ok(true)` once the whole answer is out.
+    fn send_plain(&mut self, idx: usize) -> Result<bool, Step> {
+        let ctx = self.ctx;
+        let Some(c) = self.conns[idx].as_mut() else {
+            return Err(Step::Close);
         };
         let mut budget = ctx.cfg.turn_bytes;
         let mut progressed = false;
@@ -556,7 +724,7 @@ impl Loop<'_> {
                         }
                         Err(rustix::io::Errno::AGAIN) => break,
                         Err(rustix::io::Errno::INTR) => {}
-                        Err(_) => return Step::Abort,
+                        Err(_) => return Err(Step::Abort),
                     }
                 }
                 Part::File {
@@ -566,15 +734,15 @@ impl Loop<'_> {
                     end,
                 } => {
                     let want = (*end - *off).min(budget).min(1 << 30) as usize;
-                    match rustix::fs::sendfile(&c.sock, &*file, Some(off), want) {
-                        Ok(0) => return Step::Abort, // the file shrank under us
+                    match rustix::fs::sendfile(&c.sock, &file.file, Some(off), want) {
+                        Ok(0) => return Err(Step::Abort), // the file shrank under us
                         Ok(n) => {
                             budget = budget.saturating_sub(n as u64);
                             progressed = true;
                             if *off >= *end {
                                 if ctx.cfg.manage_os_cache {
                                     let _ = fadvise(
-                                        &*file,
+                                        &file.file,
                                         *start,
                                         NonZeroU64::new(*end - *start),
                                         Advice::DontNeed,
@@ -585,7 +753,7 @@ impl Loop<'_> {
                         }
                         Err(rustix::io::Errno::AGAIN) => break,
                         Err(rustix::io::Errno::INTR) => {}
-                        Err(_) => return Step::Abort,
+                        Err(_) => return Err(Step::Abort),
                     }
                 }
             }
@@ -593,40 +761,72 @@ impl Loop<'_> {
         if progressed {
             c.deadline = Instant::now() + WRITE_STALL;
         }
-        if !c.out.is_empty() {
-            // Level-triggered: a socket with room (budget spent) comes back next turn.
-            return Step::Keep;
+        Ok(c.out.is_empty())
+    }
+
+    /// TLS: each part through the session, a file's bytes in pieces read with `pread`, a piece
+    /// handed over only once the session's records are all on the socket.
+    fn send_tls(&mut self, idx: usize) -> Result<bool, Step> {
+        let ctx = self.ctx;
+        let Some(c) = self.conns[idx].as_mut() else {
+            return Err(Step::Close);
+        };
+        let Some(tls) = c.tls.as_deref_mut() else {
+            return Err(Step::Close);
+        };
+        let mut budget = ctx.cfg.turn_bytes;
+        let mut progressed = false;
+        loop {
+            let (all, n) = tls_flush(tls, &mut c.sock).map_err(|_| Step::Abort)?;
+            progressed |= n > 0;
+            budget = budget.saturating_sub(n);
+            if !all || budget == 0 {
+                break;
+            }
+            let Some(part) = c.out.front_mut() else { break };
+            match part {
+                Part::Bytes(b, pos) => {
+                    let n = tls.writer().write(&b[*pos..]).map_err(|_| Step::Abort)?;
+                    *pos += n;
+                    if *pos == b.len() {
+                        c.out.pop_front();
+                    }
+                }
+                Part::File {
+                    file,
+                    start,
+                    off,
+                    end,
+                } => {
+                    let want = (*end - *off).min(self.tls_buf.len() as u64) as usize;
+                    let n = match file.file.read_at(&mut self.tls_buf[..want], *off) {
+                        Ok(0) => return Err(Step::Abort), // the file shrank under us
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(_) => return Err(Step::Abort),
+                    };
+                    tls.writer()
+                        .write_all(&self.tls_buf[..n])
+                        .map_err(|_| Step::Abort)?;
+                    *off += n as u64;
+                    if *off >= *end {
+                        if ctx.cfg.manage_os_cache {
+                            let _ = fadvise(
+                                &file.file,
+                                *start,
+                                NonZeroU64::new(*end - *start),
+                                Advice::DontNeed,
+                            );
+                        }
+                        c.out.pop_front();
+                    }
+                }
+            }
         }
-        if let Some(f) = c.fetched.take() {
-            let m = &ctx.metrics;
-            m.fetches.fetch_add(1, Relaxed);
-            m.maps.fetch_add(f.maps, Relaxed);
-            m.bytes.fetch_add(f.bytes, Relaxed);
+        if progressed {
+            c.deadline = Instant::now() + WRITE_STALL;
         }
-        if !c.keep_alive {
-            let _ = c.sock.shutdown(std::net::Shutdown::Write);
-            return Step::Close;
-        }
-        // Keep-alive: wait for the next request (or answer one already buffered).
-        c.writing = false;
-        let now = Instant::now();
-        c.since = now;
-        c.deadline = now + ctx.cfg.keep_alive_timeout;
-        if epoll::modify(
-            &self.ep,
-            &c.sock,
-            epoll::EventData::new_u64(token(idx, c.gen)),
-            epoll::EventFlags::IN | epoll::EventFlags::RDHUP,
-        )
-        .is_err()
-        {
-            return Step::Close;
-        }
-        if c.buf.is_empty() {
-            Step::Keep
-        } else {
-            self.answer_buffered(idx, false)
-        }
+        Ok(c.out.is_empty() && !tls.wants_write())
     }
 }
 
@@ -650,7 +850,7 @@ impl Answer {
 /// One map output checked and opened, ready to send.
 struct Segment {
     header: Vec<u8>,
-    file: File,
+    file: Arc<DataFile>,
     start: u64,
     len: u64,
 }
@@ -721,7 +921,7 @@ fn respond(ctx: &Ctx, head: &super::request::Head<'_>) -> Answer {
         // WILLNEED ahead of a large segment; a small one is the kernel's own readahead's.
         if ctx.cfg.readahead_bytes > 0 && s.len >= SMALL_SEGMENT {
             let _ = fadvise(
-                &s.file,
+                &s.file.file,
                 s.start,
                 NonZeroU64::new(s.len.min(ctx.cfg.readahead_bytes)),
                 Advice::WillNeed,
@@ -775,7 +975,8 @@ fn map_output(
                 index.len()
             ))
         })?;
-    let (file, path, size) = open_in_dirs(&ctx.dirs, &relative_path(user, app, map, "file.out"))?;
+    let file = ctx.cache.data_file(&ctx.dirs, job, user, app, map)?;
+    let (path, size) = (&file.path, file.size);
     let (start, len) = (rec.start_offset, rec.part_length);
     let fits = start >= 0
         && len >= 0
@@ -805,4 +1006,38 @@ fn count_failure(m: &ShuffleMetrics, cause: Cause) {
         Cause::MapOutput => &m.map_output_errors,
     };
     c.fetch_add(1, Relaxed);
+}
+
+/// TLS: moves the session's pending records to the socket. `(all out, bytes sent)`.
+fn tls_flush(tls: &mut rustls::ServerConnection, sock: &mut TcpStream) -> io::Result<(bool, u64)> {
+    let mut sent = 0u64;
+    while tls.wants_write() {
+        match tls.write_tls(sock) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => sent += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((false, sent)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((true, sent))
+}
+
+/// TLS: the decrypted bytes into the request buffer (at most [`MAX_REQUEST`]). `Ok(true)`
+/// when the peer closed the session.
+fn tls_plaintext(
+    tls: &mut rustls::ServerConnection,
+    buf: &mut Vec<u8>,
+    scratch: &mut [u8],
+) -> Result<bool, ()> {
+    while buf.len() < MAX_REQUEST {
+        let room = (MAX_REQUEST - buf.len()).min(scratch.len());
+        match tls.reader().read(&mut scratch[..room]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(false)
 }

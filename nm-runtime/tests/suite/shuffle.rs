@@ -3,6 +3,8 @@
 //! map outputs written in the IFile/SpillRecord formats of shuffle.md §3.5/§4.3, checking
 //! status, headers and body bytes; and every bad input of issue 32 part 3. Each test runs its
 //! own service on an ephemeral port (well under a second each; the flood test a few seconds).
+//! The encrypted shuffle (`mapreduce.shuffle.ssl.enabled`) with keystores made by the JDK's
+//! `keytool` (`fixtures/`, see [`fixture`]), fetched through a rustls client.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -172,7 +174,7 @@ impl Reply {
 }
 
 /// Reads one response (head, then `content-length` bytes) from `s`.
-fn read_reply(s: &mut TcpStream) -> Reply {
+fn read_reply(s: &mut impl Read) -> Reply {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -546,4 +548,189 @@ fn a_flood_of_idle_and_half_sent_connections_stays_bounded_and_fetches_flow() {
     drop(flood);
     let req = fetcher_request(port, &job(5), 0, std::slice::from_ref(&map), None);
     assert_eq!(fetch_raw(node.addr(), req.as_bytes()).status, 200);
+}
+
+/// The keystores of the TLS tests, made once with the JDK 17 `keytool` (valid for 100 years):
+///
+/// ```text
+/// keytool -genkeypair -alias shuffle -keyalg RSA -keysize 2048 -validity 36500 \
+///   -dname "CN=localhost, O=hotpath test" -ext "SAN=dns:localhost,ip:127.0.0.1" \
+///   -storetype pkcs12 -keystore shuffle-server.p12 -storepass hotpath-test
+/// keytool -importkeystore -srckeystore shuffle-server.p12 -srcstoretype pkcs12 \
+///   -srcstorepass hotpath-test -destkeystore shuffle-server.jks -deststoretype jks \
+///   -deststorepass hotpath-test -destkeypass hotpath-test
+/// keytool -exportcert -alias shuffle -keystore shuffle-server.p12 -storepass hotpath-test \
+///   -rfc -file shuffle-server.crt
+/// keytool -importcert -noprompt -alias shuffle -file shuffle-server.crt -storetype pkcs12 \
+///   -keystore shuffle-trust.p12 -storepass hotpath-test
+/// openssl pkcs12 -in shuffle-server.p12 -passin pass:hotpath-test -nodes   # → .pem
+/// ```
+///
+/// The PKCS12 files are what JDK 17 writes: PBES2 (PBKDF2-HmacSHA256, AES-256-CBC), HmacSHA256
+/// MAC.
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/suite/fixtures")
+        .join(name)
+}
+
+const STOREPASS: &str = "hotpath-test";
+
+fn tls_conf(location: &Path, ty: &str, password: &str) -> conf::Configuration {
+    let mut c = conf::Configuration::new();
+    c.set("mapreduce.shuffle.ssl.enabled", "true");
+    c.set(
+        "ssl.server.keystore.location",
+        &location.display().to_string(),
+    );
+    c.set("ssl.server.keystore.password", password);
+    c.set("ssl.server.keystore.type", ty);
+    c
+}
+
+/// A rustls client that trusts the fixture's certificate, as a reducer with
+/// `ssl-client.xml`'s truststore would.
+fn tls_client(addr: SocketAddr) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(
+            rustls::pki_types::CertificateDer::from_pem_file(fixture("shuffle-server.crt"))
+                .unwrap(),
+        )
+        .unwrap();
+    #[allow(deprecated)] // ring's provider: the one the service uses
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
+    rustls::StreamOwned::new(conn, connect(addr))
+}
+
+#[test]
+fn over_tls_a_fetch_gets_java_s_answer_from_a_pkcs12_or_pem_keystore() {
+    // the operator's way: yarn-site.xml turns it on, ssl-server.xml names the keystore
+    // (type jks, Hadoop's default, holding a PKCS12 file: Java 9+ reads that too)
+    let confdir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        confdir.path().join("yarn-site.xml"),
+        "<configuration><property><name>mapreduce.shuffle.ssl.enabled</name>\
+         <value>true</value></property></configuration>",
+    )
+    .unwrap();
+    std::fs::write(
+        confdir.path().join("ssl-server.xml"),
+        format!(
+            "<configuration>\
+             <property><name>ssl.server.keystore.location</name><value>{}</value></property>\
+             <property><name>ssl.server.keystore.password</name><value>{STOREPASS}</value></property>\
+             <property><name>ssl.server.keystore.keypassword</name><value>{STOREPASS}</value></property>\
+             </configuration>",
+            fixture("shuffle-server.p12").display()
+        ),
+    )
+    .unwrap();
+    let site = conf::Configuration::load_dir(confdir.path()).unwrap();
+    let confs = [
+        site,
+        tls_conf(&fixture("shuffle-server.p12"), "pkcs12", STOREPASS),
+        tls_conf(&fixture("shuffle-server.pem"), "pem", ""),
+    ];
+    for c in confs {
+        let cfg = ShuffleConfig::from_conf(&c).unwrap();
+        assert!(cfg.tls.is_some());
+        let node = Node::start(cfg);
+        node.register(1);
+        let maps = [attempt(1, 0), attempt(1, 1)];
+        for m in &maps {
+            write_fixture(&node.locals[0], &node.locals[1], app(1), m);
+        }
+        let port = node.server.port();
+        let req = fetcher_request(port, &job(1), 0, &maps, None);
+        let mut s = tls_client(node.addr());
+        s.write_all(req.as_bytes()).unwrap();
+        let r = read_reply(&mut s);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let hash = url_hash(&SECRET, port, req.split(' ').nth(1).unwrap());
+        let mut m = <Hmac<sha1::Sha1> as KeyInit>::new_from_slice(&SECRET).unwrap();
+        m.update(hash.as_bytes());
+        assert_eq!(
+            r.header("ReplyHash"),
+            Some(STANDARD.encode(m.finalize().into_bytes()).as_str())
+        );
+        assert_eq!(r.header("name"), Some("mapreduce"));
+        let mut want = Vec::new();
+        for map in &maps {
+            want.extend(shuffle_header(map, 12, 8, 0));
+            want.extend_from_slice(&PART0);
+        }
+        assert_eq!(r.body, want);
+        // then the server's close_notify: a clean end of the session
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+        // a large segment crosses many records and pieces
+        let big = attempt(1, 7);
+        let d = output_dir(&node.locals[1], app(1), &big);
+        std::fs::create_dir_all(&d).unwrap();
+        let part: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(d.join("file.out"), &part).unwrap();
+        let len = part.len() as i64;
+        std::fs::write(d.join("file.out.index"), index_bytes(&[(0, len - 4, len)])).unwrap();
+        let mut s = tls_client(node.addr());
+        s.write_all(fetcher_request(port, &job(1), 0, std::slice::from_ref(&big), None).as_bytes())
+            .unwrap();
+        let r = read_reply(&mut s);
+        assert_eq!(r.status, 200);
+        let skip = r.body.len() - part.len();
+        assert!(r.body[..skip].starts_with(&[big.len() as u8]));
+        assert!(r.body[skip..] == part[..], "the large segment differs");
+        // plain HTTP on the TLS port gets no HTTP answer, only a closed connection
+        let mut p = connect(node.addr());
+        p.write_all(req.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let _ = p.read_to_end(&mut got);
+        assert!(!got.starts_with(b"HTTP/"), "{got:?}");
+    }
+}
+
+#[test]
+fn a_keystore_the_service_cannot_use_stops_it_at_start() {
+    let refused = |c: conf::Configuration| ShuffleConfig::from_conf(&c).unwrap_err().to_string();
+    // JKS: named, with the keytool command that converts it
+    let e = refused(tls_conf(&fixture("shuffle-server.jks"), "jks", STOREPASS));
+    assert!(
+        e.contains("is a JKS keystore") && e.contains("keytool -importkeystore"),
+        "{e}"
+    );
+    // a wrong password
+    let e = refused(tls_conf(&fixture("shuffle-server.p12"), "pkcs12", "wrong"));
+    assert!(e.contains("password"), "{e}");
+    // a missing file, an unknown type, no location at all
+    let e = refused(tls_conf(
+        Path::new("/nonexistent/ks.p12"),
+        "pkcs12",
+        STOREPASS,
+    ));
+    assert!(e.contains("/nonexistent/ks.p12"), "{e}");
+    let e = refused(tls_conf(&fixture("shuffle-server.p12"), "bks", STOREPASS));
+    assert!(e.contains("ssl.server.keystore.type = bks"), "{e}");
+    let mut c = conf::Configuration::new();
+    c.set("mapreduce.shuffle.ssl.enabled", "true");
+    let e = refused(c);
+    assert!(e.contains("ssl.server.keystore.location is not set"), "{e}");
+    // a truststore holds no key
+    let e = refused(tls_conf(&fixture("shuffle-trust.p12"), "pkcs12", STOREPASS));
+    assert!(e.contains("no private key"), "{e}");
+    // client certificates and protocols it does not serve
+    let mut c = tls_conf(&fixture("shuffle-server.p12"), "pkcs12", STOREPASS);
+    c.set("hadoop.ssl.require.client.cert", "true");
+    assert!(refused(c).contains("hadoop.ssl.require.client.cert"));
+    let mut c = tls_conf(&fixture("shuffle-server.p12"), "pkcs12", STOREPASS);
+    c.set("hadoop.ssl.enabled.protocols", "TLSv1,TLSv1.1");
+    assert!(refused(c).contains("hadoop.ssl.enabled.protocols"));
 }

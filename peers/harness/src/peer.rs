@@ -232,6 +232,12 @@ pub enum Mode {
     /// job configuration `mr-rm` gives (local staging, `yarn.is.minicluster`). The same
     /// commands as [`Mode::MrRm`] (`nodes` and `am-node` through a `YarnClient`).
     MrClient,
+    /// Hadoop 3.5.0's own `ShuffleHandler` hosted standalone by the MapReduce peer
+    /// (`--local-dirs DIR[,DIR]`, `--set K=V`): READY carries `port`; commands `init-app USER
+    /// APP_ID SERVICE_DATA_HEX`, `stop-app APP_ID`, and `fetch URL SECRET_HEX
+    /// [ssl-conf-dir=DIR]` (one request as the Fetcher makes it, over HTTP or HTTPS): see
+    /// `peers/hadoop-mr/src/main/java/hotpath/mr/MrShuffle.java`.
+    MrShuffle,
 }
 
 impl Mode {
@@ -246,13 +252,14 @@ impl Mode {
             Mode::Sasl => "sasl",
             Mode::MrRm => "mr-rm",
             Mode::MrClient => "mr-client",
+            Mode::MrShuffle => "mr-shuffle",
         }
     }
 
     /// The launcher class that runs this mode.
     pub fn launcher_class(self) -> &'static str {
         match self {
-            Mode::MrRm | Mode::MrClient => "hotpath.mr.MrLauncher",
+            Mode::MrRm | Mode::MrClient | Mode::MrShuffle => "hotpath.mr.MrLauncher",
             _ => "hotpath.peer.Launcher",
         }
     }
@@ -336,7 +343,7 @@ impl Peer {
 
     pub fn start_with(mode: Mode, args: &[&str], opts: Options) -> Result<Peer, PeerError> {
         let build = match mode {
-            Mode::MrRm | Mode::MrClient => crate::build::ensure_built_mr()?,
+            Mode::MrRm | Mode::MrClient | Mode::MrShuffle => crate::build::ensure_built_mr()?,
             _ => ensure_built()?,
         };
         let dir = tempfile::Builder::new()

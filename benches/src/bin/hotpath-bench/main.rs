@@ -92,14 +92,18 @@ enum Cmd {
     /// allocate CPU per call with outstanding asks, submit → AM running, containers of `true`
     /// allocated and launched per second.
     RmApps(rm_apps::RmAppsArgs),
-    /// mapreduce_shuffle (issue 32): map outputs served by our service and by a raw sendfile
-    /// server, fetched with the Fetcher's request pattern: large partitions (GB/s, CPU per GB)
-    /// and many small ones (map outputs/s, CPU per map output).
+    /// mapreduce_shuffle (issue 32): map outputs served by our service, by a raw sendfile
+    /// server and by Hadoop's own ShuffleHandler (in a JVM), fetched with the Fetcher's request
+    /// pattern: large partitions (GB/s, CPU per GB) and many small ones (map outputs/s, CPU per
+    /// map output).
     Shuffle(shuffle::ShuffleArgs),
     /// RM HA (issue 34): time from the active RM's failover to the first heartbeat the new
     /// active answers, a hotpath agent beside a Java NodeManager, and their connection attempts
     /// per second meanwhile.
     RmFailover(rm_failover::RmFailoverArgs),
+    /// Internal: one server of `shuffle` (ours or raw), run as a child process.
+    #[command(name = "shuffle-server", hide = true)]
+    ShuffleServer(shuffle::ServerArgs),
     /// Internal: the ApplicationMaster of `rm-apps`, launched by the RM in a container.
     #[command(name = "rm-apps-am", hide = true)]
     RmAppsAm(rm_apps_am::AmArgs),
@@ -134,6 +138,7 @@ fn main() -> Result<()> {
         Cmd::RmApps(args) => rm_apps::run(args),
         Cmd::Shuffle(args) => shuffle::run(args),
         Cmd::RmFailover(args) => rm_failover::run(args),
+        Cmd::ShuffleServer(args) => shuffle::run_server(args),
         Cmd::RmAppsAm(args) => rm_apps_am::run(args, started),
         Cmd::BenchIpcServer(args) => ipc_large::run_server_child(args),
     }

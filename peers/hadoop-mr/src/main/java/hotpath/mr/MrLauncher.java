@@ -22,16 +22,18 @@ import org.apache.log4j.Level;
 import org.apache.log4j.LogManager;
 
 /**
- * The MapReduce peer's entry point: {@code MrLauncher mr-rm|mr-client --conf-dir DIR [--work-dir DIR]
- * [--delete-on-exit DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...}.
+ * The MapReduce peer's entry point: {@code MrLauncher mr-rm|mr-client|mr-shuffle --conf-dir DIR
+ * [--work-dir DIR] [--delete-on-exit DIR] [--set key=value]... [--log-level LEVEL|logger=LEVEL]...
+ * [--local-dirs DIR[,DIR]...]}.
  *
  * <p>The same line protocol as the main peer's {@code hotpath.peer.Launcher} (so that
  * {@code peers/harness} drives both alike): start the services, write the site files into the
  * conf dir, print {@code READY {json}} on stdout, then answer each stdin line with one JSON line,
  * {@code {"ok":true,...}} or {@code {"ok":false,"error":"<class>: <first message line>",
  * "exception_class":...,"message":...}}. End of stdin stops everything. All logging (and
- * System.out) goes to stderr. Both modes, {@code mr-rm} (a Java RM here) and {@code mr-client}
- * (jobs submitted to an RM elsewhere), are {@link MrRm}.
+ * System.out) goes to stderr. The modes: {@code mr-rm} (a Java RM here) and {@code mr-client}
+ * (jobs submitted to an RM elsewhere) are {@link MrRm}; {@code mr-shuffle} is {@link MrShuffle}
+ * (Hadoop's ShuffleHandler hosted standalone).
  */
 public final class MrLauncher {
   /** End-of-stdin marker in the line queue (compared by identity). */
@@ -55,11 +57,13 @@ public final class MrLauncher {
     reader.start();
 
     long t0 = System.nanoTime();
-    MrRm mode;
+    PeerMode mode;
     Path confDir;
     try {
-      if (argv.length == 0 || !(argv[0].equals("mr-rm") || argv[0].equals("mr-client"))) {
-        throw new IllegalArgumentException("the mode must be mr-rm or mr-client");
+      if (argv.length == 0
+          || !(argv[0].equals("mr-rm") || argv[0].equals("mr-client")
+              || argv[0].equals("mr-shuffle"))) {
+        throw new IllegalArgumentException("the mode must be mr-rm, mr-client or mr-shuffle");
       }
       Map<String, String> single = new LinkedHashMap<>();
       List<String[]> sets = new ArrayList<>();
@@ -100,7 +104,9 @@ public final class MrLauncher {
       Files.createDirectories(workDir);
       System.setProperty("test.build.data", workDir.toString());
       System.setProperty("hadoop.tmp.dir", workDir.resolve("tmp").toString());
-      mode = new MrRm(sets, workDir, argv[0].equals("mr-client"));
+      mode = argv[0].equals("mr-shuffle")
+          ? new MrShuffle(sets, single, workDir)
+          : new MrRm(sets, workDir, argv[0].equals("mr-client"));
     } catch (Throwable t) {
       System.err.println("mr-peer: bad arguments " + Arrays.toString(argv) + ": " + t);
       Runtime.getRuntime().halt(2);
@@ -173,7 +179,7 @@ public final class MrLauncher {
   }
 
   /** Stops the mode within 60 s, then ends the JVM without Hadoop's shutdown hooks. */
-  private static void stop(MrRm mode, int code) {
+  private static void stop(PeerMode mode, int code) {
     Thread t = new Thread(() -> {
       try {
         mode.close();

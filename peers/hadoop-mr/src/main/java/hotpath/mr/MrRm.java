@@ -73,7 +73,7 @@ import org.apache.hadoop.yarn.server.resourcemanager.rmnode.RMNode;
  * {@code status}, {@code http} (the node's shuffle address the AM reported)}], and
  * {@code failed_diagnostics} {attempt id: [diagnostics]} for attempts that did not succeed.
  */
-final class MrRm {
+final class MrRm implements PeerMode {
   /**
    * RM defaults for running MR on two small external NodeManagers. The AM liveness expiry stays
    * Hadoop's (10 min): an MR AM JVM on a loaded 2-vCPU machine can take over 30 s to register.
@@ -129,7 +129,8 @@ final class MrRm {
     return m;
   }
 
-  void start() throws Exception {
+  @Override
+  public void start() throws Exception {
     YarnConfiguration conf = new YarnConfiguration();
     conf.set("hadoop.tmp.dir", workDir.resolve("tmp").toString());
     conf.set(YarnConfiguration.RM_HOSTNAME, "localhost");
@@ -196,7 +197,8 @@ final class MrRm {
   }
 
   /** The running cluster's whole configuration (bound ports included) as yarn-site.xml. */
-  void writeConf(Path confDir) throws Exception {
+  @Override
+  public void writeConf(Path confDir) throws Exception {
     Configuration c = clusterConf;
     TreeMap<String, String> props = new TreeMap<>();
     for (Map.Entry<String, String> e : c) {
@@ -219,7 +221,8 @@ final class MrRm {
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
   }
 
-  Map<String, Object> ready() {
+  @Override
+  public Map<String, Object> ready() {
     Configuration c = clusterConf;
     return Json.obj(
         "resource_tracker", c.get(YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS),
@@ -230,7 +233,8 @@ final class MrRm {
         "hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
   }
 
-  Map<String, Object> command(String name, String[] args) throws Exception {
+  @Override
+  public Map<String, Object> command(String name, String[] args) throws Exception {
     switch (name) {
       case "ping":
         return Json.obj();
@@ -256,7 +260,8 @@ final class MrRm {
     }
   }
 
-  void close() throws Exception {
+  @Override
+  public void close() throws Exception {
     if (yarn != null) {
       yarn.stop();
     }
