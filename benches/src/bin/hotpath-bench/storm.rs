@@ -741,51 +741,20 @@ impl Loop {
         let Some(sock) = conn.sock.as_mut() else {
             return Ok(());
         };
-        while conn.off < conn.out.len() {
-            match sock.write(&conn.out[conn.off..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    conn.off += n;
-                    if conn.off < conn.out.len() {
-                        // A short write: the socket buffer is full; wait for EPOLLOUT.
-                        conn.writable = false;
-                        return Ok(());
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    conn.writable = false;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        conn.out.clear();
-        conn.off = 0;
-        if conn.out.capacity() > 256 * 1024 {
-            conn.out.shrink_to(64 * 1024);
-        }
-        Ok(())
+        write_queued(sock, &mut conn.out, &mut conn.off, &mut conn.writable)
     }
 
     fn on_event(&mut self, c: usize, bits: u32) {
         let err = bits & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
         match self.conns[c].state {
             CState::Down => {}
-            CState::Connecting => {
-                let res = match self.conns[c].sock.as_ref().map(|s| s.take_error()) {
-                    Some(Ok(None)) if !err => Ok(()),
-                    Some(Ok(Some(e))) | Some(Err(e)) => Err(e.to_string()),
-                    _ => Err("connection refused or reset".to_string()),
-                };
-                match res {
-                    Ok(()) => {
-                        let now = self.now();
-                        self.on_up(c, now);
-                    }
-                    Err(e) => self.conn_down(c, format!("connecting to {}: {e}", self.plan.addr)),
+            CState::Connecting => match connect_outcome(self.conns[c].sock.as_ref(), err) {
+                Ok(()) => {
+                    let now = self.now();
+                    self.on_up(c, now);
                 }
-            }
+                Err(e) => self.conn_down(c, format!("connecting to {}: {e}", self.plan.addr)),
+            },
             CState::Up => {
                 if bits & libc::EPOLLOUT as u32 != 0 {
                     self.conns[c].writable = true;
@@ -1257,6 +1226,53 @@ pub fn run_process(plan: Plan, clock0: Instant) -> Result<ProcFigures> {
     f.rpc_us = hist_pairs(&rpc);
     f.sched_us = hist_pairs(&sched);
     Ok(f)
+}
+
+/// Writes `out[*off..]` to a non-blocking `sock` until all is written or the socket is full
+/// (a short write or `WouldBlock` clears `writable`: wait for EPOLLOUT). Once all is written the
+/// buffer is emptied, and shrunk if a burst grew it. Shared by the storm's and storm-apps'
+/// event loops.
+pub(crate) fn write_queued(
+    sock: &mut TcpStream,
+    out: &mut Vec<u8>,
+    off: &mut usize,
+    writable: &mut bool,
+) -> io::Result<()> {
+    while *off < out.len() {
+        match sock.write(&out[*off..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                *off += n;
+                if *off < out.len() {
+                    // A short write: the socket buffer is full.
+                    *writable = false;
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                *writable = false;
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.clear();
+    *off = 0;
+    if out.capacity() > 256 * 1024 {
+        out.shrink_to(64 * 1024);
+    }
+    Ok(())
+}
+
+/// How a non-blocking connect ended, once epoll reported its socket (`err`: EPOLLERR or
+/// EPOLLHUP was set).
+pub(crate) fn connect_outcome(sock: Option<&TcpStream>, err: bool) -> Result<(), String> {
+    match sock.map(|s| s.take_error()) {
+        Some(Ok(None)) if !err => Ok(()),
+        Some(Ok(Some(e))) | Some(Err(e)) => Err(e.to_string()),
+        _ => Err("connection refused or reset".to_string()),
+    }
 }
 
 #[cfg(test)]

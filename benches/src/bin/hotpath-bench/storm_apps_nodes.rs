@@ -22,7 +22,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering::Relaxed;
@@ -497,30 +497,7 @@ impl Loop {
         let Some(sock) = n.sock.as_mut() else {
             return Ok(());
         };
-        while n.off < n.out.len() {
-            match sock.write(&n.out[n.off..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(k) => {
-                    n.off += k;
-                    if n.off < n.out.len() {
-                        n.writable = false;
-                        return Ok(());
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    n.writable = false;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        n.out.clear();
-        n.off = 0;
-        if n.out.capacity() > 256 * 1024 {
-            n.out.shrink_to(64 * 1024);
-        }
-        Ok(())
+        crate::storm::write_queued(sock, &mut n.out, &mut n.off, &mut n.writable)
     }
 
     fn on_event(&mut self, i: usize, bits: u32) {
@@ -528,12 +505,7 @@ impl Loop {
         match self.nodes[i].cstate {
             CState::Down => {}
             CState::Connecting => {
-                let res = match self.nodes[i].sock.as_ref().map(|s| s.take_error()) {
-                    Some(Ok(None)) if !err => Ok(()),
-                    Some(Ok(Some(e))) | Some(Err(e)) => Err(e.to_string()),
-                    _ => Err("connection refused or reset".to_string()),
-                };
-                match res {
+                match crate::storm::connect_outcome(self.nodes[i].sock.as_ref(), err) {
                     Ok(()) => {
                         let now = self.now();
                         self.on_up(i, now);
