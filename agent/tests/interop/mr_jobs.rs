@@ -142,30 +142,35 @@ impl Cluster {
         done
     }
 
-    /// The agents' IPs the successful attempts ran on (from the shuffle addresses the AM
-    /// reported), `map` or reduce ones.
+    /// The agents' IPs the successful attempts ran on, `map` or reduce ones.
     fn hosts_of(&self, job: &Value, map: bool) -> Vec<String> {
-        let mut hosts: Vec<String> = job["attempts"]
-            .as_array()
-            .expect("attempts")
-            .iter()
-            .filter(|a| a["map"] == map && a["status"] == "SUCCEEDED")
-            .map(|a| {
-                let http = a["http"].as_str().unwrap_or("");
-                let hp = http.strip_prefix("http://").unwrap_or(http);
-                hp.rsplit_once(':').map_or(hp, |(h, _)| h).to_string()
-            })
-            .collect();
-        hosts.sort();
-        hosts.dedup();
-        for h in &hosts {
-            assert!(
-                IPS.contains(&h.as_str()),
-                "attempt on {h}, not an agent: {job}"
-            );
-        }
-        hosts
+        attempt_hosts(job, map, &IPS)
     }
+}
+
+/// The hosts the successful `map` (or reduce) attempts of `job` ran on, from the shuffle
+/// addresses the AM reported; each must be one of the agents' `ips`.
+pub(crate) fn attempt_hosts(job: &Value, map: bool, ips: &[&str]) -> Vec<String> {
+    let mut hosts: Vec<String> = job["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .filter(|a| a["map"] == map && a["status"] == "SUCCEEDED")
+        .map(|a| {
+            let http = a["http"].as_str().unwrap_or("");
+            let hp = http.strip_prefix("http://").unwrap_or(http);
+            hp.rsplit_once(':').map_or(hp, |(h, _)| h).to_string()
+        })
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    for h in &hosts {
+        assert!(
+            ips.contains(&h.as_str()),
+            "attempt on {h}, not an agent: {job}"
+        );
+    }
+    hosts
 }
 
 /// A job that did not succeed, with what Hadoop said (each failed attempt's first diagnostic

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::daemon::{self, start_rm_daemon, Daemon};
 use crate::mr_jobs::{
-    agent_sets, counter, read_wordcount_output, running_nodes, write_wordcount_input,
+    agent_sets, attempt_hosts, counter, read_wordcount_output, running_nodes, write_wordcount_input,
 };
 
 const IPS: [&str; 2] = ["127.0.0.75", "127.0.0.76"];
@@ -166,29 +166,9 @@ impl Cluster {
         out
     }
 
-    /// The agents' IPs the successful attempts ran on (from the shuffle addresses the AM
-    /// reported), `map` or reduce ones.
+    /// The agents' IPs the successful attempts ran on, `map` or reduce ones.
     fn hosts_of(&self, job: &Value, map: bool) -> Vec<String> {
-        let mut hosts: Vec<String> = job["attempts"]
-            .as_array()
-            .expect("attempts")
-            .iter()
-            .filter(|a| a["map"] == map && a["status"] == "SUCCEEDED")
-            .map(|a| {
-                let http = a["http"].as_str().unwrap_or("");
-                let hp = http.strip_prefix("http://").unwrap_or(http);
-                hp.rsplit_once(':').map_or(hp, |(h, _)| h).to_string()
-            })
-            .collect();
-        hosts.sort();
-        hosts.dedup();
-        for h in &hosts {
-            assert!(
-                IPS.contains(&h.as_str()),
-                "attempt on {h}, not an agent: {job}"
-            );
-        }
-        hosts
+        attempt_hosts(job, map, &IPS)
     }
 
     fn explain(&self, job: &Value) -> String {
