@@ -749,7 +749,11 @@ fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[
     use crate::apps::Reported;
     use hadoop_wire::pb::hadoop::yarn::{ContainerStateProto, RegisterNodeManagerRequestProto};
     use prost::Message;
-    let reported: Vec<Reported> = RegisterNodeManagerRequestProto::decode(request)
+    let req = RegisterNodeManagerRequestProto::decode(request);
+    let running_apps = req
+        .as_ref()
+        .is_ok_and(|r| !r.running_applications.is_empty());
+    let reported: Vec<Reported> = req
         .map(|req| {
             req.container_statuses
                 .iter()
@@ -772,7 +776,9 @@ fn registered(rt: &AppsRt, node: &NodeKey, http: String, total: Res, request: &[
                 .collect()
         })
         .unwrap_or_default();
-    rt.with_nowait(|a| a.node_registered(node, http, total, &reported, wall_ms()));
+    rt.with_nowait(|a| {
+        a.node_registered_running(node, http, total, &reported, running_apps, wall_ms())
+    });
 }
 
 fn admin_id(call: &Call<'_>) -> Result<String, CallError> {

@@ -77,10 +77,11 @@ impl Apps {
         self.update_gate();
     }
 
-    /// A node (re-)registered, reporting its containers. Normally the reported completions
-    /// complete with their real status, whatever else the RM had on the node is lost (Java
-    /// without work-preserving recovery removes and re-adds a reconnected node), and the
-    /// node's capacity is (re)set. The first registration of a node after live applications
+    /// A node (re-)registered, reporting its containers, with no running applications. The
+    /// reported completions complete with their real status, whatever else the RM had on the
+    /// node is lost (Java removes and re-adds a node that reconnects running no application;
+    /// see [`node_registered_running`](Self::node_registered_running)), and the node's capacity
+    /// is (re)set. The first registration of a node after live applications
     /// were recovered reconciles instead (see the module docs).
     pub fn node_registered(
         &mut self,
@@ -88,6 +89,25 @@ impl Apps {
         http_address: String,
         total: Res,
         reported: &[Reported],
+        now_ms: u64,
+    ) {
+        self.node_registered_running(key, http_address, total, reported, false, now_ms);
+    }
+
+    /// [`node_registered`](Self::node_registered) with whether the registration named running
+    /// applications. A node registering again while it is in the scheduler is Java's
+    /// reconnect (`RMNodeImpl`'s ReconnectNodeTransition): one that still runs applications
+    /// (a NodeManager restarted with recovery on, the same NodeId) keeps its containers and
+    /// takes its new capability and web address; one that runs none leaves the scheduler and
+    /// comes back (its containers completed ABORTED as on a lost node). Completions it
+    /// re-reports are applied either way.
+    pub fn node_registered_running(
+        &mut self,
+        key: &NodeKey,
+        http_address: String,
+        total: Res,
+        reported: &[Reported],
+        running_apps: bool,
         now_ms: u64,
     ) {
         if self.reconcile && !self.nodes.contains_key(key) {
@@ -98,6 +118,14 @@ impl Apps {
             if r.state == ContainerStateProto::CComplete {
                 self.container_reported_complete(r.id, r.exit_status, &r.diagnostics, now_ms);
             }
+        }
+        if running_apps && self.nodes.get(key).is_some_and(|n| n.active) {
+            self.nodes.update(key, |n| {
+                n.http_address = http_address;
+                n.total = total;
+            });
+            self.update_gate();
+            return;
         }
         self.node_removed(key, now_ms);
         self.node_added(key, http_address, total);

@@ -106,6 +106,85 @@ fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
 }
 
 #[test]
+fn a_node_that_registers_again_running_applications_keeps_its_containers() {
+    // Java's reconnect with running applications (a NodeManager restarted with recovery on,
+    // same NodeId): what it did not report complete stays live, and the new capability holds.
+    let mut a = apps(AppsConfig::default());
+    let (id, at) = running(&mut a);
+    let h2 = NodeKey::new("h2", 2);
+    let req = AllocateRequestProto {
+        ask: vec![ask(0, ANY, 2, 1024, true)],
+        response_id: Some(0),
+        ..Default::default()
+    };
+    a.allocate(at, 1, &req, &keys(), 50).unwrap();
+    update(&mut a, &h2, &[], 60);
+    let r = a
+        .allocate(
+            at,
+            1,
+            &AllocateRequestProto {
+                response_id: Some(1),
+                ..Default::default()
+            },
+            &keys(),
+            70,
+        )
+        .unwrap();
+    let ids: Vec<ContainerId> = r
+        .allocated_containers
+        .iter()
+        .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    a.take_cleanups();
+    a.node_registered_running(
+        &h2,
+        "h2:8043".into(),
+        Res::new(8192, 8),
+        &[Reported {
+            id: ids[0],
+            state: ContainerStateProto::CComplete,
+            exit_status: 4,
+            diagnostics: "done".into(),
+            res: Res::new(1024, 1),
+            priority: 0,
+        }],
+        true,
+        80,
+    );
+    assert_eq!(a.take_cleanups(), vec![], "nothing to kill on the node");
+    let n = a.node(&h2).unwrap();
+    assert!(n.active);
+    assert_eq!(
+        n.used,
+        Res::new(1024, 1),
+        "the second container still holds its room"
+    );
+    assert_eq!(n.total, Res::new(8192, 8));
+    assert_eq!(n.http_address, "h2:8043");
+    let r = a
+        .allocate(
+            at,
+            1,
+            &AllocateRequestProto {
+                response_id: Some(2),
+                ..Default::default()
+            },
+            &keys(),
+            90,
+        )
+        .unwrap();
+    let got: Vec<(i32, &str)> = r
+        .completed_container_statuses
+        .iter()
+        .map(|s| (s.exit_status.unwrap(), s.diagnostics.as_deref().unwrap()))
+        .collect();
+    assert_eq!(got, vec![(4, "done")]);
+    assert_eq!(a.app(id).unwrap().state, AppState::Running);
+}
+
+#[test]
 fn heartbeat_only_mode_places_on_node_updates_only() {
     let mut a = apps(AppsConfig::default());
     assert!(!a.config().immediate_placement);
