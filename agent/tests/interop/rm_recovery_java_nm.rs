@@ -318,8 +318,21 @@ fn java_nms_reregister_after_an_rm_restart_and_the_running_application_finishes(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let report = c.client.command(&format!("app-report {id}")).unwrap();
-    assert_eq!(report["state"], "RUNNING", "{report}");
+    // The recovered application is ACCEPTED until its AM registers again (as in Java's
+    // RMAppRecoveredTransition); the AM retries every 500 ms.
+    let t0 = Instant::now();
+    loop {
+        let report = c.client.command(&format!("app-report {id}")).unwrap();
+        if report["state"] == "RUNNING" {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "not RUNNING again at the new RM: {report}\n{}",
+            c.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // Nothing was killed by the restart or the resync.
     let after: Vec<usize> = sleeps.iter().map(|s| processes_with(s)).collect();
     assert_eq!(after, before, "the running shells survive");
