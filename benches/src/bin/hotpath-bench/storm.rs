@@ -555,29 +555,12 @@ impl Loop {
             } else {
                 next.saturating_sub(now)
             };
-            let ts = libc::timespec {
-                tv_sec: (timeout / 1_000_000_000) as libc::time_t,
-                tv_nsec: (timeout % 1_000_000_000) as libc::c_long,
+            let n = match wait_events(&self.ep, &mut events, timeout) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("epoll_pwait2"),
             };
-            // SAFETY: the event array is live and its length is passed; the timespec is a live
-            // local; no signal mask.
-            let n = unsafe {
-                libc::epoll_pwait2(
-                    self.ep.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as libc::c_int,
-                    &ts,
-                    std::ptr::null(),
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e).context("epoll_pwait2");
-            }
-            for ev in &events[..n as usize] {
+            for ev in &events[..n] {
                 let (bits, c) = (ev.events, ev.u64 as usize);
                 self.on_event(c, bits);
             }
@@ -1226,6 +1209,34 @@ pub fn run_process(plan: Plan, clock0: Instant) -> Result<ProcFigures> {
     f.rpc_us = hist_pairs(&rpc);
     f.sched_us = hist_pairs(&sched);
     Ok(f)
+}
+
+/// `epoll_pwait2` on `ep` for at most `timeout_ns`: the number of events written to the
+/// front of `events`. Shared by the storm's and storm-apps' event loops.
+pub(crate) fn wait_events(
+    ep: &OwnedFd,
+    events: &mut [libc::epoll_event],
+    timeout_ns: u64,
+) -> io::Result<usize> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: the event array is live and its length is passed; the timespec is a live
+    // local; no signal mask.
+    let n = unsafe {
+        libc::epoll_pwait2(
+            ep.as_raw_fd(),
+            events.as_mut_ptr(),
+            events.len() as libc::c_int,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
 }
 
 /// Writes `out[*off..]` to a non-blocking `sock` until all is written or the socket is full

@@ -348,29 +348,12 @@ impl Loop {
             } else {
                 next.saturating_sub(now)
             };
-            let ts = libc::timespec {
-                tv_sec: (timeout / 1_000_000_000) as libc::time_t,
-                tv_nsec: (timeout % 1_000_000_000) as libc::c_long,
+            let n = match crate::storm::wait_events(&self.ep, &mut events, timeout) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("epoll_pwait2"),
             };
-            // SAFETY: the event array is live and its length is passed; the timespec is a live
-            // local; no signal mask.
-            let n = unsafe {
-                libc::epoll_pwait2(
-                    self.ep.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as libc::c_int,
-                    &ts,
-                    std::ptr::null(),
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e).context("epoll_pwait2");
-            }
-            for ev in &events[..n as usize] {
+            for ev in &events[..n] {
                 let (bits, i) = (ev.events, ev.u64 as usize);
                 self.on_event(i, bits);
             }
