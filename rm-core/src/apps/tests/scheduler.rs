@@ -30,8 +30,9 @@ fn locality_node_then_rack_then_any_and_relax_locality_false() {
     assert_eq!(att.pending_containers(), 0);
 }
 
-#[test]
-fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
+/// A running application with two 1 GB containers placed on h2 (from h2's heartbeat) and
+/// handed to its AM.
+fn two_containers_on_h2() -> (Apps, AppId, AttemptId, NodeKey, Vec<ContainerId>) {
     let mut a = apps(AppsConfig::default());
     let (id, at) = running(&mut a);
     let h2 = NodeKey::new("h2", 2);
@@ -59,6 +60,12 @@ fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
         .iter()
         .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
         .collect();
+    (a, id, at, h2, ids)
+}
+
+#[test]
+fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
+    let (mut a, id, at, h2, ids) = two_containers_on_h2();
     a.take_cleanups();
     // h2 re-registers reporting the first complete (exit 4); the second is lost.
     a.node_registered(
@@ -109,33 +116,7 @@ fn a_node_that_registers_again_loses_what_it_did_not_report_complete() {
 fn a_node_that_registers_again_running_applications_keeps_its_containers() {
     // Java's reconnect with running applications (a NodeManager restarted with recovery on,
     // same NodeId): what it did not report complete stays live, and the new capability holds.
-    let mut a = apps(AppsConfig::default());
-    let (id, at) = running(&mut a);
-    let h2 = NodeKey::new("h2", 2);
-    let req = AllocateRequestProto {
-        ask: vec![ask(0, ANY, 2, 1024, true)],
-        response_id: Some(0),
-        ..Default::default()
-    };
-    a.allocate(at, 1, &req, &keys(), 50).unwrap();
-    update(&mut a, &h2, &[], 60);
-    let r = a
-        .allocate(
-            at,
-            1,
-            &AllocateRequestProto {
-                response_id: Some(1),
-                ..Default::default()
-            },
-            &keys(),
-            70,
-        )
-        .unwrap();
-    let ids: Vec<ContainerId> = r
-        .allocated_containers
-        .iter()
-        .map(|c| container_from_proto(c.id.as_ref().unwrap()).unwrap())
-        .collect();
+    let (mut a, id, at, h2, ids) = two_containers_on_h2();
     assert_eq!(ids.len(), 2);
     a.take_cleanups();
     a.node_registered_running(
